@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# One-step set-up on a fresh machine.
+#   bash scripts/install.sh        runtime packages (enough for the dashboard and the CLI)
+#   bash scripts/install.sh dev    + test tools and the Chromium used by the browser tests
+set -euo pipefail
+cd "$(dirname "$0")/.."
+py=${PYTHON:-python3}
+if [ "${1:-}" = "dev" ]; then
+  "$py" -m pip install -q -r requirements-dev.txt
+  if ! command -v chromium >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core >/dev/null
+    else
+      echo "warning: Debian's chromium is not installed; the browser tests will fail." >&2
+      echo "         install it with: sudo apt-get install chromium" >&2
+    fi
+  fi
+else
+  "$py" -m pip install -q -r requirements.txt
+fi

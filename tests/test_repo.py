@@ -1,0 +1,34 @@
+"""Repository-level contracts: README's set-up commands and CI stay in step."""
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    block = text.split("```bash", 1)[1].split("```", 1)[0]
+    return [line.strip() for line in block.strip().splitlines()]
+
+
+def test_readme_starts_with_the_two_setup_commands():
+    head = (ROOT / "README.md").read_text().splitlines()[:6]
+    assert "```bash" in head
+    app_cmd, test_cmd = _readme_commands()
+    assert app_cmd.endswith("streamlit run app.py")
+    assert "pytest" in test_cmd
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    test_cmd = _readme_commands()[1]
+    ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert test_cmd in ci_lines
+
+
+def test_required_top_level_layout():
+    for name in ("app.py", "pages", "core", "assets", "tests", "requirements.txt", "README.md"):
+        assert (ROOT / name).exists(), name
+
+
+def test_torch_is_pinned():
+    reqs = (ROOT / "requirements.txt").read_text().splitlines()
+    assert "torch==2.13.0" in [r.strip() for r in reqs]
