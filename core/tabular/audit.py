@@ -1,0 +1,791 @@
+"""The end-to-end tabular audit: dataset → certificates → held-out evaluation → calibration.
+
+:func:`run_audit` is the one pipeline behind the dashboard and the ``audit`` command:
+
+1. dataset (bundled name, :class:`~core.tabular.datasets.Dataset` or DataFrame + target),
+   optionally subsampled; stratified train / validation / test split;
+2. preprocessing fitted on the training split only;
+3. evidence groups and baseline from the declared :class:`~core.cfc.protocol.Protocol`;
+4. the model, fitted on the training split;
+5. certificates of the validation and test splits (:func:`~core.cfc.certificate.certify`);
+6. held-out brittle labels of the test split from the label channel
+   (:mod:`core.cfc.stressors`), plus the naturalistic variant when the raw data has
+   unavailable fields;
+7. evaluation of every risk score (:mod:`core.cfc.evaluation`) and calibration
+   (:mod:`core.cfc.calibration`, fitted on validation).
+
+Everything is deterministic under ``seed``. The seed drives the split and the model; the
+stochastic evaluation parts each get their own child stream of ``as_generator(seed)``
+(label channel, random orders, permutation importance, SHAP background), so enabling one
+extra never shifts the draws of another — in particular the brittle labels are the same
+whichever extras run.
+
+:func:`run_sweep` repeats the audit over datasets × models × seeds and builds the
+paper-style comparison table plus paired bootstrap intervals over the units.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from threadpoolctl import threadpool_limits
+
+from core._rng import as_generator
+from core.cfc.baselines import baseline_vector
+from core.cfc.calibration import CalibrationReport, calibration_report
+from core.cfc.certificate import CertificateSet, certify
+from core.cfc.evaluation import (
+    GroupImportance,
+    Population,
+    GroupShap,
+    ProtocolVariant,
+    certificate_scores,
+    confidence_scores,
+    evaluate_scores,
+    group_shap_concentration,
+    paired_bootstrap,
+    permutation_group_importance,
+    protocol_sensitivity,
+    random_order_scores,
+    search_diagnostics,
+)
+from core.cfc.grouping import domain_block_groups, raw_origin_groups, redundancy_merged_groups, trace_feature_origins
+from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, Protocol
+from core.cfc.stressors import BrittleLabels, LabelChannel, brittle_labels, naturalistic_labels
+from core.tabular.datasets import (
+    Dataset,
+    DatasetSplit,
+    dataset_from_frame,
+    load_dataset,
+    split_dataset,
+    subsample_dataset,
+    with_blocks,
+)
+from core.tabular.metrics import NOMINAL_METRICS, nominal_metrics
+from core.tabular.models import MODEL_NAMES, MODELS, make_model
+from core.tabular.preprocessing import FittedPreprocessor, detect_unavailable_fields, fit_preprocessor
+
+__all__ = [
+    "AuditResult",
+    "SweepResult",
+    "SWEEP_TABLE_COLUMNS",
+    "certificate_export",
+    "evaluation_json",
+    "markdown_table",
+    "protocol_json",
+    "run_audit",
+    "run_sweep",
+    "summary_markdown",
+    "write_audit",
+]
+
+Progress = Callable[[str, int, int], object]
+SearchOption = Literal["none", "exact", "beam", "both"]
+
+# Child streams of as_generator(seed); the position of a name never changes.
+_STREAMS = ("label_channel", "random_order", "permutation", "shap_background")
+
+
+@dataclass(frozen=True, eq=False)
+class AuditResult:
+    """Everything an audit produced, ready for display without recomputation.
+
+    Attributes
+    ----------
+    dataset : Dataset
+        The (possibly subsampled) dataset audited.
+    split : DatasetSplit
+        Train / validation / test positions into ``dataset.frame``.
+    seed : int
+    model_name : str
+        Registry name (see :data:`core.tabular.models.MODELS`).
+    model : fitted estimator
+        ``predict_proba`` over the transformed space.
+    preprocessor : FittedPreprocessor
+        Fitted on the training split.
+    groups : dict of str -> list of int
+        Evidence groups over the transformed columns.
+    baseline : ndarray of shape (n_features,)
+    protocol : Protocol
+    fingerprint : str
+        Fingerprint of the test certificate set (protocol, groups, baseline, model probe).
+    label_channel : LabelChannel
+    raw_test : DataFrame
+        Raw test rows (features and target), index = source row ids.
+    X_test : ndarray of shape (n_test, n_features)
+        Transformed test rows.
+    y_test : ndarray of shape (n_test,)
+        Encoded test labels.
+    proba_test : ndarray of shape (n_test, n_classes)
+    certificates : CertificateSet
+        Certificates of the test split (table index = source row ids).
+    labels : BrittleLabels
+        Held-out brittle labels of the test split (label channel).
+    scores : DataFrame of shape (n_test, n_scores)
+        Every evaluated risk score per test row (larger = riskier), index = source row ids.
+    evaluation : DataFrame
+        Per-score evaluation against ``labels`` (columns of
+        :data:`core.cfc.evaluation.EVALUATION_COLUMNS`).
+    unavailable : DataFrame
+        Raw columns with missing / unknown / special-code values
+        (:func:`core.tabular.preprocessing.detect_unavailable_fields`).
+    unavailable_groups : tuple of str
+        Groups holding those columns (replaced by the naturalistic channel).
+    naturalistic : BrittleLabels or None
+        Naturalistic labels, None when no field is unavailable.
+    naturalistic_evaluation : DataFrame or None
+    nominal : dict of str -> float
+        Test metrics (:data:`core.tabular.metrics.NOMINAL_METRICS`).
+    calibration : CalibrationReport
+        Temperature scaling and BATS fitted on validation, reported on test.
+    sensitivity : DataFrame or None
+        Baseline- and grouping-rule sensitivity (opt-in).
+    search : DataFrame or None
+        Greedy vs exact/beam summary (opt-in).
+    importance : GroupImportance or None
+        Permutation importance behind the ``perm_order`` score (opt-in).
+    group_shap : GroupShap or None
+        Group-SHAP concentration (opt-in).
+    timings : dict of str -> float
+        Seconds per stage.
+    notes : tuple of str
+        What the audit skipped or changed, for people.
+    """
+
+    dataset: Dataset
+    split: DatasetSplit
+    seed: int
+    model_name: str
+    model: Any
+    preprocessor: FittedPreprocessor
+    groups: dict[str, list[int]]
+    baseline: np.ndarray
+    protocol: Protocol
+    fingerprint: str
+    label_channel: LabelChannel
+    raw_test: pd.DataFrame
+    X_test: np.ndarray
+    y_test: np.ndarray
+    proba_test: np.ndarray
+    certificates: CertificateSet
+    labels: BrittleLabels
+    scores: pd.DataFrame
+    evaluation: pd.DataFrame
+    unavailable: pd.DataFrame
+    unavailable_groups: tuple[str, ...]
+    naturalistic: BrittleLabels | None
+    naturalistic_evaluation: pd.DataFrame | None
+    nominal: dict[str, float]
+    calibration: CalibrationReport
+    sensitivity: pd.DataFrame | None
+    search: pd.DataFrame | None
+    importance: GroupImportance | None
+    group_shap: GroupShap | None
+    timings: dict[str, float]
+    notes: tuple[str, ...]
+
+    @property
+    def fragility(self) -> dict[str, float]:
+        """Fragility summary of the test split: ``mean_rcma``, ``share_k_le_2`` (share with
+        ``k* ≤ 2``), ``share_brittle`` (held-out brittle share), ``share_high_confidence``."""
+        t = self.certificates.table
+        return {
+            "mean_rcma": float(t["rcma"].mean()),
+            "share_k_le_2": float((t["flip_budget"] <= 2).mean()),
+            "share_brittle": float(self.labels.labels.mean()),
+            "share_high_confidence": float(self.labels.high_confidence.mean()),
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# Pipeline pieces
+# --------------------------------------------------------------------------------------------
+def _resolve_dataset(data: str | Dataset | pd.DataFrame, target: str | None,
+                     blocks: Mapping[str, Any] | None) -> Dataset:
+    if isinstance(data, pd.DataFrame):
+        if target is None:
+            raise ValueError("`target` is required when auditing a DataFrame (name the column to predict).")
+        return dataset_from_frame(data, target, blocks=blocks)
+    if target is not None:
+        raise ValueError("`target` applies to a DataFrame; a bundled or loaded dataset has its own target.")
+    if isinstance(data, str):
+        dataset = load_dataset(data)
+    elif isinstance(data, Dataset):
+        dataset = data
+    else:
+        raise ValueError(f"`data` must be a bundled dataset name, a Dataset or a DataFrame; got {type(data).__name__}.")
+    return dataset if blocks is None else with_blocks(dataset, blocks)
+
+
+def _groups_for(rule: str, pre: FittedPreprocessor, X_train: np.ndarray, dataset: Dataset,
+                threshold: float) -> dict[str, list[int]]:
+    raw = raw_origin_groups(pre.transformer)
+    if rule == "raw_origin":
+        return raw
+    if rule == "redundancy_merged":
+        return redundancy_merged_groups(X_train, raw, threshold=threshold)
+    if dataset.blocks is None:
+        raise ValueError(f"grouping='domain_block' needs domain blocks, and dataset {dataset.name!r} has none; "
+                         "pass `blocks` (raw column -> block name).")
+    return domain_block_groups(raw, {c: b for c, b in dataset.blocks.items() if c in raw}, unmapped="keep")
+
+
+def _noise_scale(X_train: np.ndarray) -> np.ndarray:
+    """Training std of every transformed column with more than two distinct values, else 0.
+
+    Binary columns (one-hot levels, missing indicators, 0/1 flags) are not numeric evidence
+    that can drift by a fraction of a standard deviation, so bounded noise leaves them alone.
+    """
+    sorted_cols = np.sort(X_train, axis=0)
+    n_distinct = 1 + (np.diff(sorted_cols, axis=0) != 0).sum(axis=0)
+    return np.where(n_distinct > 2, X_train.std(axis=0), 0.0)
+
+
+def _unavailable_groups(pre: FittedPreprocessor, groups: Mapping[str, Sequence[int]],
+                        columns: Sequence[str]) -> tuple[str, ...]:
+    """Groups holding a transformed column traced to one of the raw ``columns``."""
+    origins = trace_feature_origins(pre.transformer)
+    wanted = set(columns)
+    return tuple(g for g, cols in groups.items() if any(origins[c] in wanted for c in cols))
+
+
+class _Stages:
+    """Times the stages and forwards progress to the caller."""
+
+    def __init__(self, progress: Progress | None) -> None:
+        if progress is not None and not callable(progress):
+            raise ValueError(f"`progress` must be a callable(stage, done, total) or None; got {progress!r}.")
+        self._progress = progress
+        self.timings: dict[str, float] = {}
+
+    def run(self, stage: str, fn: Callable[..., Any], *args: Any, rows: bool = False, **kwargs: Any) -> Any:
+        """Call ``fn``; with ``rows=True`` it reports ``(done, total)`` rows through ``progress=``."""
+        start = time.perf_counter()
+        if self._progress is not None:
+            self._progress(stage, 0, 1)
+            if rows:
+                kwargs["progress"] = lambda done, total: self._progress(stage, done, total)
+        out = fn(*args, **kwargs)
+        if self._progress is not None and not rows:
+            self._progress(stage, 1, 1)
+        self.timings[stage] = self.timings.get(stage, 0.0) + time.perf_counter() - start
+        return out
+
+
+def _variants(protocol: Protocol, pre: FittedPreprocessor, X_train: np.ndarray, dataset: Dataset,
+              groups: Mapping[str, Sequence[int]]) -> list[ProtocolVariant]:
+    out = []
+    for rule in BASELINE_RULES:
+        if rule != protocol.baseline:
+            out.append(ProtocolVariant("baseline", rule, groups, baseline_vector(X_train, groups, rule),
+                                       dataclasses.replace(protocol, baseline=rule)))
+    for rule in GROUPING_RULES:
+        if rule == protocol.grouping or (rule == "domain_block" and dataset.blocks is None):
+            continue
+        g = _groups_for(rule, pre, X_train, dataset, protocol.merge_threshold)
+        depth = None if protocol.depth is None else min(protocol.depth, len(g))
+        out.append(ProtocolVariant("grouping", rule, g, baseline_vector(X_train, g, protocol.baseline),
+                                   dataclasses.replace(protocol, grouping=rule, depth=depth)))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# run_audit
+# --------------------------------------------------------------------------------------------
+def run_audit(data: str | Dataset | pd.DataFrame = "credit_data", *, target: str | None = None,
+              model: str = "hist_gb", seed: int = 0, protocol: Protocol | None = None,
+              label_channel: LabelChannel | None = None, blocks: Mapping[str, str] | None = None,
+              max_rows: int | None = None, val_size: float = 0.2, test_size: float = 0.2,
+              model_params: Mapping[str, Any] | None = None, search: SearchOption = "none",
+              sensitivity: bool = False, order_baselines: bool = False, shap: bool = False,
+              n_random_orders: int = 5, population: Population = "high_confidence",
+              batch_size: int = 65536, n_threads: int | None = 1,
+              progress: Progress | None = None) -> AuditResult:
+    """Run a complete, deterministic fragility audit of one model on one dataset.
+
+    Parameters
+    ----------
+    data : str, Dataset or DataFrame, default="credit_data"
+        A bundled dataset name (:data:`core.tabular.datasets.DATASET_NAMES`), a loaded
+        dataset, or a raw frame (then ``target`` is required).
+    target : str, optional
+        Target column of a DataFrame.
+    model : str, default="hist_gb"
+        Registry name (:data:`core.tabular.models.MODEL_NAMES`).
+    seed : int, default=0
+        Drives the split, the model and (through child streams) every stochastic evaluation.
+    protocol : Protocol, optional
+        Declared certificate protocol; default ``Protocol()``.
+    label_channel : LabelChannel, optional
+        Declared held-out label channel; default ``LabelChannel()``.
+    blocks : mapping raw column -> block name, optional
+        Domain blocks (replace the dataset's own); needed for ``grouping="domain_block"`` on
+        data that ships none.
+    max_rows : int, optional
+        Stratified subsample of the dataset before splitting (keeps audits of big tables fast).
+    val_size, test_size : float, default=0.2
+        Split shares.
+    model_params : mapping, optional
+        Overrides of the model's defaults (see :func:`core.tabular.models.make_model`).
+    search : {"none", "exact", "beam", "both"}, default="none"
+        Opt-in exact / beam flip search on the test split, summarised in ``search``.
+    sensitivity : bool, default=False
+        Opt-in: recompute the certificate under every other baseline and grouping rule.
+    order_baselines : bool, default=False
+        Opt-in: the random-order (``n_random_orders`` orders) and permutation-importance-order
+        baselines (each costs a few certificate passes).
+    shap : bool, default=False
+        Opt-in: group-SHAP concentration (fast explainers only; NaN with a note otherwise).
+    n_random_orders : int, default=5
+    population : {"high_confidence", "all"}, default="high_confidence"
+        Test rows on which the scores are evaluated: ``p̂ ≥ τ_p`` (SPEC default) or all.
+    batch_size : int, default=65536
+        Rows per model call.
+    n_threads : int or None, default=1
+        Threads of the OpenMP / BLAS pools (``threadpoolctl``) during the audit; None keeps the
+        libraries' defaults. One thread is the default because the audit is many mid-sized
+        model calls: on a busy 2-core machine threaded histogram boosting ran the default
+        audit 8x slower than single-threaded (``tests/bench/bench_audit.py``), and the suite's
+        other libraries (XGBoost, LightGBM, forests) already run with one thread.
+    progress : callable(stage, done, total), optional
+        Progress of every stage (``done``/``total`` in rows where known, else 0/1 then 1/1).
+
+    Returns
+    -------
+    AuditResult
+
+    Raises
+    ------
+    ValueError
+        Unknown dataset or model, a missing target, an invalid protocol for this data (e.g.
+        ``depth`` above the number of groups, domain blocks without a mapping).
+    """
+    if model not in MODELS:
+        raise ValueError(f"`model` must be one of {list(MODEL_NAMES)}; got {model!r}.")
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"`seed` must be a non-negative int; got {seed!r}.")
+    protocol = Protocol() if protocol is None else protocol
+    if not isinstance(protocol, Protocol):
+        raise ValueError(f"`protocol` must be a Protocol; got {type(protocol).__name__}.")
+    label_channel = LabelChannel() if label_channel is None else label_channel
+    if search not in ("none", "exact", "beam", "both"):
+        raise ValueError(f"`search` must be one of ('none', 'exact', 'beam', 'both'); got {search!r}.")
+    seed = int(seed)
+    if population not in ("high_confidence", "all"):
+        raise ValueError(f"`population` must be 'high_confidence' or 'all'; got {population!r}.")
+    if not isinstance(label_channel, LabelChannel):
+        raise ValueError(f"`label_channel` must be a LabelChannel; got {type(label_channel).__name__}.")
+    if n_threads is not None and (isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer))
+                                  or n_threads < 1):
+        raise ValueError(f"`n_threads` must be a positive int or None; got {n_threads!r}.")
+    with threadpool_limits(limits=n_threads):
+        return _run_audit(data, target=target, model=model, seed=int(seed), protocol=protocol,
+                          label_channel=label_channel, blocks=blocks, max_rows=max_rows, val_size=val_size,
+                          test_size=test_size, model_params=model_params, search=search, sensitivity=sensitivity,
+                          order_baselines=order_baselines, shap=shap, n_random_orders=n_random_orders,
+                          population=population, batch_size=batch_size, progress=progress)
+
+
+def _run_audit(data, *, target, model, seed, protocol, label_channel, blocks, max_rows, val_size, test_size,
+               model_params, search, sensitivity, order_baselines, shap, n_random_orders, population,
+               batch_size, progress) -> AuditResult:
+    """The pipeline of :func:`run_audit` on validated options."""
+    stages = _Stages(progress)
+    streams = dict(zip(_STREAMS, as_generator(seed).spawn(len(_STREAMS))))
+    notes: list[str] = []
+
+    # 1–2. Data, split, preprocessing (training split only).
+    dataset = stages.run("load data", _resolve_dataset, data, target, blocks)
+    if max_rows is not None:
+        dataset = subsample_dataset(dataset, max_rows, seed=seed)
+    split = split_dataset(dataset, seed=seed, val_size=val_size, test_size=test_size)
+    pre = stages.run("preprocess", fit_preprocessor, split.train, dataset.numeric, dataset.categorical)
+    X_train, X_val, X_test = (pre.transform(part) for part in (split.train, split.val, split.test))
+    y_train, y_val, y_test = split.y_train, split.y_val, split.y_test
+
+    # 3. Groups and baseline from the declared rules.
+    groups = _groups_for(protocol.grouping, pre, X_train, dataset, protocol.merge_threshold)
+    protocol.resolved_depth(len(groups))  # refuse an impossible depth before the model is fitted
+    baseline = baseline_vector(X_train, groups, protocol.baseline)
+
+    # 4. Model.
+    params = dict(model_params or {})
+    if model == "fr_resmlp":
+        params.setdefault("groups", groups)
+        params.setdefault("baseline", baseline)
+    estimator = make_model(model, seed=seed, **params)
+    stages.run("fit model", estimator.fit, X_train, y_train)
+    predict = estimator.predict_proba
+    P_val, P_test = np.asarray(predict(X_val), dtype=float), np.asarray(predict(X_test), dtype=float)
+
+    # 5. Certificates (test for evaluation, validation for BATS).
+    test_frame = pd.DataFrame(X_test, index=split.test.index)
+    cert = stages.run("certify test", certify, predict, test_frame, groups, baseline, protocol, search=search,
+                      batch_size=batch_size, rows=True)
+    cert_val = stages.run("certify validation", certify, predict, X_val, groups, baseline, protocol,
+                          batch_size=batch_size, rows=True)
+
+    # 6. Held-out labels: the label channel sees the model and the inputs, never the certificate.
+    labels = stages.run("label channel", brittle_labels, predict, X_test, groups, baseline, channel=label_channel,
+                        noise_scale=_noise_scale(X_train), seed=streams["label_channel"], batch_size=batch_size)
+    unavailable = detect_unavailable_fields(dataset.frame, dataset.features, markers=dataset.markers)
+    unavailable_groups = _unavailable_groups(pre, groups, unavailable["column"].tolist())
+    natural = None
+    if unavailable_groups:
+        natural = stages.run("naturalistic channel", naturalistic_labels, predict, X_test, groups, baseline,
+                             unavailable_groups, tau_p=label_channel.tau_p, tau_kappa=label_channel.tau_kappa,
+                             batch_size=batch_size)
+    else:
+        notes.append("no raw column has missing / unknown / special-code values: no naturalistic labels")
+
+    # 7. Scores and their evaluation.
+    scores = certificate_scores(cert) | confidence_scores(P_test)
+    score_notes: dict[str, str] = {}
+    importance = shap_result = None
+    if order_baselines:
+        scores["random_order"] = stages.run(
+            "random-order baseline", random_order_scores, predict, X_test, groups, baseline, protocol,
+            n_orders=n_random_orders, seed=streams["random_order"], batch_size=batch_size)
+        importance = stages.run("permutation importance", permutation_group_importance, predict, X_val, y_val,
+                                groups, seed=streams["permutation"], batch_size=batch_size)
+        perm_cert = stages.run("permutation-order baseline", certify, predict, X_test, groups, baseline, protocol,
+                               order=importance.order, batch_size=batch_size, rows=True)
+        scores["perm_order"] = perm_cert.table["u"].to_numpy(dtype=float)
+    if shap:
+        shap_result = stages.run("group SHAP", group_shap_concentration, estimator, X_test, groups,
+                                 explainer=MODELS[model].shap_explainer, background=X_train,
+                                 seed=streams["shap_background"])
+        scores["group_shap"] = shap_result.scores
+        if shap_result.note:
+            score_notes["group_shap"] = shap_result.note
+            notes.append(f"group SHAP not computed for {model}: {shap_result.note}")
+    evaluation = evaluate_scores(scores, labels, y_test, population=population, notes=score_notes)
+    natural_eval = None if natural is None else evaluate_scores(scores, natural, y_test, population=population,
+                                                                notes=score_notes)
+
+    sens = None
+    if sensitivity:
+        variants = _variants(protocol, pre, X_train, dataset, groups)
+        sens = stages.run("sensitivity", protocol_sensitivity, predict, X_test, variants, labels, scores["fds"],
+                          population=population, batch_size=batch_size)
+    search_table = None if search == "none" else search_diagnostics(cert)
+
+    with warnings.catch_warnings():
+        # An undefined AUROC / AP (one class in a small test split) is reported as NaN.
+        warnings.simplefilter("ignore", UserWarning)
+        nominal = nominal_metrics(y_test, P_test)
+    # BATS normalises FDS itself (SPEC A.7), not its monotone pre-image u.
+    calib = stages.run("calibration", calibration_report, P_val, y_val, cert_val.table["fds"].to_numpy(), P_test,
+                       y_test, cert.table["fds"].to_numpy())
+
+    return AuditResult(
+        dataset=dataset, split=split, seed=seed, model_name=model, model=estimator, preprocessor=pre,
+        groups=dict(groups), baseline=baseline, protocol=protocol, fingerprint=cert.fingerprint,
+        label_channel=label_channel, raw_test=split.test, X_test=X_test, y_test=y_test, proba_test=P_test,
+        certificates=cert, labels=labels, scores=pd.DataFrame(scores, index=split.test.index),
+        evaluation=evaluation, unavailable=unavailable, unavailable_groups=unavailable_groups,
+        naturalistic=natural, naturalistic_evaluation=natural_eval, nominal=nominal, calibration=calib,
+        sensitivity=sens, search=search_table, importance=importance, group_shap=shap_result,
+        timings=dict(stages.timings), notes=tuple(notes),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Exports
+# --------------------------------------------------------------------------------------------
+def certificate_export(result: AuditResult) -> pd.DataFrame:
+    """The certificate table of the test split, joined with labels and every risk score.
+
+    Returns
+    -------
+    DataFrame
+        One row per test row: ``row_id`` (source row id), ``y_true``, ``brittle``,
+        ``high_confidence``, ``naturalistic_brittle`` (when available), the certificate
+        columns (``pred, confidence, margin, flip_budget, rcma, fds, u, one_step_max,
+        degradation, path, path_margins, lambda_star_*`` …) and ``score_<name>`` for every
+        evaluated risk score (larger = riskier).
+    """
+    out = pd.DataFrame({"row_id": result.certificates.table.index.to_numpy(), "y_true": result.y_test,
+                        "brittle": result.labels.labels, "high_confidence": result.labels.high_confidence})
+    if result.naturalistic is not None:
+        out["naturalistic_brittle"] = result.naturalistic.labels
+    cert = result.certificates.table.reset_index(drop=True)
+    scores = result.scores.reset_index(drop=True).add_prefix("score_")
+    return pd.concat([out, cert, scores], axis=1)
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain-JSON version of numbers / containers: NaN and inf become None."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
+def _records(frame: pd.DataFrame | None) -> list[dict[str, Any]] | None:
+    return None if frame is None else [_jsonable(r) for r in frame.to_dict("records")]
+
+
+def evaluation_json(result: AuditResult) -> dict[str, Any]:
+    """Evaluation of an audit as plain JSON (NaN → ``null``).
+
+    ``scores`` holds one entry per risk score (its kind, orientation and metrics against the
+    held-out labels); ``naturalistic`` the same against the naturalistic labels (or null);
+    then nominal metrics, fragility summary, calibration, sensitivity and search diagnostics.
+    """
+    def by_score(frame: pd.DataFrame | None) -> dict[str, Any] | None:
+        if frame is None:
+            return None
+        return {row["score"]: {k: v for k, v in row.items() if k != "score"} for row in _records(frame)}
+
+    return _jsonable({
+        "dataset": result.dataset.name, "model": result.model_name, "seed": result.seed,
+        "fingerprint": result.fingerprint, "n_test": int(len(result.y_test)),
+        "n_high_confidence": int(result.labels.high_confidence.sum()),
+        "n_brittle": int(result.labels.labels.sum()),
+        "scores": by_score(result.evaluation),
+        "naturalistic": by_score(result.naturalistic_evaluation),
+        "unavailable_groups": list(result.unavailable_groups),
+        "nominal": result.nominal, "fragility": result.fragility,
+        "calibration": {"t0": result.calibration.bats.t0, "eta": result.calibration.bats.eta,
+                        "metrics": _records(result.calibration.metrics)},
+        "sensitivity": _records(result.sensitivity), "search": _records(result.search),
+        "notes": list(result.notes),
+    })
+
+
+def protocol_json(result: AuditResult) -> dict[str, Any]:
+    """The declared protocol with its fingerprints, groups and label channel, as plain JSON."""
+    return _jsonable({
+        "protocol": result.protocol.to_dict(), "protocol_fingerprint": result.protocol.fingerprint,
+        "certificate_fingerprint": result.fingerprint, "label_channel": result.label_channel.to_dict(),
+        "dataset": result.dataset.name, "source": result.dataset.source, "model": result.model_name,
+        "seed": result.seed, "split": {"val_size": result.split.val_size, "test_size": result.split.test_size,
+                                       "n_train": len(result.split.train_index), "n_val": len(result.split.val_index),
+                                       "n_test": len(result.split.test_index)},
+        "groups": result.groups, "baseline": result.baseline, "depth": result.certificates.depth,
+    })
+
+
+def markdown_table(frame: pd.DataFrame, *, digits: int = 3) -> str:
+    """A GitHub-flavoured Markdown table of ``frame`` (floats rounded, NaN shown as ``–``)."""
+    def cell(v: Any) -> str:
+        if isinstance(v, (float, np.floating)):
+            return "–" if not math.isfinite(v) else f"{v:.{digits}f}"
+        return str(v).replace("|", "\\|")
+
+    head = "| " + " | ".join(str(c).replace("|", "\\|") for c in frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([head, rule, *body])
+
+
+def summary_markdown(result: AuditResult) -> str:
+    """A short human-readable summary of an audit (Markdown)."""
+    f = result.fragility
+    ev = result.evaluation.set_index("score")
+    conf = ev[ev["kind"] == "confidence"]
+    best_conf = conf["auroc"].idxmax() if conf["auroc"].notna().any() else None
+    lines = [
+        f"# Fragility audit: {result.dataset.name} / {result.model_name} / seed {result.seed}",
+        "",
+        f"- Certificate fingerprint: `{result.fingerprint}`",
+        f"- Protocol: grouping `{result.protocol.grouping}` ({len(result.groups)} groups), baseline "
+        f"`{result.protocol.baseline}`, depth {result.certificates.depth}, path `{result.certificates.path_rule}`",
+        f"- Test rows: {len(result.y_test)}; high-confidence (p̂ ≥ {result.label_channel.tau_p}): "
+        f"{int(result.labels.high_confidence.sum())}; held-out brittle: {int(result.labels.labels.sum())}",
+        f"- Nominal: accuracy {result.nominal['accuracy']:.3f}, AUROC {result.nominal['auroc']:.3f}, "
+        f"NLL {result.nominal['nll']:.3f}, ECE {result.nominal['ece']:.3f}",
+        f"- Fragility: mean RCMA {f['mean_rcma']:.3f}, share with k* ≤ 2 {f['share_k_le_2']:.3f}, "
+        f"share brittle {f['share_brittle']:.3f}",
+    ]
+    if best_conf is not None:
+        lines.append(f"- FDS AUROC {ev.loc['fds', 'auroc']:.3f} vs strongest confidence score ({best_conf}) "
+                     f"{conf.loc[best_conf, 'auroc']:.3f}; Capture@20 {ev.loc['fds', 'capture@20']:.3f} vs "
+                     f"{conf.loc[best_conf, 'capture@20']:.3f}")
+    population = "high-confidence test rows" if result.evaluation["population"].iloc[0] == "high_confidence" \
+        else "all test rows"
+    lines += ["", f"## Held-out brittle-case ranking ({population})", "",
+              markdown_table(result.evaluation[["score", "kind", "auroc", "capture@5", "capture@10", "capture@20",
+                                                "aurc", "false_conf_captured@20"]])]
+    if result.naturalistic_evaluation is not None:
+        lines += ["", f"## Naturalistic labels (groups replaced: {', '.join(result.unavailable_groups)})", "",
+                  markdown_table(result.naturalistic_evaluation[["score", "n_brittle", "auroc", "capture@20"]])]
+    lines += ["", "## Calibration (fitted on validation)", "",
+              f"T0 = {result.calibration.bats.t0:.3f}, BATS η = {result.calibration.bats.eta:g}", "",
+              markdown_table(result.calibration.metrics)]
+    if result.sensitivity is not None:
+        lines += ["", "## Protocol sensitivity", "",
+                  markdown_table(result.sensitivity[["kind", "rule", "n_groups", "auroc", "spearman"]])]
+    if result.search is not None:
+        lines += ["", "## Greedy vs exact / beam flip search", "", markdown_table(result.search)]
+    if result.notes:
+        lines += ["", "## Notes", "", *[f"- {n}" for n in result.notes]]
+    return "\n".join(lines) + "\n"
+
+
+def write_audit(result: AuditResult, directory: str | Path) -> list[Path]:
+    """Write the audit's files into an existing ``directory``.
+
+    Files: ``certificates.parquet`` and ``certificates.csv`` (:func:`certificate_export`;
+    list cells as JSON in the CSV), ``evaluation.json`` (:func:`evaluation_json`),
+    ``protocol.json`` (:func:`protocol_json`) and ``summary.md`` (:func:`summary_markdown`).
+
+    Returns
+    -------
+    list of Path
+        The files written.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ValueError(f"Output directory {str(directory)!r} does not exist.")
+    table = certificate_export(result)
+    written = [directory / name for name in ("certificates.parquet", "certificates.csv", "evaluation.json",
+                                             "protocol.json", "summary.md")]
+    table.to_parquet(written[0], index=False)
+    flat = table.copy()
+    for col in ("path", "path_margins"):
+        flat[col] = [json.dumps(_jsonable(v)) for v in flat[col]]
+    flat.to_csv(written[1], index=False)
+    written[2].write_text(json.dumps(evaluation_json(result), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    written[3].write_text(json.dumps(protocol_json(result), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    written[4].write_text(summary_markdown(result), encoding="utf-8")
+    return written
+
+
+# --------------------------------------------------------------------------------------------
+# Sweeps over datasets × models × seeds
+# --------------------------------------------------------------------------------------------
+#: Columns of :attr:`SweepResult.table` (means over seeds per dataset and model).
+SWEEP_TABLE_COLUMNS = ("dataset", "model", "n_seeds", *NOMINAL_METRICS, "mean_rcma", "share_k_le_2",
+                       "share_brittle", "fds_auroc", "conf_auroc", "fds_capture@20", "conf_capture@20",
+                       "fds_win_rate")
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """Audits of many dataset–model–seed units.
+
+    Attributes
+    ----------
+    units : DataFrame
+        Long format: ``dataset, model, seed`` + the :func:`~core.cfc.evaluation.evaluate_scores`
+        columns, one row per unit and score.
+    runs : DataFrame
+        One row per unit: nominal metrics, fragility summary, ``fds_auroc`` / ``fds_capture@20``
+        and ``conf_auroc`` / ``conf_capture@20`` of the unit's strongest confidence score
+        (by AUROC), ``fingerprint`` and ``seconds``.
+    table : DataFrame
+        Means over seeds per (dataset, model), columns :data:`SWEEP_TABLE_COLUMNS`;
+        ``fds_win_rate`` is the share of seeds where FDS AUROC beats the strongest confidence
+        score's.
+    bootstrap : DataFrame
+        :func:`~core.cfc.evaluation.paired_bootstrap` of AUROC over all units.
+    """
+
+    units: pd.DataFrame
+    runs: pd.DataFrame
+    table: pd.DataFrame
+    bootstrap: pd.DataFrame
+
+
+def _name_list(values: Sequence[Any] | str | int, name: str) -> list[Any]:
+    items = [values] if isinstance(values, (str, int)) else list(values)
+    if not items:
+        raise ValueError(f"`{name}` must name at least one entry.")
+    if len(set(items)) != len(items):
+        raise ValueError(f"`{name}` repeats an entry: {items}.")
+    return items
+
+
+def run_sweep(datasets: Sequence[str | Dataset] | str, models: Sequence[str] | str, seeds: Sequence[int] | int, *,
+              n_resamples: int = 2000, bootstrap_seed: int = 0, progress: Progress | None = None,
+              on_result: Callable[[AuditResult], object] | None = None, **audit_options: Any) -> SweepResult:
+    """Audit every dataset × model × seed and summarise (paper-style table, bootstrap).
+
+    Parameters
+    ----------
+    datasets : sequence of str or Dataset
+        Bundled names or loaded datasets.
+    models : sequence of str
+    seeds : sequence of int
+    n_resamples : int, default=2000
+        Bootstrap resamples over the units.
+    bootstrap_seed : int, default=0
+        Seed of the bootstrap resamples.
+    progress : callable(label, done, total), optional
+        Called before each unit with ``("dataset / model / seed k", units done, units in all)``
+        and once at the end.
+    on_result : callable(AuditResult), optional
+        Called with every unit's full result (e.g. to write it out); the sweep itself keeps
+        only the summaries, so memory does not grow with the number of units.
+    **audit_options
+        Passed to :func:`run_audit` (``protocol``, ``label_channel``, ``max_rows``,
+        ``order_baselines``, ``shap``, …).
+
+    Returns
+    -------
+    SweepResult
+    """
+    datasets, models, seeds = (_name_list(v, n) for v, n in ((datasets, "datasets"), (models, "models"),
+                                                            (seeds, "seeds")))
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        raise ValueError(f"`models` names unknown model {unknown[0]!r}; known: {list(MODEL_NAMES)}.")
+    for key in ("data", "model", "seed"):
+        if key in audit_options:
+            raise ValueError(f"`{key}` is set by the sweep itself; it cannot be passed through.")
+    loaded = [load_dataset(d) if isinstance(d, str) else d for d in datasets]  # fail fast on a bad name
+    total = len(loaded) * len(models) * len(seeds)
+    units, runs = [], []
+    i = 0
+    for ds in loaded:
+        for m in models:
+            for s in seeds:
+                if progress is not None:
+                    progress(f"{ds.name} / {m} / seed {s}", i, total)
+                i += 1
+                start = time.perf_counter()
+                res = run_audit(ds, model=m, seed=s, **audit_options)
+                if on_result is not None:
+                    on_result(res)
+                key = {"dataset": ds.name, "model": m, "seed": s}
+                units.append(res.evaluation.assign(**key))
+                ev = res.evaluation.set_index("score")
+                conf = ev[ev["kind"] == "confidence"]
+                best = conf["auroc"].idxmax() if conf["auroc"].notna().any() else conf.index[0]
+                runs.append({**key, **res.nominal, **res.fragility, "fds_auroc": ev.loc["fds", "auroc"],
+                             "conf_auroc": conf.loc[best, "auroc"], "fds_capture@20": ev.loc["fds", "capture@20"],
+                             "conf_capture@20": conf.loc[best, "capture@20"], "fingerprint": res.fingerprint,
+                             "seconds": time.perf_counter() - start})
+    if progress is not None:
+        progress("sweep done", total, total)
+    units_df = pd.concat(units, ignore_index=True)
+    units_df = units_df[["dataset", "model", "seed", *[c for c in units_df.columns if c not in ("dataset", "model", "seed")]]]
+    runs_df = pd.DataFrame(runs)
+    runs_df["fds_win"] = (runs_df["fds_auroc"] > runs_df["conf_auroc"]).astype(float)
+    runs_df.loc[runs_df[["fds_auroc", "conf_auroc"]].isna().any(axis=1), "fds_win"] = np.nan
+    metrics = [c for c in SWEEP_TABLE_COLUMNS if c not in ("dataset", "model", "n_seeds", "fds_win_rate")]
+    grouped = runs_df.groupby(["dataset", "model"], sort=False)
+    table = grouped[metrics].mean()
+    table.insert(0, "n_seeds", grouped.size())
+    table["fds_win_rate"] = grouped["fds_win"].mean()
+    table = table.reset_index()[list(SWEEP_TABLE_COLUMNS)]
+    return SweepResult(units=units_df, runs=runs_df.drop(columns="fds_win"), table=table,
+                       bootstrap=paired_bootstrap(units_df, n_resamples=n_resamples, seed=bootstrap_seed))
