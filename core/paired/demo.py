@@ -1,0 +1,677 @@
+"""The seeded demo pool: real small classifiers on scikit-learn's digits, perturbed and recorded.
+
+:func:`build_demo_pool` trains eight classifiers in four architecture groups (torch CNNs of
+two widths, torch MLPs, logistic regressions, tree ensembles) on two thirds of scikit-learn's
+bundled ``load_digits`` images (8 x 8, upsampled to a 24 x 24 digit on a 32 x 32 white page),
+then records their outputs on the held-out third (split within class into development and
+evaluation images) under
+
+* 18 synthetic corruptions (9 types x severities 2 and 4, :mod:`core.paired.corruptions`),
+  source ``"synthetic"``;
+* 18 natural transforms (the TTA comparator), per-probe outputs only;
+* 27 **simulated** print-and-recapture conditions, source ``"simulated-recapture"``. They
+  stand in for physical recaptures, which this demo does not have.
+
+Everything is derived from one integer seed: the split, every model's initialisation and
+data order, every corruption draw. Torch runs single-threaded with deterministic algorithms,
+so a rerun on the same machine and library versions is bit-identical. The committed script
+``scripts/make_demo_pool.py`` writes the result to ``assets/paired_demo/``; the dashboard
+reads it back with :func:`load_demo_pool`.
+
+Tables (columns documented on :class:`DemoPool`) follow the cross-module contracts of
+``docs/DEVELOPING.md``. Predictions, maximum and true-class probabilities are the models'
+float32 outputs, exactly (argmax ties to the lowest class index). Full probability vectors
+(``prob_0 .. prob_9``, needed only for the A3 score) are rounded to multiples of 1e-6 to keep
+the shipped files small, and probes carry them only for the images that are scored (clean-correct
+evaluation images); elsewhere they are empty (NaN).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Literal, Sequence
+
+import numpy as np
+import pandas as pd
+
+from core._rng import as_generator
+from core.paired.corruptions import (
+    CORRUPTIONS,
+    NATURAL_TRANSFORMS,
+    RecaptureCondition,
+    recapture_grid,
+    simulate_recapture,
+)
+
+__all__ = [
+    "DEFAULT_DIR",
+    "MODEL_SPECS",
+    "SEVERITIES",
+    "DemoPool",
+    "ModelSpec",
+    "build_demo_pool",
+    "demo_conditions",
+    "digit_images",
+    "load_demo_pool",
+    "render_condition",
+    "save_demo_pool",
+    "split_images",
+]
+
+DEFAULT_DIR = Path(__file__).resolve().parents[2] / "assets" / "paired_demo"
+"""Where the shipped pool lives (``assets/paired_demo/``)."""
+
+SEVERITIES = (2, 4)
+"""Corruption severities recorded (as the paper's Syn-B set)."""
+
+N_CLASSES = 10
+IMAGE_SIZE = 32
+_DIGIT_SIZE = 24
+_FILES = {
+    "records": "records.parquet",
+    "probes": "probes.parquet",
+    "clean": "clean.parquet",
+    "models": "models.parquet",
+    "conditions": "conditions.parquet",
+    "images": "images.npz",
+    "manifest": "manifest.json",
+}
+_PROB_COLUMNS = [f"prob_{c}" for c in range(N_CLASSES)]
+_VECTOR_DECIMALS = 6
+
+
+# ------------------------------------------------------------------------------------------
+# images
+# ------------------------------------------------------------------------------------------
+def digit_images() -> tuple[np.ndarray, np.ndarray]:
+    """All 1,797 ``load_digits`` images as dark ink on a white 32 x 32 page.
+
+    Each 8 x 8 image (0 = blank, 16 = full ink) is inverted, upsampled by 3 with a cubic
+    spline to 24 x 24, centred on a white 32 x 32 page and quantised to 8 bits.
+
+    Returns
+    -------
+    images : ndarray of uint8, shape (1797, 32, 32)
+        255 = white paper, 0 = black ink. Row ``i`` is ``load_digits`` sample ``i``.
+    labels : ndarray of int64, shape (1797,)
+    """
+    from scipy import ndimage
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    paper = 1.0 - digits.images / 16.0
+    up = ndimage.zoom(paper, (1, _DIGIT_SIZE / 8, _DIGIT_SIZE / 8), order=3, grid_mode=True,
+                      mode="grid-constant", cval=1.0)
+    pad = (IMAGE_SIZE - _DIGIT_SIZE) // 2
+    page = np.ones((paper.shape[0], IMAGE_SIZE, IMAGE_SIZE))
+    page[:, pad:pad + _DIGIT_SIZE, pad:pad + _DIGIT_SIZE] = up
+    images = np.rint(np.clip(page, 0.0, 1.0) * 255.0).astype(np.uint8)
+    return images, digits.target.astype(np.int64)
+
+
+def split_images(labels, *, seed) -> np.ndarray:
+    """Stratified split: within each class, two thirds ``train``, a sixth each ``dev`` and ``eval``.
+
+    Parameters
+    ----------
+    labels : array-like of int, shape (n,)
+    seed : int or numpy.random.Generator
+
+    Returns
+    -------
+    ndarray of str, shape (n,)
+        ``"train"``, ``"dev"`` or ``"eval"`` per image. A class of size ``n_y`` gets
+        ``round(2 n_y / 3)`` training images and ``ceil`` of the rest's half as development.
+    """
+    labels = np.asarray(labels)
+    rng = as_generator(seed)
+    split = np.empty(labels.shape[0], dtype=object)
+    for label in np.unique(labels):
+        members = rng.permutation(np.flatnonzero(labels == label))
+        n_train = int(round(2 * members.size / 3))
+        n_dev = int(np.ceil((members.size - n_train) / 2))
+        split[members[:n_train]] = "train"
+        split[members[n_train:n_train + n_dev]] = "dev"
+        split[members[n_train + n_dev:]] = "eval"
+    return split.astype(str)
+
+
+# ------------------------------------------------------------------------------------------
+# models
+# ------------------------------------------------------------------------------------------
+Family = Literal["cnn", "mlp", "logistic", "random_forest", "extra_trees"]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One classifier of the pool.
+
+    Attributes
+    ----------
+    name : str
+        Unique model name (the ``model`` column).
+    group : str
+        Architecture group (the ``group`` column; bootstrap resamples groups).
+    family : {"cnn", "mlp", "logistic", "random_forest", "extra_trees"}
+    params : tuple of (str, value) pairs
+        Family-specific hyper-parameters (hashable, so the spec stays frozen).
+    description : str
+        One line for the dashboard.
+    """
+
+    name: str
+    group: str
+    family: Family
+    params: tuple[tuple[str, object], ...]
+    description: str
+
+    def param(self, key: str):
+        """The hyper-parameter ``key`` (KeyError if the family does not use it)."""
+        return dict(self.params)[key]
+
+
+MODEL_SPECS: tuple[ModelSpec, ...] = (
+    ModelSpec("cnn-w8", "cnn", "cnn", (("width", 8), ("epochs", 12)),
+              "3-layer CNN, width 8"),
+    ModelSpec("cnn-w16", "cnn", "cnn", (("width", 16), ("epochs", 12)),
+              "3-layer CNN, width 16"),
+    ModelSpec("mlp-128", "mlp", "mlp", (("hidden", (128,)), ("epochs", 30)),
+              "MLP, one hidden layer of 128"),
+    ModelSpec("mlp-256-64", "mlp", "mlp", (("hidden", (256, 64)), ("epochs", 30)),
+              "MLP, hidden layers 256 and 64"),
+    ModelSpec("logreg-c0.01", "linear", "logistic", (("C", 0.01),),
+              "multinomial logistic regression, C = 0.01"),
+    ModelSpec("logreg-c1", "linear", "logistic", (("C", 1.0),),
+              "multinomial logistic regression, C = 1"),
+    ModelSpec("random-forest", "forest", "random_forest", (("n_estimators", 150),),
+              "random forest, 150 trees"),
+    ModelSpec("extra-trees", "forest", "extra_trees", (("n_estimators", 150),),
+              "extremely randomised trees, 150 trees"),
+)
+"""The eight classifiers, in four groups. Index in this tuple fixes each model's random stream."""
+
+Predictor = Callable[[np.ndarray], np.ndarray]
+
+
+@contextlib.contextmanager
+def _single_threaded_deterministic():
+    """Single-threaded, deterministic torch and BLAS/OpenMP for the duration; restored after."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    threads = torch.get_num_threads()
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    try:
+        with threadpool_limits(limits=1):
+            yield
+    finally:
+        torch.set_num_threads(threads)
+        torch.use_deterministic_algorithms(deterministic)
+
+
+def _torch_module(spec: ModelSpec):
+    from torch import nn
+
+    if spec.family == "cnn":
+        w = spec.param("width")
+        return nn.Sequential(
+            nn.Conv2d(1, w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(w, 2 * w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(2 * w, 4 * w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(4 * w * (IMAGE_SIZE // 8) ** 2, N_CLASSES),
+        )
+    sizes = (IMAGE_SIZE * IMAGE_SIZE, *spec.param("hidden"))
+    layers: list = [nn.Flatten()]
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        layers += [nn.Linear(a, b), nn.ReLU()]
+    return nn.Sequential(*layers, nn.Linear(sizes[-1], N_CLASSES))
+
+
+def _train_torch(spec: ModelSpec, x: np.ndarray, y: np.ndarray, seed: int) -> Predictor:
+    import torch
+    from torch import nn
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        net = _torch_module(spec)
+        order = torch.Generator().manual_seed(seed)
+        inputs = torch.from_numpy(2.0 * x[:, None].astype(np.float32) - 1.0)
+        targets = torch.from_numpy(y)
+        optimiser = torch.optim.Adam(net.parameters(), lr=3e-3 if spec.family == "cnn" else 1e-3)
+        loss_fn = nn.CrossEntropyLoss()
+        net.train()
+        for _ in range(spec.param("epochs")):
+            for idx in torch.randperm(len(targets), generator=order).split(32):
+                optimiser.zero_grad()
+                loss_fn(net(inputs[idx]), targets[idx]).backward()
+                optimiser.step()
+    net.eval()
+
+    def predict(images: np.ndarray) -> np.ndarray:
+        out = []
+        with torch.no_grad():
+            for chunk in np.array_split(images, max(1, -(-len(images) // 4096))):
+                z = torch.from_numpy(2.0 * chunk[:, None].astype(np.float32) - 1.0)
+                out.append(torch.softmax(net(z), dim=1).numpy())
+        return np.concatenate(out).astype(np.float32)
+
+    return predict
+
+
+def _train_sklearn(spec: ModelSpec, x: np.ndarray, y: np.ndarray, seed: int) -> Predictor:
+    from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier
+    from sklearn.linear_model import LogisticRegression
+
+    if spec.family == "logistic":
+        model = LogisticRegression(C=spec.param("C"), max_iter=3000)
+    elif spec.family == "random_forest":
+        model = RandomForestClassifier(n_estimators=spec.param("n_estimators"), random_state=seed)
+    else:
+        model = ExtraTreesClassifier(n_estimators=spec.param("n_estimators"), random_state=seed)
+    model.fit(x.reshape(len(x), -1), y)
+
+    def predict(images: np.ndarray) -> np.ndarray:
+        return model.predict_proba(images.reshape(len(images), -1)).astype(np.float32)
+
+    return predict
+
+
+def _train(spec: ModelSpec, x: np.ndarray, y: np.ndarray, seed: int) -> Predictor:
+    if spec.family in ("cnn", "mlp"):
+        return _train_torch(spec, x, y, seed)
+    return _train_sklearn(spec, x, y, seed)
+
+
+# ------------------------------------------------------------------------------------------
+# conditions
+# ------------------------------------------------------------------------------------------
+def demo_conditions() -> pd.DataFrame:
+    """Every input variant of the pool, in generation order (this order fixes random streams).
+
+    Returns
+    -------
+    DataFrame with one row per variant and columns
+
+    ``condition`` : str
+        Name used in the ``condition`` / ``probe`` columns: ``"<corruption> s<severity>"``,
+        the natural-transform name, or ``"sim-recapture p<i> g<j> e<k>"``.
+    ``source`` : str
+        ``"synthetic"`` (corruptions), ``"transform"`` (natural transforms, probes only) or
+        ``"simulated-recapture"``.
+    ``kind`` : str
+        Probe kind: ``"corruption"``, ``"transform"``, or ``""`` for recaptures.
+    ``family`` : str
+        Corruption type, transform name, or ``"simulated-recapture"``.
+    ``severity`` : int
+        Corruption severity (1..5); 0 otherwise.
+    ``print_level``, ``geometry_level``, ``exposure_level`` : int
+        Recapture stage levels (1..3); 0 otherwise.
+    """
+    rows = []
+    for name in CORRUPTIONS:
+        for severity in SEVERITIES:
+            rows.append((f"{name} s{severity}", "synthetic", "corruption", name, severity, 0, 0, 0))
+    for name in NATURAL_TRANSFORMS:
+        rows.append((name, "transform", "transform", name, 0, 0, 0, 0))
+    for cond in recapture_grid():
+        rows.append((cond.name, "simulated-recapture", "", "simulated-recapture", 0,
+                     cond.print_level, cond.geometry_level, cond.exposure_level))
+    return pd.DataFrame(rows, columns=["condition", "source", "kind", "family", "severity",
+                                       "print_level", "geometry_level", "exposure_level"])
+
+
+def _perturb(images01: np.ndarray, row, rng: np.random.Generator) -> np.ndarray:
+    """Apply one condition row of :func:`demo_conditions`; returns 8-bit-quantised floats."""
+    if row.source == "synthetic":
+        out = CORRUPTIONS[row.family](images01, int(row.severity), rng)
+    elif row.source == "transform":
+        out = NATURAL_TRANSFORMS[row.family](images01.astype(np.float64))
+    else:
+        cond = RecaptureCondition(int(row.print_level), int(row.geometry_level), int(row.exposure_level))
+        out = simulate_recapture(images01, cond, rng)
+    # Every model input is an 8-bit image, so any variant could be stored and reproduced.
+    return np.rint(np.clip(out, 0.0, 1.0) * 255.0) / 255.0
+
+
+def _condition_streams(seed) -> list[np.random.Generator]:
+    root = as_generator(seed)
+    _, _, perturb = root.spawn(3)
+    return perturb.spawn(len(demo_conditions()))
+
+
+def render_condition(images, condition: str, *, seed=0) -> np.ndarray:
+    """Reproduce the inputs a condition gave the models (for thumbnails).
+
+    Parameters
+    ----------
+    images : ndarray of uint8, shape (n, 32, 32)
+        The **complete** held-out image array of the pool, in stored order (random draws are
+        made for the whole batch, so a subset would receive different draws).
+    condition : str
+        A ``condition`` value of :func:`demo_conditions`.
+    seed : int
+        The pool's seed (``manifest.json``).
+
+    Returns
+    -------
+    ndarray of uint8, shape (n, 32, 32)
+    """
+    table = demo_conditions()
+    match = np.flatnonzero(table["condition"].to_numpy() == condition)
+    if match.size != 1:
+        raise ValueError(f"`condition` must be one of the pool's conditions; got {condition!r}.")
+    images = np.asarray(images)
+    if images.dtype != np.uint8 or images.ndim != 3:
+        raise ValueError(f"`images` must be a uint8 array (n, H, W); got {images.dtype} {images.shape}.")
+    rng = _condition_streams(seed)[match[0]]
+    out = _perturb(images.astype(np.float32) / 255.0, table.iloc[match[0]], rng)
+    return np.rint(out * 255.0).astype(np.uint8)
+
+
+# ------------------------------------------------------------------------------------------
+# the pool
+# ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DemoPool:
+    """The demo pool's tables and images.
+
+    Attributes
+    ----------
+    records : DataFrame
+        Paired records, one row per (model, condition, held-out image), schema of
+        ``docs/DEVELOPING.md``: ``model, condition, source, record_id, true_label,
+        clean_pred, clean_max_prob, clean_true_prob, pert_pred, pert_max_prob,
+        pert_true_prob, split, group``. Sources ``"synthetic"`` (18 corruption conditions)
+        and ``"simulated-recapture"`` (27 simulated conditions).
+    probes : DataFrame
+        Per-probe outputs, long format: ``model, record_id, probe, kind, true_label, pred,
+        max_prob, true_prob, prob_0 .. prob_9``; ``kind`` is ``"corruption"`` (18 probes,
+        the synthetic conditions, on every held-out image) or ``"transform"`` (18 natural
+        transforms, on evaluation images). ``prob_*`` (rounded to 1e-6) are filled only for
+        clean-correct evaluation images, NaN elsewhere.
+    clean : DataFrame
+        Clean outputs, one row per (model, held-out image): ``model, group, record_id,
+        true_label, split, pred, max_prob, true_prob, prob_0 .. prob_9`` (vectors rounded
+        to 1e-6).
+    models : DataFrame
+        ``model, group, family, description, dev_accuracy, eval_accuracy`` (clean).
+    conditions : DataFrame
+        :func:`demo_conditions` plus ``dev_accuracy`` (mean over models of the perturbed
+        accuracy on development images).
+    images : ndarray of uint8, shape (n_heldout, 32, 32)
+        Held-out images (255 = white), row ``i`` is ``image_ids[i]``.
+    image_ids, image_labels : ndarray of int64, shape (n_heldout,)
+        ``record_id`` (index in ``load_digits``) and label of each stored image.
+    image_splits : ndarray of str, shape (n_heldout,)
+        ``"dev"`` or ``"eval"``.
+    manifest : dict
+        Seed, library versions, sizes and notes (``manifest.json``).
+    """
+
+    records: pd.DataFrame
+    probes: pd.DataFrame
+    clean: pd.DataFrame
+    models: pd.DataFrame
+    conditions: pd.DataFrame
+    images: np.ndarray
+    image_ids: np.ndarray
+    image_labels: np.ndarray
+    image_splits: np.ndarray
+    manifest: dict = field(default_factory=dict)
+
+
+def _output_columns(probs: np.ndarray, labels: np.ndarray) -> dict[str, np.ndarray]:
+    """pred / max_prob / true_prob / prob_c columns from float32 probabilities ``(..., n, C)``.
+
+    The scalars are the exact float32 outputs; the vector entries are rounded to 1e-6.
+    """
+    pred = probs.argmax(axis=-1)
+    out = {
+        "pred": pred,
+        "max_prob": np.take_along_axis(probs, pred[..., None], axis=-1)[..., 0],
+        "true_prob": np.take_along_axis(
+            probs, np.broadcast_to(labels, probs.shape[:-1])[..., None], axis=-1)[..., 0],
+    }
+    rounded = np.round(probs.astype(np.float64), _VECTOR_DECIMALS).astype(np.float32)
+    for c in range(probs.shape[-1]):
+        out[f"prob_{c}"] = rounded[..., c]
+    return out
+
+
+def _pool_iv(names: Sequence[str] | None, known: Sequence[str], what: str) -> list[str]:
+    if names is None:
+        return list(known)
+    names = list(names)
+    if not names or len(set(names)) != len(names) or any(n not in known for n in names):
+        raise ValueError(f"`{what}` must be distinct names from {list(known)}; got {names!r}.")
+    return names
+
+
+def build_demo_pool(*, seed=0, models: Sequence[str] | None = None, conditions: Sequence[str] | None = None,
+                    progress: Callable[[str], None] | None = None) -> DemoPool:
+    """Train the pool and record every model on every held-out variant.
+
+    Parameters
+    ----------
+    seed : int, default=0
+        The one seed everything derives from.
+    models : sequence of str, optional
+        Names from :data:`MODEL_SPECS` to build (default: all). Each model's random stream is
+        fixed by its position in :data:`MODEL_SPECS`, so a subset reproduces the full pool's
+        rows for those models exactly.
+    conditions : sequence of str, optional
+        ``condition`` names of :func:`demo_conditions` to record (default: all). Each
+        condition's random stream is fixed by its position there, so a subset reproduces the
+        full pool's rows exactly.
+    progress : callable, optional
+        Called with a short message after each step (the script prints them).
+
+    Returns
+    -------
+    DemoPool
+    """
+    model_names = _pool_iv(models, [m.name for m in MODEL_SPECS], "models")
+    table = demo_conditions()
+    condition_names = _pool_iv(conditions, table["condition"].tolist(), "conditions")
+    say = progress or (lambda message: None)
+
+    root = as_generator(seed)
+    split_rng, model_rng, _ = root.spawn(3)
+    model_seeds = [int(g.integers(2**31 - 1)) for g in model_rng.spawn(len(MODEL_SPECS))]
+    images, labels = digit_images()
+    split = split_images(labels, seed=split_rng)
+    record_ids = np.arange(labels.size)
+    train = split == "train"
+    held = ~train
+    x_train = images[train].astype(np.float32) / 255.0
+    held_images, held_labels, held_ids, held_split = images[held], labels[held], record_ids[held], split[held]
+    x_held = held_images.astype(np.float32) / 255.0
+
+    chosen = np.flatnonzero(table["condition"].isin(condition_names).to_numpy())
+    streams = _condition_streams(seed)
+    cond = table.iloc[chosen].reset_index(drop=True)
+    variants = np.stack([_perturb(x_held, table.iloc[j], streams[j]).astype(np.float32) for j in chosen])
+    say(f"perturbed {len(held_ids)} held-out images under {len(cond)} conditions")
+
+    n_var, n_img = variants.shape[:2]
+    stacked = np.concatenate([x_held[None], variants]).reshape(-1, IMAGE_SIZE, IMAGE_SIZE)
+    var_source = np.repeat(cond["source"].to_numpy(), n_img)
+    var_kind = np.repeat(cond["kind"].to_numpy(), n_img)
+    var_name = np.repeat(cond["condition"].to_numpy(), n_img)
+    var_id = np.tile(held_ids, n_var)
+    var_label = np.tile(held_labels, n_var)
+    var_split = np.tile(held_split, n_var)
+    # Natural transforms only feed TTA, which is computed for evaluation images.
+    probe_rows = (var_kind == "corruption") | ((var_kind == "transform") & (var_split == "eval"))
+    paired_rows = var_source != "transform"
+
+    clean_parts, probe_parts, record_parts, model_rows = [], [], [], []
+    with _single_threaded_deterministic():
+        for index, spec in enumerate(MODEL_SPECS):
+            if spec.name not in model_names:
+                continue
+            predict = _train(spec, x_train, labels[train], model_seeds[index])
+            probs = predict(stacked).reshape(n_var + 1, n_img, N_CLASSES)
+            cols = _output_columns(probs, held_labels)
+            clean = pd.DataFrame({"model": spec.name, "group": spec.group, "record_id": held_ids,
+                                  "true_label": held_labels, "split": held_split,
+                                  **{k: v[0] for k, v in cols.items()}})
+            clean_parts.append(clean)
+            correct = clean["pred"].to_numpy() == held_labels
+            model_rows.append((spec.name, spec.group, spec.family, spec.description,
+                               correct[held_split == "dev"].mean(), correct[held_split == "eval"].mean()))
+
+            pert = {k: v[1:].reshape(-1) for k, v in cols.items()}
+            # A3 needs vectors only on scored images (clean-correct evaluation images).
+            scored = np.tile(correct & (held_split == "eval"), n_var)
+            vectors = np.column_stack([pert[c] for c in _PROB_COLUMNS])
+            vectors[~scored] = np.nan
+            probe = pd.DataFrame({"model": spec.name, "record_id": var_id, "probe": var_name, "kind": var_kind,
+                                  "true_label": var_label, "pred": pert["pred"], "max_prob": pert["max_prob"],
+                                  "true_prob": pert["true_prob"]})
+            probe[_PROB_COLUMNS] = vectors
+            probe_parts.append(probe.loc[probe_rows])
+
+            clean_rep = {k: np.tile(clean[k].to_numpy(), n_var) for k in ("pred", "max_prob", "true_prob")}
+            record_parts.append(pd.DataFrame({
+                "model": spec.name, "condition": var_name, "source": var_source, "record_id": var_id,
+                "true_label": var_label, "clean_pred": clean_rep["pred"], "clean_max_prob": clean_rep["max_prob"],
+                "clean_true_prob": clean_rep["true_prob"], "pert_pred": pert["pred"],
+                "pert_max_prob": pert["max_prob"], "pert_true_prob": pert["true_prob"], "split": var_split,
+                "group": spec.group}).loc[paired_rows])
+            say(f"trained and recorded {spec.name} (clean eval accuracy {model_rows[-1][5]:.3f})")
+
+    records = pd.concat(record_parts, ignore_index=True)
+    dev = records[records["split"] == "dev"]
+    dev_acc = (dev.assign(ok=dev["pert_pred"] == dev["true_label"])
+               .groupby(["condition", "model"], sort=False)["ok"].mean()
+               .groupby(level="condition", sort=False).mean())
+    cond = cond.assign(dev_accuracy=cond["condition"].map(dev_acc))
+    manifest = {
+        "seed": int(seed),
+        "generator": "core.paired.demo.build_demo_pool (scripts/make_demo_pool.py)",
+        "dataset": "sklearn.datasets.load_digits (1,797 images, 10 classes)",
+        "simulated": "Conditions with source 'simulated-recapture' are simulations of printing "
+                     "and photographing (core.paired.corruptions.simulate_recapture), not "
+                     "physical recaptures.",
+        "probability_vectors": "prob_0 .. prob_9 rounded to 1e-6; in probes only for clean-correct "
+                               "evaluation images (NaN elsewhere). pred, max_prob, true_prob and the "
+                               "records' probabilities are exact float32 model outputs.",
+        "models": [m.name for m in MODEL_SPECS if m.name in model_names],
+        "conditions": cond["condition"].tolist(),
+        "n_heldout": int(n_img),
+        "n_dev": int((held_split == "dev").sum()),
+        "n_eval": int((held_split == "eval").sum()),
+        "versions": _versions(),
+    }
+    return DemoPool(
+        records=records,
+        probes=pd.concat(probe_parts, ignore_index=True),
+        clean=pd.concat(clean_parts, ignore_index=True),
+        models=pd.DataFrame(model_rows, columns=["model", "group", "family", "description",
+                                                 "dev_accuracy", "eval_accuracy"]),
+        conditions=cond,
+        images=held_images,
+        image_ids=held_ids,
+        image_labels=held_labels,
+        image_splits=held_split,
+        manifest=manifest,
+    )
+
+
+def _versions() -> dict[str, str]:
+    import PIL
+    import scipy
+    import sklearn
+    import torch
+
+    return {"python": platform.python_version(), "numpy": np.__version__, "scipy": scipy.__version__,
+            "scikit-learn": sklearn.__version__, "torch": torch.__version__, "pillow": PIL.__version__,
+            "pandas": pd.__version__}
+
+
+# ------------------------------------------------------------------------------------------
+# storage
+# ------------------------------------------------------------------------------------------
+_STRING_COLUMNS = ("model", "group", "condition", "source", "probe", "kind", "split", "family",
+                   "description")
+
+
+def _compact(df: pd.DataFrame) -> pd.DataFrame:
+    """Small on-disk dtypes: dictionary-encoded strings, int16/int8 ids and labels."""
+    out = df.copy()
+    for col in out.columns:
+        if col in _STRING_COLUMNS:
+            out[col] = out[col].astype("category")
+        elif col == "record_id":
+            out[col] = out[col].astype(np.int16)
+        elif col in ("true_label", "pred", "clean_pred", "pert_pred"):
+            out[col] = out[col].astype(np.int8)
+    return out
+
+
+def _expand(df: pd.DataFrame) -> pd.DataFrame:
+    """Back to the in-memory dtypes callers expect: str, int64, float64."""
+    out = df.copy()
+    for col in out.columns:
+        if isinstance(out[col].dtype, pd.CategoricalDtype):
+            out[col] = out[col].astype(str)
+        elif np.issubdtype(out[col].dtype, np.integer):
+            out[col] = out[col].astype(np.int64)
+        elif out[col].dtype == np.float32:
+            out[col] = out[col].astype(np.float64)
+    return out
+
+
+def save_demo_pool(pool: DemoPool, directory) -> dict[str, Path]:
+    """Write ``pool`` as compressed Parquet (zstd) + NPZ + ``manifest.json`` under ``directory``.
+
+    Probabilities are stored as float32 (as computed); strings dictionary-encoded. The
+    manifest lists every file with its size.
+
+    Returns
+    -------
+    dict
+        File role -> path written.
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {role: directory / name for role, name in _FILES.items()}
+    for role in ("records", "probes", "clean", "models", "conditions"):
+        _compact(getattr(pool, role)).to_parquet(paths[role], engine="pyarrow", compression="zstd",
+                                                 compression_level=19, index=False)
+    np.savez_compressed(paths["images"], images=pool.images, record_id=pool.image_ids,
+                        true_label=pool.image_labels, split=pool.image_splits)
+    manifest = dict(pool.manifest)
+    manifest["files"] = {role: {"name": path.name, "bytes": path.stat().st_size}
+                         for role, path in paths.items() if role != "manifest"}
+    paths["manifest"].write_text(json.dumps(manifest, indent=2) + "\n")
+    return paths
+
+
+def load_demo_pool(directory=DEFAULT_DIR) -> DemoPool:
+    """Read a pool written by :func:`save_demo_pool` (default: the shipped one).
+
+    Strings come back as ``str``, integers as int64, probabilities as float64 (exact
+    widening of the stored float32).
+    """
+    directory = Path(directory)
+    missing = [name for name in _FILES.values() if not (directory / name).is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"demo pool in {directory} is incomplete: missing {missing}; "
+            "regenerate it with `python scripts/make_demo_pool.py`."
+        )
+    tables = {role: _expand(pd.read_parquet(directory / _FILES[role]))
+              for role in ("records", "probes", "clean", "models", "conditions")}
+    with np.load(directory / _FILES["images"], allow_pickle=False) as npz:
+        images, ids, labels, splits = (npz["images"], npz["record_id"].astype(np.int64),
+                                       npz["true_label"].astype(np.int64), npz["split"].astype(str))
+    manifest = json.loads((directory / _FILES["manifest"]).read_text())
+    return DemoPool(images=images, image_ids=ids, image_labels=labels, image_splits=splits,
+                    manifest=manifest, **tables)
