@@ -1,0 +1,1015 @@
+"""Counterfactual fragility certificates of many samples at once (SPEC A.3).
+
+For a sample ``x`` with original prediction ``y = ŷ(x)`` and margin ``m(x)``:
+
+- one-step drops ``δ_g = m(x) − m_y(R(x, {g}))`` for every group;
+- removal path ``π_x``: ``static`` sorts the groups once by ``δ_g`` (descending, ties in the
+  declared group order); ``adaptive`` picks at each step the remaining group with the largest
+  drop from the current state; a fixed ``order`` (evaluation baselines) overrides both;
+- trajectory ``x^(k) = R(x, {π(1) … π(k)})``, ``k = 0 … K``, with its probabilities,
+  predictions and original-class margins ``m_y(x^(k))``;
+- flip budget ``k* = min{k ≥ 1 : ŷ(x^(k)) ≠ y}`` (``K+1`` if none);
+- collapse ``c_k = max(0, (m(x) − m_y(x^(k))) / (|m(x)| + 1e-8))``, ``RCMA = mean_k c_k``;
+- per operator ``λ*_P = min{λ ∈ Λ : ŷ(P_λ(x)) ≠ y}`` (``inf`` if none);
+- ``u = w1·RCMA + w2/k* + w3·(1/|ℙ|) Σ_P 1[λ*_P < ∞] / (λ*_P + 1e-8)``, ``FDS = 1 − exp(−u)``.
+
+Orientation: ``rcma``, ``u``, ``fds``, ``one_step_max`` and ``degradation`` are **risk scores
+(larger = more fragile)**; ``flip_budget`` and ``lambda_star_*`` are the other way round
+(smaller = more fragile).
+
+Forward passes per sample: ``1 + G + L·(G + 1)`` in the first round (original input, one-step
+removals, both operators over the grid of ``L`` severities), then ``K − 1`` path states for the
+static rule (``x^(1)`` is a one-step removal already evaluated), or ``G − k + 1`` candidates at
+each step ``k = 2 … K`` for the adaptive rule. All of them are stacked and evaluated in
+``predict_proba`` calls of at most ``batch_size`` rows; no Python loop runs over samples.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+from core._rng import as_generator
+from core.cfc import bundle as _bundle
+from core.cfc.operators import (
+    GroupIndex,
+    PredictProba,
+    ProgressCounter,
+    check_baseline,
+    check_batch_size,
+    check_features,
+    operator_units,
+    predict_batched,
+    stack_attenuations,
+    stack_removals,
+)
+from core.cfc.protocol import Protocol
+from core.cfc.scores import check_proba, class_margin, clip_renormalize, predicted_class
+from core.cfc.search import FlipSearchResult, SearchSummary, check_method, run_search, search_summary
+
+__all__ = [
+    "CertificateSet",
+    "OperatorTrace",
+    "SampleCertificate",
+    "VerificationReport",
+    "certificate_fingerprint",
+    "certify",
+    "fds_from_components",
+    "verify",
+]
+
+_EPS = 1e-8
+_PROBE_SEED = 20_240_607
+_PROBE_ROWS = 7
+_FINGERPRINT_SCHEMA = "cfc-certificate/1"
+SearchOption = Literal["none", "exact", "beam", "both"]
+
+
+# --------------------------------------------------------------------------------------------
+# Result objects
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class OperatorTrace:
+    """One degradation operator over the severity grid, for every sample.
+
+    Attributes
+    ----------
+    name : str
+        ``attenuate_single`` or ``attenuate_all``.
+    severities : ndarray of shape (L,)
+        The grid Λ, ascending.
+    unit_names : tuple of str, length U
+        What each unit attenuates: one group per unit for ``attenuate_single``, ``("all",)``
+        for ``attenuate_all``.
+    margins : ndarray of shape (n_samples, U, L)
+        Original-class margin ``m_y`` of the attenuated input: one curve over the severity grid
+        per unit (for ``attenuate_single``: per group, in declared order).
+    preds : ndarray of shape (n_samples, U, L)
+        Prediction of the attenuated input.
+    flipped : ndarray of shape (n_samples, L), bool
+        Whether any unit's prediction differs from the original one at that severity.
+    """
+
+    name: str
+    severities: np.ndarray
+    unit_names: tuple[str, ...]
+    margins: np.ndarray
+    preds: np.ndarray
+    flipped: np.ndarray
+
+    @property
+    def margin_curve(self) -> np.ndarray:
+        """Per-severity minimum over units of the original-class margin, shape (n_samples, L)."""
+        return self.margins.min(axis=1)
+
+    @property
+    def lambda_star(self) -> np.ndarray:
+        """``λ*``: smallest severity at which the prediction flips, ``inf`` if none; shape (n,)."""
+        first = np.argmax(self.flipped, axis=1)
+        return np.where(self.flipped.any(axis=1), self.severities[first], np.inf)
+
+
+@dataclass(frozen=True, eq=False)
+class SampleCertificate:
+    """The full certificate of one sample (for the dashboard explorer).
+
+    Arrays: ``path_margins``, ``preds``, ``collapse`` have shape (K+1,), ``proba`` (K+1, C),
+    ``drops`` (G,) in declared group order, ``operator_margins[op]`` and
+    ``operator_flipped[op]`` (L,), ``single_group_margins`` (G, L) when ``attenuate_single``
+    was declared. Search fields are ``None`` when no search was run.
+    """
+
+    position: int
+    index: Any
+    group_names: tuple[str, ...]
+    pred: int
+    confidence: float
+    margin: float
+    flip_budget: int
+    rcma: float
+    fds: float
+    u: float
+    one_step_max: float
+    degradation: float
+    path: tuple[str, ...]
+    path_margins: np.ndarray
+    proba: np.ndarray
+    preds: np.ndarray
+    collapse: np.ndarray
+    drops: np.ndarray
+    severities: np.ndarray
+    lambda_star: dict[str, float]
+    operator_margins: dict[str, np.ndarray]
+    operator_flipped: dict[str, np.ndarray]
+    single_group_margins: np.ndarray | None
+    flip_budget_exact: float | None
+    flip_budget_beam: float | None
+    exact_subset: tuple[str, ...] | None
+    beam_subset: tuple[str, ...] | None
+    fingerprint: str
+
+
+@dataclass(frozen=True, eq=False)
+class CertificateSet:
+    """Certificates of a set of samples under one protocol, model, grouping and baseline.
+
+    Attributes
+    ----------
+    table : DataFrame
+        One row per sample (index: the index of ``X`` when it was a DataFrame, else 0..n−1).
+        Columns:
+
+        - ``pred`` (int): original predicted class index ``ŷ(x)`` (column of ``predict_proba``);
+        - ``confidence``: ``p̂ = max p̃``; ``margin``: ``m(x)``;
+        - ``flip_budget`` (int): ``k*`` in ``1..K+1`` (``K+1`` = no flip within depth);
+        - ``rcma``, ``fds``, ``u`` (risk, larger = more fragile);
+        - ``one_step_max``: ``max_g δ_g`` (risk); ``degradation``: the third term of ``u``
+          before its weight, ``(1/|ℙ|) Σ_P 1[λ*_P<∞]/(λ*_P+1e-8)`` (risk);
+        - ``path``: list of the K removed group names in order;
+          ``path_margins``: list of the K+1 margins ``m_y(x^(k))``;
+        - ``lambda_star_<operator>``: ``λ*`` per declared operator (``inf`` = no flip);
+        - ``flip_budget_exact`` (float, ``NaN`` = undecided under the cap) and
+          ``flip_budget_beam`` (int) when a search was requested.
+    protocol : Protocol
+    group_names : tuple of str, length G
+    group_columns : tuple of tuple of int
+        Transformed columns of every group.
+    baseline : ndarray of shape (n_features,)
+    fingerprint : str
+        SHA-256 over the protocol, groups, baseline, fixed ``order`` and the model's rounded
+        predictions on a fixed probe built from the baseline. It does not depend on which rows
+        were certified, so chunks of one dataset share it.
+    depth : int
+        Resolved audit depth ``K``.
+    path_rule : {"static", "adaptive", "fixed"}
+        ``fixed`` when a fixed ``order`` was given.
+    order : tuple of str or None
+        The fixed removal order, if any.
+    path_idx : ndarray of shape (n_samples, K)
+        Removed group indices, in removal order.
+    traj_proba : ndarray of shape (n_samples, K+1, n_classes)
+        Probabilities of ``x^(0) … x^(K)``.
+    traj_pred : ndarray of shape (n_samples, K+1)
+    traj_margin : ndarray of shape (n_samples, K+1)
+        Original-class margins ``m_y(x^(k))``.
+    collapse : ndarray of shape (n_samples, K+1)
+        ``c_k``.
+    drops : ndarray of shape (n_samples, G)
+        One-step drops ``δ_g`` in declared group order.
+    operators : mapping of str to OperatorTrace
+    search : FlipSearchResult or None
+    """
+
+    table: pd.DataFrame
+    protocol: Protocol
+    group_names: tuple[str, ...]
+    group_columns: tuple[tuple[int, ...], ...]
+    baseline: np.ndarray
+    fingerprint: str
+    depth: int
+    path_rule: str
+    order: tuple[str, ...] | None
+    path_idx: np.ndarray
+    traj_proba: np.ndarray
+    traj_pred: np.ndarray
+    traj_margin: np.ndarray
+    collapse: np.ndarray
+    drops: np.ndarray
+    operators: Mapping[str, OperatorTrace]
+    search: FlipSearchResult | None = None
+
+    def __len__(self) -> int:
+        return self.path_idx.shape[0]
+
+    @property
+    def groups(self) -> dict[str, list[int]]:
+        """The grouping as an ordered ``name -> columns`` dict."""
+        return {n: list(c) for n, c in zip(self.group_names, self.group_columns)}
+
+    @property
+    def n_classes(self) -> int:
+        return self.traj_proba.shape[2]
+
+    @property
+    def severities(self) -> np.ndarray:
+        return np.asarray(self.protocol.severities)
+
+    def search_summary(self) -> SearchSummary:
+        """ExactMatch, GreedyOver, MeanGap, PairMiss, BeamImprove of this set (needs a search)."""
+        if self.search is None:
+            raise ValueError("No flip search was run; call certify(..., search='both') or flip_search().")
+        k_exact = None if self.search.method == "beam" else self.search.k_exact
+        k_beam = None if self.search.method == "exact" else self.search.k_beam
+        return search_summary(self.table["flip_budget"].to_numpy(), k_exact, k_beam)
+
+    def certificate(self, i: int) -> SampleCertificate:
+        """The full certificate of the sample at position ``i`` (0-based)."""
+        n = len(self)
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not -n <= i < n:
+            raise ValueError(f"`i` must be a position in 0..{n - 1}; got {i!r}.")
+        i = int(i) % n
+        row = self.table.iloc[i]
+        single = self.operators.get("attenuate_single")
+        s = self.search
+        return SampleCertificate(
+            position=i,
+            index=self.table.index[i],
+            group_names=self.group_names,
+            pred=int(row["pred"]),
+            confidence=float(row["confidence"]),
+            margin=float(row["margin"]),
+            flip_budget=int(row["flip_budget"]),
+            rcma=float(row["rcma"]),
+            fds=float(row["fds"]),
+            u=float(row["u"]),
+            one_step_max=float(row["one_step_max"]),
+            degradation=float(row["degradation"]),
+            path=tuple(row["path"]),
+            path_margins=self.traj_margin[i].copy(),
+            proba=self.traj_proba[i].copy(),
+            preds=self.traj_pred[i].copy(),
+            collapse=self.collapse[i].copy(),
+            drops=self.drops[i].copy(),
+            severities=self.severities,
+            lambda_star={op: float(tr.lambda_star[i]) for op, tr in self.operators.items()},
+            operator_margins={op: tr.margin_curve[i] for op, tr in self.operators.items()},
+            operator_flipped={op: tr.flipped[i].copy() for op, tr in self.operators.items()},
+            single_group_margins=None if single is None else single.margins[i].copy(),
+            flip_budget_exact=None if s is None or s.method == "beam" else float(s.k_exact[i]),
+            flip_budget_beam=None if s is None or s.method == "exact" else float(s.k_beam[i]),
+            exact_subset=None if s is None or s.method == "beam" else s.subset_names("exact", i),
+            beam_subset=None if s is None or s.method == "exact" else s.subset_names("beam", i),
+            fingerprint=self.fingerprint,
+        )
+
+    # ----------------------------------------------------------------------------------------
+    # Row subsets and chunks
+    # ----------------------------------------------------------------------------------------
+    def take(self, positions: ArrayLike) -> CertificateSet:
+        """The certificates of the samples at ``positions`` (0-based), as a new set.
+
+        Examples
+        --------
+        ``cs.take([i]).to_bundle()`` is the bundle of one sample, verifiable on its own.
+        """
+        idx = np.asarray(positions)
+        if idx.ndim != 1 or not (idx.size == 0 or np.issubdtype(idx.dtype, np.integer)):
+            raise ValueError(f"`positions` must be a 1-D sequence of row positions; got {positions!r}.")
+        n = len(self)
+        if idx.size and (idx.min() < -n or idx.max() >= n):
+            raise ValueError(f"`positions` must lie in 0..{n - 1}; got {idx.tolist()}.")
+        ops = {op: OperatorTrace(op, tr.severities, tr.unit_names, tr.margins[idx], tr.preds[idx], tr.flipped[idx])
+               for op, tr in self.operators.items()}
+        s = self.search
+        search = None if s is None else FlipSearchResult(
+            s.method, s.depth, s.group_names, s.k_exact[idx], s.exact_subset[idx], s.exact_levels,
+            s.k_beam[idx], s.beam_subset[idx], s.exact_cap, s.beam_width)
+        return CertificateSet(self.table.iloc[idx], self.protocol, self.group_names, self.group_columns,
+                              self.baseline, self.fingerprint, self.depth, self.path_rule, self.order,
+                              self.path_idx[idx], self.traj_proba[idx], self.traj_pred[idx], self.traj_margin[idx],
+                              self.collapse[idx], self.drops[idx], ops, search)
+
+    @classmethod
+    def concat(cls, parts: Sequence[CertificateSet], *, ignore_index: bool = False) -> CertificateSet:
+        """Concatenate certificate sets of disjoint row chunks computed under one protocol.
+
+        Parameters
+        ----------
+        parts : sequence of CertificateSet
+            Must share fingerprint, grouping, baseline, depth, path rule, order, operators and
+            search method.
+        ignore_index : bool, default=False
+            Renumber the table 0..n−1. Otherwise the indexes are kept and must not repeat
+            (certify DataFrames whose index identifies the rows to keep row identity).
+
+        Raises
+        ------
+        ValueError
+            On an empty list, incompatible parts, or a repeated index.
+        """
+        parts = list(parts)
+        if not parts or not all(isinstance(p, CertificateSet) for p in parts):
+            raise ValueError("`parts` must be a non-empty sequence of CertificateSet.")
+        first = parts[0]
+        for j, p in enumerate(parts[1:], start=1):
+            checks = {
+                "fingerprint": p.fingerprint == first.fingerprint,
+                "protocol": p.protocol == first.protocol,
+                "groups": p.group_names == first.group_names and p.group_columns == first.group_columns,
+                "depth": p.depth == first.depth,
+                "path_rule": p.path_rule == first.path_rule and p.order == first.order,
+                "operators": tuple(p.operators) == tuple(first.operators),
+                "search": (p.search is None) == (first.search is None)
+                and (p.search is None or p.search.method == first.search.method),
+            }
+            bad = [k for k, ok in checks.items() if not ok]
+            if bad:
+                raise ValueError(f"Part {j} cannot be concatenated with part 0: different {', '.join(bad)}.")
+        table = pd.concat([p.table for p in parts], ignore_index=ignore_index)
+        if not ignore_index and table.index.has_duplicates:
+            dup = table.index[table.index.duplicated()][0]
+            raise ValueError(
+                f"The parts' table indexes repeat (e.g. {dup!r}); pass ignore_index=True or certify "
+                "DataFrames whose index identifies the rows."
+            )
+
+        def cat(name: str) -> np.ndarray:
+            return np.concatenate([getattr(p, name) for p in parts])
+
+        ops = {
+            op: OperatorTrace(
+                op, tr.severities, tr.unit_names,
+                np.concatenate([p.operators[op].margins for p in parts]),
+                np.concatenate([p.operators[op].preds for p in parts]),
+                np.concatenate([p.operators[op].flipped for p in parts]),
+            )
+            for op, tr in first.operators.items()
+        }
+        search = None
+        if first.search is not None:
+            s = first.search
+            search = FlipSearchResult(
+                s.method, s.depth, s.group_names,
+                np.concatenate([p.search.k_exact for p in parts]),
+                np.concatenate([p.search.exact_subset for p in parts]),
+                min(p.search.exact_levels for p in parts),
+                np.concatenate([p.search.k_beam for p in parts]),
+                np.concatenate([p.search.beam_subset for p in parts]),
+                s.exact_cap, s.beam_width,
+            )
+        return cls(table, first.protocol, first.group_names, first.group_columns, first.baseline,
+                   first.fingerprint, first.depth, first.path_rule, first.order, cat("path_idx"),
+                   cat("traj_proba"), cat("traj_pred"), cat("traj_margin"), cat("collapse"), cat("drops"),
+                   ops, search)
+
+    # ----------------------------------------------------------------------------------------
+    # Serialisation
+    # ----------------------------------------------------------------------------------------
+    def to_bundle(self) -> dict[str, Any]:
+        """Strict-JSON-ready dict of everything in this set (see :mod:`core.cfc.bundle`)."""
+        enc = _bundle.encode_array
+        index = self.table.index
+        if isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1:
+            index_out = None
+        else:
+            index_out = index.tolist()
+            try:
+                json.dumps(index_out, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(
+                    "The table index cannot be written to JSON (only str / int labels can); "
+                    "reset it or certify with a plain array."
+                ) from exc
+        columns, dtypes, data = list(self.table.columns), {}, {}
+        for col in columns:
+            values = self.table[col]
+            if col == "path":
+                dtypes[col], data[col] = "list[str]", [list(v) for v in values]
+            elif col == "path_margins":
+                dtypes[col], data[col] = "list[float64]", self.traj_margin.tolist()
+            elif np.issubdtype(values.dtype, np.integer):
+                dtypes[col], data[col] = "int64", values.astype(np.int64).tolist()
+            else:
+                dtypes[col], data[col] = "float64", _bundle.encode_floats(values.to_numpy(dtype=np.float64))
+        s = self.search
+        return {
+            "schema": _bundle.SCHEMA,
+            "fingerprint": self.fingerprint,
+            "protocol": self.protocol.to_dict(),
+            "protocol_fingerprint": self.protocol.fingerprint,
+            "groups": [{"name": n, "columns": list(c)} for n, c in zip(self.group_names, self.group_columns)],
+            "baseline": enc(self.baseline),
+            "depth": self.depth,
+            "path_rule": self.path_rule,
+            "order": None if self.order is None else list(self.order),
+            "n_samples": len(self),
+            "index": index_out,
+            "table": {"columns": columns, "dtypes": dtypes, "data": data},
+            "arrays": {name: enc(getattr(self, name)) for name in _ARRAY_FIELDS},
+            "operators": {
+                op: {"severities": enc(tr.severities), "unit_names": list(tr.unit_names), "margins": enc(tr.margins),
+                     "preds": enc(tr.preds), "flipped": enc(tr.flipped)}
+                for op, tr in self.operators.items()
+            },
+            "search": None if s is None else {
+                "method": s.method, "depth": s.depth, "exact_levels": s.exact_levels, "exact_cap": s.exact_cap,
+                "beam_width": s.beam_width, "k_exact": enc(s.k_exact), "exact_subset": enc(s.exact_subset),
+                "k_beam": enc(s.k_beam), "beam_subset": enc(s.beam_subset),
+            },
+        }
+
+    def to_json(self, path: str | Path) -> Path:
+        """Write :meth:`to_bundle` as strict JSON; returns the path."""
+        return _bundle.write_bundle(self.to_bundle(), path)
+
+    @classmethod
+    def from_bundle(cls, data: Mapping[str, Any]) -> CertificateSet:
+        """Rebuild a set from :meth:`to_bundle` output, exactly as stored."""
+        return _from_bundle(data)
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> CertificateSet:
+        """Read a set written by :meth:`to_json`."""
+        return _from_bundle(_bundle.read_bundle(path))
+
+
+_ARRAY_FIELDS = ("path_idx", "traj_proba", "traj_pred", "traj_margin", "collapse", "drops")
+
+
+def _from_bundle(data: Mapping[str, Any]) -> CertificateSet:
+    if not isinstance(data, Mapping) or data.get("schema") != _bundle.SCHEMA:
+        found = data.get("schema") if isinstance(data, Mapping) else type(data).__name__
+        raise ValueError(f"Not a certificate bundle (schema {found!r}, expected {_bundle.SCHEMA!r}).")
+    required = ("fingerprint", "protocol", "groups", "baseline", "depth", "path_rule", "order", "n_samples",
+                "index", "table", "arrays", "operators", "search")
+    missing = [k for k in required if k not in data]
+    if missing:
+        raise ValueError(f"Certificate bundle lacks field(s) {missing}.")
+    dec = _bundle.decode_array
+    protocol = Protocol.from_dict(data["protocol"])
+    try:
+        names = tuple(str(g["name"]) for g in data["groups"])
+        columns = tuple(tuple(int(c) for c in g["columns"]) for g in data["groups"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"Bundle field 'groups' must be a list of {{name, columns}} objects; {exc!r}.") from exc
+    n = int(data["n_samples"])
+    arrays = {name: dec(data["arrays"][name], where=f"arrays.{name}") for name in _ARRAY_FIELDS}
+    for name, arr in arrays.items():
+        if arr.shape[0] != n:
+            raise ValueError(f"Bundle field 'arrays.{name}' has {arr.shape[0]} rows; n_samples is {n}.")
+    tab = data["table"]
+    cols = {}
+    for col in tab["columns"]:
+        dtype, values = tab["dtypes"][col], tab["data"][col]
+        if len(values) != n:
+            raise ValueError(f"Bundle field 'table.{col}' has {len(values)} rows; n_samples is {n}.")
+        if dtype == "list[str]":
+            cols[col] = [list(v) for v in values]
+        elif dtype == "list[float64]":
+            cols[col] = [list(map(float, v)) for v in values]
+        elif dtype == "int64":
+            cols[col] = np.asarray(values, dtype=np.int64)
+        elif dtype == "float64":
+            cols[col] = _bundle.decode_floats(values, where=f"table.{col}")
+        else:
+            raise ValueError(f"Bundle field 'table.{col}' has an unknown dtype {dtype!r}.")
+    index = pd.RangeIndex(n) if data["index"] is None else pd.Index(data["index"])
+    table = pd.DataFrame(cols, index=index, columns=list(tab["columns"]))
+    ops = {
+        op: OperatorTrace(op, dec(o["severities"], where=f"operators.{op}.severities"), tuple(o["unit_names"]),
+                          dec(o["margins"], where=f"operators.{op}.margins"),
+                          dec(o["preds"], where=f"operators.{op}.preds"),
+                          dec(o["flipped"], where=f"operators.{op}.flipped"))
+        for op, o in data["operators"].items()
+    }
+    s = data["search"]
+    search = None if s is None else FlipSearchResult(
+        s["method"], int(s["depth"]), names, dec(s["k_exact"], where="search.k_exact"),
+        dec(s["exact_subset"], where="search.exact_subset"), int(s["exact_levels"]),
+        dec(s["k_beam"], where="search.k_beam"), dec(s["beam_subset"], where="search.beam_subset"),
+        int(s["exact_cap"]), int(s["beam_width"]),
+    )
+    order = None if data["order"] is None else tuple(data["order"])
+    return CertificateSet(table, protocol, names, columns, dec(data["baseline"], where="baseline"),
+                          str(data["fingerprint"]), int(data["depth"]), str(data["path_rule"]), order,
+                          arrays["path_idx"], arrays["traj_proba"], arrays["traj_pred"], arrays["traj_margin"],
+                          arrays["collapse"], arrays["drops"], ops, search)
+
+
+# --------------------------------------------------------------------------------------------
+# The ranking head
+# --------------------------------------------------------------------------------------------
+def fds_from_components(rcma: ArrayLike, flip_budget: ArrayLike, lambda_stars: ArrayLike,
+                        weights: Sequence[float] = (1 / 3, 1 / 3, 1 / 3)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``FDS = 1 − exp(−u)`` from certificate components (SPEC A.3).
+
+    Parameters
+    ----------
+    rcma : array-like of shape (n,)
+    flip_budget : array-like of shape (n,)
+        ``k*`` (``>= 1``).
+    lambda_stars : array-like of shape (n, n_operators)
+        ``λ*`` per operator, ``inf`` = no flip. With zero operators the degradation term is 0.
+    weights : sequence of 3 floats
+        ``(w1, w2, w3)``.
+
+    Returns
+    -------
+    fds, u, degradation : ndarrays of shape (n,)
+        ``degradation = (1/|ℙ|) Σ_P 1[λ*_P < ∞] / (λ*_P + 1e-8)``. ``fds`` is in ``[0, 1)``
+        mathematically; in floating point it reaches 1.0 once ``u`` exceeds about 37, so rank
+        by ``u`` to separate such extreme cases.
+
+    Examples
+    --------
+    >>> fds, u, deg = fds_from_components([0.3], [1], [[0.5, float("inf")]], (1.0, 1.0, 1.0))
+    >>> round(float(deg[0]), 6), round(float(u[0]), 6), round(float(fds[0]), 6)
+    (1.0, 2.3, 0.899741)
+    """
+    rcma = np.asarray(rcma, dtype=np.float64)
+    k = np.asarray(flip_budget, dtype=np.float64)
+    lam = np.asarray(lambda_stars, dtype=np.float64).reshape(rcma.shape[0], -1)
+    w1, w2, w3 = (float(w) for w in weights)
+    if lam.shape[1]:
+        finite = np.isfinite(lam)
+        degradation = np.where(finite, 1.0 / (np.where(finite, lam, 0.0) + _EPS), 0.0).mean(axis=1)
+    else:
+        degradation = np.zeros(rcma.shape[0])
+    u = w1 * rcma + w2 / k + w3 * degradation
+    return -np.expm1(-u), u, degradation
+
+
+# --------------------------------------------------------------------------------------------
+# certify
+# --------------------------------------------------------------------------------------------
+def _probe_rows(baseline: np.ndarray) -> np.ndarray:
+    """Fixed probe: the baseline and rows scattered around it, independent of any data row."""
+    z = as_generator(_PROBE_SEED).standard_normal((_PROBE_ROWS, baseline.size))
+    return np.vstack([baseline, baseline + z * np.maximum(np.abs(baseline), 1.0)])
+
+
+def _fingerprint(predict_proba: PredictProba, protocol: Protocol, gi: GroupIndex, baseline: np.ndarray,
+                 order: tuple[str, ...] | None) -> tuple[str, int]:
+    probe = _probe_rows(baseline)
+    P = check_proba(predict_proba(probe), probe.shape[0], what="`predict_proba` (fingerprint probe)")
+    payload = {
+        "schema": _FINGERPRINT_SCHEMA,
+        "protocol": protocol.to_dict(),
+        "groups": [[name, list(cols)] for name, cols in zip(gi.names, gi.columns)],
+        # +0.0 folds -0.0 into 0.0; rounding keeps BLAS noise out of the hash.
+        "baseline": [format(v + 0.0, ".12g") for v in baseline.tolist()],
+        "order": None if order is None else list(order),
+        "probe": [[format(v, ".6f") for v in row] for row in P.tolist()],
+    }
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest(), P.shape[1]
+
+
+def certificate_fingerprint(predict_proba: Callable[[np.ndarray], ArrayLike], groups: Mapping[str, Sequence[int]],
+                            baseline: ArrayLike, protocol: Protocol | None = None, *,
+                            order: Sequence[str] | None = None) -> str:
+    """The fingerprint :func:`certify` gives any rows under these inputs, without certifying any.
+
+    It hashes the protocol's canonical JSON, the groups, the baseline (12 significant digits),
+    the fixed ``order`` and the model's probabilities (6 decimals) on a fixed probe: the
+    baseline and 7 rows scattered around it with a fixed seed. It never depends on ``X``.
+
+    Parameters
+    ----------
+    predict_proba, groups, baseline, protocol, order
+        As in :func:`certify`.
+
+    Returns
+    -------
+    str
+        64 hexadecimal characters.
+    """
+    protocol = Protocol() if protocol is None else protocol
+    if not isinstance(protocol, Protocol):
+        raise ValueError(f"`protocol` must be a Protocol or None; got {type(protocol).__name__}.")
+    b = np.asarray(baseline, dtype=np.float64)
+    if b.ndim != 1:
+        raise ValueError(f"`baseline` must be 1-D (n_features,); got shape {b.shape}.")
+    b = check_baseline(b, b.shape[0])
+    gi = GroupIndex.from_groups(groups, b.shape[0])
+    order_names, _ = _order_iv(order, gi, protocol.resolved_depth(gi.n_groups))
+    return _fingerprint(predict_proba, protocol, gi, b, order_names)[0]
+
+
+def _order_iv(order: Sequence[str] | None, gi: GroupIndex,
+              depth: int) -> tuple[tuple[str, ...] | None, np.ndarray | None]:
+    if order is None:
+        return None, None
+    if isinstance(order, str) or not isinstance(order, (Sequence, np.ndarray)):
+        raise ValueError(f"`order` must be a sequence of group names; got {order!r}.")
+    names = tuple(order)
+    lookup = {n: i for i, n in enumerate(gi.names)}
+    unknown = [n for n in names if n not in lookup]
+    if unknown:
+        raise ValueError(f"`order` names unknown group(s) {unknown}; groups are {list(gi.names)}.")
+    if len(set(names)) != len(names):
+        raise ValueError(f"`order` must not repeat a group; got {list(names)}.")
+    if len(names) < depth:
+        raise ValueError(f"`order` must list at least `depth` ({depth}) distinct group names; got {len(names)}.")
+    return names, np.array([lookup[n] for n in names[:depth]], dtype=np.intp)
+
+
+def _round_one(predict_proba: PredictProba, Xc: np.ndarray, b: np.ndarray, gi: GroupIndex, lam: np.ndarray,
+               unit_masks: dict[str, np.ndarray], batch_size: int, n_classes: int,
+               what: str) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """The input, its G one-step removals and every operator state of a chunk, in one stack.
+
+    Returns the probabilities of the inputs (nc, C), of the one-step removals (nc, G, C) and of
+    every operator (nc, U, L, C).
+    """
+    nc, d = Xc.shape
+    G, L, C = gi.n_groups, lam.size, n_classes
+    R1 = 1 + G + L * sum(m.shape[0] for m in unit_masks.values())
+    Z = np.empty((nc, R1, d))
+    Z[:, 0] = Xc
+    stack_removals(Xc, b, gi.column_mask(np.eye(G, dtype=bool)), out=Z[:, 1:1 + G])
+    spans = {}
+    off = 1 + G
+    for op, um in unit_masks.items():
+        U = um.shape[0]
+        # Splitting one axis of a slice is always a view, so this writes straight into Z.
+        stack_attenuations(Xc, b, lam, um, out=Z[:, off:off + L * U].reshape(nc, L, U, d))
+        spans[op] = (off, U)
+        off += L * U
+    P = predict_batched(predict_proba, Z.reshape(nc * R1, d), batch_size=batch_size, n_classes=C,
+                        what=what).reshape(nc, R1, C)
+    # Stacked λ-major; reported unit-major, one margin curve per unit.
+    ops = {op: P[:, o:o + L * U].reshape(nc, L, U, C).transpose(0, 2, 1, 3) for op, (o, U) in spans.items()}
+    return P[:, 0], P[:, 1:1 + G], ops
+
+
+def _removal_states(predict_proba: PredictProba, Xc: np.ndarray, b: np.ndarray, gi: GroupIndex,
+                    subsets: np.ndarray, batch_size: int, n_classes: int, what: str) -> np.ndarray:
+    """Probabilities (nc, t, C) of ``R(x_i, S_ij)`` for group-subset masks ``subsets`` (nc, t, G)."""
+    nc, t = subsets.shape[:2]
+    Z = stack_removals(Xc, b, gi.column_mask(subsets))
+    return predict_batched(predict_proba, Z.reshape(nc * t, Xc.shape[1]), batch_size=batch_size,
+                           n_classes=n_classes, what=what).reshape(nc, t, n_classes)
+
+
+def _chunks(n: int, size: int):
+    for start in range(0, n, size):
+        yield slice(start, min(n, start + size))
+
+
+def _certify_iv(predict_proba: Any, X: ArrayLike, groups: Any, baseline: ArrayLike, protocol: Any,
+                search: str) -> tuple[Protocol, np.ndarray, pd.Index | None, GroupIndex, np.ndarray, int]:
+    if not callable(predict_proba):
+        raise ValueError("`predict_proba` must be callable (e.g. model.predict_proba); "
+                         f"got {type(predict_proba).__name__}.")
+    protocol = Protocol() if protocol is None else protocol
+    if not isinstance(protocol, Protocol):
+        raise ValueError(f"`protocol` must be a Protocol or None; got {type(protocol).__name__}.")
+    if search != "none":
+        check_method(search)
+    A, index = check_features(X)
+    b = check_baseline(baseline, A.shape[1])
+    gi = GroupIndex.from_groups(groups, A.shape[1])
+    return protocol, A, index, gi, b, protocol.resolved_depth(gi.n_groups)
+
+
+def certify(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike, groups: Mapping[str, Sequence[int]],
+            baseline: ArrayLike, protocol: Protocol | None = None, *, order: Sequence[str] | None = None,
+            search: SearchOption = "none", batch_size: int = 65536,
+            progress: Callable[[int, int], object] | None = None) -> CertificateSet:
+    """Counterfactual fragility certificates of every row of ``X`` (SPEC A.3, A.4).
+
+    Parameters
+    ----------
+    predict_proba : callable
+        ``predict_proba(Z) -> (m, C)`` class probabilities for a float64 array ``Z`` of shape
+        ``(m, n_features)`` in the transformed space (wrap models fitted on DataFrames).
+        Rows must be probabilities; anything else raises ``ValueError``.
+    X : array-like or DataFrame of shape (n_samples, n_features)
+        Transformed, finite features. A DataFrame's index becomes the table index.
+    groups : mapping of str to sequence of int
+        Ordered partition ``name -> column indices`` of the columns of ``X`` (declared order
+        breaks ties).
+    baseline : array-like of shape (n_features,)
+        Baseline ``x̄`` (training split, transformed space).
+    protocol : Protocol, optional
+        Default ``Protocol()``.
+    order : sequence of str, optional
+        Fixed removal order used for every sample (at least ``depth`` distinct group names);
+        overrides the path rule (``path_rule = "fixed"``) and enters the fingerprint.
+    search : {"none", "exact", "beam", "both"}, default="none"
+        Also run the exact and/or beam flip search (costlier; see :mod:`core.cfc.search`),
+        adding ``flip_budget_exact`` / ``flip_budget_beam`` to the table.
+    batch_size : int, default=65536
+        Maximum rows per ``predict_proba`` call (bounds memory).
+    progress : callable(done_rows, total_rows), optional
+        Called after each chunk; ``total_rows`` counts every pass over ``X`` (the certificate,
+        then each search).
+
+    Returns
+    -------
+    CertificateSet
+
+    Raises
+    ------
+    ValueError
+        Non-finite ``X``; groups that overlap, miss columns or are empty; a baseline of the
+        wrong length; ``depth`` larger than the number of groups; an invalid ``order``; a
+        ``predict_proba`` whose output is not a probability matrix.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.special import expit
+    >>> def proba(Z):  # logistic model with logit 3·x0 − x1 + 0.5·x2 − 0.5
+    ...     z = Z @ np.array([3.0, -1.0, 0.5]) - 0.5
+    ...     return np.column_stack([expit(-z), expit(z)])
+    >>> cs = certify(proba, [[1.0, 1.0, 2.0]], {"a": [0], "b": [1], "c": [2]}, np.zeros(3))
+    >>> row = cs.table.iloc[0]
+    >>> int(row["pred"]), round(float(row["margin"]), 6), int(row["flip_budget"]), row["path"]
+    (1, 2.5, 1, ['a', 'c', 'b'])
+    >>> round(float(row["rcma"]), 6), float(row["lambda_star_attenuate_single"])
+    (1.0, 0.9)
+    """
+    protocol, A, index, gi, b, depth = _certify_iv(predict_proba, X, groups, baseline, protocol, search)
+    batch_size = check_batch_size(batch_size)
+    order_names, order_idx = _order_iv(order, gi, depth)
+    path_rule = "fixed" if order_names is not None else protocol.path
+    fingerprint, n_classes = _fingerprint(predict_proba, protocol, gi, b, order_names)
+
+    n, G, K, C = A.shape[0], gi.n_groups, depth, n_classes
+    lam = np.asarray(protocol.severities, dtype=np.float64)
+    unit_masks = {op: gi.column_mask(operator_units(op, G)) for op in protocol.operators}
+    rows_one = 1 + G + lam.size * sum(m.shape[0] for m in unit_masks.values())
+    rows_later = K - 1 if path_rule != "adaptive" else sum(G - k + 1 for k in range(2, K + 1))
+    passes = 1 + {"none": 0, "exact": 1, "beam": 1, "both": 2}[search]
+    counter = ProgressCounter(progress, n * passes)
+    share_one = rows_one / (rows_one + rows_later)  # of the certificate pass, for progress
+
+    y = np.empty(n, dtype=np.intp)
+    path = np.empty((n, K), dtype=np.intp)
+    traj = np.empty((n, K + 1, C))
+    drops = np.empty((n, G))
+    m_prev = np.empty(n)  # adaptive rule: original-class margin of the current state
+    # Per-unit predictions are the bulkiest integers kept: store them in the smallest dtype.
+    pred_dtype = np.min_scalar_type(C - 1)
+    op_arrays = {op: (np.empty((n, m.shape[0], lam.size)), np.empty((n, m.shape[0], lam.size), dtype=pred_dtype),
+                      np.empty((n, lam.size), dtype=bool)) for op, m in unit_masks.items()}
+
+    # Round 1, chunked so that one chunk's stack holds about batch_size rows.
+    for sl in _chunks(n, max(1, batch_size // rows_one)):
+        what = f"the stressed inputs of rows {sl.start}..{sl.stop - 1} of X"
+        P0, P_one, ops_p = _round_one(predict_proba, A[sl], b, gi, lam, unit_masks, batch_size, C, what)
+        yc = predicted_class(P0)
+        ar = np.arange(yc.size)
+        m_one = class_margin(P_one, yc[:, None])
+        dc = class_margin(P0, yc)[:, None] - m_one
+        y[sl], drops[sl], traj[sl, 0] = yc, dc, P0
+        for op, Pop in ops_p.items():
+            margins, preds, flipped = op_arrays[op]
+            margins[sl] = class_margin(Pop, yc[:, None, None])
+            preds[sl] = predicted_class(Pop)
+            flipped[sl] = (preds[sl] != yc[:, None, None]).any(axis=1)
+        if order_idx is not None:
+            path[sl] = order_idx
+        elif path_rule == "static":
+            # Stable sort of −δ: descending drops, ties in declared group order.
+            path[sl] = np.argsort(-dc, axis=1, kind="stable")[:, :K]
+        else:
+            path[sl, 0] = np.argmax(dc, axis=1)  # first maximum = declared order on ties
+            m_prev[sl] = m_one[ar, path[sl, 0]]
+        # x^(1) is a one-step removal: reuse it rather than evaluating it again.
+        traj[sl, 1] = P_one[ar, path[sl, 0]]
+        counter.advance(yc.size * share_one)
+
+    # Later rounds, batched over all samples.
+    eye = np.eye(G, dtype=bool)
+    if path_rule != "adaptive" and K > 1:
+        for sl in _chunks(n, max(1, batch_size // (K - 1))):
+            subsets = np.logical_or.accumulate(eye[path[sl]], axis=1)[:, 1:]
+            traj[sl, 2:] = _removal_states(predict_proba, A[sl], b, gi, subsets, batch_size, C,
+                                           f"the removal path of rows {sl.start}..{sl.stop - 1} of X")
+            counter.advance((sl.stop - sl.start) * (1 - share_one))
+    elif path_rule == "adaptive":
+        removed = np.zeros((n, G), dtype=bool)
+        removed[np.arange(n), path[:, 0]] = True
+        for k in range(2, K + 1):
+            R = G - k + 1
+            for sl in _chunks(n, max(1, batch_size // R)):
+                rs = removed[sl]
+                ar = np.arange(rs.shape[0])
+                rem = np.nonzero(~rs)[1].reshape(-1, R)  # remaining groups, declared order
+                Pk = _removal_states(predict_proba, A[sl], b, gi, rs[:, None, :] | eye[rem], batch_size, C,
+                                     f"step {k} of the adaptive path of rows {sl.start}..{sl.stop - 1} of X")
+                mk = class_margin(Pk, y[sl, None])
+                j = np.argmax(m_prev[sl, None] - mk, axis=1)
+                g = rem[ar, j]
+                rs[ar, g] = True
+                path[sl, k - 1], traj[sl, k], m_prev[sl] = g, Pk[ar, j], mk[ar, j]
+                counter.advance((sl.stop - sl.start) * (1 - share_one) * R / rows_later)
+
+    traj_pred = predicted_class(traj)
+    traj_margin = class_margin(traj, y[:, None])
+    m0 = traj_margin[:, 0]
+    collapse = np.maximum(0.0, (m0[:, None] - traj_margin) / (np.abs(m0)[:, None] + _EPS))
+    rcma = collapse.sum(axis=1) / (depth + 1)
+    flips = traj_pred[:, 1:] != y[:, None]
+    k_star = np.where(flips.any(axis=1), np.argmax(flips, axis=1) + 1, depth + 1)
+    ops = {
+        op: OperatorTrace(op, lam.copy(), gi.names if op == "attenuate_single" else ("all",), *op_arrays[op])
+        for op in protocol.operators
+    }
+    lambda_stars = np.column_stack([tr.lambda_star for tr in ops.values()]) if ops else np.zeros((n, 0))
+    fds, u, degradation = fds_from_components(rcma, k_star, lambda_stars, protocol.weights)
+
+    result = None
+    if search != "none":
+        result = run_search(predict_proba, A, y, gi, b, depth, protocol, search, batch_size=batch_size,
+                            n_classes=n_classes, counter=counter)
+
+    names = np.array(gi.names, dtype=object)
+    columns: dict[str, Any] = {
+        "pred": y.astype(np.int64),
+        "confidence": clip_renormalize(traj[:, 0]).max(axis=1),
+        "margin": m0,
+        "flip_budget": k_star.astype(np.int64),
+        "rcma": rcma,
+        "fds": fds,
+        "u": u,
+        "one_step_max": drops.max(axis=1),
+        "degradation": degradation,
+        "path": names[path].tolist(),
+        "path_margins": traj_margin.tolist(),
+    }
+    for j, op in enumerate(ops):
+        columns[f"lambda_star_{op}"] = lambda_stars[:, j]
+    if result is not None:
+        if search in ("exact", "both"):
+            columns["flip_budget_exact"] = result.k_exact
+        if search in ("beam", "both"):
+            columns["flip_budget_beam"] = result.k_beam.astype(np.int64)
+    table = pd.DataFrame(columns, index=pd.RangeIndex(n) if index is None else index)
+    return CertificateSet(table, protocol, gi.names, gi.columns, b, fingerprint, depth, path_rule, order_names,
+                          path, traj, traj_pred, traj_margin, collapse, drops, ops, result)
+
+
+# --------------------------------------------------------------------------------------------
+# verify
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class VerificationReport:
+    """Outcome of :func:`verify`.
+
+    Attributes
+    ----------
+    ok : bool
+        Fingerprints equal and no field differs beyond the tolerances.
+    fingerprint_expected, fingerprint_actual : str
+    n_samples : int
+    mismatches : DataFrame
+        One row per (sample, field) that differs: ``position``, ``index``, ``field``,
+        ``expected`` (bundle), ``actual`` (recomputed). Array fields show the sample's whole
+        sub-array; a shape disagreement is reported once with ``position = -1``.
+    rtol, atol : float
+        Tolerances used for floating-point fields.
+    """
+
+    ok: bool
+    fingerprint_expected: str
+    fingerprint_actual: str
+    n_samples: int
+    mismatches: pd.DataFrame
+    rtol: float
+    atol: float
+
+    @property
+    def fingerprint_match(self) -> bool:
+        return self.fingerprint_expected == self.fingerprint_actual
+
+    @property
+    def fields(self) -> list[str]:
+        """Names of the fields that differ, sorted."""
+        return sorted(set(self.mismatches["field"]))
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"Certificate bundle verified: {self.n_samples} samples, fingerprint {self.fingerprint_actual[:12]}."
+        parts = [] if self.fingerprint_match else [
+            f"fingerprint differs ({self.fingerprint_expected[:12]} vs {self.fingerprint_actual[:12]})"]
+        if len(self.mismatches):
+            parts.append(f"{len(self.mismatches)} (sample, field) mismatches in {', '.join(self.fields)}")
+        return "Certificate bundle does NOT verify: " + "; ".join(parts) + "."
+
+
+def _comparable_fields(cs: CertificateSet) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for col in cs.table.columns:
+        if col == "path":
+            out["table.path"] = np.array(cs.table["path"].tolist(), dtype=object).reshape(len(cs), -1)
+        elif col == "path_margins":
+            margins = np.array(cs.table["path_margins"].tolist(), dtype=np.float64)
+            out["table.path_margins"] = margins.reshape(len(cs), -1)
+        else:
+            out[f"table.{col}"] = cs.table[col].to_numpy()
+    for name in _ARRAY_FIELDS:
+        out[name] = getattr(cs, name)
+    for op, tr in cs.operators.items():
+        for name in ("margins", "preds", "flipped"):
+            out[f"operators.{op}.{name}"] = getattr(tr, name)
+    if cs.search is not None:
+        for name in ("k_exact", "exact_subset", "k_beam", "beam_subset"):
+            out[f"search.{name}"] = getattr(cs.search, name)
+    return out
+
+
+def verify(bundle: CertificateSet | Mapping[str, Any] | str | Path, predict_proba: Callable[[np.ndarray], ArrayLike],
+           X: ArrayLike, *, rtol: float = 1e-7, atol: float = 1e-9, batch_size: int = 65536,
+           progress: Callable[[int, int], object] | None = None) -> VerificationReport:
+    """Recompute a stored certificate set and report every field that differs.
+
+    Parameters
+    ----------
+    bundle : CertificateSet, bundle dict, or path to a JSON bundle
+        What is claimed. Its protocol, groups, baseline, order and search method are reused.
+    predict_proba : callable
+        The model to check the claim against.
+    X : array-like of shape (n_samples, n_features)
+        The same rows, in the same order, that were certified.
+    rtol, atol : float
+        Tolerances for floating-point fields (``numpy.isclose``; ``inf``/``NaN`` must match).
+    batch_size : int, default=65536
+    progress : callable(done_rows, total_rows), optional
+
+    Returns
+    -------
+    VerificationReport
+    """
+    if isinstance(bundle, CertificateSet):
+        expected = bundle
+    elif isinstance(bundle, Mapping):
+        expected = _from_bundle(bundle)
+    elif isinstance(bundle, (str, Path)):
+        expected = CertificateSet.from_json(bundle)
+    else:
+        raise ValueError(f"`bundle` must be a CertificateSet, a bundle dict or a path; got {type(bundle).__name__}.")
+    for name, tol in (("rtol", rtol), ("atol", atol)):
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol) or tol < 0:
+            raise ValueError(f"`{name}` must be a finite number >= 0; got {tol!r}.")
+    A, _ = check_features(X)
+    if A.shape[0] != len(expected):
+        raise ValueError(f"`X` has {A.shape[0]} rows but the bundle certifies {len(expected)} samples.")
+    actual = certify(predict_proba, A, expected.groups, expected.baseline, expected.protocol, order=expected.order,
+                     search="none" if expected.search is None else expected.search.method,
+                     batch_size=batch_size, progress=progress)
+
+    records = []
+    exp_fields, act_fields = _comparable_fields(expected), _comparable_fields(actual)
+    for field, E in exp_fields.items():
+        Acur = act_fields.get(field)
+        if Acur is None or Acur.shape != E.shape:
+            records.append((-1, None, field, getattr(E, "shape", None), getattr(Acur, "shape", None)))
+            continue
+        if E.dtype.kind == "f" or Acur.dtype.kind == "f":
+            bad = ~np.isclose(E.astype(np.float64), Acur.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
+        else:
+            bad = E != Acur
+        bad_rows = np.flatnonzero(bad.reshape(E.shape[0], -1).any(axis=1))
+        for i in bad_rows.tolist():
+            e, a = E[i], Acur[i]
+            records.append((i, expected.table.index[i], field,
+                            e.tolist() if isinstance(e, np.ndarray) else e,
+                            a.tolist() if isinstance(a, np.ndarray) else a))
+    for field in act_fields.keys() - exp_fields.keys():
+        records.append((-1, None, field, None, act_fields[field].shape))
+    mismatches = pd.DataFrame(records, columns=["position", "index", "field", "expected", "actual"])
+    ok = expected.fingerprint == actual.fingerprint and mismatches.empty
+    return VerificationReport(ok, expected.fingerprint, actual.fingerprint, len(expected), mismatches,
+                              float(rtol), float(atol))
