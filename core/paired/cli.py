@@ -1,0 +1,235 @@
+"""The ``paired`` command: identified intervals, policy certificates and screening from files.
+
+``python -m core paired --records FILE --tau 0.8 --out DIR``
+    Paired records (CSV / Parquet, schema in ``docs/DEVELOPING.md``) of any number of cells.
+    With a ``split`` column the evaluation rows are analysed and the development rows set the
+    policy thresholds. Writes ``intervals.csv`` (every cell × target × level), ``targets.csv``,
+    ``five_states.csv``, ``k_identification.csv``, ``variance_ratios.csv``,
+    ``summary_widths.csv`` / ``summary_cells.csv`` (grid summary by source), the policy tables
+    ``policy_thresholds.csv``, ``policy_costs.csv``, ``policy_differences.csv``,
+    ``policy_selection.csv`` (unless ``--no-policies``) and ``manifest.json``.
+``... --probes FILE --clean-outputs FILE [--outcome-source SOURCE] [--score U] [--budget 0.1]``
+    Also the screening table ``screening_scores.csv`` and the recapture queue
+    ``recapture_queue.csv`` (:mod:`core.paired.screening`).
+``python -m core paired --clean FILE --perturbed FILE [--counts FILE] --tau 0.8 --out DIR``
+    One unpaired cell: intervals up to the level the counts allow (``intervals.csv``).
+
+Everything is validated before anything is written; output goes to a temporary folder beside
+``--out`` that is renamed into place at the end. Bad input exits with code 2 and one line on
+stderr naming the file, row and column (see :mod:`core.cli`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import uuid
+import warnings
+from pathlib import Path
+
+__all__ = ["register"]
+
+
+def _float_list(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got {text!r}")
+    return values
+
+
+def _levels(text: str) -> tuple[str, ...]:
+    levels = tuple(v.strip() for v in text.split(",") if v.strip())
+    bad = [v for v in levels if v not in ("I0", "Ik", "I5")]
+    if bad or not levels:
+        raise argparse.ArgumentTypeError(f"expected levels among I0,Ik,I5; got {text!r}")
+    return levels
+
+
+def _unit_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1]; got {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1]; got {text!r}")
+    return value
+
+
+def register(subparsers) -> None:
+    """Add the ``paired`` command to ``python -m core``."""
+    p = subparsers.add_parser(
+        "paired",
+        help="paired evaluations: identified intervals, policy certificates, screening queue",
+        description=("Identified intervals of H, L and dM_k at I0/Ik/I5 for every model x condition x source cell, "
+                     "rejection-policy certificates and (with per-probe outputs) the recapture queue. Output goes to "
+                     "--out (written to a temporary folder first, renamed into place when complete)."),
+    )
+    src = p.add_argument_group("input (paired records, or one unpaired cell)")
+    src.add_argument("--records", metavar="FILE", help="paired records, CSV or Parquet")
+    src.add_argument("--clean", metavar="FILE",
+                     help="unpaired: clean table (record_id,true_label,pred,max_prob,true_prob)")
+    src.add_argument("--perturbed", metavar="FILE", help="unpaired: perturbed table (same columns)")
+    src.add_argument("--counts", metavar="FILE", help="unpaired: per-class counts true_label,k or true_label,h,r,s,w,k")
+    p.add_argument("--tau", type=_unit_float, required=True, help="acceptance threshold on both sides (S >= tau)")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    p.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
+    p.add_argument("--levels", type=_levels, default=("I0", "Ik", "I5"), help="information levels (default all)")
+    pol = p.add_argument_group("policies (paired records only)")
+    pol.add_argument("--no-policies", action="store_true", help="skip the rejection-policy comparison")
+    pol.add_argument("--coverages", type=_float_list, default=(0.6, 0.7, 0.8, 0.9, 1.0),
+                     help="clean-development coverages of the perturbed-side policies")
+    pol.add_argument("--clean-coverage", type=float, default=0.8, help="coverage of the fixed clean threshold")
+    pol.add_argument("--lambdas", type=_float_list, default=None, help="cost weights (default 0,0.1,...,1)")
+    pol.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo I5 feasible mean (large classes)")
+    scr = p.add_argument_group("screening (optional)")
+    scr.add_argument("--probes", metavar="FILE", help="per-probe outputs (model,record_id,probe,kind,...)")
+    scr.add_argument("--clean-outputs", metavar="FILE", help="clean outputs per model and image, for screening")
+    scr.add_argument("--outcome-source", metavar="SOURCE",
+                     help="source of --records whose conditions are the real outcomes (fits g(S,U), fills the queue)")
+    scr.add_argument("--score", default="U", help="screening score ranking the recapture queue (default U)")
+    scr.add_argument("--budget", type=_unit_float, default=0.1, help="share of images to re-test (default 0.1)")
+    p.set_defaults(func=run)
+
+
+def _check_args(args) -> None:
+    unpaired = [args.clean, args.perturbed, args.counts]
+    if args.records and any(unpaired):
+        raise ValueError("give either --records or --clean/--perturbed[/--counts], not both.")
+    if not args.records and not (args.clean and args.perturbed):
+        raise ValueError("give --records FILE, or --clean FILE and --perturbed FILE for an unpaired cell.")
+    if args.clean is None and args.counts:
+        raise ValueError("--counts needs --clean and --perturbed.")
+    if bool(args.probes) != bool(args.clean_outputs):
+        raise ValueError("screening needs both --probes and --clean-outputs.")
+    if args.probes and not args.records:
+        raise ValueError("screening (--probes) needs paired --records.")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {str(out)!r} exists and is not a folder.")
+    if out.is_dir() and any(out.iterdir()) and not args.force:
+        raise ValueError(f"--out {str(out)!r} is not empty; choose a new folder or pass --force to replace it.")
+
+
+def run(args) -> int:
+    """Execute ``python -m core paired``; returns the exit code."""
+    _check_args(args)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tables, manifest = (_paired(args) if args.records else _unpaired(args))
+    notes = sorted({str(w.message) for w in caught})
+    manifest["warnings"] = notes
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex}"
+    tmp.mkdir()
+    try:
+        for name, frame in tables.items():
+            frame.to_csv(tmp / f"{name}.csv", index=False)
+        manifest["files"] = sorted(f"{name}.csv" for name in tables) + ["manifest.json"]
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
+        _publish(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(_summary_text(tables, manifest))
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def _publish(tmp: Path, out: Path) -> None:
+    """Move the finished temporary folder to ``out`` (replacing an old one)."""
+    if out.is_dir() and any(out.iterdir()):
+        old = out.parent / f".{out.name}.old-{uuid.uuid4().hex}"
+        os.replace(out, old)
+        os.replace(tmp, out)
+        shutil.rmtree(old)
+    else:
+        os.replace(tmp, out)
+
+
+def _paired(args):
+    from core.paired.bounds import accuracy_only_k, identified_intervals_grid
+    from core.paired.policies import LAMBDAS, evaluate_policies
+    from core.paired.records import _read_table, load_records
+    from core.paired.states import five_state_counts, paired_targets, variance_ratios
+    from core.paired.summary import grid_summary
+
+    records = load_records(args.records)
+    has_split = "split" in records.columns and (records["split"] == "eval").any()
+    evaluation = records[records["split"] == "eval"] if has_split else records
+    intervals = identified_intervals_grid(evaluation, args.tau, levels=args.levels)
+    summary = grid_summary(intervals)
+    tables = {
+        "intervals": intervals,
+        "targets": paired_targets(evaluation, args.tau),
+        "five_states": five_state_counts(evaluation, args.tau),
+        "k_identification": accuracy_only_k(evaluation),
+        "variance_ratios": variance_ratios(evaluation),
+        "summary_widths": summary.widths,
+        "summary_cells": summary.cells,
+    }
+    manifest = {
+        "command": "paired", "records": str(args.records), "tau": args.tau, "levels": list(args.levels),
+        "n_rows": len(records), "rows_analysed": "split == 'eval'" if has_split else "all",
+        "n_cells": int(intervals[["model", "condition", "source"]].drop_duplicates().shape[0]),
+    }
+    if not args.no_policies:
+        report = evaluate_policies(records, coverages=args.coverages, clean_coverage=args.clean_coverage,
+                                   lambdas=args.lambdas or LAMBDAS, levels=args.levels, seed=args.seed)
+        tables.update(policy_thresholds=report.thresholds, policy_costs=report.costs,
+                      policy_differences=report.differences, policy_selection=report.selection)
+        manifest["policies"] = {"coverages": list(args.coverages), "clean_coverage": args.clean_coverage,
+                                "lambdas": list(args.lambdas or LAMBDAS), "seed": args.seed,
+                                "threshold_scope": sorted(set(report.thresholds["scope"]))}
+    if args.probes:
+        tables.update(_screening(args, records, _read_table))
+        manifest["screening"] = {"probes": str(args.probes), "clean_outputs": str(args.clean_outputs),
+                                 "outcome_source": args.outcome_source, "score": args.score, "budget": args.budget}
+    return tables, manifest
+
+
+def _screening(args, records, read_table):
+    try:
+        from core.paired.screening import recapture_queue, screening_scores
+    except ImportError as exc:  # pragma: no cover - depends on the build
+        raise ValueError(f"screening is not available in this build ({exc}).") from None
+    probes, _ = read_table(args.probes)
+    clean, _ = read_table(args.clean_outputs)
+    outcomes = None
+    if args.outcome_source is not None:
+        outcomes = records[records["source"] == args.outcome_source]
+        if outcomes.empty:
+            raise ValueError(f"--outcome-source {args.outcome_source!r} matches no record; sources are "
+                             f"{sorted(records['source'].unique())}.")
+    scores = screening_scores(probes, clean, outcomes=outcomes)
+    queue = recapture_queue(scores, score=args.score, budget=args.budget, outcomes=outcomes)
+    return {"screening_scores": scores, "recapture_queue": queue}
+
+
+def _unpaired(args):
+    from core.paired.bounds import unpaired_intervals
+    from core.paired.records import load_unpaired
+
+    unpaired = load_unpaired(args.clean, args.perturbed, args.counts)
+    intervals = unpaired_intervals(unpaired, args.tau)
+    intervals = intervals[intervals["level"].isin(args.levels)].reset_index(drop=True)
+    manifest = {"command": "paired", "clean": str(args.clean), "perturbed": str(args.perturbed),
+                "counts": None if args.counts is None else str(args.counts), "tau": args.tau,
+                "level_available": unpaired.level, "levels": sorted(set(intervals["level"])),
+                "n_records": len(unpaired.clean)}
+    return {"intervals": intervals}, manifest
+
+
+def _summary_text(tables, manifest) -> str:
+    intervals = tables["intervals"]
+    widths = (intervals.assign(width=intervals["high"] - intervals["low"])
+              .groupby(["target", "level"], sort=False)["width"].mean().unstack("level"))
+    head = f"{manifest.get('n_cells', 1)} cell(s), τ = {manifest['tau']:g}; mean interval width:"
+    return head + "\n" + widths.to_string(float_format=lambda v: f"{v:.4f}")
