@@ -91,6 +91,19 @@ def test_hand_computed_static_versus_adaptive():
     np.testing.assert_allclose(adaptive.table["rcma"][0], (3.2 + 4.7 + 5.7) / (4.8 + E) / 4, rtol=1e-9)
 
 
+def test_adaptive_path_breaks_ties_in_declared_order():
+    # Row 0 (z = −3.5): b and c sit at the baseline, so after removing a (drop 3) their drops
+    # from the current state tie at 0. Row 1 (z = −0.5, x = baseline): every drop ties at 0,
+    # already at the first step. Ties go to the declared order b before c (a before b before c).
+    X = np.array([[-1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    groups = {"a": [0], "b": [1], "c": [2]}
+    adaptive = certify(LINEAR, X, groups, np.zeros(3), Protocol(path="adaptive"))
+    assert adaptive.table["path"].tolist() == [["a", "b", "c"], ["a", "b", "c"]]
+    # The same removals declared in another order follow that order instead.
+    reordered = certify(LINEAR, X, {"a": [0], "c": [2], "b": [1]}, np.zeros(3), Protocol(path="adaptive"))
+    assert reordered.table["path"].tolist() == [["a", "c", "b"], ["a", "c", "b"]]
+
+
 def test_spec_reference_binary_margin_and_single_group_flip():
     # SPEC reference: for a binary model m(x) = log(p̂ / (1 − p̂)); a sample whose single most
     # important group flips it has k* = 1 and u >= 1/3.

@@ -37,7 +37,7 @@ from core.cfc.evaluation import (
 )
 from core.cfc.protocol import Protocol
 from core.cfc.scores import max_softmax
-from core.cfc.stressors import LabelChannel, brittle_labels
+from core.cfc.stressors import BrittleLabels, LabelChannel, brittle_labels
 
 
 # ------------------------------------------------------------------------------------------
@@ -287,6 +287,30 @@ def test_evaluate_scores_reports_unavailable_and_undefined(toy):
         evaluate_scores({}, labels, y, population="high")
     with pytest.raises(ValueError, match=r"Score 'x' must have shape \(120,\)"):
         evaluate_scores({"x": np.zeros(3)}, labels, y)
+
+
+def test_false_conf_captured_counts_only_high_confidence_errors_on_all_samples():
+    # Ten samples ranked 0 > 1 > … > 9; Top_20% = samples 0 and 1. Misclassified: 0 (p̂ = 0.6),
+    # 1 and 5 (p̂ = 0.95). FalseConfCaptured@20 counts high-confidence errors only: 1 of {1, 5}.
+    n = 10
+    conf = np.full(n, 0.95)
+    conf[0] = 0.6
+    pred = np.zeros(n, dtype=int)
+    y_true = np.zeros(n, dtype=int)
+    y_true[[0, 1, 5]] = 1
+    brittle = np.zeros(n, dtype=bool)
+    brittle[[1, 2]] = True
+    high = conf >= 0.9
+    labels = BrittleLabels(labels=brittle & high, high_confidence=high, confidence=conf, prediction=pred,
+                           flip_share=np.zeros(n), max_collapse=np.zeros(n), hits=brittle[:, None],
+                           settings=(("group_masking", 0.1),), tau_p=0.9, tau_kappa=0.5, n_forward=n)
+    s = np.arange(n, 0, -1, dtype=float)
+    everyone = evaluate_scores({"s": s}, labels, y_true, population="all").iloc[0]
+    assert everyone["n"] == 10 and everyone["false_conf_captured@20"] == 0.5
+    assert everyone["capture@20"] == 0.5  # brittle {1, 2}; Top_2 = {0, 1}
+    high_only = evaluate_scores({"s": s}, labels, y_true).iloc[0]
+    # On the 9 high-confidence samples Top_20% is round(1.8) = 2 samples: 1 and 2, holding error 1 of {1, 5}.
+    assert high_only["n"] == 9 and high_only["false_conf_captured@20"] == 0.5 and high_only["capture@20"] == 1.0
 
 
 def test_random_order_scores_match_naive_orders(toy):

@@ -72,6 +72,29 @@ def test_channel_validation(kwargs, match):
         LabelChannel(**kwargs)
 
 
+def test_thresholds_default_to_spec_values():
+    # SPEC A.5: τ_p = 0.90, τ_κ = 0.50, for the stochastic and the naturalistic channel alike.
+    ch = LabelChannel()
+    assert (ch.tau_p, ch.tau_kappa) == (0.90, 0.50)
+    defaults = inspect.signature(naturalistic_labels).parameters
+    assert (defaults["tau_p"].default, defaults["tau_kappa"].default) == (0.90, 0.50)
+
+
+def test_confidence_exactly_tau_p_is_high_confidence():
+    # b(x) needs p̂ ≥ τ_p (inclusive). p = (0.9, 0.1) gives p̂ = 0.9 exactly; removing the only
+    # group moves p to (0.2, 0.8), a flip, so both rows are brittle iff p̂ ≥ τ_p is inclusive.
+    def model(Z):
+        p1 = np.where(np.asarray(Z)[:, 0] > 0.5, 0.1, 0.8)
+        return np.column_stack([1.0 - p1, p1])
+
+    X = np.ones((2, 1))
+    res = naturalistic_labels(model, X, {"a": [0]}, np.zeros(1), ["a"])
+    assert res.confidence.tolist() == [0.9, 0.9]
+    assert res.high_confidence.all() and res.labels.all()
+    strict = naturalistic_labels(model, X, {"a": [0]}, np.zeros(1), ["a"], tau_p=np.nextafter(0.9, 1.0))
+    assert not strict.labels.any()
+
+
 # ------------------------------------------------------------------------------------------
 # Stressors
 # ------------------------------------------------------------------------------------------
@@ -112,6 +135,16 @@ def test_noise_is_bounded_and_spares_zero_scale_columns(seed, sigma):
     Z = bounded_noise(X, NOISE_SCALE, sigma, seed=seed)
     assert (np.abs(Z - X) <= sigma * NOISE_SCALE + 1e-12).all()
     np.testing.assert_array_equal(Z[:, 2], X[:, 2])
+
+
+def test_noise_is_symmetric_and_uniform_on_the_whole_interval():
+    # U(−σ, σ)·scale: the noise/(σ·scale) must spread evenly over [−1, 1] (not one-sided).
+    X = np.zeros((20000, 5))
+    sigma = 0.25
+    Z = bounded_noise(X, NOISE_SCALE, sigma, seed=3)
+    u = Z[:, NOISE_SCALE > 0] / (sigma * NOISE_SCALE[NOISE_SCALE > 0])
+    counts = np.array([np.histogram(col, bins=4, range=(-1.0, 1.0))[0] for col in u.T])
+    np.testing.assert_allclose(counts / u.shape[0], 0.25, atol=0.015)  # 4 equal quarters of [−1, 1]
 
 
 def test_stressors_reproducible_from_seed():

@@ -1,0 +1,109 @@
+"""Reliability audit dashboard — entry point: ``streamlit run app.py [-- --reviews-db PATH]``.
+
+This file only declares the pages, gives every ``st.session_state`` key its default and draws
+the shared sidebar; each view lives in ``pages/`` and every computation in ``core/``.
+Each page file starts with ``ui.entry.ensure_entrypoint()``: Streamlit runs a ``pages/`` file
+without this script on the first visit of a fresh server (legacy multipage mode), and that
+guard runs this script instead so deep links such as ``/triage`` get their state and sidebar.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+from core.reviews import default_db_path
+from core.tabular.datasets import DEFAULT_DATASET
+from ui.sidebar import render_sidebar
+
+
+def _cli_reviews_db() -> str:
+    parser = argparse.ArgumentParser(prog="streamlit run app.py --", add_help=False, allow_abbrev=False)
+    parser.add_argument("--reviews-db", default=None)
+    args, _ = parser.parse_known_args(sys.argv[1:])
+    return args.reviews_db or str(default_db_path())
+
+
+st.set_page_config(page_title="Reliability audit", page_icon=str(Path(__file__).parent / "assets" / "favicon.png"),
+                   layout="wide", initial_sidebar_state="expanded")
+
+# Every session-state key of the app and its default. Widgets read their value from here
+# (none passes its own default), so a page always opens in a defined state. File uploaders and
+# buttons hold no settable value and are not listed.
+DEFAULTS: dict[str, object] = {
+    # global selection (sidebar)
+    "dataset": DEFAULT_DATASET,
+    "model": "hist_gb",
+    "seed": 0,
+    "reviews_db": _cli_reviews_db(),
+    "uploads": {},            # name -> {"data", "file", "digest", "target", "blocks", "blocks_digest"}
+    "protocol": None,         # applied Protocol as a dict; None = the default protocol
+    # overview: protocol form
+    "proto_grouping": "raw_origin",
+    "proto_baseline": "mean",
+    "proto_depth": "auto",
+    "proto_operators": ["attenuate_single", "attenuate_all"],
+    "proto_severities": "0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0",
+    "proto_w1": 1 / 3,
+    "proto_w2": 1 / 3,
+    "proto_w3": 1 / 3,
+    "proto_path_rule": "static",
+    "proto_merge_threshold": 0.7,
+    "upload_target": None,
+    "overview_column": None,
+    # certificate explorer
+    "explorer_sort": "fds",
+    "explorer_search": "",
+    "explorer_hc": True,
+    "explorer_table": {"selection": {"rows": [], "columns": [], "cells": []}},
+    "explorer_sample": None,  # sample id shown in the explorer (None = the most fragile)
+    "whatif_groups": [],
+    # triage queue
+    "triage_score": "fds",
+    "triage_budget": 10,
+    "triage_scope": "high-confidence",
+    "triage_table": {"selection": {"rows": [], "columns": [], "cells": []}},
+    "review_reviewer": "",
+    "review_decision": "confirmed_brittle",
+    "review_note": "",
+    "review_flash": None,     # (kind, message) shown once after saving a decision
+    # model comparison
+    "compare_models": ["logreg", "random_forest", "hist_gb"],
+    "compare_sample": None,
+    # calibration
+    "calib_methods": ["uncalibrated", "temperature", "bats"],
+    # paired bounds
+    "paired_source": None,
+    "paired_model": None,
+    "paired_condition": None,
+    "paired_coverage": 0.8,
+    "paired_lambda": 0.5,
+    "paired_level": "Ik",
+    # recapture queue
+    "recap_model": None,
+    "recap_condition": None,
+    "recap_score": "U",
+    "recap_budget": 10,
+}
+for _key, _value in DEFAULTS.items():
+    if _key not in st.session_state:
+        st.session_state[_key] = _value
+
+_pages = {
+    "Tabular audit": [
+        st.Page("pages/overview.py", title="Overview: data & protocol", icon=":material/dashboard:", default=True),
+        st.Page("pages/explorer.py", title="Certificate explorer", icon=":material/troubleshoot:"),
+        st.Page("pages/triage.py", title="Triage queue", icon=":material/fact_check:"),
+        st.Page("pages/comparison.py", title="Model comparison", icon=":material/compare_arrows:"),
+        st.Page("pages/calibration.py", title="Calibration", icon=":material/tune:"),
+    ],
+    "Paired evaluations": [
+        st.Page("pages/paired_bounds.py", title="Paired bounds", icon=":material/straighten:"),
+        st.Page("pages/recapture.py", title="Recapture queue", icon=":material/photo_camera:"),
+    ],
+}
+_page = st.navigation(_pages)
+render_sidebar()
+_page.run()

@@ -1,0 +1,331 @@
+"""Persistent review decisions for flagged predictions, in an embedded SQLite database.
+
+Reviewers triage the brittle-looking predictions of an audit over days, from several browser
+sessions at once. Every decision is appended (never updated in place), so the full history of
+a case is kept and the *latest* decision is simply the one with the highest ``review_id``.
+
+A review is keyed by ``(audit_fingerprint, sample_id)``: the fingerprint of the audit (the
+protocol plus the model's predictions on a fixed probe, see :mod:`core.cfc`) and a sample id
+that is stable across runs (the row id of the sample in its dataset). Re-running the same
+audit after a restart gives the same fingerprint, so the decisions re-attach to the same
+samples; a different model or protocol gives a different fingerprint and starts a clean slate.
+
+Concurrency: the database runs in WAL mode (readers never block the writer), every connection
+waits up to ``timeout`` seconds on a lock (``busy_timeout``), and each write is one
+``BEGIN IMMEDIATE`` transaction. A connection is opened per operation, so one store object is
+safe to share between threads (Streamlit serves every browser session from its own thread).
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator, Literal, get_args
+
+import pandas as pd
+
+__all__ = [
+    "DECISIONS",
+    "DECISION_LABELS",
+    "ENV_VAR",
+    "REVIEW_COLUMNS",
+    "Decision",
+    "Review",
+    "ReviewStore",
+    "default_db_path",
+]
+
+Decision = Literal["confirmed_brittle", "acceptable", "needs_reacquisition"]
+#: The closed set of decisions, in the order they are offered to a reviewer.
+DECISIONS: tuple[str, ...] = get_args(Decision)
+#: Human-readable label of every decision (for display and exports).
+DECISION_LABELS: dict[str, str] = {
+    "confirmed_brittle": "Confirmed brittle",
+    "acceptable": "Acceptable",
+    "needs_reacquisition": "Needs evidence re-acquisition",
+}
+#: Environment variable that overrides the default database location.
+ENV_VAR = "AUDIT_REVIEWS_DB"
+#: Columns of every DataFrame this module returns, in order.
+REVIEW_COLUMNS: tuple[str, ...] = (
+    "review_id", "created_at", "audit_fingerprint", "sample_id", "reviewer", "decision", "note",
+)
+
+_MAX_REVIEWER = 200
+_MAX_NOTE = 10_000
+_SCHEMA_VERSION = 1
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS reviews (
+    review_id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at        TEXT    NOT NULL,
+    audit_fingerprint TEXT    NOT NULL CHECK (length(audit_fingerprint) > 0),
+    sample_id         TEXT    NOT NULL CHECK (length(sample_id) > 0),
+    reviewer          TEXT    NOT NULL CHECK (length(trim(reviewer)) > 0),
+    decision          TEXT    NOT NULL CHECK (decision IN ({", ".join(f"'{d}'" for d in DECISIONS)})),
+    note              TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS reviews_by_sample ON reviews (audit_fingerprint, sample_id, review_id);
+PRAGMA user_version = {_SCHEMA_VERSION};
+"""
+
+
+def default_db_path() -> Path:
+    """Location of the review database when none is given.
+
+    The environment variable ``AUDIT_REVIEWS_DB`` wins; otherwise ``reviews.sqlite3`` in the
+    user's data directory (``platformdirs.user_data_path("reliability-audit")``), so decisions
+    survive reinstalls of the code.
+    """
+    env = os.environ.get(ENV_VAR, "").strip()
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return platformdirs.user_data_path("reliability-audit", appauthor=False) / "reviews.sqlite3"
+
+
+@dataclass(frozen=True)
+class Review:
+    """One stored review decision.
+
+    Attributes
+    ----------
+    review_id : int
+        Monotone id assigned by the database; a larger id is a later decision.
+    created_at : str
+        UTC timestamp, ISO 8601 with microseconds (``2026-01-31T09:15:02.123456+00:00``).
+    audit_fingerprint : str
+        Fingerprint of the audit the sample belongs to.
+    sample_id : str
+        Stable id of the sample within that audit.
+    reviewer : str
+        Who decided (stripped of surrounding white space).
+    decision : {"confirmed_brittle", "acceptable", "needs_reacquisition"}
+        The decision.
+    note : str
+        Free-text justification (may be empty).
+    """
+
+    review_id: int
+    created_at: str
+    audit_fingerprint: str
+    sample_id: str
+    reviewer: str
+    decision: Decision
+    note: str
+
+
+def _text_iv(value: object, name: str, *, max_len: int, allow_empty: bool) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"`{name}` must be a string; got {type(value).__name__} {value!r}.")
+    text = value.strip()
+    if not text and not allow_empty:
+        raise ValueError(f"`{name}` must not be empty; got {value!r}.")
+    if len(text) > max_len:
+        raise ValueError(f"`{name}` must have at most {max_len} characters; got {len(text)}.")
+    return text
+
+
+def _sample_id_iv(value: object) -> str:
+    # ints (dataset row ids) and strings (record ids) are both legitimate sample ids; floats
+    # are refused because 3.0 and "3" would silently become two different keys.
+    if isinstance(value, str):
+        text = value.strip()
+    elif hasattr(value, "__index__") and not isinstance(value, bool):
+        text = str(value.__index__())
+    else:
+        raise ValueError(f"`sample_id` must be a string or an integer; got {type(value).__name__} {value!r}.")
+    if not text:
+        raise ValueError(f"`sample_id` must not be empty; got {value!r}.")
+    return text
+
+
+class ReviewStore:
+    """Append-only store of review decisions in a SQLite file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike, optional
+        Database file; created (with its parent directories) when missing. ``None`` uses
+        :func:`default_db_path`.
+    timeout : float, default=10.0
+        Seconds a connection waits for a lock held by another writer before failing.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> store = ReviewStore(pathlib.Path(tempfile.mkdtemp()) / "r.sqlite3")
+    >>> _ = store.record("fp1", 17, reviewer="ana", decision="acceptable", note="checked")
+    >>> _ = store.record("fp1", 17, reviewer="bo", decision="confirmed_brittle")
+    >>> store.latest("fp1")[["sample_id", "reviewer", "decision"]].to_dict("records")
+    [{'sample_id': '17', 'reviewer': 'bo', 'decision': 'confirmed_brittle'}]
+    >>> len(store.history("fp1", 17))
+    2
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = 10.0) -> None:
+        if not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0):
+            raise ValueError(f"`timeout` must be a positive number of seconds; got {timeout!r}.")
+        self.path = Path(path).expanduser() if path is not None else default_db_path()
+        self.timeout = float(timeout)
+        if self.path.is_dir():
+            raise ValueError(f"Review database path {str(self.path)!r} is a directory; expected a file path.")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with closing(self._connect()) as conn:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise ValueError(
+                f"Cannot open the review database at {str(self.path)!r} ({exc}); choose a writable "
+                f"file path (sidebar, `--reviews-db` or the {ENV_VAR} environment variable)."
+            ) from exc
+
+    def __repr__(self) -> str:
+        return f"ReviewStore({str(self.path)!r})"
+
+    # ------------------------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        # isolation_level=None: transactions are opened explicitly (BEGIN IMMEDIATE) so a
+        # writer takes the write lock up front instead of failing half-way on an upgrade.
+        conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+        return conn
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with closing(self._connect()) as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def _query(self, sql: str, params: Iterable[object] = ()) -> pd.DataFrame:
+        with closing(self._connect()) as conn:
+            rows = conn.execute(sql, tuple(params)).fetchall()
+        return pd.DataFrame(rows, columns=list(REVIEW_COLUMNS)).astype({"review_id": "int64"})
+
+    # ------------------------------------------------------------------------------------
+    def record(
+        self,
+        audit_fingerprint: str,
+        sample_id: str | int,
+        *,
+        reviewer: str,
+        decision: Decision,
+        note: str = "",
+    ) -> Review:
+        """Append one decision and return it as stored.
+
+        Parameters
+        ----------
+        audit_fingerprint : str
+            Fingerprint of the audit (non-empty).
+        sample_id : str or int
+            Stable sample id within the audit; integers are stored as their decimal text.
+        reviewer : str
+            Reviewer name (non-empty, at most 200 characters).
+        decision : {"confirmed_brittle", "acceptable", "needs_reacquisition"}
+            The decision.
+        note : str, default=""
+            Justification (at most 10,000 characters).
+
+        Returns
+        -------
+        Review
+            The stored row, with its ``review_id`` and ``created_at``.
+        """
+        fingerprint = _text_iv(audit_fingerprint, "audit_fingerprint", max_len=512, allow_empty=False)
+        sid = _sample_id_iv(sample_id)
+        who = _text_iv(reviewer, "reviewer", max_len=_MAX_REVIEWER, allow_empty=False)
+        if decision not in DECISIONS:
+            raise ValueError(f"`decision` must be one of {list(DECISIONS)}; got {decision!r}.")
+        text = _text_iv(note, "note", max_len=_MAX_NOTE, allow_empty=True)
+        created = datetime.now(timezone.utc).isoformat(timespec="microseconds")
+        with self._transaction() as conn:
+            cursor = conn.execute(
+                "INSERT INTO reviews (created_at, audit_fingerprint, sample_id, reviewer, decision, note)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (created, fingerprint, sid, who, decision, text),
+            )
+            review_id = int(cursor.lastrowid)
+        return Review(review_id, created, fingerprint, sid, who, decision, text)
+
+    def latest(self, audit_fingerprint: str, sample_ids: Iterable[str | int] | None = None) -> pd.DataFrame:
+        """Latest decision of every reviewed sample of one audit.
+
+        Parameters
+        ----------
+        audit_fingerprint : str
+            The audit.
+        sample_ids : iterable of str or int, optional
+            Restrict to these samples (unreviewed ones are simply absent).
+
+        Returns
+        -------
+        DataFrame
+            One row per reviewed sample with columns :data:`REVIEW_COLUMNS`, ordered by
+            ``sample_id``.
+        """
+        fingerprint = _text_iv(audit_fingerprint, "audit_fingerprint", max_len=512, allow_empty=False)
+        frame = self._query(
+            "SELECT r.* FROM reviews r JOIN ("
+            "  SELECT MAX(review_id) AS review_id FROM reviews WHERE audit_fingerprint = ?"
+            "  GROUP BY sample_id) last USING (review_id) ORDER BY r.sample_id",
+            (fingerprint,),
+        )
+        if sample_ids is not None:
+            wanted = {_sample_id_iv(s) for s in sample_ids}
+            frame = frame[frame["sample_id"].isin(wanted)].reset_index(drop=True)
+        return frame
+
+    def history(self, audit_fingerprint: str, sample_id: str | int | None = None) -> pd.DataFrame:
+        """Every decision of one audit (or of one of its samples), oldest first.
+
+        Returns
+        -------
+        DataFrame
+            Columns :data:`REVIEW_COLUMNS`, ordered by ``review_id``.
+        """
+        fingerprint = _text_iv(audit_fingerprint, "audit_fingerprint", max_len=512, allow_empty=False)
+        if sample_id is None:
+            return self._query(
+                "SELECT * FROM reviews WHERE audit_fingerprint = ? ORDER BY review_id", (fingerprint,)
+            )
+        return self._query(
+            "SELECT * FROM reviews WHERE audit_fingerprint = ? AND sample_id = ? ORDER BY review_id",
+            (fingerprint, _sample_id_iv(sample_id)),
+        )
+
+    def export(
+        self, dest: str | os.PathLike[str] | None = None, *, audit_fingerprint: str | None = None
+    ) -> pd.DataFrame:
+        """Full decision history (all audits, or one), optionally written to a CSV file.
+
+        Parameters
+        ----------
+        dest : str or os.PathLike, optional
+            CSV file to write (UTF-8, header row, no index).
+        audit_fingerprint : str, optional
+            Restrict to one audit.
+
+        Returns
+        -------
+        DataFrame
+            Columns :data:`REVIEW_COLUMNS` plus ``decision_label``, ordered by ``review_id``.
+        """
+        if audit_fingerprint is None:
+            frame = self._query("SELECT * FROM reviews ORDER BY review_id")
+        else:
+            frame = self.history(audit_fingerprint)
+        frame = frame.assign(decision_label=frame["decision"].map(DECISION_LABELS))
+        if dest is not None:
+            frame.to_csv(Path(dest).expanduser(), index=False)
+        return frame

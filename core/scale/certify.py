@@ -1,0 +1,595 @@
+"""Certify a large table partition by partition: locally in bounded memory, or on Dask.
+
+:func:`certify_dataset` is the entry point (the ``certify`` CLI command wraps it). It pairs a
+:class:`CertifyTask` — the fitted preprocessing, model, groups, baseline and protocol, i.e.
+everything a worker needs — with the partitioned runner of :mod:`core.scale.runner`.
+
+Output folder (see :mod:`core.scale.store` for the guarantees)::
+
+    OUT/part-00000.parquet   certificates of input rows 0 .. chunk_rows-1, and so on
+    OUT/_manifest.json       fingerprint, protocol, model identity, input identity, partitions
+    OUT/_summary.json        totals over the held-out rows
+    OUT/_task.pkl            the fitted task (pickle), reused on resume and by --model-from
+
+``pandas.read_parquet(OUT)`` reads the certificates of every row, in input order.
+
+Columns of every partition (one row per input row, in input order):
+
+========================  ======================================================================
+``row``                   int64, 0-based row number in the input
+``<id column>``           the ``id_column`` passed through, when given
+``label``                 true label as text (null if missing), when a target column is given
+``in_fit_sample``         bool, the row was used to fit the model (rows ``0 .. fit_rows-1``)
+``pred``                  int64, predicted class index (column of ``predict_proba``)
+``pred_label``            predicted class as text
+``correct``               bool (null without a label): ``pred_label == label``
+``confidence``            ``p̂ = max p̃``
+``margin``                ``m(x)``
+``flip_budget``           int64, ``k*`` in ``1 .. K+1`` (smaller = more fragile)
+``rcma``, ``fds``, ``u``  risk scores, larger = more fragile
+``one_step_max``          ``max_g δ_g`` (risk)
+``degradation``           third term of ``u`` before its weight (risk)
+``path``                  list of the K removed group names, in order
+``path_margins``          list of the K+1 original-class margins ``m_y(x^(k))``
+``path_preds``            list of the K+1 predicted class indices ``ŷ(x^(k))``
+``lambda_star_<op>``      ``λ*`` per declared operator (``inf`` = no flip; smaller = more fragile)
+========================  ======================================================================
+
+Every value is a pure function of the input row, the task and the protocol
+(:func:`core.cfc.certify` guarantees that certifying rows in chunks gives the same values and
+fingerprint), so the partition files do not depend on the engine, the number of workers, the
+``batch_size`` or on how many times a run was interrupted.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import pickle
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from core.cfc import (
+    Protocol,
+    baseline_vector,
+    certify,
+    domain_block_groups,
+    raw_origin_groups,
+    redundancy_merged_groups,
+)
+from core.scale.cluster import check_worker_paths
+from core.scale.runner import Engine, RunResult, run_partitions
+from core.scale.sources import PartitionReadError, Source, open_source
+from core.scale.store import MANIFEST, PartitionInfo, RunStore
+
+__all__ = [
+    "DEFAULT_CHUNK_ROWS",
+    "TASK_FILE",
+    "CertifyRun",
+    "CertifyTask",
+    "FitSpec",
+    "certify_dataset",
+    "fit_certify_task",
+    "load_certify_task",
+    "save_certify_task",
+    "task_from_audit",
+    "summarize_output",
+]
+
+#: Rows per partition by default. Certifying holds about 3 KB per row (13 groups, 10
+#: severities): measured peak RSS 420 MB at this size, ~200 MB of it imported libraries.
+DEFAULT_CHUNK_ROWS = 25_000
+TASK_FILE = "_task.pkl"
+_KIND = "certify"
+#: Confidence threshold of the summary's high-confidence share (SPEC A.5 ``τ_p``).
+_TAU_P = 0.90
+_FDS_BINS = 20
+
+
+def _label_text(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Labels as text, vectorised: integral numbers without a decimal point ("1", not "1.0");
+    missing (null or NaN) stays null."""
+    if not pa.types.is_floating(column.type):
+        return pc.cast(column, pa.large_string())
+    integral = pc.and_(pc.is_finite(column), pc.equal(pc.floor(column), column))
+    as_int = pc.cast(pc.cast(pc.if_else(integral, column, 0.0), pa.int64()), pa.large_string())
+    text = pc.if_else(integral, as_int, pc.cast(column, pa.large_string()))
+    return pc.if_else(pc.is_nan(column), pa.scalar(None, pa.large_string()), text)
+
+
+def _fixed_lists(values: pa.Array, width: int) -> pa.ListArray:
+    """Rows of ``width`` consecutive ``values`` as a list column (no per-row Python)."""
+    offsets = pa.array(np.arange(0, len(values) + 1, width, dtype=np.int32))
+    return pa.ListArray.from_arrays(offsets, values)
+
+
+@dataclass(frozen=True, eq=False)
+class CertifyTask:
+    """Everything needed to certify raw rows; picklable, shipped to a Dask cluster once.
+
+    Attributes
+    ----------
+    preprocessor : core.tabular.preprocessing.FittedPreprocessor
+        Maps raw rows to the model's transformed features.
+    model : estimator
+        Fitted, with ``predict_proba`` over the transformed features.
+    classes : tuple of str
+        Label text of each ``predict_proba`` column.
+    groups : dict of str to list of int
+        Evidence groups over the transformed columns.
+    baseline : ndarray of shape (n_features,)
+    protocol : Protocol
+    target : str or None
+        Raw column holding the true label, if any.
+    id_column : str or None
+        Raw column copied to the output unchanged.
+    fit_rows : int
+        Rows ``0 .. fit_rows-1`` of the input were used to fit (0 for a model from elsewhere).
+    identity : dict
+        JSON description of the model (name, parameters, seed, fitting sample) for the manifest.
+    batch_size : int
+        Rows per ``predict_proba`` call inside :func:`core.cfc.certify` (memory only; results do
+        not depend on it).
+    """
+
+    preprocessor: Any
+    model: Any
+    classes: tuple[str, ...]
+    groups: dict[str, list[int]]
+    baseline: np.ndarray
+    protocol: Protocol
+    target: str | None
+    id_column: str | None
+    fit_rows: int
+    identity: dict = field(default_factory=dict)
+    batch_size: int = 65_536
+
+    @property
+    def columns(self) -> list[str]:
+        """Raw columns read from the input."""
+        cols = list(self.preprocessor.raw_columns)
+        cols += [c for c in (self.target, self.id_column) if c is not None and c not in cols]
+        return cols
+
+    def _predict_proba(self, Z: np.ndarray) -> np.ndarray:
+        return np.asarray(self.model.predict_proba(Z), dtype=np.float64)
+
+    def fingerprint(self) -> str:
+        """The certificate fingerprint (protocol, groups, baseline, model probe).
+
+        ``core.cfc.certify`` computes it from a fixed probe, whatever rows are certified; here
+        one row (the baseline) is certified to obtain it.
+        """
+        return certify(self._predict_proba, self.baseline[None, :], self.groups, self.baseline,
+                       self.protocol, batch_size=self.batch_size).fingerprint
+
+    def __call__(self, table: pa.Table, row_start: int) -> pa.Table:
+        """Certificates of the rows of ``table`` (input rows ``row_start ...``); see module doc."""
+        frame = table.select(list(self.preprocessor.raw_columns)).to_pandas()
+        X = self.preprocessor.transform(frame)
+        cs = certify(self._predict_proba, X, self.groups, self.baseline, self.protocol,
+                     batch_size=self.batch_size)
+        n = table.num_rows
+        rows = np.arange(row_start, row_start + n, dtype=np.int64)
+        cols: dict[str, Any] = {"row": rows}
+        if self.id_column is not None:
+            cols[self.id_column] = table.column(self.id_column)
+        pred = cs.table["pred"].to_numpy()
+        pred_label = pa.array(self.classes, pa.large_string()).take(pred)
+        label = None
+        if self.target is not None:
+            label = _label_text(table.column(self.target))
+            cols["label"] = label
+        cols["in_fit_sample"] = rows < self.fit_rows
+        cols["pred"] = pred.astype(np.int64)
+        cols["pred_label"] = pred_label
+        cols["correct"] = pc.equal(pred_label, label) if label is not None else pa.nulls(n, pa.bool_())
+        for name in ("confidence", "margin"):
+            cols[name] = cs.table[name].to_numpy(dtype=np.float64)
+        cols["flip_budget"] = cs.table["flip_budget"].to_numpy().astype(np.int64)
+        for name in ("rcma", "fds", "u", "one_step_max", "degradation"):
+            cols[name] = cs.table[name].to_numpy(dtype=np.float64)
+        depth = cs.path_idx.shape[1]
+        names = pa.array(cs.group_names, pa.large_string())
+        cols["path"] = _fixed_lists(names.take(cs.path_idx.ravel()), depth)
+        cols["path_margins"] = _fixed_lists(pa.array(cs.traj_margin.ravel()), depth + 1)
+        cols["path_preds"] = _fixed_lists(pa.array(cs.traj_pred.astype(np.int64).ravel()), depth + 1)
+        for op in self.protocol.operators:
+            cols[f"lambda_star_{op}"] = cs.table[f"lambda_star_{op}"].to_numpy(dtype=np.float64)
+        return pa.table(cols)
+
+
+def _groups_for(protocol: Protocol, preprocessor, X: np.ndarray, blocks: Mapping[str, str] | None) -> dict[str, list[int]]:
+    groups = raw_origin_groups(preprocessor.transformer)
+    if protocol.grouping == "domain_block":
+        if blocks is None:
+            raise ValueError("protocol grouping 'domain_block' needs `blocks` (raw column -> block name).")
+        return domain_block_groups(groups, blocks, unmapped="keep")
+    if blocks is not None:
+        raise ValueError(f"`blocks` only applies to grouping 'domain_block'; the protocol uses {protocol.grouping!r}.")
+    if protocol.grouping == "redundancy_merged":
+        return redundancy_merged_groups(X, groups, threshold=protocol.merge_threshold)
+    return groups
+
+
+@dataclass(frozen=True)
+class FitSpec:
+    """How to fit the task on the first rows of the input (see :func:`fit_certify_task`).
+
+    Attributes
+    ----------
+    target : str
+        Column holding the class label. Rows of the fitting sample without a label are not
+        used for fitting.
+    model : str, default 'hist_gb'
+        A name of :data:`core.tabular.models.MODEL_NAMES` (not 'fr_resmlp', which needs groups
+        before fitting).
+    fit_rows : int, default 20000
+        The first ``fit_rows`` rows are the training split.
+    seed : int, default 0
+        Model seed (``random_state``).
+    protocol : Protocol, default Protocol()
+    id_column : str, optional
+        Column passed through to the output and not used as a feature.
+    blocks : dict of str to str, optional
+        Raw column -> domain block, for ``protocol.grouping == 'domain_block'`` (unmapped
+        columns are their own block).
+    """
+
+    target: str
+    model: str = "hist_gb"
+    fit_rows: int = 20_000
+    seed: int = 0
+    protocol: Protocol = field(default_factory=Protocol)
+    id_column: str | None = None
+    blocks: Mapping[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        from core.tabular.models import MODEL_NAMES
+
+        if not isinstance(self.target, str) or not self.target:
+            raise ValueError(f"`target` must be a column name; got {self.target!r}.")
+        if self.model not in MODEL_NAMES:
+            raise ValueError(f"`model` must be one of {list(MODEL_NAMES)}; got {self.model!r}.")
+        if self.model == "fr_resmlp":
+            raise ValueError("`model` 'fr_resmlp' needs groups and a baseline before fitting; it cannot be "
+                             "fitted here.")
+        if isinstance(self.fit_rows, bool) or not isinstance(self.fit_rows, int) or self.fit_rows < 2:
+            raise ValueError(f"`fit_rows` must be an int >= 2; got {self.fit_rows!r}.")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"`seed` must be a non-negative int; got {self.seed!r}.")
+        if not isinstance(self.protocol, Protocol):
+            raise ValueError(f"`protocol` must be a Protocol; got {type(self.protocol).__name__}.")
+        if self.id_column is not None and self.id_column == self.target:
+            raise ValueError(f"`id_column` and `target` are the same column {self.target!r}.")
+        if self.blocks is not None and self.protocol.grouping != "domain_block":
+            raise ValueError(f"`blocks` only apply to grouping 'domain_block'; the protocol uses "
+                             f"{self.protocol.grouping!r}.")
+        if self.blocks is None and self.protocol.grouping == "domain_block":
+            raise ValueError("grouping 'domain_block' needs `blocks` (raw column -> block name).")
+
+    def config(self) -> dict:
+        """JSON identity of the request (what a resumed run must repeat)."""
+        return {
+            "target": self.target,
+            "model": self.model,
+            "fit_rows": self.fit_rows,
+            "seed": self.seed,
+            "id_column": self.id_column,
+            "blocks": None if self.blocks is None else dict(sorted(self.blocks.items())),
+        }
+
+
+def _groups_for(protocol: Protocol, preprocessor, X: np.ndarray, blocks: Mapping[str, str] | None) -> dict[str, list[int]]:
+    groups = raw_origin_groups(preprocessor.transformer)
+    if protocol.grouping == "domain_block":
+        return domain_block_groups(groups, blocks, unmapped="keep")
+    if protocol.grouping == "redundancy_merged":
+        return redundancy_merged_groups(X, groups, threshold=protocol.merge_threshold)
+    return groups
+
+
+def fit_certify_task(source: Source, spec: FitSpec, *, batch_size: int = 65_536) -> CertifyTask:
+    """Fit preprocessing and model on the first ``spec.fit_rows`` rows of ``source``.
+
+    The self-contained way to audit a big table without a model saved elsewhere: the first
+    ``fit_rows`` rows (read as one partition, bounded memory) are the training split — the
+    preprocessing, model, groups and baseline are all fitted on them — and every row is then
+    certified, with ``in_fit_sample`` marking the training rows so that summaries can leave
+    them out. Shuffle the file first if its row order is not random.
+
+    Text columns are categorical features, numeric and boolean columns numeric features.
+    Classes are the distinct labels of the fitting sample in sorted order (numbers sorted as
+    numbers).
+
+    Parameters
+    ----------
+    source : ParquetSource or CsvSource
+    spec : FitSpec
+    batch_size : int, default 65536
+        Rows per ``predict_proba`` call while certifying (memory only).
+
+    Returns
+    -------
+    CertifyTask
+    """
+    from core.tabular.models import make_model
+    from core.tabular.preprocessing import fit_preprocessor
+
+    kinds = source.kinds
+    for role, col in (("target", spec.target), ("id_column", spec.id_column)):
+        if col is not None and col not in kinds:
+            raise ValueError(f"`{role}` {col!r} is not a column of {source.root}; columns: {list(kinds)}.")
+    features = [c for c in kinds if c not in (spec.target, spec.id_column)]
+    if not features:
+        raise ValueError(f"{source.root} has no feature column besides the target and id columns.")
+    numeric = tuple(c for c in features if kinds[c] != "string")
+    categorical = tuple(c for c in features if kinds[c] == "string")
+
+    try:
+        first = next(iter(source.iter_partitions(spec.fit_rows)), None)
+    except PartitionReadError as exc:
+        raise PartitionReadError(f"while reading the first {spec.fit_rows} rows to fit the model: {exc}") from exc
+    if first is None:
+        raise ValueError(f"{source.root} has no rows to fit a model on.")
+    _, table = first
+    target = table.column(spec.target)
+    text = _label_text(target)
+    known = pc.is_valid(text).to_numpy(zero_copy_only=False)
+    if kinds[spec.target] == "string":
+        classes = tuple(sorted(pc.unique(pc.drop_null(text)).to_pylist()))
+    else:  # numbers sort as numbers, then become text
+        values = pc.unique(pc.drop_null(pc.if_else(pc.is_nan(target), None, target))).sort()
+        classes = tuple(_label_text(pa.chunked_array([values])).to_pylist())
+    if len(classes) < 2:
+        raise ValueError(
+            f"the first {table.num_rows} rows hold a single class of {spec.target!r} ({classes}); a "
+            "classifier needs two: raise `fit_rows` or shuffle the input."
+        )
+    y = pc.index_in(pc.drop_null(text), value_set=pa.array(classes, pa.large_string())).to_numpy()
+    frame = table.to_pandas()[known]
+    preprocessor = fit_preprocessor(frame, numeric, categorical)
+    X = preprocessor.transform(frame)
+    estimator = make_model(spec.model, seed=spec.seed).fit(X, y)
+    groups = _groups_for(spec.protocol, preprocessor, X, spec.blocks)
+    baseline = baseline_vector(X, groups, spec.protocol.baseline)
+    identity = {"fitted_on_first_rows": spec.config(), "fit_rows_used": int(known.sum())}
+    return CertifyTask(preprocessor=preprocessor, model=estimator, classes=classes, groups=groups,
+                       baseline=baseline, protocol=spec.protocol, target=spec.target, id_column=spec.id_column,
+                       fit_rows=table.num_rows, identity=identity, batch_size=batch_size)
+
+
+def task_from_audit(result) -> CertifyTask:
+    """The task of a finished single-machine audit (:func:`core.tabular.audit.run_audit`).
+
+    Lets a model audited on a sample be certified on the full table: same preprocessing,
+    model, groups, baseline and protocol, so the certificates share the audit's fingerprint.
+    Save it with :func:`save_certify_task` and pass the file to ``certify --model-from``.
+
+    Parameters
+    ----------
+    result : core.tabular.audit.AuditResult
+
+    Returns
+    -------
+    CertifyTask
+        ``fit_rows=0`` (no row of the big table was used for fitting).
+    """
+    ds = result.dataset
+    identity = {"audit": {"dataset": ds.name, "model": result.model_name, "seed": result.seed,
+                          "fingerprint": result.fingerprint}}
+    return CertifyTask(preprocessor=result.preprocessor, model=result.model,
+                       classes=tuple(str(c) for c in ds.classes), groups=dict(result.groups),
+                       baseline=np.asarray(result.baseline, dtype=np.float64), protocol=result.protocol,
+                       target=ds.target, id_column=None, fit_rows=0, identity=identity)
+
+
+def save_certify_task(task: CertifyTask, path: str | Path) -> Path:
+    """Pickle ``task`` to ``path`` (atomically), for ``certify --model-from PATH``."""
+    if not isinstance(task, CertifyTask):
+        raise ValueError(f"`task` must be a CertifyTask; got {type(task).__name__}.")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_bytes(path, pickle.dumps(task, protocol=5))
+    return path
+
+
+def load_certify_task(path: str | Path) -> CertifyTask:
+    """Load a task saved by an earlier run (``OUT/_task.pkl``, or that run's folder).
+
+    The task's ``identity`` gains ``loaded_from_sha256`` (the file's digest), so a resumed
+    run that loads a different file is refused. The file is a pickle: load only files you
+    produced yourself.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / TASK_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"no saved task at {path} (expected the {TASK_FILE} of an earlier certify run).")
+    data = path.read_bytes()
+    task = pickle.loads(data)
+    if not isinstance(task, CertifyTask):
+        raise ValueError(f"{path} holds a {type(task).__name__}, not a CertifyTask.")
+    identity = {**task.identity, "loaded_from_sha256": hashlib.sha256(data).hexdigest()}
+    return dataclasses.replace(task, identity=identity)
+
+
+def summarize_output(out: str | Path, partitions: list[PartitionInfo], *, operators: tuple[str, ...],
+                     depth: int) -> dict:
+    """Totals over the held-out rows of a finished run, read column-wise partition by partition.
+
+    Returns a JSON-ready dict: ``n_rows``, ``n_held_out``, ``accuracy`` (held-out rows with a
+    label; null if none), ``mean_fds``, ``mean_rcma``, ``share_flip_budget_le_2``,
+    ``share_high_confidence`` (``confidence >= 0.9``), ``high_confidence_brittle``
+    (count with ``confidence >= 0.9`` and ``k* <= 2``), ``flip_budget_counts`` (k* -> count),
+    ``fds_histogram`` (20 equal bins on [0, 1]) and ``share_flipped_<op>`` (``λ* < inf``).
+    """
+    out = Path(out)
+    n_rows = held = labelled = correct = hc = hc_brittle = le2 = 0
+    sums = {"fds": 0.0, "rcma": 0.0}
+    k_counts = np.zeros(depth + 2, dtype=np.int64)
+    hist = np.zeros(_FDS_BINS, dtype=np.int64)
+    flipped = dict.fromkeys(operators, 0)
+    cols = ["in_fit_sample", "correct", "confidence", "flip_budget", "fds", "rcma"]
+    cols += [f"lambda_star_{op}" for op in operators]
+    for info in sorted(partitions, key=lambda p: p.index):
+        (rel,) = info.files
+        t = pq.read_table(out / rel, columns=cols)
+        n_rows += t.num_rows
+        keep = ~t.column("in_fit_sample").to_numpy(zero_copy_only=False)
+        held += int(keep.sum())
+        ok = t.column("correct").to_numpy(zero_copy_only=False)
+        has = np.array([v is not None for v in ok.tolist()], dtype=bool) & keep
+        labelled += int(has.sum())
+        correct += int(np.sum(ok[has].astype(bool)))
+        conf = t.column("confidence").to_numpy()[keep]
+        k = t.column("flip_budget").to_numpy()[keep]
+        fds = t.column("fds").to_numpy()[keep]
+        sums["fds"] += float(np.sum(fds))
+        sums["rcma"] += float(np.sum(t.column("rcma").to_numpy()[keep]))
+        k_counts += np.bincount(k, minlength=depth + 2)[: depth + 2]
+        le2 += int(np.sum(k <= 2))
+        hc += int(np.sum(conf >= _TAU_P))
+        hc_brittle += int(np.sum((conf >= _TAU_P) & (k <= 2)))
+        hist += np.histogram(fds, bins=_FDS_BINS, range=(0.0, 1.0))[0]
+        for op in operators:
+            flipped[op] += int(np.sum(np.isfinite(t.column(f"lambda_star_{op}").to_numpy()[keep])))
+
+    def share(count: int) -> float | None:
+        return count / held if held else None
+
+    summary = {
+        "n_rows": n_rows,
+        "n_held_out": held,
+        "accuracy": correct / labelled if labelled else None,
+        "mean_fds": sums["fds"] / held if held else None,
+        "mean_rcma": sums["rcma"] / held if held else None,
+        "share_flip_budget_le_2": share(le2),
+        "share_high_confidence": share(hc),
+        "high_confidence_brittle": hc_brittle,
+        "flip_budget_counts": {str(k): int(c) for k, c in enumerate(k_counts) if k >= 1},
+        "fds_histogram": {"edges": np.linspace(0, 1, _FDS_BINS + 1).round(4).tolist(), "counts": hist.tolist()},
+    }
+    for op in operators:
+        summary[f"share_flipped_{op}"] = share(flipped[op])
+    return summary
+
+
+@dataclass(frozen=True)
+class CertifyRun:
+    """Outcome of :func:`certify_dataset`.
+
+    Attributes
+    ----------
+    result : RunResult
+        Rows, partitions, how many were computed now and how many reused.
+    fingerprint : str
+        Certificate fingerprint of the run.
+    summary : dict
+        Contents of ``_summary.json``.
+    """
+
+    result: RunResult
+    fingerprint: str
+    summary: dict
+
+
+def certify_dataset(data: str | Path, out: str | Path, model: CertifyTask | FitSpec, *,
+                    chunk_rows: int = DEFAULT_CHUNK_ROWS, engine: Engine = "local", client=None,
+                    batch_size: int = 65_536,
+                    progress: Callable[[PartitionInfo | None, int, int | None], None] | None = None) -> CertifyRun:
+    """Certify every row of ``data`` into the partitioned folder ``out`` (resumable).
+
+    Parameters
+    ----------
+    data : str or Path
+        Parquet file, directory of Parquet files, or CSV file.
+    out : str or Path
+        Output folder: new/empty, or the folder of an earlier run with the same settings
+        (which is then resumed: finished partitions are kept, the rest computed).
+    model : CertifyTask or FitSpec
+        A ready task (e.g. :func:`load_certify_task`), or how to fit one on the first rows of
+        ``data``. The task actually used is saved as ``out/_task.pkl``; a resumed run reuses
+        that file instead of refitting.
+    chunk_rows : int, default DEFAULT_CHUNK_ROWS
+        Rows per partition; bounds memory (about 3 KB per row while certifying).
+    engine : {'local', 'dask'}, default 'local'
+    client : distributed.Client, optional
+        For ``engine='dask'``; see :func:`core.scale.cluster.connect`.
+    batch_size : int, default 65536
+        Rows per ``predict_proba`` call for a task fitted here (memory only).
+    progress : callable, optional
+        ``progress(info, rows_done, rows_total)``: called once before the first partition with
+        ``info=None`` (``rows_done`` counts rows reused from an earlier run), then with each
+        finished :class:`PartitionInfo`. ``rows_total`` is None for CSV (unknown in advance).
+
+    Returns
+    -------
+    CertifyRun
+
+    Raises
+    ------
+    ValueError
+        Bad input, a resume with other settings, an unreadable partition (named).
+    """
+    if not isinstance(model, (CertifyTask, FitSpec)):
+        raise ValueError(f"`model` must be a CertifyTask or a FitSpec; got {type(model).__name__}.")
+    out = Path(out)
+    saved = out / TASK_FILE
+    if isinstance(model, FitSpec):
+        request = {"fit": model.config(), "protocol": model.protocol.to_dict()}
+    else:
+        request = {"task": model.identity, "protocol": model.protocol.to_dict(),
+                   "target": model.target, "id_column": model.id_column}
+    resuming = (out / MANIFEST).exists() and saved.exists()
+    if resuming:
+        task_bytes = saved.read_bytes()
+        task = pickle.loads(task_bytes)
+    elif isinstance(model, CertifyTask):
+        task = model
+        task_bytes = pickle.dumps(task, protocol=5)
+    else:
+        task = fit_certify_task(open_source(data), model, batch_size=batch_size)
+        task_bytes = pickle.dumps(task, protocol=5)
+    source = open_source(data, columns=task.columns)
+    config = {
+        "data": {"format": source.format, "files": source.identity(), "columns": dict(source.kinds)},
+        "chunk_rows": chunk_rows,
+        "request": request,
+        "task_sha256": hashlib.sha256(task_bytes).hexdigest(),
+    }
+    fingerprint = task.fingerprint()
+    with RunStore.open(out, config, fingerprint, kind=_KIND) as store:
+        if not saved.exists():
+            _atomic_bytes(saved, task_bytes)
+        if engine == "dask":
+            check_worker_paths(client, [*source.files, out])
+        report = None
+        if progress is not None:
+            done = [sum(i.rows for i in store.done.values())]
+            total = source.n_rows if source.random_access else None
+            progress(None, done[0], total)
+
+            def report(info: PartitionInfo) -> None:
+                done[0] += info.rows
+                progress(info, done[0], total)
+
+        result = run_partitions(source, task, store, chunk_rows=chunk_rows, engine=engine, client=client,
+                                progress=report)
+        depth = task.protocol.resolved_depth(len(task.groups))
+        summary = summarize_output(out, list(store.done.values()), operators=task.protocol.operators, depth=depth)
+        summary = {"fingerprint": fingerprint, **summary}
+        store.finish(n_partitions=result.n_partitions, n_rows=result.n_rows, summary=summary)
+    return CertifyRun(result=result, fingerprint=fingerprint, summary=summary)
+
+
+def _atomic_bytes(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)

@@ -1,0 +1,277 @@
+"""Commands for large audits: ``certify`` and ``paired-grid`` (streaming / Dask, resumable), ``synth``.
+
+``python -m core certify --data big.parquet --target Status --out runs/big``
+    Fits preprocessing + model on the first ``--fit-rows`` rows, then certifies every row in
+    partitions of ``--chunk-rows`` rows, writing ``runs/big/part-*.parquet``, ``_manifest.json``
+    and ``_summary.json``. Rerunning the same command after an interruption resumes it.
+``python -m core certify ... --engine dask --workers 4``   (local Dask cluster)
+``python -m core certify ... --engine dask --scheduler tcp://host:8786``   (existing cluster)
+``python -m core paired-grid --records records.parquet --tau 0.8 --out runs/grid``
+    Intervals and policy certificates of every paired cell, shard by shard.
+``python -m core synth --rows 1000000 --out big.parquet``
+    A seeded synthetic table resembling a bundled dataset (default credit_data).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["register"]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}")
+    return value
+
+
+def _float_list(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got {text!r}") from None
+
+
+def _execution_options(group) -> None:
+    group.add_argument("--engine", choices=("local", "dask"), default="local")
+    where = group.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=_positive_int, help="dask: start a local cluster of N worker processes")
+    where.add_argument("--scheduler", metavar="ADDRESS", help="dask: address of an existing scheduler")
+    group.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _cluster(args):
+    """The Dask client context of --engine/--workers/--scheduler (a no-op for local runs)."""
+    from contextlib import nullcontext
+
+    from core.scale.cluster import connect
+
+    if args.engine == "local" and (args.workers or args.scheduler):
+        raise ValueError("--workers / --scheduler only apply to --engine dask.")
+    if args.engine == "dask" and not (args.workers or args.scheduler):
+        raise ValueError("--engine dask needs --workers N (local cluster) or --scheduler ADDRESS.")
+    if args.engine == "local":
+        return nullcontext()
+    return connect(workers=args.workers, scheduler=args.scheduler)
+
+
+def register(subparsers) -> None:
+    """Add the ``certify`` and ``synth`` commands to ``python -m core``."""
+    from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, OPERATORS, PATH_RULES
+    from core.scale.certify import DEFAULT_CHUNK_ROWS
+
+    p = subparsers.add_parser(
+        "certify",
+        help="certify a large table in partitions (bounded memory, resumable, optional Dask)",
+        description=(
+            "Certify every row of a Parquet/CSV table, partition by partition. Memory is bounded by "
+            "--chunk-rows, not by the table. Output: OUT/part-NNNNN.parquet (one per partition), "
+            "OUT/_manifest.json, OUT/_summary.json, OUT/_task.pkl. An interrupted run resumes when the "
+            "same command is run again; other settings on the same OUT are refused."
+        ),
+    )
+    p.add_argument("--data", required=True, help="Parquet file, directory of Parquet files, or CSV file")
+    p.add_argument("--out", required=True, help="output folder (new, or an earlier run to resume)")
+    model = p.add_argument_group("model (fit here, or load an earlier run's task)")
+    model.add_argument("--target", help="label column (required unless --model-from)")
+    model.add_argument("--model", default="hist_gb", help="model name to fit (default hist_gb)")
+    model.add_argument("--fit-rows", type=_positive_int, default=20_000,
+                       help="fit preprocessing and model on the first N rows (default 20000)")
+    model.add_argument("--seed", type=int, default=0, help="model seed (default 0)")
+    model.add_argument("--model-from", metavar="PATH",
+                       help="_task.pkl (or the folder) of an earlier certify run; skips fitting")
+    model.add_argument("--id-column", help="column copied to the output, not used as a feature")
+    proto = p.add_argument_group("protocol (ignored with --model-from, which carries its own)")
+    proto.add_argument("--protocol", metavar="JSON", help="protocol file (canonical JSON); overrides the options below")
+    proto.add_argument("--grouping", choices=GROUPING_RULES, default="raw_origin")
+    proto.add_argument("--blocks", metavar="FILE", help="domain blocks (YAML/JSON) for --grouping domain_block")
+    proto.add_argument("--baseline", choices=BASELINE_RULES, default="mean")
+    proto.add_argument("--depth", type=_positive_int, help="audit depth K (default min(G, 5))")
+    proto.add_argument("--operators", default=",".join(OPERATORS),
+                       help=f"comma-separated subset of {', '.join(OPERATORS)} ('' for none)")
+    proto.add_argument("--severities", type=_float_list, help="comma-separated severity grid (default 0.1..1.0)")
+    proto.add_argument("--path", choices=PATH_RULES, default="static", help="removal path rule (default static)")
+    proto.add_argument("--weights", type=_float_list, help="w1,w2,w3 of the FDS head (default 1/3 each)")
+    proto.add_argument("--merge-threshold", type=float, default=0.7, help="|rho| of redundancy merging")
+    run = p.add_argument_group("execution")
+    run.add_argument("--chunk-rows", type=_positive_int, default=DEFAULT_CHUNK_ROWS,
+                     help=f"rows per partition (default {DEFAULT_CHUNK_ROWS}); bounds memory")
+    run.add_argument("--batch-size", type=_positive_int, default=65_536,
+                     help="rows per predict_proba call when fitting here (memory only)")
+    _execution_options(run)
+    p.set_defaults(func=_certify)
+
+    s = subparsers.add_parser(
+        "synth",
+        help="write a large seeded synthetic table resembling a bundled dataset",
+        description=(
+            "Smoothed class-conditional bootstrap of a bundled dataset (see core.scale.synthetic): "
+            "the same --seed always gives the same rows, and a smaller --rows is a prefix of a larger one."
+        ),
+    )
+    s.add_argument("--out", required=True, help="output .parquet or .csv file")
+    s.add_argument("--rows", type=_positive_int, required=True)
+    s.add_argument("--dataset", default="credit_data", help="bundled dataset to imitate (default credit_data)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--row-group-rows", type=_positive_int, default=65_536)
+    s.set_defaults(func=_synth)
+
+    g = subparsers.add_parser(
+        "paired-grid",
+        help="identified intervals and policy certificates of every paired cell, partitioned (resumable, optional Dask)",
+        description=(
+            "The paired identification grid (I0/Ik/I5 intervals of H, L, dM_k) and the policy report "
+            "(costs, shared-correspondence certificates D+, selections) of every model x condition x "
+            "source cell of a Parquet records table, shard by shard. Output: OUT/intervals/, "
+            "OUT/policy_costs/, OUT/policy_differences/, OUT/policy_selection/ (partitioned Parquet), "
+            "OUT/_manifest.json, OUT/_summary.json. Rerun the same command to resume."
+        ),
+    )
+    g.add_argument("--records", required=True, help="paired records: a Parquet file or folder of files")
+    g.add_argument("--out", required=True, help="output folder (new, or an earlier run to resume)")
+    g.add_argument("--tau", type=float, required=True, help="acceptance threshold of the intervals")
+    g.add_argument("--levels", default="I0,Ik,I5", help="comma-separated information levels (default I0,Ik,I5)")
+    g.add_argument("--coverages", type=_float_list, help="policy coverages (default 0.6,0.7,0.8,0.9,1.0)")
+    g.add_argument("--clean-coverage", type=float, default=0.8)
+    g.add_argument("--lambdas", type=_float_list, help="cost weights (default 0,0.1,...,1)")
+    g.add_argument("--seed", type=int, default=0, help="seed of the I5 feasible-mean estimate (default 0)")
+    g.add_argument("--cells-per-task", type=_positive_int, default=16, help="cells per shard (default 16)")
+    _execution_options(g)
+    g.set_defaults(func=_paired_grid)
+
+
+def _protocol(args):
+    from core.cfc.protocol import Protocol
+
+    if args.protocol:
+        path = Path(args.protocol)
+        if not path.is_file():
+            raise FileNotFoundError(f"Protocol file {args.protocol!r} does not exist.")
+        return Protocol.from_json(path.read_text(encoding="utf-8"))
+    operators = tuple(o.strip() for o in args.operators.split(",") if o.strip())
+    kwargs = {"grouping": args.grouping, "baseline": args.baseline, "depth": args.depth,
+              "operators": operators, "path": args.path, "merge_threshold": args.merge_threshold}
+    if args.severities is not None:
+        kwargs["severities"] = args.severities
+    if args.weights is not None:
+        kwargs["weights"] = args.weights
+    return Protocol(**kwargs)
+
+
+def _certify(args) -> int:
+    from core.scale.certify import FitSpec, certify_dataset, load_certify_task
+
+    cluster = _cluster(args)
+    if args.model_from:
+        fitting = [flag for flag, given in (
+            ("--protocol", args.protocol), ("--blocks", args.blocks), ("--depth", args.depth),
+            ("--severities", args.severities), ("--weights", args.weights),
+            ("--grouping", args.grouping != "raw_origin"), ("--baseline", args.baseline != "mean"),
+            ("--path", args.path != "static"), ("--merge-threshold", args.merge_threshold != 0.7),
+            ("--id-column", args.id_column),
+        ) if given]
+        if fitting:
+            raise ValueError(f"{', '.join(fitting)} cannot be combined with --model-from: the saved task "
+                             "carries its own protocol and columns.")
+        model = load_certify_task(args.model_from)
+        if args.target and args.target != model.target:
+            raise ValueError(f"--target {args.target!r} differs from the saved task's target {model.target!r}.")
+    else:
+        if not args.target:
+            raise ValueError("--target is required unless --model-from is given.")
+        blocks = None
+        if args.blocks:
+            from core.tabular.datasets import load_blocks
+
+            blocks = load_blocks(args.blocks)
+        model = FitSpec(target=args.target, model=args.model, fit_rows=args.fit_rows, seed=args.seed,
+                        protocol=_protocol(args), id_column=args.id_column, blocks=blocks)
+
+    bar = None
+    if not args.no_progress:
+        from tqdm import tqdm
+
+        bar = tqdm(desc="certify", unit="row", unit_scale=True, file=sys.stderr)
+
+    def progress(info, rows_done: int, rows_total: int | None) -> None:
+        if bar is None:
+            return
+        if info is None:
+            bar.reset(total=rows_total)
+            bar.initial = rows_done  # reused rows count as done, not towards the rate
+        bar.n = rows_done
+        bar.refresh()
+
+    try:
+        with cluster as client:
+            run = certify_dataset(args.data, args.out, model, chunk_rows=args.chunk_rows, engine=args.engine,
+                                  client=client, batch_size=args.batch_size, progress=progress)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted; finished partitions are kept in {args.out}. Run the same command to resume.",
+              file=sys.stderr)
+        return 130
+    finally:
+        if bar is not None:
+            bar.close()
+    r, s = run.result, run.summary
+    print(f"certified {r.n_rows} rows in {r.n_partitions} partitions "
+          f"({r.computed} computed now, {r.reused} reused) -> {r.out}")
+    print(f"fingerprint {run.fingerprint}")
+    print(json.dumps({k: s[k] for k in ("n_held_out", "accuracy", "mean_fds", "share_flip_budget_le_2",
+                                        "share_high_confidence", "high_confidence_brittle")}, indent=1))
+    return 0
+
+
+def _synth(args) -> int:
+    from core.scale.synthetic import fit_synthetic, write_synthetic
+    from core.tabular.datasets import load_dataset
+
+    out = Path(args.out)
+    fmt = {".parquet": "parquet", ".csv": "csv"}.get(out.suffix.lower())
+    if fmt is None:
+        raise ValueError(f"--out must end in .parquet or .csv; got {args.out!r}.")
+    table = fit_synthetic(load_dataset(args.dataset))
+    write_synthetic(table, out, args.rows, seed=args.seed, format=fmt, row_group_rows=args.row_group_rows)
+    print(f"wrote {args.rows} rows resembling {args.dataset} (seed {args.seed}) to {out}")
+    return 0
+
+
+def _paired_grid(args) -> int:
+    from core.paired.policies import COVERAGES, LAMBDAS
+    from core.scale.paired_grid import paired_grid
+
+    cluster = _cluster(args)
+    levels = tuple(v.strip() for v in args.levels.split(",") if v.strip())
+    bar = None
+    if not args.no_progress:
+        from tqdm import tqdm
+
+        bar = tqdm(desc="paired grid", unit="record", unit_scale=True, file=sys.stderr)
+    try:
+        with cluster as client:
+            run = paired_grid(
+                args.records, args.out, tau=args.tau, levels=levels,
+                coverages=args.coverages if args.coverages is not None else COVERAGES,
+                clean_coverage=args.clean_coverage,
+                lambdas=args.lambdas if args.lambdas is not None else LAMBDAS, seed=args.seed,
+                cells_per_task=args.cells_per_task, engine=args.engine, client=client,
+                progress=(lambda info: bar.update(info.rows)) if bar is not None else None,
+            )
+    except KeyboardInterrupt:
+        print(f"\ninterrupted; finished shards are kept in {args.out}. Run the same command to resume.",
+              file=sys.stderr)
+        return 130
+    finally:
+        if bar is not None:
+            bar.close()
+    r = run.result
+    print(f"{run.summary['n_cells']} cells, {r.n_rows} records in {r.n_partitions} shards "
+          f"({r.computed} computed now, {r.reused} reused) -> {r.out}")
+    print(json.dumps(run.summary["policy_pairs_at_lambda_0.5"], indent=1))
+    return 0

@@ -1,0 +1,295 @@
+"""Figures of one fragility certificate (SPEC A.3) and of a set of certificates.
+
+Inputs are plain arrays so that the builders can be tested without the certificate engine;
+the dashboard passes the fields of a certificate. Margins are centred pseudo-logit margins of
+the **original** predicted class (``m_y(x')``, in nats); a negative margin means the prediction
+has flipped.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from numpy.typing import ArrayLike
+from plotly.subplots import make_subplots
+
+from core.viz._style import GREY, LIGHT_GREY, OKABE_ITO, finish, is_finite, series_colours
+
+__all__ = [
+    "collapse_figure",
+    "confidence_fds_figure",
+    "degradation_figure",
+    "drops_figure",
+    "flip_budget_histogram",
+    "trajectory_figure",
+    "whatif_figure",
+]
+
+_KEPT = OKABE_ITO["blue"]
+_FLIPPED = OKABE_ITO["vermillion"]
+
+
+def _vector(values: ArrayLike, name: str, *, length: int | None = None) -> np.ndarray:
+    arr = np.asarray(values, dtype=float)
+    if arr.ndim != 1:
+        raise ValueError(f"`{name}` must be 1-D; got shape {arr.shape}.")
+    if length is not None and arr.shape[0] != length:
+        raise ValueError(f"`{name}` must have length {length}; got {arr.shape[0]}.")
+    return arr
+
+
+def _step_labels(path: Sequence[str]) -> list[str]:
+    return ["0<br>intact"] + [f"{k}<br>−{name}" for k, name in enumerate(path, start=1)]
+
+
+def _flip_budget_iv(flip_budget: int, depth: int) -> int:
+    if not (isinstance(flip_budget, (int, np.integer)) and 1 <= flip_budget <= depth + 1):
+        raise ValueError(f"`flip_budget` must be an integer in 1..{depth + 1} (depth + 1 = no flip); got {flip_budget!r}.")
+    return int(flip_budget)
+
+
+def trajectory_figure(
+    path: Sequence[str],
+    margins: ArrayLike,
+    proba: ArrayLike,
+    *,
+    flip_budget: int,
+    predicted: Sequence[str] | None = None,
+    class_label: str = "original class",
+) -> go.Figure:
+    """Removal trajectory: margin and probability of the original class per removal step.
+
+    Parameters
+    ----------
+    path : sequence of str, length K
+        Group removed at step ``k = 1 … K`` (the certificate's path ``π_x``).
+    margins : array-like of shape (K + 1,)
+        ``m_y(x^(k))`` for ``k = 0 … K`` (nats; negative = flipped).
+    proba : array-like of shape (K + 1,)
+        Probability of the original class ``p̃_y(x^(k))``.
+    flip_budget : int
+        ``k*`` in ``1 … K + 1`` (``K + 1`` = no flip within depth ``K``).
+    predicted : sequence of str, length K + 1, optional
+        Predicted class name at every step (shown on hover).
+    class_label : str
+        Name of the original predicted class, used in axis titles.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Two stacked panels sharing the step axis; the flip step is marked by a dashed line.
+    """
+    depth = len(path)
+    m = _vector(margins, "margins", length=depth + 1)
+    p = _vector(proba, "proba", length=depth + 1)
+    k_star = _flip_budget_iv(flip_budget, depth)
+    steps = np.arange(depth + 1)
+    flipped = steps >= k_star
+    colours = np.where(flipped, _FLIPPED, _KEPT).tolist()
+    hover_pred = list(predicted) if predicted is not None else [""] * (depth + 1)
+    if len(hover_pred) != depth + 1:
+        raise ValueError(f"`predicted` must have length {depth + 1}; got {len(hover_pred)}.")
+    labels = _step_labels(path)
+
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.55, 0.45])
+    custom = np.column_stack([np.array([lab.replace("<br>", " ") for lab in labels], dtype=object),
+                              np.array(hover_pred, dtype=object)])
+    fig.add_trace(go.Scatter(
+        x=steps, y=m, mode="lines+markers", name="margin",
+        line=dict(color=GREY, width=2), marker=dict(color=colours, size=11, line=dict(color="white", width=1)),
+        customdata=custom,
+        hovertemplate="step %{customdata[0]}<br>margin %{y:.3f} nats<br>prediction %{customdata[1]}<extra></extra>",
+    ), row=1, col=1)
+    fig.add_trace(go.Scatter(
+        x=steps, y=p, mode="lines+markers", name=f"P({class_label})",
+        line=dict(color=GREY, width=2, dash="dot"), marker=dict(color=colours, size=11, symbol="square"),
+        customdata=custom,
+        hovertemplate="step %{customdata[0]}<br>probability %{y:.3f}<br>prediction %{customdata[1]}<extra></extra>",
+    ), row=2, col=1)
+    # Legend entries for the marker colours (the traces themselves mix both colours).
+    for colour, text in ((_KEPT, "prediction unchanged"), (_FLIPPED, "prediction flipped")):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", marker=dict(color=colour, size=11),
+                                 name=text, showlegend=True), row=1, col=1)
+    fig.add_hline(y=0, line=dict(color=LIGHT_GREY, width=2), row=1, col=1,
+                  annotation_text="decision boundary (margin 0)", annotation_position="bottom left")
+    if k_star <= depth:
+        fig.add_vline(x=k_star - 0.5, line=dict(color=_FLIPPED, dash="dash", width=2))
+        fig.add_annotation(x=k_star - 0.5, y=1.0, yref="paper", text=f"flip at k* = {k_star}",
+                           showarrow=False, xanchor="left", yanchor="bottom", font=dict(color=_FLIPPED))
+    else:
+        fig.add_annotation(x=depth, y=1.0, yref="paper", text=f"no flip within K = {depth}",
+                           showarrow=False, xanchor="right", yanchor="bottom", font=dict(color=_KEPT))
+    fig.update_xaxes(tickmode="array", tickvals=steps.tolist(), ticktext=labels, row=2, col=1,
+                     title_text="groups removed (step k, cumulative; group replaced by baseline)")
+    fig.update_yaxes(title_text="margin (nats)", row=1, col=1)
+    fig.update_yaxes(title_text=f"P({class_label})", range=[0, 1.05], row=2, col=1)
+    return finish(fig, title="Removal trajectory", height=520)
+
+
+def collapse_figure(collapse: ArrayLike, *, rcma: float, path: Sequence[str] | None = None) -> go.Figure:
+    """Margin-collapse curve ``c_k`` with RCMA as the shaded area.
+
+    Parameters
+    ----------
+    collapse : array-like of shape (K + 1,)
+        ``c_k = max(0, (m − m_k) / (|m| + 1e-8))``, ``c_0 = 0`` (unitless; 1 = margin gone,
+        > 1 = flipped).
+    rcma : float
+        ``mean_k c_k`` — the shaded area divided by ``K + 1``.
+    path : sequence of str, length K, optional
+        Group names for the step axis.
+    """
+    c = _vector(collapse, "collapse")
+    depth = c.shape[0] - 1
+    if path is not None and len(path) != depth:
+        raise ValueError(f"`path` must have length {depth} (len(collapse) - 1); got {len(path)}.")
+    steps = np.arange(depth + 1)
+    fig = go.Figure()
+    names = ["intact"] + [f"−{g}" for g in path] if path is not None else [""] * (depth + 1)
+    fig.add_trace(go.Bar(
+        x=steps, y=c, width=1.0, name="collapse c_k", marker=dict(color=OKABE_ITO["sky_blue"], line=dict(color=_KEPT, width=1)),
+        customdata=names, hovertemplate="step %{x} %{customdata}<br>c_k %{y:.3f}<extra></extra>",
+    ))
+    fig.add_hline(y=rcma, line=dict(color=OKABE_ITO["orange"], dash="dash", width=2),
+                  annotation_text=f"RCMA = {rcma:.3f} (mean bar height)", annotation_position="top left")
+    fig.add_hline(y=1.0, line=dict(color=GREY, dash="dot"), annotation_text="c = 1: margin fully gone",
+                  annotation_position="bottom right")
+    fig.update_xaxes(tickmode="array", tickvals=steps.tolist())
+    fig.update_yaxes(rangemode="tozero")
+    return finish(fig, title="Margin collapse along the path", x_title="groups removed (step k)",
+                  y_title="margin loss c_k (unitless)", legend=False)
+
+
+def degradation_figure(
+    severities: ArrayLike,
+    curves: Mapping[str, ArrayLike],
+    lambda_star: Mapping[str, float],
+    *,
+    margin0: float | None = None,
+) -> go.Figure:
+    """Margin of the original class under each degradation operator, as severity λ grows.
+
+    Parameters
+    ----------
+    severities : array-like of shape (L,)
+        The severity grid Λ (0 = intact, 1 = fully replaced by the baseline).
+    curves : mapping operator name -> array-like of shape (L,)
+        Margin (nats) of the original class at every severity; for ``attenuate_single`` the
+        lowest margin over the single-group attenuations.
+    lambda_star : mapping operator name -> float
+        First flipping severity ``λ*_P`` (``inf`` = no flip on the grid).
+    margin0 : float, optional
+        Margin of the intact input, drawn at λ = 0.
+    """
+    lam = _vector(severities, "severities")
+    fig = go.Figure()
+    for colour, (name, curve) in zip(series_colours(len(curves)), curves.items()):
+        curve_m = _vector(curve, f"curves[{name!r}]", length=lam.shape[0])
+        x, y = lam, curve_m
+        if margin0 is not None:
+            x, y = np.concatenate([[0.0], lam]), np.concatenate([[margin0], curve_m])
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=name, line=dict(color=colour, width=2),
+                                 hovertemplate=f"{name}<br>λ %{{x:.2f}}<br>margin %{{y:.3f}} nats<extra></extra>"))
+        star = lambda_star.get(name, np.inf)
+        if is_finite(star):
+            at = int(np.argmin(np.abs(lam - float(star))))
+            fig.add_trace(go.Scatter(
+                x=[float(star)], y=[float(curve_m[at])], mode="markers+text", showlegend=False,
+                marker=dict(symbol="star", size=16, color=colour, line=dict(color="black", width=1)),
+                text=[f"λ* = {float(star):.2f}"], textposition="top center",
+                hovertemplate=f"{name}: first flip at λ* = %{{x:.2f}}<extra></extra>",
+            ))
+    fig.add_hline(y=0, line=dict(color=LIGHT_GREY, width=2), annotation_text="decision boundary",
+                  annotation_position="bottom left")
+    fig.update_xaxes(range=[-0.02, 1.05])
+    return finish(fig, title="Partial degradation per operator (★ = λ*, first flip)",
+                  x_title="severity λ (0 = intact, 1 = replaced by baseline)", y_title="margin (nats)")
+
+
+def drops_figure(groups: Sequence[str], drops: ArrayLike, *, path: Sequence[str] = ()) -> go.Figure:
+    """One-step margin drops ``δ_g``, largest first; groups on the removal path highlighted.
+
+    Parameters
+    ----------
+    groups : sequence of str, length G
+    drops : array-like of shape (G,)
+        ``δ_g = m(x) − m_y(R(x, {g}))`` in nats; positive = the group supports the prediction.
+    path : sequence of str
+        Groups on the certificate's path (coloured blue; the others grey).
+    """
+    d = _vector(drops, "drops", length=len(groups))
+    order = np.argsort(-d, kind="stable")
+    names = [str(groups[i]) for i in order]
+    on_path = set(path)
+    colours = [_KEPT if n in on_path else GREY for n in names]
+    fig = go.Figure(go.Bar(
+        x=d[order], y=names, orientation="h", marker=dict(color=colours),
+        hovertemplate="%{y}<br>δ = %{x:.3f} nats<extra></extra>",
+    ))
+    fig.add_vline(x=0, line=dict(color="black", width=1))
+    fig.update_yaxes(autorange="reversed", type="category")
+    return finish(fig, title="One-step drops δ_g (blue = on the removal path)",
+                  x_title="margin drop δ_g (nats; > 0 = supports it)",
+                  y_title="evidence group", height=max(300, 28 * len(names) + 120), legend=False)
+
+
+def whatif_figure(class_names: Sequence[str], original: ArrayLike, current: ArrayLike) -> go.Figure:
+    """Class probabilities of the original input beside those of the edited (what-if) input."""
+    p0 = _vector(original, "original", length=len(class_names))
+    p1 = _vector(current, "current", length=len(class_names))
+    names = [str(c) for c in class_names]
+    fig = go.Figure([
+        go.Bar(x=names, y=p0, name="original input", marker=dict(color=GREY),
+               hovertemplate="%{x}: %{y:.3f}<extra>original</extra>"),
+        go.Bar(x=names, y=p1, name="with selected groups at baseline", marker=dict(color=OKABE_ITO["orange"]),
+               hovertemplate="%{x}: %{y:.3f}<extra>what-if</extra>"),
+    ])
+    fig.update_yaxes(range=[0, 1.05])
+    return finish(fig, title="What-if prediction", x_title="class", y_title="predicted probability", height=340)
+
+
+def confidence_fds_figure(confidence: ArrayLike, fds: ArrayLike, *, brittle: ArrayLike | None = None,
+                          threshold: float = 0.9, max_points: int = 3000, seed: int = 0) -> go.Figure:
+    """Confidence against FDS for a set of certificates (a sample of at most ``max_points``).
+
+    Shows that confidence and fragility are different axes: high-confidence predictions spread
+    over the whole FDS range. Points are coloured by the held-out brittle label when given.
+    """
+    conf = _vector(confidence, "confidence")
+    f = _vector(fds, "fds", length=conf.shape[0])
+    idx = np.arange(conf.shape[0])
+    if idx.shape[0] > max_points:  # display only: thousands of SVG markers make the browser crawl
+        idx = np.sort(np.random.default_rng(seed).choice(idx, size=max_points, replace=False))
+    fig = go.Figure()
+    if brittle is None:
+        fig.add_trace(go.Scatter(x=conf[idx], y=f[idx], mode="markers", name="prediction",
+                                   marker=dict(color=_KEPT, size=6, opacity=0.6)))
+    else:
+        b = np.asarray(brittle).astype(bool)
+        if b.shape != conf.shape:
+            raise ValueError(f"`brittle` must have shape {conf.shape}; got {b.shape}.")
+        for mask, colour, name in ((~b, _KEPT, "not brittle (held-out label)"), (b, _FLIPPED, "brittle (held-out label)")):
+            sel = idx[mask[idx]]
+            fig.add_trace(go.Scatter(x=conf[sel], y=f[sel], mode="markers", name=name,
+                                       marker=dict(color=colour, size=6, opacity=0.6)))
+    fig.add_vline(x=threshold, line=dict(color=GREY, dash="dash"), annotation_text=f"high confidence ≥ {threshold:g}",
+                  annotation_position="top left")
+    fig.update_yaxes(range=[0, 1])
+    return finish(fig, title="Confidence is not stability", x_title="confidence p̂ (max probability)",
+                  y_title="FDS (0–1, larger = more fragile)")
+
+
+def flip_budget_histogram(flip_budget: ArrayLike, *, depth: int) -> go.Figure:
+    """How many groups must be removed to flip each prediction (``k* = K + 1``: never, within K)."""
+    k = np.asarray(flip_budget, dtype=int)
+    if k.size and (k.min() < 1 or k.max() > depth + 1):
+        raise ValueError(f"`flip_budget` values must lie in 1..{depth + 1}; got range {k.min()}..{k.max()}.")
+    counts = np.bincount(k, minlength=depth + 2)[1:]
+    labels = [str(v) for v in range(1, depth + 1)] + [f"no flip ≤ {depth}"]
+    colours = [_FLIPPED] * depth + [_KEPT]
+    fig = go.Figure(go.Bar(x=labels, y=counts, marker=dict(color=colours),
+                           hovertemplate="k* = %{x}: %{y} predictions<extra></extra>"))
+    fig.update_xaxes(type="category")
+    return finish(fig, title="Flip budget k* over the evaluated predictions",
+                  x_title="groups removed until the prediction flips (k*)", y_title="predictions (count)", legend=False)

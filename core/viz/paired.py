@@ -1,0 +1,156 @@
+"""Figures of paired-evaluation bounds, grid summaries and policy comparisons (SPEC Part B)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from numpy.typing import ArrayLike
+from plotly.subplots import make_subplots
+
+from core.viz._style import DIVERGING, GREY, OKABE_ITO, finish, is_finite
+
+__all__ = ["grid_summary_figure", "intervals_figure", "policy_matrix_figure", "regret_figure"]
+
+_LEVEL_COLOURS = {"I0": OKABE_ITO["sky_blue"], "Ik": OKABE_ITO["blue"], "I5": OKABE_ITO["bluish_green"]}
+_TARGET_TITLES = {
+    "H": "H: harmful accepted flips",
+    "L": "L: lost acceptances",
+    "dM_k": "dM_k: confidence drop, retained pairs",
+}
+
+
+def _columns_iv(frame: pd.DataFrame, needed: Sequence[str], name: str) -> None:
+    missing = set(needed) - set(frame.columns)
+    if missing:
+        raise ValueError(f"`{name}` lacks the column(s) {sorted(missing)}; it has {list(frame.columns)}.")
+
+
+def intervals_figure(intervals: pd.DataFrame, *, targets: Sequence[str] = ("H", "L", "dM_k"),
+                     levels: Sequence[str] = ("I0", "Ik", "I5")) -> go.Figure:
+    """Identified intervals per target and information level, with the observed value marked.
+
+    Parameters
+    ----------
+    intervals : DataFrame
+        One row per (target, level) with columns ``target``, ``level``, ``low``, ``high`` and
+        ``observed`` (NaN when the pairing is unknown). A NaN interval is drawn as "undefined"
+        (e.g. ``dM_k`` when no class retains a correct pair).
+    targets, levels : sequence of str
+        Panels (left to right) and rows (top to bottom) to draw, in order.
+    """
+    _columns_iv(intervals, ("target", "level", "low", "high", "observed"), "intervals")
+    present = [t for t in targets if (intervals["target"] == t).any()]
+    if not present:
+        raise ValueError(f"`intervals` has none of the targets {list(targets)}; got {sorted(set(intervals['target']))}.")
+    fig = make_subplots(rows=1, cols=len(present), subplot_titles=[_TARGET_TITLES.get(t, t) for t in present],
+                        horizontal_spacing=0.07)
+    for col, target in enumerate(present, start=1):
+        rows = intervals[intervals["target"] == target].set_index("level")
+        for level in levels:
+            if level not in rows.index:
+                continue
+            low, high, observed = (rows.at[level, c] for c in ("low", "high", "observed"))
+            if not (is_finite(low) and is_finite(high)):
+                fig.add_trace(go.Scatter(x=[0], y=[level], mode="text", text=["undefined"], showlegend=False,
+                                         textfont=dict(color=GREY), hoverinfo="skip"), row=1, col=col)
+                continue
+            fig.add_trace(go.Scatter(
+                x=[low, high], y=[level, level], mode="lines+markers", name=level, legendgroup=level,
+                showlegend=col == 1, line=dict(color=_LEVEL_COLOURS.get(level, GREY), width=14),
+                marker=dict(symbol="line-ns", size=22, line=dict(width=3, color=_LEVEL_COLOURS.get(level, GREY))),
+                hovertemplate=f"{target} at {level}: [{float(low):.4f}, {float(high):.4f}]<extra></extra>",
+            ), row=1, col=col)
+            if is_finite(observed):
+                fig.add_trace(go.Scatter(
+                    x=[observed], y=[level], mode="markers", name="observed pairing", legendgroup="observed",
+                    showlegend=col == 1 and level == levels[0],
+                    marker=dict(symbol="diamond", size=13, color=OKABE_ITO["vermillion"], line=dict(color="black", width=1)),
+                    hovertemplate=f"{target} observed: %{{x:.4f}}<extra></extra>",
+                ), row=1, col=col)
+        fig.update_yaxes(type="category", categoryorder="array", categoryarray=list(levels)[::-1], row=1, col=col)
+        fig.update_xaxes(title_text="share of records" if target in ("H", "L") else "probability drop",
+                         row=1, col=col)
+    fig.update_yaxes(title_text="information level", row=1, col=1)
+    # One legend entry per level even when the first panel lacks it.
+    shown = {tr.name for tr in fig.data if tr.showlegend}
+    for level in levels:
+        if level not in shown and (intervals["level"] == level).any():
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=level,
+                                     line=dict(color=_LEVEL_COLOURS.get(level, GREY), width=14)))
+    return finish(fig, title="Identified intervals (bar = every value some pairing allows; ◆ = observed pairing)",
+                  height=400, legend_at="bottom")
+
+
+def grid_summary_figure(summary: pd.DataFrame, *, value: str = "mean_width",
+                        value_title: str = "mean interval width (probability units)") -> go.Figure:
+    """Mean interval width by source and information level, one panel per target.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        Columns ``source``, ``target``, ``level`` and ``value``.
+    """
+    _columns_iv(summary, ("source", "target", "level", value), "summary")
+    targets = list(dict.fromkeys(summary["target"]))
+    levels = list(dict.fromkeys(summary["level"]))
+    fig = make_subplots(rows=1, cols=max(1, len(targets)), subplot_titles=[_TARGET_TITLES.get(t, t).split(":")[0] for t in targets],
+                        horizontal_spacing=0.05)
+    for col, target in enumerate(targets, start=1):
+        part = summary[summary["target"] == target]
+        for level in levels:
+            rows = part[part["level"] == level]
+            fig.add_trace(go.Bar(x=rows["source"].astype(str), y=rows[value], name=str(level), legendgroup=str(level),
+                                 showlegend=col == 1, marker=dict(color=_LEVEL_COLOURS.get(level, GREY)),
+                                 hovertemplate=f"{target} · {level}<br>%{{x}}: %{{y:.4f}}<extra></extra>"),
+                          row=1, col=col)
+        fig.update_xaxes(title_text="source", type="category", row=1, col=col)
+    fig.update_yaxes(title_text=value_title, row=1, col=1)
+    fig.update_layout(barmode="group")
+    return finish(fig, title="How much each information level narrows the intervals", height=420,
+                  legend_at="bottom")
+
+
+def policy_matrix_figure(matrix: ArrayLike, policies: Sequence[str], *, tol: float = 1e-12) -> go.Figure:
+    """Shared-correspondence comparison ``D⁺[j, ℓ] = max_π (J_j(π) − J_ℓ(π))``.
+
+    Parameters
+    ----------
+    matrix : array-like of shape (P, P)
+        ``D⁺`` between every pair of policies (diagonal 0); row ``j`` against column ``ℓ``.
+    policies : sequence of str, length P
+    tol : float
+        A cell below ``-tol`` certifies that the row policy costs less than the column policy
+        under every feasible correspondence (marked ✓).
+    """
+    d = np.asarray(matrix, dtype=float)
+    if d.shape != (len(policies), len(policies)):
+        raise ValueError(f"`matrix` must have shape ({len(policies)}, {len(policies)}); got {d.shape}.")
+    names = [str(p) for p in policies]
+    text = [[("✓ " if v < -tol else "") + (f"{v:+.4f}" if np.isfinite(v) else "—") for v in row] for row in d]
+    bound = float(np.nanmax(np.abs(d))) if np.isfinite(d).any() else 1.0
+    fig = go.Figure(go.Heatmap(
+        z=d, x=names, y=names, colorscale=DIVERGING, zmid=0, zmin=-bound, zmax=bound, text=text,
+        texttemplate="%{text}", colorbar=dict(title="D⁺ (cost units)"),
+        hovertemplate="row %{y} vs column %{x}<br>D⁺ = %{z:.5f}<extra></extra>",
+    ))
+    fig.update_xaxes(type="category")
+    fig.update_yaxes(type="category", autorange="reversed")
+    return finish(fig, title="Worst-case cost difference, row minus column (✓ = row certainly cheaper)",
+                  x_title="compared policy ℓ", y_title="policy j", legend=False, height=120 + 60 * len(names))
+
+
+def regret_figure(policies: Sequence[str], regret: ArrayLike, *, chosen: str | None = None) -> go.Figure:
+    """Worst-case regret ``R_j = max_ℓ D⁺[j, ℓ]`` of every policy (lower = safer choice)."""
+    r = np.asarray(regret, dtype=float)
+    if r.shape != (len(policies),):
+        raise ValueError(f"`regret` must have shape ({len(policies)},); got {r.shape}.")
+    names = [str(p) for p in policies]
+    colours = [OKABE_ITO["orange"] if n == chosen else OKABE_ITO["blue"] for n in names]
+    fig = go.Figure(go.Bar(x=names, y=r, marker=dict(color=colours),
+                           hovertemplate="%{x}: worst-case regret %{y:.5f}<extra></extra>"))
+    fig.update_xaxes(type="category")
+    return finish(fig, title="Worst-case regret per policy (orange = minimax-regret choice)",
+                  x_title="perturbed acceptance policy", y_title="worst-case regret (cost units)", legend=False, height=340)
+

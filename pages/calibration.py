@@ -1,0 +1,59 @@
+"""Calibration: do the probabilities mean what they say — overall and on the fragile predictions?"""
+from __future__ import annotations
+
+import streamlit as st
+
+from core import viz
+from ui.components import audit_line, figure, page_header, run_page, table
+from ui.data import current_audit
+from ui.entry import ensure_entrypoint
+
+ensure_entrypoint()
+
+page_header(
+    "Calibration",
+    "A calibrated model that says 90 % is right 90 % of the time. Three versions of the same model are "
+    "compared, all fitted on the validation split: the **uncalibrated** probabilities, one **global "
+    "temperature** T0, and **brittleness-aware temperature scaling (BATS)**, whose temperature grows with the "
+    "prediction's normalised FDS, T(x) = T0 + η·Norm(FDS). The fragile subset is the 20 % most fragile test "
+    "predictions, chosen without test labels. Lower NLL, ECE and Brier are better.",
+)
+
+_METHODS = {"uncalibrated": "uncalibrated", "temperature": "global temperature", "bats": "BATS"}
+_PANELS = {"all": "All test predictions", "fragile": "Fragile top 20 % (by FDS)"}
+
+
+def _body() -> None:
+    result = current_audit()
+    audit_line(result)
+    report = result.calibration
+    m = st.columns(4)
+    m[0].metric("Global temperature T0", f"{report.bats.t0:.3f}", help="> 1 softens over-confident probabilities")
+    m[1].metric("BATS η", f"{report.bats.eta:g}", help="Chosen by validation NLL from the grid "
+                f"{', '.join(f'{e:g}' for e in report.bats.eta_grid)}; 0 = plain temperature scaling")
+    metrics = report.metrics.set_index(["method", "subset"])
+    for col, subset in zip(m[2:], ("all", "fragile")):
+        raw, bats = metrics.loc[("uncalibrated", subset), "ece"], metrics.loc[("bats", subset), "ece"]
+        col.metric(f"ECE (BATS), {'all' if subset == 'all' else 'fragile 20 %'}", f"{bats:.3f}", delta=f"{bats - raw:+.3f} vs uncalibrated",
+                   delta_color="inverse", help="Expected calibration error with 15 equal-width bins (lower is better)")
+    chosen = st.multiselect("Methods shown", list(_METHODS), key="calib_methods", format_func=_METHODS.get,
+                            persist_state="session")
+    bins = report.reliability[report.reliability["method"].isin(chosen)]
+    bins = bins.assign(panel=bins["panel"].map(_PANELS), method=bins["method"].map(_METHODS))
+    if bins.empty:
+        st.info("Pick at least one method to draw the reliability diagrams.", icon=":material/info:")
+    else:
+        figure(viz.reliability_figure(bins),
+               "Each point is a confidence bin (bigger = more predictions). On the diagonal the stated confidence "
+               "matches the observed accuracy; points below it are over-confident. Compare the two panels: "
+               "fragile predictions are typically the over-confident ones.")
+    shown = report.metrics.assign(method=report.metrics["method"].map(_METHODS), subset=report.metrics["subset"].map(_PANELS))
+    table(shown, name="calibration metrics", key="calib_metrics",
+          column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("nll", "ece", "brier")},
+          caption="NLL: negative log-likelihood; ECE: expected calibration error (15 bins); Brier: mean squared "
+                  "error of the probability vector. Lower is better for all three.")
+    table(report.reliability, name="reliability bins", key="calib_bins", height=240,
+          caption="The diagram's data: one row per panel, method and confidence bin (empty bins have NaN).")
+
+
+run_page(_body, "Calibration")

@@ -1,0 +1,86 @@
+"""Model comparison: nominal quality beside stability, and one prediction under every model."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from core import viz
+from core.dashboard import model_comparison_table
+from core.tabular.models import MODEL_NAMES
+from ui.components import audit_line, figure, page_header, run_page, table
+from ui.data import audits_for, current_audit, model_label
+from ui.entry import ensure_entrypoint
+
+ensure_entrypoint()
+
+page_header(
+    "Model comparison",
+    "The model with the best accuracy or AUROC is not necessarily the one whose predictions hold up when "
+    "evidence goes missing. Every model here is trained on the same split and audited under the same "
+    "protocol. **Nominal metrics** (higher AUROC / accuracy is better; lower NLL / ECE / Brier is better) sit "
+    "beside **fragility metrics** (mean RCMA, share of predictions flipped by removing ≤ 2 groups, share "
+    "held-out brittle — all lower is better).",
+)
+
+
+def _body() -> None:
+    primary = current_audit()
+    audit_line(primary)
+    chosen = st.multiselect("Models to compare", list(MODEL_NAMES), key="compare_models", format_func=model_label,
+                            persist_state="session",
+                            help="Each model is trained and audited once, then cached (the torch models take longest).")
+    if not chosen:
+        st.info("Pick at least one model to compare.", icon=":material/info:")
+        return
+    audits = audits_for(chosen)
+    frame = model_comparison_table(audits)
+    table(frame, name="model comparison", key="compare_table",
+          column_config={c: st.column_config.NumberColumn(format="%.3f") for c in frame.columns
+                         if frame[c].dtype.kind == "f"})
+    best = frame.loc[frame["auroc"].idxmax(), "model"] if frame["auroc"].notna().any() else None
+    stable = frame.loc[frame["share_k_le_2"].idxmin(), "model"]
+    if best is not None:
+        st.markdown(f"Nominal winner (AUROC): **{model_label(best)}** · most stable (fewest predictions flipped by "
+                    f"≤ 2 groups): **{model_label(stable)}**" + (" — the same model." if best == stable else "."))
+    st.caption("Mean RCMA is shown in the table but not plotted: predictions with a near-zero margin (near-ties) "
+               "divide by that margin and can dominate the mean; the median RCMA is robust to them.")
+    labelled = frame.assign(model=frame["model"].map(model_label))
+    left, right = st.columns(2)
+    with left:
+        figure(viz.tradeoff_figure(labelled, x="auroc", y="share_k_le_2", x_title="test AUROC (higher = better)",
+                                   y_title="share flipped by ≤ 2 groups (lower = better)"),
+               "Bottom-right would be ideal: accurate, and few predictions hinge on one or two evidence groups.")
+    with right:
+        figure(viz.tradeoff_figure(labelled, x="auroc", y="share_brittle", x_title="test AUROC (higher = better)",
+                                   y_title="share held-out brittle (lower = better)"),
+               "Share of all test predictions that are confident yet break under the held-out stressors.")
+
+    st.subheader("One prediction, every model")
+    ids = primary.certificates.table.index.to_numpy()
+    fds = primary.certificates.table["fds"].to_numpy()
+    confident = np.asarray(primary.labels.high_confidence, dtype=bool)
+    pool = np.flatnonzero(confident) if confident.any() else np.arange(len(ids))
+    options = [int(i) for i in ids[pool[np.argsort(-fds[pool], kind="stable")]]]
+    if st.session_state["compare_sample"] not in options:
+        st.session_state["compare_sample"] = options[0]
+    fds_by_id = dict(zip(ids.tolist(), fds.tolist()))
+    st.selectbox("Sample shown under every model", options, key="compare_sample", persist_state="session",
+                 format_func=lambda i: f"{i} — FDS {fds_by_id[i]:.3f} under {model_label(primary.model_name)}",
+                 help="High-confidence test predictions of the model selected in the sidebar, most fragile first.")
+    sample = st.session_state["compare_sample"]
+    trajectories, rows = {}, []
+    for name, result in audits.items():
+        position = int(np.flatnonzero(result.certificates.table.index.to_numpy() == sample)[0])
+        cert = result.certificates.certificate(position)
+        trajectories[model_label(name)] = (cert.path, cert.path_margins, cert.flip_budget)
+        rows.append({"model": model_label(name), "predicted": str(result.dataset.classes[cert.pred]),
+                     "confidence": cert.confidence, "flip_budget": cert.flip_budget, "rcma": cert.rcma, "fds": cert.fds,
+                     "path": list(cert.path)})
+    figure(viz.trajectories_by_model_figure(trajectories),
+           "Each panel removes that model's own most supportive groups first. 1 = the original support, 0 = the "
+           "decision boundary, below 0 = flipped (vermillion points).")
+    table(pd.DataFrame(rows), name=f"sample {sample} by model", key="compare_sample_table")
+
+
+run_page(_body, "Model comparison")

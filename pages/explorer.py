@@ -1,0 +1,172 @@
+"""Certificate explorer: the full fragility certificate of one prediction."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import streamlit as st
+
+from core import viz
+from core.cfc.grouping import trace_feature_origins
+from core.cfc.operators import remove
+from core.cfc.search import flip_search
+from core.dashboard import prediction_table, raw_values_table, sample_bundle
+from ui.components import audit_line, figure, page_header, run_page, table
+from ui.data import current_audit
+from ui.entry import ensure_entrypoint
+
+ensure_entrypoint()
+
+page_header(
+    "Certificate explorer",
+    "One prediction at a time: the evidence groups are removed one by one, most supportive first "
+    "(replaced by the training baseline), and the certificate records how the model's support erodes. "
+    "**Margins** are centred pseudo-logit margins of the originally predicted class (nats; below 0 the "
+    "prediction has flipped). **FDS** and **RCMA** are risk scores (larger = more fragile); the **flip "
+    "budget k\\*** and **λ\\*** are the other way round (smaller = more fragile).",
+)
+
+_SORTS = {
+    "fds": ("FDS (most fragile first)", "fds", False),
+    "confidence": ("confidence (most confident first)", "confidence", False),
+    "flip_budget": ("flip budget k* (fewest groups first)", "flip_budget", True),
+    "rcma": ("RCMA (largest collapse first)", "rcma", False),
+}
+
+
+@st.cache_data(show_spinner="Searching exact and beam flip sets…", max_entries=256)
+def _search(fingerprint: str, position: int, _result) -> object:
+    r = _result
+    return flip_search(r.model.predict_proba, r.X_test[position:position + 1], r.groups, r.baseline, r.protocol,
+                       method="both")
+
+
+def _clear_selection() -> None:
+    # Row positions of a selection refer to the old ordering; drop them when it changes.
+    st.session_state.pop("explorer_table", None)
+
+
+def _pick_sample(frame) -> int:
+    """Sample table with search and sort; returns the position of the chosen sample."""
+    c1, c2, c3 = st.columns([2, 2, 1])
+    c3.toggle("High confidence only", key="explorer_hc", persist_state="session", on_change=_clear_selection,
+              help="Only predictions with confidence p̂ ≥ 0.9 — confident yet fragile ones are the risky cases.")
+    c1.text_input("Search (sample id or class)", key="explorer_search", persist_state="session",
+                  on_change=_clear_selection, placeholder="e.g. 1234 or bad")
+    c2.selectbox("Sort by", list(_SORTS), key="explorer_sort", format_func=lambda k: _SORTS[k][0],
+                 persist_state="session", on_change=_clear_selection)
+    _, column, ascending = _SORTS[st.session_state["explorer_sort"]]
+    pool = frame[frame["high_confidence"]] if st.session_state["explorer_hc"] and frame["high_confidence"].any() else frame
+    shown = pool.sort_values([column, "sample_id"], ascending=[ascending, True], kind="stable")
+    query = st.session_state["explorer_search"].strip().lower()
+    if query:
+        text = (shown["sample_id"].astype(str) + " " + shown["true_class"].astype(str) + " "
+                + shown["predicted"].astype(str)).str.lower()
+        shown = shown[text.str.contains(query, regex=False)]
+    if shown.empty:
+        st.warning(f"No prediction matches {query!r}; showing all of them.", icon=":material/search_off:")
+        shown = pool.sort_values([column, "sample_id"], ascending=[ascending, True], kind="stable")
+    event = table(shown.drop(columns="position"), name="test predictions", key="explorer_table", select=True,
+                  height=320, caption="Click a row to open its certificate. Brittle = broke under the held-out "
+                  "stressors (evaluation only).", download=frame.drop(columns="position"),
+                  column_config={"confidence": st.column_config.NumberColumn(format="%.3f"),
+                                 "fds": st.column_config.NumberColumn("FDS", format="%.3f"),
+                                 "rcma": st.column_config.NumberColumn("RCMA", format="%.3f"),
+                                 "flip_budget": st.column_config.NumberColumn("k*")})
+    rows = event.selection.rows if event is not None else []
+    if rows:
+        st.session_state["explorer_sample"] = int(shown.iloc[rows[0]]["sample_id"])
+    if st.session_state["explorer_sample"] not in set(pool["sample_id"]):
+        st.session_state["explorer_sample"] = int(shown.iloc[0]["sample_id"])
+    return int(frame.index[frame["sample_id"] == st.session_state["explorer_sample"]][0])
+
+
+def _body() -> None:
+    result = current_audit()
+    audit_line(result)
+    frame = prediction_table(result)
+    position = _pick_sample(frame)
+    cert = result.certificates.certificate(position)
+    row = frame.iloc[position]
+    classes = [str(c) for c in result.dataset.classes]
+    depth = result.certificates.depth
+
+    st.subheader(f"Sample {cert.index}: predicted **{row['predicted']}** with confidence {cert.confidence:.3f}")
+    m = st.columns(6)
+    m[0].metric("True class", str(row["true_class"]))
+    m[1].metric("FDS (risk)", f"{cert.fds:.3f}", help="1 − exp(−u); larger = more fragile")
+    m[2].metric("Flip budget k*", f"{cert.flip_budget}" if cert.flip_budget <= depth else f"> {depth}",
+                help="Groups removed along the greedy path until the prediction flips")
+    m[3].metric("RCMA (risk)", f"{cert.rcma:.3f}", help="Mean normalised margin loss along the path")
+    m[4].metric("Margin m(x)", f"{cert.margin:.3f}", help="Centred pseudo-logit margin of the prediction, in nats")
+    m[5].metric("Held-out brittle", "yes" if row["brittle"] else "no",
+                help="Evaluation label from the separate label channel; never used by the certificate")
+
+    left, right = st.columns([3, 2])
+    with left:
+        proba_y = cert.proba[:, cert.pred]
+        figure(viz.trajectory_figure(cert.path, cert.path_margins, proba_y, flip_budget=cert.flip_budget,
+                                     predicted=[classes[p] for p in cert.preds], class_label=classes[cert.pred]),
+               "Read left to right: each step removes one more evidence group. Blue points keep the original "
+               "prediction, vermillion ones have flipped; the dashed line marks the flip point k*.")
+    with right:
+        figure(viz.collapse_figure(cert.collapse, rcma=cert.rcma, path=cert.path),
+               "Bars: share of the original margin lost after k removals along the path above (1 = all of "
+               "it, above 1 = flipped). RCMA is their mean — the dashed line.")
+    left, right = st.columns(2)
+    with left:
+        lam_text = ", ".join(f"{op}: {'none' if not np.isfinite(v) else f'{v:g}'}" for op, v in cert.lambda_star.items())
+        figure(viz.degradation_figure(cert.severities, cert.operator_margins, cert.lambda_star, margin0=cert.margin),
+               f"Margin as the evidence is blended towards the baseline with severity λ. ★ marks λ*, the "
+               f"first severity that flips the prediction ({lam_text}). attenuate_single shows the weakest "
+               "single group at each λ.")
+    with right:
+        figure(viz.drops_figure(cert.group_names, cert.drops, path=cert.path),
+               "Margin lost when only that group is removed. The path removes them in this order (largest first).")
+
+    st.subheader("Is the greedy path minimal?")
+    search = _search(result.fingerprint, position, result)
+    k_exact, k_beam = float(search.k_exact[0]), float(search.k_beam[0])
+
+    def fmt(k: float) -> str:
+        return "undecided (cap)" if np.isnan(k) else (f"> {depth}" if k > depth else f"{int(k)}")
+
+    s = st.columns(3)
+    s[0].metric("Greedy k*", fmt(float(cert.flip_budget)), help="Along the certificate's removal path")
+    s[1].metric("Exact minimum", fmt(k_exact), help=f"All subsets up to size {depth} (cap {result.protocol.exact_cap})")
+    s[2].metric(f"Beam search (width {result.protocol.beam_width})", fmt(k_beam))
+    subsets = {"exact": search.subset_names("exact", 0), "beam": search.subset_names("beam", 0)}
+    st.caption(" · ".join(f"{k} flipping set: {', '.join(v) if v else 'none within K'}" for k, v in subsets.items())
+               + ". When exact < greedy, a smaller combination of groups flips the prediction than the path found.")
+
+    st.subheader("What if?")
+    st.markdown("Set evidence groups to their baseline value and see the live prediction of the model.")
+    st.pills("Groups set to the baseline", list(cert.group_names), selection_mode="multi", key="whatif_groups",
+             persist_state="session")
+    chosen = [g for g in st.session_state["whatif_groups"] if g in cert.group_names]
+    x = result.X_test[position:position + 1]
+    edited = remove(x, result.groups, result.baseline, chosen)
+    p0 = np.asarray(result.model.predict_proba(x), dtype=float)[0]
+    p1 = np.asarray(result.model.predict_proba(edited), dtype=float)[0]
+    new_pred = classes[int(np.argmax(p1))]
+    verdict = "unchanged" if int(np.argmax(p1)) == cert.pred else "**flipped**"
+    st.markdown(f"What-if prediction: **{new_pred}** (P = {p1.max():.3f}) — {verdict}, with "
+                f"{len(chosen)} group(s) at the baseline.")
+    left, right = st.columns([3, 2])
+    with left:
+        figure(viz.whatif_figure(classes, p0, p1),
+               "Grey: the model's probabilities for the original input; orange: with the selected groups removed.")
+    with right:
+        origins = trace_feature_origins(result.preprocessor.transformer)
+        table(raw_values_table(result.raw_test.loc[cert.index], result.groups, origins),
+              name=f"sample {cert.index} raw values", key="explorer_raw", height=320)
+
+    bundle = sample_bundle(result.certificates, position, search=search)
+    st.download_button("Download this certificate (JSON)", json.dumps(bundle, allow_nan=False, indent=1),
+                       file_name=f"certificate_{cert.index}_{result.fingerprint[:12]}.json", mime="application/json",
+                       icon=":material/download:", type="primary", on_click="ignore", key="explorer_download")
+    st.caption(f"Certificate fingerprint `{result.fingerprint}`. The file holds the protocol, groups, baseline and "
+               "every trajectory array, and can be re-checked with `core.cfc.certificate.verify` against the model.")
+
+
+run_page(_body, "Certificate explorer")

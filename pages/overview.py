@@ -1,0 +1,200 @@
+"""Overview: the data, the declared protocol, and the audit at a glance."""
+from __future__ import annotations
+
+import io
+
+import streamlit as st
+
+from core import viz
+from core.cfc.grouping import trace_feature_origins
+from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, OPERATORS, PATH_RULES, Protocol
+from core.dashboard import column_summary, groups_table, parse_blocks, parse_float_list, table_columns
+from core.tabular.datasets import DATASET_NAMES, load_user_data
+from ui.components import audit_line, figure, guarded, page_header, run_page, table
+from ui.data import current_audit, current_dataset, current_protocol, dataset_label, digest
+from ui.entry import ensure_entrypoint
+
+ensure_entrypoint()
+
+page_header(
+    "Overview: data & protocol",
+    "An audit asks, for every test prediction: **which evidence has to go missing before the model "
+    "changes its mind, and how fast does its support collapse?** Pick the data and the model in the "
+    "sidebar, declare the protocol below, and every page follows. The audit is computed once and cached.",
+)
+
+_GROUPING_HELP = {
+    "raw_origin": "one group per raw column (all its one-hot / missing-indicator columns together)",
+    "domain_block": "groups from the dataset's domain blocks (raw column → block)",
+    "redundancy_merged": "raw-column groups merged when strongly correlated (|ρ| ≥ threshold)",
+}
+
+
+def _upload_section() -> None:
+    with st.expander("Upload your own table (CSV or Parquet)", icon=":material/upload_file:"):
+        st.markdown("The file is validated (target, types, missing values, identifier columns) before it "
+                    "is audited. At most 50 MB; only data is read — never code or pickled models.")
+        upload = st.file_uploader("Table", type=["csv", "tsv", "txt", "parquet", "pq"], key="upload_file",
+                                  max_upload_size=50)
+        if upload is None:
+            return
+        data = upload.getvalue()
+        with guarded(f"Reading {upload.name}"):
+            columns = table_columns(data, upload.name)
+            if st.session_state["upload_target"] not in columns:
+                st.session_state["upload_target"] = None
+            target = st.selectbox("Target column (what the model predicts)", columns, key="upload_target",
+                                  placeholder="choose the target column")
+            blocks_file = st.file_uploader("Optional domain blocks (YAML or JSON: column → block)",
+                                           type=["yaml", "yml", "json"], key="upload_blocks_file")
+            if st.button("Add to the datasets", type="primary", disabled=target is None):
+                blocks = parse_blocks(blocks_file.getvalue(), blocks_file.name) if blocks_file else None
+                dataset = load_user_data(_named(data, upload.name), target, blocks=blocks)
+                name = dataset.name
+                st.session_state["uploads"] = {**st.session_state["uploads"], name: {
+                    "data": data, "file": upload.name, "digest": digest(data), "target": target, "blocks": blocks,
+                    "blocks_digest": digest(blocks_file.getvalue()) if blocks_file else None}}
+                st.session_state["dataset"] = f"upload:{name}"
+                st.rerun()
+
+
+def _named(data: bytes, name: str) -> io.BytesIO:
+    buffer = io.BytesIO(data)
+    buffer.name = name
+    return buffer
+
+
+def _protocol_form(n_groups: int) -> None:
+    st.subheader("Protocol")
+    st.markdown("A certificate is only meaningful relative to its declared protocol; its fingerprint "
+                "(SHA-256 of the canonical JSON) is stored with every certificate and review.")
+    with st.form("protocol_form", border=True):
+        c1, c2, c3 = st.columns(3)
+        c1.selectbox("Grouping", GROUPING_RULES, key="proto_grouping", format_func=lambda r: f"{r} — {_GROUPING_HELP[r]}",
+                     persist_state="session")
+        c1.selectbox("Baseline x̄ (replaces removed evidence)", BASELINE_RULES, key="proto_baseline",
+                     persist_state="session", help="Computed on the training split only.")
+        c1.number_input("Merge threshold |ρ| (redundancy-merged grouping)", 0.05, 1.0, step=0.05,
+                        key="proto_merge_threshold", persist_state="session")
+        c2.selectbox("Depth K (removal steps)", ["auto"] + list(range(1, max(n_groups, 1) + 1)), key="proto_depth",
+                     persist_state="session", help="auto = min(number of groups, 5)")
+        c2.radio("Path rule", PATH_RULES, key="proto_path_rule", horizontal=True, persist_state="session",
+                 help="static: sort groups once by their one-step drop; adaptive: re-rank at every step")
+        c2.multiselect("Degradation operators ℙ", OPERATORS, key="proto_operators", persist_state="session")
+        c3.text_input("Severity grid Λ (comma-separated, each in (0, 1])", key="proto_severities",
+                      persist_state="session")
+        c3.markdown("FDS weights of u = w1·RCMA + w2/k* + w3·degradation")
+        w = c3.columns(3)
+        w[0].number_input("w1", 0.0, 10.0, step=0.05, key="proto_w1", persist_state="session")
+        w[1].number_input("w2", 0.0, 10.0, step=0.05, key="proto_w2", persist_state="session")
+        w[2].number_input("w3", 0.0, 10.0, step=0.05, key="proto_w3", persist_state="session")
+        applied = st.form_submit_button("Apply protocol", type="primary")
+    if applied:
+        with guarded("Protocol"):
+            depth = st.session_state["proto_depth"]
+            protocol = Protocol(
+                grouping=st.session_state["proto_grouping"], baseline=st.session_state["proto_baseline"],
+                depth=None if depth == "auto" else int(depth), operators=tuple(st.session_state["proto_operators"]),
+                severities=parse_float_list(st.session_state["proto_severities"], "severities"),
+                weights=(st.session_state["proto_w1"], st.session_state["proto_w2"], st.session_state["proto_w3"]),
+                path=st.session_state["proto_path_rule"], merge_threshold=float(st.session_state["proto_merge_threshold"]),
+            )
+            st.session_state["protocol"] = protocol.to_dict()
+            st.rerun()
+    protocol = current_protocol()
+    default = protocol == Protocol()
+    st.markdown(f"Applied protocol fingerprint: `{protocol.fingerprint}`" + (" (the default protocol)" if default else ""))
+    if not default and st.button("Reset to the default protocol"):
+        st.session_state["protocol"] = None
+        st.rerun()
+
+
+def _data_section(dataset) -> None:
+    st.subheader(f"Data: {dataset_label(st.session_state['dataset'])}")
+    if dataset.description:
+        st.markdown(dataset.description)
+    frame = dataset.frame
+    counts = frame[dataset.target].value_counts().reindex(list(dataset.classes), fill_value=0)
+    cols = st.columns(4)
+    cols[0].metric("Rows", f"{len(frame):,}")
+    cols[1].metric("Raw features", f"{len(dataset.features)}", help=f"{len(dataset.numeric)} numeric, "
+                   f"{len(dataset.categorical)} categorical")
+    cols[2].metric("Target", dataset.target, help="Classes in encoding order: " + ", ".join(map(str, dataset.classes)))
+    if dataset.positive_class is not None:
+        cols[3].metric(f"Share '{dataset.positive_class}'", f"{counts[dataset.positive_class] / len(frame):.1%}",
+                       help=" / ".join(f"{c}: {n:,}" for c, n in counts.items()))
+    else:
+        cols[3].metric("Classes", f"{len(dataset.classes)}", help=" / ".join(f"{c}: {n:,}" for c, n in counts.items()))
+    for note in dataset.notes:
+        st.info(note, icon=":material/info:")
+    left, right = st.columns([2, 3])
+    with left:
+        table(column_summary(dataset), name=f"{dataset.name} columns", key="overview_columns", height=380)
+    with right:
+        if st.session_state["overview_column"] not in dataset.features:
+            st.session_state["overview_column"] = dataset.features[0]
+        column = st.selectbox("Column to inspect", list(dataset.features), key="overview_column",
+                              persist_state="session")
+        figure(viz.column_distribution_figure(frame[column], frame[dataset.target], classes=dataset.classes),
+               "Bars per class; missing values are counted, never dropped. A column whose classes separate "
+               "cleanly is strong evidence — and a single point of failure if it goes missing.")
+    with st.expander(f"Raw data preview (first 500 of {len(frame):,} rows; the CSV has all of them)"):
+        table(frame.head(500).reset_index(names="row_id"), name=f"{dataset.name} raw data",
+              key="overview_preview", download=frame.reset_index(names="row_id"), height=300)
+
+
+def _glance_section() -> None:
+    result = current_audit()
+    audit_line(result)
+    st.subheader("The audit at a glance")
+    cert = result.certificates.table
+    ev = result.evaluation.set_index("score")
+    conf = ev[ev["kind"] == "confidence"]
+    best_conf = conf["auroc"].idxmax() if conf["auroc"].notna().any() else conf.index[0]
+    cols = st.columns(5)
+    cols[0].metric("Test predictions", f"{len(cert):,}")
+    cols[1].metric(f"High confidence (p̂ ≥ {result.label_channel.tau_p:g})", f"{int(result.labels.high_confidence.sum()):,}")
+    cols[2].metric("Held-out brittle", f"{int(result.labels.labels.sum()):,}",
+                   help="High-confidence predictions that flip or collapse under the held-out stressors "
+                        "(random masking, dropout, noise) — never used to compute FDS.")
+    cols[3].metric("FDS AUROC (brittle vs not)", f"{ev.loc['fds', 'auroc']:.3f}",
+                   delta=f"{ev.loc['fds', 'auroc'] - conf.loc[best_conf, 'auroc']:+.3f} vs {best_conf}",
+                   help="How well FDS ranks the held-out brittle cases above the others (0.5 = chance).")
+    cols[4].metric("Capture@20 of FDS", f"{ev.loc['fds', 'capture@20']:.2f}",
+                   delta=f"{ev.loc['fds', 'capture@20'] - conf.loc[best_conf, 'capture@20']:+.2f} vs {best_conf}",
+                   help="Share of all brittle cases found by reviewing the 20 % highest-FDS predictions.")
+    left, right = st.columns(2)
+    with left:
+        figure(viz.confidence_fds_figure(cert["confidence"].to_numpy(), cert["fds"].to_numpy(),
+                                         brittle=result.labels.labels, threshold=result.labels.tau_p),
+               "Each dot is a test prediction. Right of the dashed line the model is confident; high up it is "
+               "fragile (FDS, larger = more fragile). Orange dots broke under held-out stress.")
+    with right:
+        figure(viz.flip_budget_histogram(cert["flip_budget"].to_numpy(), depth=result.certificates.depth),
+               "How many evidence groups (removed greedily, most supportive first) it takes to flip each "
+               "prediction. Bars on the left are predictions that hinge on one or two groups.")
+    st.markdown("**Every risk score against the held-out brittle labels** (high-confidence test predictions; "
+                "every score is oriented larger = riskier).")
+    table(result.evaluation, name="score evaluation", key="overview_evaluation")
+    with st.expander("Evidence groups of this protocol"):
+        pre = result.preprocessor
+        table(groups_table(result.groups, pre.feature_names, trace_feature_origins(pre.transformer)),
+              name="evidence groups", key="overview_groups")
+    if result.notes:
+        for note in result.notes:
+            st.caption(f"Note: {note}")
+
+
+def _body() -> None:
+    _upload_section()
+    if st.session_state["dataset"] not in DATASET_NAMES and not st.session_state["uploads"]:
+        st.session_state["dataset"] = DATASET_NAMES[0]
+    with guarded("Loading the dataset"):
+        dataset = current_dataset()
+        _data_section(dataset)
+        _protocol_form(len(dataset.features))
+    with guarded("Audit"):
+        _glance_section()
+
+
+run_page(_body, "Overview")

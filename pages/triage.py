@@ -1,0 +1,136 @@
+"""Triage queue: rank the predictions by a risk score, review the top of the list, keep decisions."""
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from core import viz
+from core.cfc.evaluation import SCORES
+from core.dashboard import attach_decisions, capture_curves, prediction_table, rank_queue, score_summary
+from core.reviews import DECISION_LABELS, DECISIONS
+from ui.components import audit_line, figure, guarded, page_header, run_page, table
+from ui.data import current_audit, review_store
+from ui.entry import ensure_entrypoint
+
+ensure_entrypoint()
+
+page_header(
+    "Triage queue",
+    "Reviewers cannot look at every prediction. Rank them by a **risk score (larger = riskier)**, review "
+    "the top **q %**, and record a decision for each case. The curves show how many of the held-out brittle "
+    "predictions each score would put in front of a reviewer — the brittle labels come from a separate "
+    "stress channel and are never used to compute the scores. Decisions are stored in the review database "
+    "(sidebar) under the audit fingerprint, so they re-attach to the same predictions after a restart.",
+)
+
+_SCOPES = {"high-confidence": "High-confidence predictions (p̂ ≥ 0.9)", "all": "All test predictions"}
+_BUDGETS = np.arange(1, 101) / 100
+
+
+def _score_label(name: str) -> str:
+    info = SCORES.get(name)
+    return f"{name} — {info.orientation}" if info else name
+
+
+def _save_review(fingerprint: str, sample_id: int) -> None:
+    # Runs as the submit callback, before the rerun, so it may clear the note widget.
+    store = review_store(st.session_state["reviews_db"])
+    try:
+        review = store.record(fingerprint, sample_id, reviewer=st.session_state["review_reviewer"],
+                              decision=st.session_state["review_decision"], note=st.session_state["review_note"])
+    except ValueError as exc:
+        st.session_state["review_flash"] = ("error", f"Decision not saved: {exc}")
+        return
+    st.session_state["review_note"] = ""
+    st.session_state["review_flash"] = ("success", f"Saved: sample {review.sample_id} — "
+                                        f"{DECISION_LABELS[review.decision]} by {review.reviewer}.")
+
+
+def _review_panel(result, queue) -> None:
+    st.subheader("Review")
+    rows = st.session_state["triage_table"]["selection"]["rows"] if st.session_state.get("triage_table") else []
+    sample_id = int(queue.iloc[rows[0]]["sample_id"]) if rows and rows[0] < len(queue) else int(queue.iloc[0]["sample_id"])
+    store = review_store(st.session_state["reviews_db"])
+    flash, st.session_state["review_flash"] = st.session_state["review_flash"], None
+    if flash:
+        (st.success if flash[0] == "success" else st.error)(flash[1])
+    left, right = st.columns([2, 3])
+    with left:
+        st.markdown(f"**Sample {sample_id}** (select a row in the queue to review another one)")
+        with st.form("review_form", border=True):
+            st.text_input("Reviewer", key="review_reviewer", placeholder="your name")
+            st.radio("Decision", DECISIONS, key="review_decision", format_func=DECISION_LABELS.get)
+            st.text_area("Note", key="review_note", placeholder="why — what did you check?", height=90)
+            st.form_submit_button("Save decision", type="primary", on_click=_save_review,
+                                  args=(result.fingerprint, sample_id))
+    with right:
+        history = store.history(result.fingerprint, sample_id)
+        st.markdown(f"**History of sample {sample_id}** ({len(history)} decision(s), newest last)")
+        shown = history.assign(decision=history["decision"].map(DECISION_LABELS))
+        table(shown[["created_at", "reviewer", "decision", "note"]], name=f"sample {sample_id} history",
+              key="triage_history", height=200)
+        everything = store.export(audit_fingerprint=result.fingerprint)
+        st.download_button(f"Export all {len(everything)} decisions of this audit (CSV)",
+                           everything.to_csv(index=False).encode("utf-8"),
+                           file_name=f"reviews_{result.fingerprint[:12]}.csv", mime="text/csv",
+                           icon=":material/download:", on_click="ignore", key="triage_export_reviews")
+
+
+def _body() -> None:
+    result = current_audit()
+    audit_line(result)
+    frame = prediction_table(result)
+    scores = result.scores.reset_index(drop=True)
+    if st.session_state["triage_score"] not in scores.columns:
+        st.session_state["triage_score"] = "fds"
+    c1, c2, c3 = st.columns([2, 2, 3])
+    c1.selectbox("Rank by", list(scores.columns), key="triage_score", format_func=_score_label,
+                 persist_state="session", help="Every score is oriented larger = riskier.")
+    c2.radio("Ranked predictions", list(_SCOPES), key="triage_scope", format_func=_SCOPES.get, persist_state="session")
+    c3.slider("Review budget (% of the ranked predictions)", 1, 50, key="triage_budget", format="%d%%",
+              persist_state="session")
+    score, budget = st.session_state["triage_score"], st.session_state["triage_budget"] / 100
+    mask = frame["high_confidence"].to_numpy() if st.session_state["triage_scope"] == "high-confidence" else np.ones(len(frame), bool)
+    if not mask.any():
+        st.warning("No prediction reaches the high-confidence threshold; ranking all test predictions instead.")
+        mask = np.ones(len(frame), bool)
+    population = frame[mask].assign(score_value=scores[score].to_numpy()[mask])
+    brittle = population["brittle"].to_numpy()
+    curves, ceiling, random = capture_curves(scores[mask], brittle, _BUDGETS)
+    queue = rank_queue(population, "score_value", budget=budget)
+    summary = score_summary(scores[mask], brittle, budget)
+
+    m = st.columns(4)
+    m[0].metric("Ranked predictions", f"{len(population):,}")
+    m[1].metric("Held-out brittle among them", f"{int(brittle.sum()):,}")
+    m[2].metric("Queue length", f"{len(queue):,}", help="k = max(1, round(q·n)) predictions to review")
+    found = summary.set_index("score").loc[score, "capture"]
+    m[3].metric(f"Brittle found by {score}", "—" if np.isnan(found) else f"{found:.0%}",
+                help="Expected share of all brittle predictions inside the queue (ties at the cut-off prorated)")
+
+    figure(viz.coverage_figure(_BUDGETS, curves, ceiling=ceiling, random=random, selected=budget, highlight=score,
+                               title="Brittle predictions found within the budget",
+                               y_title="share of held-out brittle found (0–1)"),
+           "Higher is better: each line ranks the predictions by one score and counts the brittle ones in its "
+           "top q. Dashed grey: the best possible ranking; dotted grey: picking at random.")
+    figure(viz.score_metrics_figure(summary.rename(columns={"capture": f"capture@{budget:.0%}"}),
+                                    capture_column=f"capture@{budget:.0%}", highlight=score),
+           "Left, AUROC: the chance that a brittle prediction outranks a sound one (0.5 = chance). Right: the "
+           "share of brittle predictions inside the chosen budget. Orange = the score ranking the queue.")
+
+    st.subheader(f"Queue: top {len(queue)} by {score}")
+    with guarded("Review database"):
+        latest = review_store(st.session_state["reviews_db"]).latest(result.fingerprint)
+        shown = attach_decisions(queue, latest)[["rank", "sample_id", "true_class", "predicted", "confidence", "fds",
+                                                 "flip_budget", "score_value", "brittle", "decision", "reviewer", "note"]]
+        value_name = "u (orders as FDS)" if score == "fds" else f"{score} (risk)"
+        table(shown.rename(columns={"score_value": value_name}), name=f"triage queue {score} {budget:.0%}",
+              key="triage_table", select=True, height=300,
+              caption="Select a row to review it below. The CSV holds the queue with the latest decisions.",
+              column_config={"confidence": st.column_config.NumberColumn(format="%.3f"),
+                             "fds": st.column_config.NumberColumn("FDS", format="%.3f"),
+                             "flip_budget": st.column_config.NumberColumn("k*")})
+        _review_panel(result, queue)
+
+
+run_page(_body, "Triage queue")

@@ -1,0 +1,223 @@
+"""AppTest of the dashboard: every page runs on the default data and its key widgets act.
+
+All runs start from ``app.py`` (the ``app`` fixture), so the session defaults, the sidebar and
+``st.navigation`` are exercised exactly as in the browser.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+import pytest
+
+from core.reviews import ReviewStore
+
+PAGES = ["overview", "explorer", "triage", "comparison", "calibration", "paired_bounds", "recapture"]
+
+
+def _metric(at, label: str) -> str:
+    values = [m.value for m in at.metric if m.label == label]
+    assert values, f"no metric {label!r}; metrics: {[m.label for m in at.metric]}"
+    return values[0]
+
+
+def _table_with(at, column: str):
+    """The first table showing ``column`` (only selectable tables carry their key in AppTest)."""
+    for frame in at.dataframe:
+        if column in frame.value.columns:
+            return frame
+    raise AssertionError(f"no table with column {column!r}")
+
+
+def _ok(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_runs_without_error(app, page):
+    _ok(app)
+    app.switch_page(f"pages/{page}.py").run()
+    _ok(app)
+    assert app.title, "every page starts with a title"
+    assert app.caption, "every page explains its charts"
+    assert app.sidebar.selectbox(key="dataset").value == "credit_data"
+
+
+def test_default_overview_shows_the_default_audit(app):
+    assert app.title[0].value == "Overview: data & protocol"
+    assert _metric(app, "Rows") == "4,454"
+    assert re.fullmatch(r"0\.\d{3}", _metric(app, "FDS AUROC (brittle vs not)"))
+    assert any("certificate fingerprint" in c.value for c in app.caption)
+
+
+def test_budget_slider_changes_the_queue_length(app):
+    app.switch_page("pages/triage.py").run()
+    n = int(_metric(app, "Ranked predictions").replace(",", ""))
+    assert int(_metric(app, "Queue length")) == max(1, int(n * 0.10 + 0.5))
+    queue = app.dataframe(key="triage_table").value
+    assert len(queue) == int(_metric(app, "Queue length"))
+    app.slider(key="triage_budget").set_value(30).run()
+    _ok(app)
+    assert int(_metric(app, "Queue length")) == max(1, int(n * 0.30 + 0.5))
+    assert len(app.dataframe(key="triage_table").value) == int(_metric(app, "Queue length"))
+    # The budget survives a page switch (persisted widget state).
+    app.switch_page("pages/overview.py").run()
+    app.switch_page("pages/triage.py").run()
+    assert app.slider(key="triage_budget").value == 30
+
+
+def _whatif_line(at) -> str:
+    lines = [m.value for m in at.markdown if m.value.startswith("What-if prediction")]
+    assert lines
+    return lines[0]
+
+
+def test_group_toggle_changes_the_whatif_prediction(app):
+    app.switch_page("pages/explorer.py").run()
+    before = _whatif_line(app)
+    assert "unchanged, with 0 group(s)" in before
+    budget = _metric(app, "Flip budget k*")
+    pills = app.button_group(key="whatif_groups")
+    path = _explorer_path(app)
+    assert set(path) <= set(pills.options)
+    # Removing the certificate's path up to k* must flip the prediction: that is what k* means.
+    chosen = path[: int(budget)] if budget.isdigit() else path
+    pills.set_value(chosen).run()
+    _ok(app)
+    after = _whatif_line(app)
+    assert after != before
+    assert f"with {len(chosen)} group(s)" in after
+    if budget.isdigit():
+        assert "**flipped**" in after
+
+
+def _explorer_path(at) -> list[str]:
+    """The removal path of the open certificate, read from the trajectory chart's ticks."""
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        ticks = spec["layout"].get("xaxis2", {}).get("ticktext")
+        if ticks and ticks[0] == "0<br>intact":
+            return [t.split("−", 1)[1] for t in ticks[1:]]
+    raise AssertionError("trajectory chart not found")
+
+
+def test_selecting_a_table_row_opens_that_sample(app):
+    app.switch_page("pages/explorer.py").run()
+    table = app.dataframe(key="explorer_table").value
+    second = int(table.iloc[1]["sample_id"])
+    assert f"Sample {second}:" not in app.subheader[0].value
+    app.session_state["explorer_table"] = {"selection": {"rows": [1], "columns": [], "cells": []}}
+    app.run()
+    _ok(app)
+    assert app.subheader[0].value.startswith(f"Sample {second}:")
+    # The choice survives a page switch.
+    app.switch_page("pages/triage.py").run()
+    app.switch_page("pages/explorer.py").run()
+    assert app.subheader[0].value.startswith(f"Sample {second}:")
+
+
+def test_review_decision_is_stored_and_read_back_after_restart(app, new_app, reviews_db):
+    app.switch_page("pages/triage.py").run()
+    first = int(app.dataframe(key="triage_table").value.iloc[0]["sample_id"])
+    app.text_input(key="review_reviewer").input("ana")
+    app.radio(key="review_decision").set_value("needs_reacquisition")
+    app.text_area(key="review_note").input("Income looks imputed; re-check the source file.")
+    app.button[[b.label for b in app.button].index("Save decision")].click().run()
+    _ok(app)
+    assert any(f"Saved: sample {first}" in s.value for s in app.success)
+    assert app.text_area(key="review_note").value == ""  # cleared for the next case
+
+    # A fresh session (as after a server restart) finds the decision in the same database.
+    fresh = new_app()
+    fresh.switch_page("pages/triage.py").run()
+    _ok(fresh)
+    queue = fresh.dataframe(key="triage_table").value
+    row = queue[queue["sample_id"] == first].iloc[0]
+    assert (row["decision"], row["reviewer"]) == ("Needs evidence re-acquisition", "ana")
+    history = _table_with(fresh, "created_at").value
+    assert history["note"].tolist() == ["Income looks imputed; re-check the source file."]
+    stored = ReviewStore(reviews_db).export()
+    assert stored[["sample_id", "reviewer", "decision"]].values.tolist() == [[str(first), "ana", "needs_reacquisition"]]
+
+
+def test_blank_reviewer_is_refused_with_a_message(app, reviews_db):
+    app.switch_page("pages/triage.py").run()
+    app.button[[b.label for b in app.button].index("Save decision")].click().run()
+    assert not app.exception
+    assert any("`reviewer` must not be empty" in e.value for e in app.error)
+    assert ReviewStore(reviews_db).export().empty
+
+
+def test_unwritable_review_database_is_an_error_message_not_a_crash(app, tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    app.sidebar.text_input(key="reviews_db").input(str(blocker / "sub" / "r.sqlite3")).run()
+    assert not app.exception
+    assert any("Cannot open the review database" in e.value for e in app.sidebar.error)
+
+
+def test_bad_upload_shows_what_to_fix(app):
+    csv = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0], "y": ["a", "a", "a", "a"]}).to_csv(index=False).encode()
+    app.get("file_uploader")[0].set_value(("single_class.csv", csv, "text/csv")).run()
+    _ok(app)
+    app.selectbox(key="upload_target").set_value("y").run()
+    app.button[[b.label for b in app.button].index("Add to the datasets")].click().run()
+    assert not app.exception
+    assert any("single_class.csv" in e.value for e in app.error)
+    assert app.sidebar.selectbox(key="dataset").value == "credit_data"
+
+
+def test_calibration_method_filter_changes_the_diagram(app):
+    app.switch_page("pages/calibration.py").run()
+
+    def traces(at):
+        spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+        return {t.get("name") for t in spec["data"]}
+
+    assert {"uncalibrated", "global temperature", "BATS"} <= traces(app)
+    app.multiselect(key="calib_methods").set_value(["bats"]).run()
+    _ok(app)
+    assert "uncalibrated" not in traces(app) and "BATS" in traces(app)
+
+
+def test_paired_condition_changes_the_five_state_table(app):
+    app.switch_page("pages/paired_bounds.py").run()
+    before = _table_with(app, "h").value
+    options = app.selectbox(key="paired_condition").options
+    app.selectbox(key="paired_condition").set_value(options[-1]).run()
+    _ok(app)
+    after = _table_with(app, "h").value
+    assert not before.equals(after)
+    assert after.iloc[-1]["true_label"] == "all"
+    assert after.iloc[-1][["h", "r", "s", "w", "k"]].sum() == after.iloc[-1]["n"]
+
+
+def test_recapture_budget_changes_the_queue(app):
+    app.switch_page("pages/recapture.py").run()
+    n = int(_metric(app, "Clean-correct test images").replace(",", ""))
+    assert int(_metric(app, "Re-tests in the queue")) == max(1, int(n * 0.10 + 0.5))
+    app.slider(key="recap_budget").set_value(25).run()
+    _ok(app)
+    k = int(_metric(app, "Re-tests in the queue"))
+    assert k == max(1, int(n * 0.25 + 0.5))
+    assert _table_with(app, "selection_prob").value["selection_prob"].sum() == pytest.approx(k)
+
+
+def test_paired_cost_weight_changes_the_policy_comparison(app):
+    app.switch_page("pages/paired_bounds.py").run()
+
+    def heatmap(at):
+        for chart in at.get("plotly_chart"):
+            spec = json.loads(chart.proto.spec)
+            if spec["data"] and spec["data"][0].get("type") == "heatmap":
+                return spec["data"][0]["text"]  # z is sent as a typed array; the labels are plain
+        raise AssertionError("policy matrix not found")
+
+    before = heatmap(app)
+    app.select_slider(key="paired_lambda").set_value(1.0).run()
+    _ok(app)
+    after = heatmap(app)
+    assert before != after
+    assert all(row[i] == "+0.0000" for i, row in enumerate(after))  # D⁺[j, j] = 0

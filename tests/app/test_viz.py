@@ -1,0 +1,221 @@
+"""Figure builders: the right things are drawn where they belong, with titles and safe colours."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from core import viz
+from core.viz._style import OKABE_ITO, series_colours
+
+PALETTE = set(OKABE_ITO.values()) | {"#7F7F7F", "#D9D9D9", "#FFFFFF"}
+
+
+def _axis_titles(fig: go.Figure) -> list[str]:
+    layout = fig.to_plotly_json()["layout"]
+    return [v["title"]["text"] for k, v in layout.items()
+            if k.startswith(("xaxis", "yaxis")) and isinstance(v, dict) and v.get("title", {}).get("text")]
+
+
+def _colours(fig: go.Figure) -> set[str]:
+    found: set[str] = set()
+    for trace in fig.to_plotly_json()["data"]:
+        for part in ("marker", "line"):
+            colour = trace.get(part, {}).get("color")
+            if isinstance(colour, str):
+                found.add(colour)
+            elif isinstance(colour, (list, tuple)):
+                found.update(c for c in colour if isinstance(c, str))
+    return found
+
+
+def _check_common(fig: go.Figure, *, n_axis_titles: int = 2) -> None:
+    assert fig.layout.title.text
+    assert len(_axis_titles(fig)) >= n_axis_titles
+    assert _colours(fig) <= PALETTE, _colours(fig) - PALETTE
+    json.loads(fig.to_json())  # serialisable for the browser (no NaN surprises)
+
+
+def test_palette_is_okabe_ito_without_yellow_first():
+    assert series_colours(3) == [OKABE_ITO["blue"], OKABE_ITO["orange"], OKABE_ITO["bluish_green"]]
+    assert series_colours(9)[8] == series_colours(9)[0]
+
+
+def test_trajectory_marks_the_flip_between_the_last_kept_and_first_flipped_step():
+    fig = viz.trajectory_figure(["income", "debt", "age"], [2.0, 0.5, -0.3, -1.0], [0.9, 0.6, 0.45, 0.3],
+                                flip_budget=2, predicted=["good", "good", "bad", "bad"])
+    _check_common(fig)
+    shapes = [s for s in fig.layout.shapes if s.type == "line" and s.x0 == s.x1]
+    assert [s.x0 for s in shapes] == [1.5, 1.5]  # one line through each panel
+    margin_trace = fig.data[0]
+    assert list(margin_trace.marker.color) == [OKABE_ITO["blue"]] * 2 + [OKABE_ITO["vermillion"]] * 2
+    assert "flip at k* = 2" in [a.text for a in fig.layout.annotations]
+    assert list(fig.layout.xaxis2.ticktext) == ["0<br>intact", "1<br>−income", "2<br>−debt", "3<br>−age"]
+
+
+def test_trajectory_without_flip_says_so():
+    fig = viz.trajectory_figure(["a", "b"], [2.0, 1.5, 1.0], [0.9, 0.8, 0.7], flip_budget=3)
+    assert "no flip within K = 2" in [a.text for a in fig.layout.annotations]
+    assert not [s for s in fig.layout.shapes if s.x0 == s.x1]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"margins": [1.0, 0.5]}, r"`margins` must have length 3; got 2"),
+        ({"flip_budget": 4}, r"`flip_budget` must be an integer in 1..3"),
+        ({"flip_budget": 0}, r"`flip_budget` must be an integer in 1..3"),
+        ({"predicted": ["x"]}, r"`predicted` must have length 3; got 1"),
+    ],
+    ids=["short-margins", "budget-too-big", "budget-zero", "short-predicted"],
+)
+def test_trajectory_rejects_inconsistent_inputs(kwargs, match):
+    args = dict(path=["a", "b"], margins=[1.0, 0.5, 0.1], proba=[0.8, 0.7, 0.6], flip_budget=3)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        viz.trajectory_figure(args.pop("path"), args.pop("margins"), args.pop("proba"), **args)
+
+
+def test_collapse_draws_rcma_as_the_mean_bar_height():
+    c = np.array([0.0, 0.2, 0.7, 1.3])
+    fig = viz.collapse_figure(c, rcma=float(c.mean()), path=["a", "b", "c"])
+    _check_common(fig)
+    bars = fig.data[0]
+    assert list(bars.y) == list(c) and bars.width == 1.0
+    assert fig.layout.shapes[0].y0 == pytest.approx(c.mean())
+    with pytest.raises(ValueError, match=r"`path` must have length 3"):
+        viz.collapse_figure(c, rcma=0.5, path=["a"])
+
+
+def test_degradation_marks_lambda_star_on_its_curve_and_skips_infinite():
+    lam = [0.25, 0.5, 0.75, 1.0]
+    fig = viz.degradation_figure(lam, {"attenuate_single": [1.0, 0.2, -0.1, -0.5], "attenuate_all": [1.5, 1.2, 1.0, 0.9]},
+                                 {"attenuate_single": 0.75, "attenuate_all": float("inf")}, margin0=2.0)
+    _check_common(fig)
+    stars = [t for t in fig.data if t.marker.symbol == "star"]
+    assert len(stars) == 1 and stars[0].x == (0.75,) and stars[0].y == (-0.1,)
+    assert fig.data[0].x[0] == 0.0 and fig.data[0].y[0] == 2.0
+
+
+def test_drops_sorted_and_path_highlighted():
+    fig = viz.drops_figure(["a", "b", "c"], [0.1, 0.9, -0.2], path=["b"])
+    _check_common(fig)
+    assert list(fig.data[0].y) == ["b", "a", "c"]
+    assert list(fig.data[0].marker.color) == [OKABE_ITO["blue"], "#7F7F7F", "#7F7F7F"]
+
+
+def test_whatif_and_scatter_and_histogram():
+    _check_common(viz.whatif_figure(["good", "bad"], [0.8, 0.2], [0.4, 0.6]))
+    fig = viz.confidence_fds_figure(np.linspace(0.5, 1, 50), np.linspace(0, 1, 50), brittle=np.arange(50) % 2 == 0)
+    _check_common(fig)
+    assert sum(len(t.x) for t in fig.data) == 50
+    many = viz.confidence_fds_figure(np.full(30, 0.9), np.full(30, 0.5), max_points=10)
+    assert sum(len(t.x) for t in many.data) == 10
+    hist = viz.flip_budget_histogram([1, 1, 3, 4], depth=3)
+    _check_common(hist)
+    assert list(hist.data[0].y) == [2, 0, 1, 1]
+    with pytest.raises(ValueError, match=r"`flip_budget` values must lie in 1..4"):
+        viz.flip_budget_histogram([0, 2], depth=3)
+
+
+def test_coverage_curves_with_references_and_selected_budget():
+    q = np.array([0.05, 0.1, 0.5, 1.0])
+    fig = viz.coverage_figure(q, {"fds": [0.3, 0.5, 0.9, 1.0], "confidence": [0.1, 0.2, 0.6, 1.0]},
+                              ceiling=np.minimum(1, q * 4), random=q, selected=0.1, highlight="fds")
+    _check_common(fig)
+    assert list(fig.data[0].x) == [5.0, 10.0, 50.0, 100.0]
+    assert fig.data[0].line.width > fig.data[1].line.width
+    assert [t.name for t in fig.data][-2:] == ["ceiling (best possible)", "random selection"]
+    assert fig.layout.shapes[0].x0 == 10.0
+    with pytest.raises(ValueError, match="fractions in"):
+        viz.coverage_figure([0, 0.5], {"a": [0, 1]})
+    with pytest.raises(ValueError, match=r"`curves\['a'\]` must have shape"):
+        viz.coverage_figure([0.5, 1.0], {"a": [0.1]})
+
+
+def test_score_metrics_sorted_by_auroc_with_nan_last():
+    table = pd.DataFrame({"score": ["a", "fds", "c"], "auroc": [0.6, 0.9, np.nan], "capture@10": [0.2, 0.5, 0.1]})
+    fig = viz.score_metrics_figure(table, capture_column="capture@10", highlight="fds")
+    _check_common(fig)
+    assert list(fig.data[0].y) == ["fds", "a", "c"]
+    assert fig.data[0].marker.color[0] == OKABE_ITO["orange"]
+    with pytest.raises(ValueError, match=r"lacks the column\(s\) \['capture@20'\]"):
+        viz.score_metrics_figure(table, capture_column="capture@20")
+
+
+def test_model_figures():
+    frame = pd.DataFrame({"model": ["lr", "gb", "nan"], "auroc": [0.8, 0.9, np.nan], "rcma": [0.1, 0.4, 0.2]})
+    fig = viz.tradeoff_figure(frame, x="auroc", y="rcma", x_title="AUROC", y_title="mean RCMA")
+    _check_common(fig)
+    assert list(fig.data[0].text) == ["lr", "gb"]
+    traj = viz.trajectories_by_model_figure({"lr": (["a", "b"], [2.0, 1.0, -1.0], 2), "gb": (["b", "a"], [4.0, 3.0, 2.0], 3)})
+    _check_common(traj, n_axis_titles=1)
+    assert list(traj.data[0].y) == pytest.approx([1.0, 0.5, -0.5])
+    with pytest.raises(ValueError, match="margins of model 'x' must have shape"):
+        viz.trajectories_by_model_figure({"x": (["a"], [1.0], 2)})
+
+
+def test_reliability_skips_empty_bins_and_draws_one_panel_per_subset():
+    bins = pd.DataFrame({
+        "panel": ["all"] * 4 + ["fragile"] * 2, "method": ["raw", "raw", "BATS", "BATS", "raw", "BATS"],
+        "confidence": [0.6, 0.9, 0.55, 0.85, 0.9, np.nan], "accuracy": [0.5, 0.8, 0.55, 0.86, 0.4, np.nan],
+        "count": [10, 30, 12, 28, 5, 0]})
+    fig = viz.reliability_figure(bins)
+    _check_common(fig)
+    assert [a.text for a in fig.layout.annotations] == ["all", "fragile"]
+    fragile_bats = [t for t in fig.data if t.name == "BATS" and t.xaxis == "x2"]
+    assert len(fragile_bats[0].x) == 0
+
+
+def _intervals() -> pd.DataFrame:
+    rows = []
+    for target, base in (("H", 0.1), ("L", 0.05), ("dM_k", 0.2)):
+        for level, width in (("I0", 0.3), ("Ik", 0.1), ("I5", 0.05)):
+            rows.append({"target": target, "level": level, "low": base, "high": base + width, "observed": base + 0.02})
+    return pd.DataFrame(rows)
+
+
+def test_interval_bars_span_low_to_high_and_mark_observed():
+    fig = viz.intervals_figure(_intervals())
+    _check_common(fig)
+    bars = [t for t in fig.data if t.mode == "lines+markers"]
+    assert len(bars) == 9
+    assert tuple(bars[0].x) == pytest.approx((0.1, 0.4)) and bars[0].y == ("I0", "I0")
+    observed = [t for t in fig.data if t.marker.symbol == "diamond"]
+    assert len(observed) == 9 and observed[0].x == (pytest.approx(0.12),)
+
+
+def test_interval_bars_show_undefined_dmk():
+    frame = _intervals()
+    frame.loc[frame["target"] == "dM_k", ["low", "high", "observed"]] = np.nan
+    fig = viz.intervals_figure(frame)
+    assert sum(1 for t in fig.data if t.mode == "text" and t.text == ("undefined",)) == 3
+    with pytest.raises(ValueError, match="has none of the targets"):
+        viz.intervals_figure(frame.assign(target="Q"))
+
+
+def test_grid_policy_regret():
+    summary = pd.DataFrame({"source": ["synthetic"] * 2 + ["recapture"] * 2, "target": ["H"] * 4,
+                            "level": ["I0", "Ik"] * 2, "mean_width": [0.3, 0.1, 0.2, 0.05]})
+    _check_common(viz.grid_summary_figure(summary))
+    d = np.array([[0.0, -0.02, 0.01], [0.03, 0.0, 0.02], [-1e-15, 0.01, 0.0]])
+    fig = viz.policy_matrix_figure(d, ["τ.6", "τ.7", "τ.8"])
+    assert fig.data[0].text[0][1].startswith("✓") and not fig.data[0].text[2][0].startswith("✓")
+    assert fig.data[0].zmid == 0
+    with pytest.raises(ValueError, match=r"`matrix` must have shape \(2, 2\)"):
+        viz.policy_matrix_figure(d, ["a", "b"])
+    reg = viz.regret_figure(["a", "b"], [0.1, 0.0], chosen="b")
+    _check_common(reg)
+    assert list(reg.data[0].marker.color) == [OKABE_ITO["blue"], OKABE_ITO["orange"]]
+
+
+def test_viz_never_imports_streamlit():
+    import subprocess
+    import sys
+
+    code = "import sys, core.viz, core.dashboard, core.reviews; print('streamlit' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,104 @@
+"""Small Streamlit building blocks shared by the pages: headers, figures, tables, errors."""
+from __future__ import annotations
+
+import logging
+import re
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from core.dashboard import display_frame
+
+_LOG = logging.getLogger("reliability_audit.ui")
+_PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+
+
+def page_header(title: str, intro: str) -> None:
+    """Page title and a short explanation of what the page shows and how to read it."""
+    st.title(title)
+    st.markdown(intro)
+
+
+def figure(fig: go.Figure, caption: str, *, key: str | None = None) -> None:
+    """A full-width plotly chart with its one-line reading guide underneath."""
+    st.plotly_chart(fig, width="stretch", config=_PLOTLY_CONFIG, key=key)
+    st.caption(caption)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "table"
+
+
+def table(frame: pd.DataFrame, *, name: str, caption: str | None = None, key: str | None = None,
+          column_config: dict[str, Any] | None = None, height: int | str = "auto",
+          select: bool = False, download: pd.DataFrame | None = None) -> Any:
+    """Show a table (NaN and categoricals made display-safe) with a CSV download button.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        What to show.
+    name : str
+        Human name; also the download file name.
+    select : bool
+        Single-row selection (returns the selection event); needs ``key``.
+    download : DataFrame, optional
+        What the CSV holds when it should differ from what is shown (e.g. all columns).
+    """
+    shown = display_frame(frame)
+    kwargs: dict[str, Any] = dict(hide_index=True, column_config=column_config, height=height, width="stretch")
+    if select:
+        event = st.dataframe(shown, key=key, on_select="rerun", selection_mode="single-row", **kwargs)
+    else:
+        event = st.dataframe(shown, key=key, **kwargs)
+    full = download if download is not None else frame
+    if caption:
+        st.caption(caption)
+    st.download_button("CSV", full.to_csv(index=False).encode("utf-8"), file_name=f"{_slug(name)}.csv",
+                       mime="text/csv", key=f"dl_{key or _slug(name)}", on_click="ignore",
+                       icon=":material/download:", help=f"Download {name} ({len(full):,} rows) as CSV",
+                       type="tertiary")
+    return event
+
+
+@contextmanager
+def guarded(what: str) -> Iterator[None]:
+    """Show failures inside the block as ``st.error`` with what to do — never a traceback.
+
+    ``ValueError`` is bad input (its message names the file, column or parameter to fix);
+    a locked review database asks to retry; anything else is logged with its traceback on
+    the server and summarised for the user.
+    """
+    try:
+        yield
+    except ValueError as exc:
+        st.error(f"**{what}:** {exc}", icon=":material/error:")
+    except sqlite3.OperationalError as exc:
+        st.error(f"**{what}:** the review database is busy or unwritable ({exc}). Retry in a moment, "
+                 "or choose another database file in the sidebar.", icon=":material/error:")
+    except Exception as exc:  # the page must stay usable; details go to the server log
+        _LOG.exception("%s failed", what)
+        st.error(f"**{what} failed unexpectedly** ({type(exc).__name__}: {exc}). The details are in the "
+                 "server log; try another dataset, model or protocol.", icon=":material/error:")
+
+
+def run_page(body: Callable[[], None], what: str) -> None:
+    """Run a page body under :func:`guarded`."""
+    with guarded(what):
+        body()
+
+
+def audit_line(result: Any) -> None:
+    """One line naming the audit every tabular page is showing, with its fingerprint."""
+    from ui.data import dataset_label, model_label
+
+    st.caption(
+        f"Audit: **{dataset_label(st.session_state['dataset'])}** · **{model_label(result.model_name)}** · "
+        f"seed {result.seed} · protocol `{result.protocol.fingerprint[:12]}` · certificate fingerprint "
+        f"`{result.fingerprint[:16]}…` — change them in the sidebar and on the Overview page."
+    )

@@ -1,0 +1,139 @@
+"""Cached access to everything the pages show.
+
+``st.cache_resource`` holds the heavy, read-only results (audits, the demo pool, the review
+store) once per server process, shared by every session: a page switch or a second visitor
+never recomputes. Progress bars are created *inside* the cached functions so that Streamlit
+can replay (and then clear) them on a cache hit.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import warnings
+from collections.abc import Sequence
+
+import pandas as pd
+import streamlit as st
+
+from core.cfc.protocol import Protocol
+from core.paired.demo import DEFAULT_DIR, DemoPool, load_demo_pool
+from core.paired.screening import screening_scores
+from core.reviews import ReviewStore
+from core.tabular.audit import AuditResult, run_audit
+from core.tabular.datasets import DATASET_NAMES, Dataset, load_dataset, load_user_data
+from core.tabular.models import MODELS
+
+# Stages of run_audit in order, for one overall progress fraction.
+_STAGES = ("load data", "preprocess", "fit model", "certify test", "certify validation", "label channel",
+           "naturalistic channel", "calibration")
+
+
+def dataset_label(key: str) -> str:
+    """Display name of a dataset key (bundled name or ``upload:<name>``)."""
+    return f"{key.split(':', 1)[1]} (uploaded)" if key.startswith("upload:") else key
+
+
+def model_label(name: str) -> str:
+    return MODELS[name].label if name in MODELS else name
+
+
+@st.cache_resource(show_spinner=False)
+def review_store(path: str) -> ReviewStore:
+    """The review store at ``path`` (one object per path, shared by all sessions)."""
+    return ReviewStore(path)
+
+
+@st.cache_resource(show_spinner="Loading the dataset…")
+def _bundled(name: str) -> Dataset:
+    return load_dataset(name)
+
+
+@st.cache_resource(show_spinner="Validating the uploaded table…")
+def _uploaded(digest: str, file_name: str, target: str, blocks_digest: str | None, *,
+              _data: bytes, _blocks: dict[str, str] | None) -> Dataset:
+    buffer = io.BytesIO(_data)
+    buffer.name = file_name
+    return load_user_data(buffer, target, blocks=_blocks)
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def current_dataset() -> Dataset:
+    """The dataset selected in the sidebar (bundled or uploaded in this session)."""
+    key = st.session_state["dataset"]
+    if key in DATASET_NAMES:
+        return _bundled(key)
+    upload = st.session_state["uploads"][key.split(":", 1)[1]]
+    return _uploaded(upload["digest"], upload["file"], upload["target"], upload["blocks_digest"],
+                     _data=upload["data"], _blocks=upload["blocks"])
+
+
+def current_protocol() -> Protocol:
+    stored = st.session_state["protocol"]
+    return Protocol() if stored is None else Protocol.from_dict(stored)
+
+
+@st.cache_resource(show_spinner=False, max_entries=24)
+def _audit(dataset_key: str, dataset_digest: str, model: str, seed: int, protocol_json: str, *,
+           _dataset: Dataset) -> AuditResult:
+    bar = st.progress(0.0, text=f"Auditing {model_label(model)} on {dataset_label(dataset_key)}…")
+
+    def progress(stage: str, done: int, total: int) -> None:
+        position = _STAGES.index(stage) if stage in _STAGES else len(_STAGES) - 1
+        fraction = (position + (done / total if total else 0.0)) / len(_STAGES)
+        rows = f" — {done:,} of {total:,} rows" if total > 1 else ""
+        bar.progress(min(fraction, 1.0), text=f"{model_label(model)}: {stage}{rows}")
+
+    result = run_audit(_dataset, model=model, seed=seed, protocol=Protocol.from_json(protocol_json),
+                       progress=progress)
+    bar.empty()
+    return result
+
+
+def _dataset_digest(key: str) -> str:
+    if key in DATASET_NAMES:
+        return key
+    upload = st.session_state["uploads"][key.split(":", 1)[1]]
+    return f"{upload['digest']}:{upload['target']}:{upload['blocks_digest']}"
+
+
+def audit_for(model: str) -> AuditResult:
+    """The audit of ``model`` on the selected dataset, seed and protocol (computed once)."""
+    key = st.session_state["dataset"]
+    return _audit(key, _dataset_digest(key), model, int(st.session_state["seed"]), current_protocol().to_json(),
+                  _dataset=current_dataset())
+
+
+def current_audit() -> AuditResult:
+    """The audit of the model selected in the sidebar."""
+    return audit_for(st.session_state["model"])
+
+
+def audits_for(models: Sequence[str]) -> dict[str, AuditResult]:
+    """Audits of several models under the same data, seed and protocol."""
+    return {m: audit_for(m) for m in models}
+
+
+@st.cache_resource(show_spinner="Loading the paired demo pool…")
+def demo_pool() -> DemoPool:
+    """The shipped paired demo pool (``assets/paired_demo``; ``PAIRED_DEMO_DIR`` overrides)."""
+    return load_demo_pool(os.environ.get("PAIRED_DEMO_DIR") or DEFAULT_DIR)
+
+
+@st.cache_resource(show_spinner="Scoring every clean-correct image from its probe outputs…")
+def screening_for_pool() -> pd.DataFrame:
+    """Screening scores of the demo pool, ``g(S, U)`` fitted on the simulated recaptures."""
+    pool = demo_pool()
+    with warnings.catch_warnings():
+        # Scores undefined for the pool (e.g. A3 without probabilities) come back as NaN.
+        warnings.simplefilter("ignore", UserWarning)
+        return screening_scores(pool.probes, pool.clean, outcomes=recapture_outcomes())
+
+
+def recapture_outcomes() -> pd.DataFrame:
+    """Paired records of the (simulated) physical recapture conditions of the demo pool."""
+    records = demo_pool().records
+    return records[records["source"] == "simulated-recapture"]

@@ -1,0 +1,36 @@
+"""The sidebar shared by every page: the global dataset / model / seed selection and the
+review database location. Values live in ``st.session_state`` (defaults in ``app.py``)."""
+from __future__ import annotations
+
+import streamlit as st
+
+from core.tabular.datasets import DATASET_NAMES
+from core.tabular.models import MODEL_NAMES
+from ui.data import dataset_label, model_label, review_store
+from ui.components import guarded
+
+
+def dataset_options() -> list[str]:
+    """Bundled dataset names followed by the keys of this session's uploaded tables."""
+    return list(DATASET_NAMES) + [f"upload:{name}" for name in st.session_state["uploads"]]
+
+
+def render_sidebar() -> None:
+    with st.sidebar:
+        st.subheader("Audit selection")
+        options = dataset_options()
+        if st.session_state["dataset"] not in options:  # an upload from a previous session
+            st.session_state["dataset"] = options[0]
+        st.selectbox("Dataset", options, key="dataset", format_func=dataset_label,
+                     help="Bundled tables load offline; upload your own on the Overview page.")
+        st.selectbox("Model", list(MODEL_NAMES), key="model", format_func=model_label,
+                     help="The model audited on the tabular pages (trained on the training split).")
+        st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed",
+                        help="Seeds the split, the model and the held-out stressors: same seed, same audit.")
+        st.divider()
+        st.subheader("Review database")
+        st.text_input("SQLite file", key="reviews_db",
+                      help="Where triage decisions are stored (WAL mode, safe for concurrent sessions). "
+                           "Also settable with `--reviews-db PATH` or the AUDIT_REVIEWS_DB variable.")
+        with guarded("Review database"):
+            review_store(st.session_state["reviews_db"])
