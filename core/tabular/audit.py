@@ -645,7 +645,10 @@ def write_audit(result: AuditResult, directory: str | Path) -> list[Path]:
 
     Files: ``certificates.parquet`` and ``certificates.csv`` (:func:`certificate_export`;
     list cells as JSON in the CSV), ``evaluation.json`` (:func:`evaluation_json`),
-    ``protocol.json`` (:func:`protocol_json`) and ``summary.md`` (:func:`summary_markdown`).
+    ``protocol.json`` (:func:`protocol_json`), ``summary.md`` (:func:`summary_markdown`) and
+    ``_task.pkl`` — the fitted preprocessing, model, groups, baseline and protocol, so that
+    ``python -m core certify --model-from DIR --data BIG`` certifies a large table with this
+    audit's model under this audit's fingerprint (a pickle: load only your own files).
 
     Returns
     -------
@@ -666,6 +669,10 @@ def write_audit(result: AuditResult, directory: str | Path) -> list[Path]:
     written[2].write_text(json.dumps(evaluation_json(result), indent=2, allow_nan=False) + "\n", encoding="utf-8")
     written[3].write_text(json.dumps(protocol_json(result), indent=2, allow_nan=False) + "\n", encoding="utf-8")
     written[4].write_text(summary_markdown(result), encoding="utf-8")
+    # Imported here: core.scale depends on core.cfc only, and the audit must not need Dask.
+    from core.scale.certify import save_certify_task, task_from_audit
+
+    written.append(save_certify_task(task_from_audit(result), directory / "_task.pkl"))
     return written
 
 

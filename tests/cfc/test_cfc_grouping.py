@@ -204,6 +204,19 @@ def test_redundancy_merging_uses_complete_linkage_at_the_threshold():
     assert list(redundancy_merged_groups(X, groups, threshold=0.6)) == ["a+b+c", "d+e"]
 
 
+def test_redundancy_merging_does_not_chain():
+    # A chain a – b – c: ρ(a, b) ≈ 0.74 and ρ(b, c) ≈ 0.67 pass the threshold 0.6, ρ(a, c) ≈ 0
+    # does not. Complete linkage merges only the strongest pair; single linkage would chain all three.
+    rng = np.random.default_rng(3)
+    a, c = rng.normal(size=(2, 5000))
+    b = a + 0.9 * c
+    X = np.column_stack([a, b, c])
+    groups = {"a": [0], "b": [1], "c": [2]}
+    R = group_correlation(X, groups)
+    assert R[0, 1] > R[1, 2] > 0.6 > 0.1 > R[0, 2]
+    assert redundancy_merged_groups(X, groups, threshold=0.6) == {"a+b": [0, 1], "c": [2]}
+
+
 def test_constant_group_is_never_merged():
     X, groups = _correlated(n=200)
     X = np.column_stack([X, np.ones(len(X))])

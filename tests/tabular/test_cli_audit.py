@@ -30,8 +30,8 @@ def test_single_audit_writes_every_file(tmp_path, capsys):
                              "--depth", "3", "--path", "adaptive", "--masking-rates", "0.3", "--draws", "2",
                              "--out", out)
     assert code == 0, err
-    assert sorted(p.name for p in out.iterdir()) == ["certificates.csv", "certificates.parquet", "evaluation.json",
-                                                       "protocol.json", "summary.md"]
+    assert sorted(p.name for p in out.iterdir()) == ["_task.pkl", "certificates.csv", "certificates.parquet",
+                                                       "evaluation.json", "protocol.json", "summary.md"]
     assert _leftovers(tmp_path) == ["results"]  # the temporary folder was renamed, not copied
     proto = json.loads((out / "protocol.json").read_text())
     assert proto["protocol"]["depth"] == 3 and proto["protocol"]["path"] == "adaptive" and proto["seed"] == 3
@@ -138,3 +138,25 @@ def test_module_entry_point_and_help():
     done = subprocess.run([sys.executable, "-m", "core", "audit", "--help"], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0 and "--order-baselines" in done.stdout and "--seeds" in done.stdout
+
+
+def test_audit_folder_feeds_certify_model_from(tmp_path, capsys):
+    """An audit's output folder is a model source for large-table certification."""
+    out = tmp_path / "audit"
+    code, _, err = _run(capsys, "--dataset", "breast_cancer", "--model", "logreg", "--seed", "0", "--out", out)
+    assert code == 0, err
+    data = tmp_path / "rows.csv"
+    load_dataset("breast_cancer").frame.to_csv(data, index=False)
+    big = tmp_path / "big"
+    assert main(["certify", "--model-from", str(out), "--data", str(data), "--out", str(big),
+                 "--chunk-rows", "200", "--no-progress"]) == 0, capsys.readouterr().err
+    proto = json.loads((out / "protocol.json").read_text())
+    manifest = json.loads((big / "_manifest.json").read_text())
+    assert manifest["fingerprint"] == proto["certificate_fingerprint"]
+    test_rows = pd.read_parquet(out / "certificates.parquet")
+    certified = pd.read_parquet(big)
+    assert len(certified) == 569
+    assert certified["fds"].between(0, 1).all()
+    # Every audited test row reappears among the rows certified from the folder's model.
+    gap = abs(test_rows["fds"].to_numpy()[:, None] - certified["fds"].to_numpy()[None, :]).min(axis=1)
+    assert gap.max() < 1e-9
