@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 __all__ = [
+    "build_groups",
     "domain_block_groups",
     "group_correlation",
     "raw_origin_groups",
@@ -496,3 +497,44 @@ def redundancy_merged_groups(X: ArrayLike, groups: Mapping[str, Sequence[int]], 
     for name, lab in zip(names, labels):
         merged.setdefault(int(lab), []).append(name)
     return {"+".join(members): sorted(c for m in members for c in groups[m]) for members in merged.values()}
+
+
+# --------------------------------------------------------------------------------------------
+# Groups by declared rule
+# --------------------------------------------------------------------------------------------
+def build_groups(rule: str, preprocessor: Any, X_train: ArrayLike, *,
+                 blocks: Mapping[str, str] | None = None, threshold: float = 0.7) -> Groups:
+    """Evidence groups of a fitted preprocessing under the protocol's grouping ``rule``.
+
+    The one place where a rule name becomes concrete groups, shared by the audit pipeline and
+    the large-table engine so both certify under identical groups.
+
+    Parameters
+    ----------
+    rule : {"raw_origin", "domain_block", "redundancy_merged"}
+        ``Protocol.grouping``.
+    preprocessor : fitted ColumnTransformer, Pipeline or encoder
+        Traced by :func:`raw_origin_groups`.
+    X_train : array-like of shape (n_train, n_features)
+        Transformed training rows (used by ``redundancy_merged`` only).
+    blocks : mapping of str to str, optional
+        Raw column -> block name, required by ``domain_block``. Entries for columns that the
+        preprocessing does not use (the target, dropped ids) are ignored; unmapped raw columns
+        keep their own group.
+    threshold : float, default=0.7
+        ``|ρ|`` merge threshold of ``redundancy_merged`` (``Protocol.merge_threshold``).
+
+    Returns
+    -------
+    dict of str to list of int
+    """
+    raw = raw_origin_groups(preprocessor)
+    if rule == "raw_origin":
+        return raw
+    if rule == "redundancy_merged":
+        return redundancy_merged_groups(X_train, raw, threshold=threshold)
+    if rule == "domain_block":
+        if blocks is None:
+            raise ValueError("grouping 'domain_block' needs `blocks` (raw column -> block name); got None.")
+        return domain_block_groups(raw, {c: b for c, b in blocks.items() if c in raw}, unmapped="keep")
+    raise ValueError(f"`rule` must be one of ('raw_origin', 'domain_block', 'redundancy_merged'); got {rule!r}.")

@@ -2,8 +2,10 @@
 
 Records and validation (:mod:`~core.paired.records`), five states and targets
 (:mod:`~core.paired.states`), identified intervals at I0 / Ik / I5 (:mod:`~core.paired.bounds`),
-rejection-policy comparisons (:mod:`~core.paired.policies`) and the grid summary
-(:mod:`~core.paired.summary`).
+rejection-policy comparisons (:mod:`~core.paired.policies`), the grid summary
+(:mod:`~core.paired.summary`), screening and the recapture queue (:mod:`~core.paired.screening`),
+and the seeded digits demo pool (:mod:`~core.paired.demo`, :mod:`~core.paired.corruptions`;
+torch and scikit-learn load lazily).
 """
 from core.paired.records import (
     CELL_COLUMNS,
@@ -43,3 +45,37 @@ from core.paired.policies import (
     select_policy,
 )
 from core.paired.summary import GridSummary, grid_summary
+from core.paired.screening import (
+    RISK_SIGN,
+    SCORES,
+    TIERS,
+    FailureCoverage,
+    condition_tiers,
+    failure_auroc,
+    failure_coverage,
+    identity_ablation,
+    recapture_queue,
+    risk_column,
+    screening_difference,
+    screening_metrics,
+    screening_scores,
+    summarize_screening,
+)
+from core.paired.corruptions import (
+    CORRUPTIONS,
+    NATURAL_TRANSFORMS,
+    SEVERITY_PARAMETERS,
+    RecaptureCondition,
+    natural_transform,
+    recapture_grid,
+    simulate_recapture,
+)
+from core.paired.demo import (
+    DEFAULT_DIR,
+    MODEL_SPECS,
+    DemoPool,
+    build_demo_pool,
+    load_demo_pool,
+    render_condition,
+    save_demo_pool,
+)

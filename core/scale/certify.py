@@ -55,14 +55,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from core.cfc import (
-    Protocol,
-    baseline_vector,
-    certify,
-    domain_block_groups,
-    raw_origin_groups,
-    redundancy_merged_groups,
-)
+from core.cfc import Protocol, baseline_vector, certify
+from core.cfc.grouping import build_groups
 from core.scale.cluster import check_worker_paths
 from core.scale.runner import Engine, RunResult, run_partitions
 from core.scale.sources import PartitionReadError, Source, open_source
@@ -205,19 +199,6 @@ class CertifyTask:
         return pa.table(cols)
 
 
-def _groups_for(protocol: Protocol, preprocessor, X: np.ndarray, blocks: Mapping[str, str] | None) -> dict[str, list[int]]:
-    groups = raw_origin_groups(preprocessor.transformer)
-    if protocol.grouping == "domain_block":
-        if blocks is None:
-            raise ValueError("protocol grouping 'domain_block' needs `blocks` (raw column -> block name).")
-        return domain_block_groups(groups, blocks, unmapped="keep")
-    if blocks is not None:
-        raise ValueError(f"`blocks` only applies to grouping 'domain_block'; the protocol uses {protocol.grouping!r}.")
-    if protocol.grouping == "redundancy_merged":
-        return redundancy_merged_groups(X, groups, threshold=protocol.merge_threshold)
-    return groups
-
-
 @dataclass(frozen=True)
 class FitSpec:
     """How to fit the task on the first rows of the input (see :func:`fit_certify_task`).
@@ -286,15 +267,6 @@ class FitSpec:
         }
 
 
-def _groups_for(protocol: Protocol, preprocessor, X: np.ndarray, blocks: Mapping[str, str] | None) -> dict[str, list[int]]:
-    groups = raw_origin_groups(preprocessor.transformer)
-    if protocol.grouping == "domain_block":
-        return domain_block_groups(groups, blocks, unmapped="keep")
-    if protocol.grouping == "redundancy_merged":
-        return redundancy_merged_groups(X, groups, threshold=protocol.merge_threshold)
-    return groups
-
-
 def fit_certify_task(source: Source, spec: FitSpec, *, batch_size: int = 65_536) -> CertifyTask:
     """Fit preprocessing and model on the first ``spec.fit_rows`` rows of ``source``.
 
@@ -357,7 +329,8 @@ def fit_certify_task(source: Source, spec: FitSpec, *, batch_size: int = 65_536)
     preprocessor = fit_preprocessor(frame, numeric, categorical)
     X = preprocessor.transform(frame)
     estimator = make_model(spec.model, seed=spec.seed).fit(X, y)
-    groups = _groups_for(spec.protocol, preprocessor, X, spec.blocks)
+    groups = build_groups(spec.protocol.grouping, preprocessor.transformer, X, blocks=spec.blocks,
+                          threshold=spec.protocol.merge_threshold)
     baseline = baseline_vector(X, groups, spec.protocol.baseline)
     identity = {"fitted_on_first_rows": spec.config(), "fit_rows_used": int(known.sum())}
     return CertifyTask(preprocessor=preprocessor, model=estimator, classes=classes, groups=groups,

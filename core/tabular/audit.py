@@ -58,7 +58,7 @@ from core.cfc.evaluation import (
     random_order_scores,
     search_diagnostics,
 )
-from core.cfc.grouping import domain_block_groups, raw_origin_groups, redundancy_merged_groups, trace_feature_origins
+from core.cfc.grouping import build_groups, trace_feature_origins
 from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, Protocol
 from core.cfc.stressors import BrittleLabels, LabelChannel, brittle_labels, naturalistic_labels
 from core.tabular.datasets import (
@@ -228,15 +228,10 @@ def _resolve_dataset(data: str | Dataset | pd.DataFrame, target: str | None,
 
 def _groups_for(rule: str, pre: FittedPreprocessor, X_train: np.ndarray, dataset: Dataset,
                 threshold: float) -> dict[str, list[int]]:
-    raw = raw_origin_groups(pre.transformer)
-    if rule == "raw_origin":
-        return raw
-    if rule == "redundancy_merged":
-        return redundancy_merged_groups(X_train, raw, threshold=threshold)
-    if dataset.blocks is None:
+    if rule == "domain_block" and dataset.blocks is None:
         raise ValueError(f"grouping='domain_block' needs domain blocks, and dataset {dataset.name!r} has none; "
                          "pass `blocks` (raw column -> block name).")
-    return domain_block_groups(raw, {c: b for c, b in dataset.blocks.items() if c in raw}, unmapped="keep")
+    return build_groups(rule, pre.transformer, X_train, blocks=dataset.blocks, threshold=threshold)
 
 
 def _noise_scale(X_train: np.ndarray) -> np.ndarray:

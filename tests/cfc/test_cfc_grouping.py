@@ -233,3 +233,23 @@ def test_redundancy_merging_bad_input():
     X[3, 2] = np.nan
     with pytest.raises(ValueError, match="found nan at row 3, column 2"):
         redundancy_merged_groups(X, groups)
+
+
+def test_build_groups_dispatches_every_rule():
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    from core.cfc.grouping import build_groups
+
+    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "b": [2.0, 4.0, 6.0, 8.1], "c": ["x", "y", "x", "z"]})
+    pre = ColumnTransformer([("num", StandardScaler(), ["a", "b"]), ("cat", OneHotEncoder(), ["c"])]).fit(frame)
+    X = pre.transform(frame)
+    assert build_groups("raw_origin", pre, X) == {"a": [0], "b": [1], "c": [2, 3, 4]}
+    blocks = {"a": "size", "b": "size", "target": "ignored"}
+    assert build_groups("domain_block", pre, X, blocks=blocks) == {"size": [0, 1], "c": [2, 3, 4]}
+    merged = build_groups("redundancy_merged", pre, X, threshold=0.9)
+    assert sorted(map(sorted, merged.values())) == [[0, 1], [2, 3, 4]]  # a and b are collinear
+    with pytest.raises(ValueError, match="needs `blocks`"):
+        build_groups("domain_block", pre, X)
+    with pytest.raises(ValueError, match="`rule` must be one of"):
+        build_groups("by_name", pre, X)

@@ -80,6 +80,15 @@ def test_ece_puts_an_edge_value_in_the_bin_it_closes():
     assert ece([0, 0], P, n_bins=1) == pytest.approx(abs(2 - 1.5) / 2)
 
 
+def test_ece_defaults_to_15_equal_width_bins():
+    # SPEC A.7: 15 bins. Confidences .62 (correct) and .68 (wrong) fall in (9/15, 10/15] and
+    # (10/15, 11/15] => (|1 − .62| + |0 − .68|) / 2 = .53; 10 bins would pool them: |1 − 1.3| / 2.
+    P = np.array([[0.62, 0.38], [0.68, 0.32]])
+    assert ece([0, 1], P) == pytest.approx(0.53)
+    assert nominal_metrics([0, 1], P)["ece"] == pytest.approx(0.53)
+    assert ece([0, 1], P, n_bins=10) == pytest.approx(0.15)
+
+
 def test_nominal_metrics_returns_every_metric_in_order():
     result = nominal_metrics(Y3, P3)
     assert tuple(result) == NOMINAL_METRICS
