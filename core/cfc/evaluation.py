@@ -715,6 +715,12 @@ def protocol_sensitivity(predict_proba: Callable[[np.ndarray], ArrayLike], X: Ar
         One row per variant with :data:`SENSITIVITY_COLUMNS`: ``auroc`` of the variant's FDS
         against the labels and ``spearman`` rank correlation with ``reference``, both on the
         evaluated population; ``fingerprint`` of the variant's certificate set.
+
+    Warns
+    -----
+    UndefinedMetricWarning
+        When a variant's ``auroc`` (one label class only) or ``spearman`` (a constant ranking,
+        fewer than two samples) is undefined; the value is ``NaN``.
     """
     if population not in ("high_confidence", "all"):
         raise ValueError(f"`population` must be 'high_confidence' or 'all'; got {population!r}.")
@@ -731,6 +737,15 @@ def protocol_sensitivity(predict_proba: Callable[[np.ndarray], ArrayLike], X: Ar
         u = cs.table["u"].to_numpy(dtype=float)
         auc = _auroc(u[mask], labels.labels[mask]) if mask.any() else math.nan
         rho = _spearman(u[mask], ref[mask]) if mask.sum() > 1 else math.nan
+        undefined = [name for name, value in (("AUROC", auc), ("Spearman", rho)) if math.isnan(value)]
+        if undefined:
+            warnings.warn(
+                f"Sensitivity variant {v.kind}={v.rule!r}: {' and '.join(undefined)} undefined on the "
+                f"{int(mask.sum())} evaluated samples ({int(labels.labels[mask].sum())} brittle, or a constant "
+                "ranking); reported as NaN.",
+                UndefinedMetricWarning,
+                stacklevel=2,
+            )
         rows.append({"kind": v.kind, "rule": v.rule, "n_groups": len(cs.group_names), "auroc": auc,
                      "spearman": rho, "fingerprint": cs.fingerprint})
     return pd.DataFrame(rows, columns=list(SENSITIVITY_COLUMNS))

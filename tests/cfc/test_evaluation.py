@@ -402,6 +402,17 @@ def test_protocol_sensitivity(toy):
     assert table.loc[1, "fingerprint"] != table.loc[0, "fingerprint"]
 
 
+def test_protocol_sensitivity_warns_when_undefined(toy):
+    # No sample reaches p̂ ≥ 1.0: AUROC and Spearman are undefined, so NaN with a warning.
+    X, _, cert, _ = toy
+    none_high = brittle_labels(logistic, X, GROUPS, BASE, channel=LabelChannel(tau_p=1.0), noise_scale=np.ones(6),
+                               seed=0)
+    variants = [ProtocolVariant("baseline", "mean", GROUPS, BASE, Protocol())]
+    with pytest.warns(UndefinedMetricWarning, match="AUROC and Spearman undefined on the 0 evaluated samples"):
+        table = protocol_sensitivity(logistic, X, variants, none_high, certificate_scores(cert)["fds"])
+    assert np.isnan(table.loc[0, "auroc"]) and np.isnan(table.loc[0, "spearman"])
+
+
 def test_search_diagnostics_reads_the_certificate_search(toy):
     X = toy[0][:40]
     cs = certify(logistic, X, GROUPS, BASE, search="both")

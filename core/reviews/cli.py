@@ -1,0 +1,34 @@
+"""``python -m core reviews export``: the review decisions as CSV, without opening the dashboard."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from core.reviews.store import ReviewStore, default_db_path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("reviews", help="export review decisions stored by the dashboard",
+                                   description="Work with the review decisions stored by the dashboard (SQLite).")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    export = actions.add_parser("export", help="write the decision history as CSV",
+                                description="Write the full decision history (oldest first) as CSV.")
+    export.add_argument("--db", type=Path, default=None,
+                        help=f"review database (default: $AUDIT_REVIEWS_DB or {default_db_path()})")
+    export.add_argument("--audit", default=None, metavar="FINGERPRINT",
+                        help="only the decisions of this audit (certificate fingerprint)")
+    export.add_argument("--out", type=Path, default=None, help="CSV file to write (default: standard output)")
+    export.set_defaults(func=_export)
+
+
+def _export(args: argparse.Namespace) -> int:
+    db = args.db if args.db is not None else default_db_path()
+    if not Path(db).expanduser().is_file():
+        raise ValueError(f"Review database {str(db)!r} does not exist; pass --db PATH (the dashboard's sidebar shows it).")
+    frame = ReviewStore(db).export(args.out, audit_fingerprint=args.audit)
+    if args.out is None:
+        frame.to_csv(sys.stdout, index=False)
+    else:
+        print(f"wrote {len(frame)} decision(s) to {args.out}", file=sys.stderr)
+    return 0
