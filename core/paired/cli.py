@@ -22,24 +22,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 import uuid
 import warnings
 from pathlib import Path
 
+from core.cli_options import float_list, publish_folder
+
 __all__ = ["register"]
-
-
-def _float_list(text: str) -> tuple[float, ...]:
-    try:
-        values = tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got {text!r}") from None
-    if not values:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got {text!r}")
-    return values
 
 
 def _levels(text: str) -> tuple[str, ...]:
@@ -81,10 +72,10 @@ def register(subparsers) -> None:
     p.add_argument("--levels", type=_levels, default=("I0", "Ik", "I5"), help="information levels (default all)")
     pol = p.add_argument_group("policies (paired records only)")
     pol.add_argument("--no-policies", action="store_true", help="skip the rejection-policy comparison")
-    pol.add_argument("--coverages", type=_float_list, default=(0.6, 0.7, 0.8, 0.9, 1.0),
+    pol.add_argument("--coverages", type=float_list, default=(0.6, 0.7, 0.8, 0.9, 1.0),
                      help="clean-development coverages of the perturbed-side policies")
     pol.add_argument("--clean-coverage", type=float, default=0.8, help="coverage of the fixed clean threshold")
-    pol.add_argument("--lambdas", type=_float_list, default=None, help="cost weights (default 0,0.1,...,1)")
+    pol.add_argument("--lambdas", type=float_list, default=None, help="cost weights (default 0,0.1,...,1)")
     pol.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo I5 feasible mean (large classes)")
     scr = p.add_argument_group("screening (optional)")
     scr.add_argument("--probes", metavar="FILE", help="per-probe outputs (model,record_id,probe,kind,...)")
@@ -132,7 +123,7 @@ def run(args) -> int:
             frame.to_csv(tmp / f"{name}.csv", index=False)
         manifest["files"] = sorted(f"{name}.csv" for name in tables) + ["manifest.json"]
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
-        _publish(tmp, out)
+        publish_folder(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -141,17 +132,6 @@ def run(args) -> int:
     print(_summary_text(tables, manifest))
     print(f"wrote {out}", file=sys.stderr)
     return 0
-
-
-def _publish(tmp: Path, out: Path) -> None:
-    """Move the finished temporary folder to ``out`` (replacing an old one)."""
-    if out.is_dir() and any(out.iterdir()):
-        old = out.parent / f".{out.name}.old-{uuid.uuid4().hex}"
-        os.replace(out, old)
-        os.replace(tmp, out)
-        shutil.rmtree(old)
-    else:
-        os.replace(tmp, out)
 
 
 def _paired(args):

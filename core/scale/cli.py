@@ -13,35 +13,19 @@
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
+from core.cli_options import add_protocol_options, float_list, positive_int, protocol_from_args
+
 __all__ = ["register"]
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}")
-    return value
-
-
-def _float_list(text: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got {text!r}") from None
 
 
 def _execution_options(group) -> None:
     group.add_argument("--engine", choices=("local", "dask"), default="local")
     where = group.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=_positive_int, help="dask: start a local cluster of N worker processes")
+    where.add_argument("--workers", type=positive_int, help="dask: start a local cluster of N worker processes")
     where.add_argument("--scheduler", metavar="ADDRESS", help="dask: address of an existing scheduler")
     group.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -63,7 +47,6 @@ def _cluster(args):
 
 def register(subparsers) -> None:
     """Add the ``certify`` and ``synth`` commands to ``python -m core``."""
-    from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, OPERATORS, PATH_RULES
     from core.scale.certify import DEFAULT_CHUNK_ROWS
 
     p = subparsers.add_parser(
@@ -81,28 +64,19 @@ def register(subparsers) -> None:
     model = p.add_argument_group("model (fit here, or load an earlier run's task)")
     model.add_argument("--target", help="label column (required unless --model-from)")
     model.add_argument("--model", default="hist_gb", help="model name to fit (default hist_gb)")
-    model.add_argument("--fit-rows", type=_positive_int, default=20_000,
+    model.add_argument("--fit-rows", type=positive_int, default=20_000,
                        help="fit preprocessing and model on the first N rows (default 20000)")
     model.add_argument("--seed", type=int, default=0, help="model seed (default 0)")
     model.add_argument("--model-from", metavar="PATH",
                        help="_task.pkl (or the folder) of an earlier certify run; skips fitting")
     model.add_argument("--id-column", help="column copied to the output, not used as a feature")
     proto = p.add_argument_group("protocol (ignored with --model-from, which carries its own)")
-    proto.add_argument("--protocol", metavar="JSON", help="protocol file (canonical JSON); overrides the options below")
-    proto.add_argument("--grouping", choices=GROUPING_RULES, default="raw_origin")
+    add_protocol_options(proto)
     proto.add_argument("--blocks", metavar="FILE", help="domain blocks (YAML/JSON) for --grouping domain_block")
-    proto.add_argument("--baseline", choices=BASELINE_RULES, default="mean")
-    proto.add_argument("--depth", type=_positive_int, help="audit depth K (default min(G, 5))")
-    proto.add_argument("--operators", default=",".join(OPERATORS),
-                       help=f"comma-separated subset of {', '.join(OPERATORS)} ('' for none)")
-    proto.add_argument("--severities", type=_float_list, help="comma-separated severity grid (default 0.1..1.0)")
-    proto.add_argument("--path", choices=PATH_RULES, default="static", help="removal path rule (default static)")
-    proto.add_argument("--weights", type=_float_list, help="w1,w2,w3 of the FDS head (default 1/3 each)")
-    proto.add_argument("--merge-threshold", type=float, default=0.7, help="|rho| of redundancy merging")
     run = p.add_argument_group("execution")
-    run.add_argument("--chunk-rows", type=_positive_int, default=DEFAULT_CHUNK_ROWS,
+    run.add_argument("--chunk-rows", type=positive_int, default=DEFAULT_CHUNK_ROWS,
                      help=f"rows per partition (default {DEFAULT_CHUNK_ROWS}); bounds memory")
-    run.add_argument("--batch-size", type=_positive_int, default=65_536,
+    run.add_argument("--batch-size", type=positive_int, default=65_536,
                      help="rows per predict_proba call when fitting here (memory only)")
     _execution_options(run)
     p.set_defaults(func=_certify)
@@ -116,10 +90,10 @@ def register(subparsers) -> None:
         ),
     )
     s.add_argument("--out", required=True, help="output .parquet or .csv file")
-    s.add_argument("--rows", type=_positive_int, required=True)
+    s.add_argument("--rows", type=positive_int, required=True)
     s.add_argument("--dataset", default="credit_data", help="bundled dataset to imitate (default credit_data)")
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--row-group-rows", type=_positive_int, default=65_536)
+    s.add_argument("--row-group-rows", type=positive_int, default=65_536)
     s.set_defaults(func=_synth)
 
     g = subparsers.add_parser(
@@ -137,31 +111,13 @@ def register(subparsers) -> None:
     g.add_argument("--out", required=True, help="output folder (new, or an earlier run to resume)")
     g.add_argument("--tau", type=float, required=True, help="acceptance threshold of the intervals")
     g.add_argument("--levels", default="I0,Ik,I5", help="comma-separated information levels (default I0,Ik,I5)")
-    g.add_argument("--coverages", type=_float_list, help="policy coverages (default 0.6,0.7,0.8,0.9,1.0)")
+    g.add_argument("--coverages", type=float_list, help="policy coverages (default 0.6,0.7,0.8,0.9,1.0)")
     g.add_argument("--clean-coverage", type=float, default=0.8)
-    g.add_argument("--lambdas", type=_float_list, help="cost weights (default 0,0.1,...,1)")
+    g.add_argument("--lambdas", type=float_list, help="cost weights (default 0,0.1,...,1)")
     g.add_argument("--seed", type=int, default=0, help="seed of the I5 feasible-mean estimate (default 0)")
-    g.add_argument("--cells-per-task", type=_positive_int, default=16, help="cells per shard (default 16)")
+    g.add_argument("--cells-per-task", type=positive_int, default=16, help="cells per shard (default 16)")
     _execution_options(g)
     g.set_defaults(func=_paired_grid)
-
-
-def _protocol(args):
-    from core.cfc.protocol import Protocol
-
-    if args.protocol:
-        path = Path(args.protocol)
-        if not path.is_file():
-            raise FileNotFoundError(f"Protocol file {args.protocol!r} does not exist.")
-        return Protocol.from_json(path.read_text(encoding="utf-8"))
-    operators = tuple(o.strip() for o in args.operators.split(",") if o.strip())
-    kwargs = {"grouping": args.grouping, "baseline": args.baseline, "depth": args.depth,
-              "operators": operators, "path": args.path, "merge_threshold": args.merge_threshold}
-    if args.severities is not None:
-        kwargs["severities"] = args.severities
-    if args.weights is not None:
-        kwargs["weights"] = args.weights
-    return Protocol(**kwargs)
 
 
 def _certify(args) -> int:
@@ -191,7 +147,7 @@ def _certify(args) -> int:
 
             blocks = load_blocks(args.blocks)
         model = FitSpec(target=args.target, model=args.model, fit_rows=args.fit_rows, seed=args.seed,
-                        protocol=_protocol(args), id_column=args.id_column, blocks=blocks)
+                        protocol=protocol_from_args(args), id_column=args.id_column, blocks=blocks)
 
     bar = None
     if not args.no_progress:

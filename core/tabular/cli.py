@@ -17,40 +17,19 @@ stderr (see :mod:`core.cli`).
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
+
+from core.cli_options import add_protocol_options, float_list, names, positive_int, protocol_from_args, publish_folder
 
 __all__ = ["register"]
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}")
-    return value
-
-
-def _float_list(text: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got {text!r}") from None
-
-
-def _names(text: str) -> list[str]:
-    return [v.strip() for v in text.split(",") if v.strip()]
-
-
 def _seeds(text: str) -> list[int]:
     try:
-        seeds = [int(v) for v in _names(text)]
+        seeds = [int(v) for v in names(text)]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated non-negative integers; got {text!r}") from None
     if not seeds or min(seeds) < 0:
@@ -60,7 +39,6 @@ def _seeds(text: str) -> list[int]:
 
 def register(subparsers) -> None:
     """Add the ``audit`` command to ``python -m core``."""
-    from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, OPERATORS, PATH_RULES
     from core.tabular.datasets import DATASET_NAMES
     from core.tabular.models import MODEL_NAMES
 
@@ -73,35 +51,26 @@ def register(subparsers) -> None:
         ),
     )
     data = p.add_argument_group("data")
-    data.add_argument("--dataset", "--datasets", dest="datasets", type=_names,
+    data.add_argument("--dataset", "--datasets", dest="datasets", type=names,
                       help=f"bundled dataset(s), comma-separated: {', '.join(DATASET_NAMES)}")
     data.add_argument("--data", metavar="FILE", help="a CSV or Parquet table instead of a bundled dataset")
     data.add_argument("--target", help="label column of --data")
     data.add_argument("--blocks", metavar="FILE", help="domain blocks (YAML/JSON: raw column -> block)")
-    data.add_argument("--max-rows", type=_positive_int, help="stratified subsample before splitting")
+    data.add_argument("--max-rows", type=positive_int, help="stratified subsample before splitting")
     model = p.add_argument_group("models and seeds")
-    model.add_argument("--model", "--models", dest="models", type=_names, default=["hist_gb"],
+    model.add_argument("--model", "--models", dest="models", type=names, default=["hist_gb"],
                        help=f"model(s), comma-separated: {', '.join(MODEL_NAMES)} (default hist_gb)")
     model.add_argument("--seed", "--seeds", dest="seeds", type=_seeds, default=[0],
                        help="seed(s), comma-separated (default 0)")
     proto = p.add_argument_group("protocol")
-    proto.add_argument("--protocol", metavar="JSON", help="protocol file (canonical JSON); overrides the options below")
-    proto.add_argument("--grouping", choices=GROUPING_RULES, default="raw_origin")
-    proto.add_argument("--baseline", choices=BASELINE_RULES, default="mean")
-    proto.add_argument("--depth", type=_positive_int, help="audit depth K (default min(G, 5))")
-    proto.add_argument("--path", choices=PATH_RULES, default="static", help="removal path rule (default static)")
-    proto.add_argument("--operators", default=",".join(OPERATORS),
-                       help=f"comma-separated subset of {', '.join(OPERATORS)} ('' for none)")
-    proto.add_argument("--severities", type=_float_list, help="comma-separated severity grid (default 0.1..1.0)")
-    proto.add_argument("--weights", type=_float_list, help="w1,w2,w3 of the FDS head (default 1/3 each)")
-    proto.add_argument("--merge-threshold", type=float, default=0.7, help="|rho| of redundancy merging")
+    add_protocol_options(proto)
     label = p.add_argument_group("held-out label channel")
     label.add_argument("--tau-p", type=float, help="high-confidence threshold (default 0.90)")
     label.add_argument("--tau-kappa", type=float, help="margin-collapse threshold (default 0.50)")
-    label.add_argument("--draws", type=_positive_int, help="draws per stressor and severity (default 3)")
-    label.add_argument("--masking-rates", type=_float_list, help="group-masking probabilities (default 0.1,0.2)")
-    label.add_argument("--dropout-rates", type=_float_list, help="coordinate-dropout probabilities (default 0.1,0.2)")
-    label.add_argument("--noise-scales", type=_float_list,
+    label.add_argument("--draws", type=positive_int, help="draws per stressor and severity (default 3)")
+    label.add_argument("--masking-rates", type=float_list, help="group-masking probabilities (default 0.1,0.2)")
+    label.add_argument("--dropout-rates", type=float_list, help="coordinate-dropout probabilities (default 0.1,0.2)")
+    label.add_argument("--noise-scales", type=float_list,
                        help="bounded-noise half-widths in training stds (default 0.1,0.25)")
     label.add_argument("--population", choices=("high_confidence", "all"), default="high_confidence",
                        help="test rows the scores are evaluated on (default: p̂ ≥ tau-p)")
@@ -112,33 +81,15 @@ def register(subparsers) -> None:
     extra.add_argument("--order-baselines", action="store_true",
                        help="random-order and permutation-importance-order baselines")
     extra.add_argument("--shap", action="store_true", help="group-SHAP concentration (tree / linear models)")
-    extra.add_argument("--bootstrap", type=_positive_int, default=2000, help="sweep bootstrap resamples")
+    extra.add_argument("--bootstrap", type=positive_int, default=2000, help="sweep bootstrap resamples")
     out = p.add_argument_group("output")
     out.add_argument("--out", required=True, help="output folder (created; must be new or empty unless --force)")
     out.add_argument("--force", action="store_true", help="replace an existing non-empty --out")
-    out.add_argument("--batch-size", type=_positive_int, default=65_536, help="rows per model call")
+    out.add_argument("--batch-size", type=positive_int, default=65_536, help="rows per model call")
     out.add_argument("--threads", type=int, default=1,
                      help="OpenMP/BLAS threads during the audit (default 1; 0 = the libraries' defaults)")
     out.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=_audit)
-
-
-def _protocol(args):
-    from core.cfc.protocol import Protocol
-
-    if args.protocol:
-        path = Path(args.protocol)
-        if not path.is_file():
-            raise FileNotFoundError(f"Protocol file {args.protocol!r} does not exist.")
-        return Protocol.from_json(path.read_text(encoding="utf-8"))
-    kwargs: dict[str, Any] = {"grouping": args.grouping, "baseline": args.baseline, "depth": args.depth,
-                              "operators": tuple(_names(args.operators)), "path": args.path,
-                              "merge_threshold": args.merge_threshold}
-    if args.severities is not None:
-        kwargs["severities"] = args.severities
-    if args.weights is not None:
-        kwargs["weights"] = args.weights
-    return Protocol(**kwargs)
 
 
 def _check_out(out: Path, force: bool) -> None:
@@ -146,17 +97,6 @@ def _check_out(out: Path, force: bool) -> None:
         raise ValueError(f"--out {str(out)!r} exists and is not a folder.")
     if out.is_dir() and any(out.iterdir()) and not force:
         raise ValueError(f"--out {str(out)!r} is not empty; choose a new folder or pass --force to replace it.")
-
-
-def _publish(tmp: Path, out: Path) -> None:
-    """Move the finished temporary folder to ``out`` (replacing an old one)."""
-    if out.is_dir() and any(out.iterdir()):
-        old = out.parent / f".{out.name}.old-{uuid.uuid4().hex}"
-        os.replace(out, old)
-        os.replace(tmp, out)
-        shutil.rmtree(old)
-    else:
-        os.replace(tmp, out)  # rename(2) replaces an empty folder atomically
 
 
 def _bar_progress(bar):
@@ -194,7 +134,7 @@ def _audit(args) -> int:
             raise ValueError(f"{flag} repeats an entry: {values}.")
     out = Path(args.out)
     _check_out(out, args.force)
-    protocol = _protocol(args)
+    protocol = protocol_from_args(args)
     given = {"masking_rates": args.masking_rates, "dropout_rates": args.dropout_rates,
              "noise_scales": args.noise_scales, "n_draws": args.draws, "tau_p": args.tau_p,
              "tau_kappa": args.tau_kappa}
@@ -246,7 +186,7 @@ def _audit(args) -> int:
         if bar is not None:
             bar.close()
             bar = None
-        _publish(tmp, out)
+        publish_folder(tmp, out)
     except BaseException:
         if bar is not None:
             bar.close()

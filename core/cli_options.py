@@ -1,0 +1,96 @@
+"""Argument types and option groups shared by the ``python -m core`` commands.
+
+One definition of the protocol options, the list/number parsers and the atomic publication of
+an output folder, so ``audit``, ``certify`` and ``paired`` accept and write the same way.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "add_protocol_options",
+    "float_list",
+    "names",
+    "positive_int",
+    "protocol_from_args",
+    "publish_folder",
+]
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}")
+    return value
+
+
+def float_list(text: str) -> tuple[float, ...]:
+    """argparse type: comma-separated numbers (empty items ignored)."""
+    try:
+        return tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got {text!r}") from None
+
+
+def names(text: str) -> list[str]:
+    """Comma-separated names, stripped, empty items dropped."""
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+def add_protocol_options(group: argparse._ActionsContainer) -> None:
+    """The options of :class:`core.cfc.protocol.Protocol` (read back by :func:`protocol_from_args`)."""
+    from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, OPERATORS, PATH_RULES
+
+    group.add_argument("--protocol", metavar="JSON", help="protocol file (canonical JSON); overrides the options below")
+    group.add_argument("--grouping", choices=GROUPING_RULES, default="raw_origin")
+    group.add_argument("--baseline", choices=BASELINE_RULES, default="mean")
+    group.add_argument("--depth", type=positive_int, help="audit depth K (default min(G, 5))")
+    group.add_argument("--path", choices=PATH_RULES, default="static", help="removal path rule (default static)")
+    group.add_argument("--operators", default=",".join(OPERATORS),
+                       help=f"comma-separated subset of {', '.join(OPERATORS)} ('' for none)")
+    group.add_argument("--severities", type=float_list, help="comma-separated severity grid (default 0.1..1.0)")
+    group.add_argument("--weights", type=float_list, help="w1,w2,w3 of the FDS head (default 1/3 each)")
+    group.add_argument("--merge-threshold", type=float, default=0.7, help="|rho| of redundancy merging")
+
+
+def protocol_from_args(args: argparse.Namespace):
+    """The :class:`~core.cfc.protocol.Protocol` declared by :func:`add_protocol_options`."""
+    from core.cfc.protocol import Protocol
+
+    if args.protocol:
+        path = Path(args.protocol)
+        if not path.is_file():
+            raise FileNotFoundError(f"Protocol file {args.protocol!r} does not exist.")
+        return Protocol.from_json(path.read_text(encoding="utf-8"))
+    kwargs: dict[str, Any] = {"grouping": args.grouping, "baseline": args.baseline, "depth": args.depth,
+                              "operators": tuple(names(args.operators)), "path": args.path,
+                              "merge_threshold": args.merge_threshold}
+    if args.severities is not None:
+        kwargs["severities"] = args.severities
+    if args.weights is not None:
+        kwargs["weights"] = args.weights
+    return Protocol(**kwargs)
+
+
+def publish_folder(tmp: Path, out: Path) -> None:
+    """Move the finished temporary folder ``tmp`` to ``out``, replacing an old ``out``.
+
+    ``tmp`` must sit beside ``out`` (same file system) so each step is one rename(2): readers
+    see the old folder or the new one, never a half-written one.
+    """
+    if out.is_dir() and any(out.iterdir()):
+        old = out.parent / f".{out.name}.old-{uuid.uuid4().hex}"
+        os.replace(out, old)
+        os.replace(tmp, out)
+        shutil.rmtree(old)
+    else:
+        os.replace(tmp, out)  # rename(2) replaces an empty folder atomically
