@@ -14,6 +14,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from core.dashboard import LARGE_TABLE_ROWS
 from core.reviews import default_db_path
 from core.tabular.datasets import DEFAULT_DATASET
 from ui.sidebar import render_sidebar
@@ -38,7 +39,8 @@ DEFAULTS: dict[str, object] = {
     "model": "hist_gb",
     "seed": 0,
     "reviews_db": _cli_reviews_db(),
-    "uploads": {},            # name -> {"data", "file", "digest", "target", "blocks", "blocks_digest"}
+    "dataset_next": None,     # dataset to select at the start of the next run (set after an upload)
+    "uploads": {},            # name -> {"data", "file", "digest", "target", "blocks", "blocks_digest", "blocks_file"}
     "protocol": None,         # applied Protocol as a dict; None = the default protocol
     # overview: protocol form
     "proto_grouping": "raw_origin",
@@ -52,6 +54,7 @@ DEFAULTS: dict[str, object] = {
     "proto_path_rule": "static",
     "proto_merge_threshold": 0.7,
     "upload_target": None,
+    "audit_sample_rows": LARGE_TABLE_ROWS,  # interactive audit sample of uploads above that many rows
     "overview_column": None,
     # certificate explorer
     "explorer_sort": "fds",
@@ -75,6 +78,8 @@ DEFAULTS: dict[str, object] = {
     # calibration
     "calib_methods": ["uncalibrated", "temperature", "bats"],
     # paired bounds
+    "paired_data_source": "demo",  # "demo" | "paired" | "unpaired"
+    "paired_upload": None,    # {"kind": "paired"|"unpaired", "files": {role: (file name, bytes)}}
     "paired_source": None,
     "paired_model": None,
     "paired_condition": None,

@@ -9,23 +9,35 @@ import csv
 import io
 import json
 import math
-from collections.abc import Sequence
+import shlex
+import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
 import numpy as np
 import pandas as pd
 
 from core.cfc.evaluation import SCORES, auroc, expected_top_positives, review_budget
+from core.cfc.protocol import Protocol
+from core.paired.records import UnpairedRecords, load_records, load_unpaired
 from core.reviews import DECISION_LABELS
 
 __all__ = [
+    "LARGE_TABLE_ROWS",
+    "UPLOAD_LIMIT_MB",
     "attach_decisions",
+    "check_upload_size",
+    "cli_commands",
     "capture_curves",
     "column_summary",
     "coverage_by_budget",
     "display_frame",
+    "evaluation_records",
     "grid_summary",
     "groups_table",
+    "load_paired_upload",
+    "load_unpaired_upload",
     "model_comparison_table",
     "parse_blocks",
     "parse_float_list",
@@ -37,7 +49,15 @@ __all__ = [
     "score_summary",
     "table_columns",
     "thumbnail_uri",
+    "unpaired_class_summary",
 ]
+
+# Uploads are limited to this size (also ``server.maxUploadSize`` in .streamlit/config.toml):
+# a browser session holds the bytes, and larger tables belong to the CLI.
+UPLOAD_LIMIT_MB = 50
+# Above this many rows the interactive audit runs on a stratified sample (USERS.md: tools
+# become unusable past ~20k rows); the CLI audits the full table.
+LARGE_TABLE_ROWS = 20_000
 
 
 def display_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -583,3 +603,194 @@ def policy_matrix(differences: pd.DataFrame, *, level: str, lam: float
     matrix[rows["policy"].map(index).to_numpy(), rows["versus"].map(index).to_numpy()] = rows["D_plus"].to_numpy()
     off = np.where(np.eye(len(policies), dtype=bool), -np.inf, matrix)
     return order["coverage"].astype(float).tolist(), matrix, off.max(axis=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Uploads of paired / unpaired records
+
+def check_upload_size(data: bytes, file_name: str, *, limit_mb: int = UPLOAD_LIMIT_MB) -> None:
+    """Refuse an upload larger than ``limit_mb`` megabytes (MiB) with a message naming the file."""
+    size = len(data)
+    if size > limit_mb * 1024**2:
+        raise ValueError(f"{file_name!r} is {size / 1024**2:.1f} MB; uploads are limited to {limit_mb} MB. "
+                         "Use the command line (`python -m core paired --help`, `python -m core audit --help`) "
+                         "for larger files.")
+
+
+def _safe_name(file_name: str, fallback: str) -> str:
+    # The name comes from the browser: keep only its last component.
+    name = Path(str(file_name).replace("\\", "/")).name
+    return name if name not in ("", ".", "..") else fallback
+
+
+def _staged(files: Mapping[str, tuple[str, bytes] | None], labels: Mapping[str, str], load):
+    """Write uploads to a private folder, call ``load(paths)``, and name the files as uploaded.
+
+    The core loaders read paths and name the file, row, CSV line and column in their messages;
+    the temporary folder is replaced by the uploaded name (and its role) in any ``ValueError``.
+    """
+    for role, item in files.items():
+        if item is not None:
+            check_upload_size(item[1], _safe_name(item[0], role))
+    with tempfile.TemporaryDirectory(prefix="upload-") as tmp:
+        paths: dict[str, Path | None] = {}
+        shown: dict[str, str] = {}
+        for role, item in files.items():
+            if item is None:
+                paths[role] = None
+                continue
+            name = _safe_name(item[0], f"{role}.csv")
+            folder = Path(tmp) / role
+            folder.mkdir()
+            paths[role] = folder / name
+            paths[role].write_bytes(item[1])
+            shown[str(paths[role])] = labels[role].format(name=name)
+        try:
+            return load(paths)
+        except ValueError as exc:
+            message = str(exc)
+            for path, label in shown.items():
+                message = message.replace(path, label)
+            raise ValueError(message) from None
+
+
+def load_paired_upload(file_name: str, data: bytes) -> pd.DataFrame:
+    """Validate uploaded paired records (CSV or Parquet bytes) with :func:`core.paired.records.load_records`.
+
+    Parameters
+    ----------
+    file_name : str
+        The name the file was uploaded with (its suffix picks the reader; messages use it).
+    data : bytes
+        The file's content, at most :data:`UPLOAD_LIMIT_MB` MB.
+
+    Returns
+    -------
+    DataFrame
+        The validated, normalised records (schema in ``docs/DEVELOPING.md``).
+
+    Raises
+    ------
+    ValueError
+        Too large, unreadable, or failing validation; the message names the file, the row (and
+        CSV line) and the column.
+    """
+    return _staged({"records": (file_name, data)}, {"records": "{name}"}, lambda p: load_records(p["records"]))
+
+
+def load_unpaired_upload(clean: tuple[str, bytes], perturbed: tuple[str, bytes],
+                         counts: tuple[str, bytes] | None = None) -> UnpairedRecords:
+    """Validate an uploaded unpaired cell with :func:`core.paired.records.load_unpaired`.
+
+    Parameters
+    ----------
+    clean, perturbed : (file name, bytes)
+        Tables ``record_id, true_label, pred, max_prob, true_prob`` of the two sides.
+    counts : (file name, bytes), optional
+        Per-class counts ``true_label, k`` (level Ik) or ``true_label, h, r, s, w, k`` (I5).
+
+    Returns
+    -------
+    UnpairedRecords
+        ``level`` is the highest information level the counts allow.
+
+    Raises
+    ------
+    ValueError
+        As :func:`load_paired_upload`; messages say which of the tables is meant.
+    """
+    files = {"clean": clean, "perturbed": perturbed, "counts": counts}
+    labels = {role: "{name} (" + role + " table)" for role in files}
+    return _staged(files, labels, lambda p: load_unpaired(p["clean"], p["perturbed"], p["counts"]))
+
+
+def evaluation_records(records: pd.DataFrame) -> pd.DataFrame:
+    """The rows the bounds are reported on: ``split == "eval"`` when there are any, else all rows.
+
+    Development rows only set thresholds (as in :func:`core.paired.policies.evaluate_policies`).
+    """
+    if "split" in records.columns and (records["split"] == "eval").any():
+        return records[records["split"] == "eval"]
+    return records
+
+
+def unpaired_class_summary(unpaired: UnpairedRecords, tau: float) -> pd.DataFrame:
+    """Per-class quantities an unpaired cell identifies without its pairing.
+
+    Parameters
+    ----------
+    unpaired : UnpairedRecords
+    tau : float in [0, 1]
+        Acceptance threshold on both sides (``max_prob ≥ τ`` accepted).
+
+    Returns
+    -------
+    DataFrame
+        One row per true class, sorted: ``true_label, n`` (records per side), ``a``/``b``
+        (clean / perturbed correct), ``u`` (clean correct and accepted), ``v`` (perturbed
+        correct and rejected), ``t`` (perturbed wrong and accepted), then the uploaded counts
+        (``k``, or ``h, r, s, w, k``) when there are any.
+    """
+    if not 0.0 <= float(tau) <= 1.0:
+        raise ValueError(f"`tau` must be in [0, 1]; got {tau!r}.")
+
+    def side(frame: pd.DataFrame, prefix: str) -> pd.DataFrame:
+        correct = frame["pred"].to_numpy() == frame["true_label"].to_numpy()
+        accepted = frame["max_prob"].to_numpy() >= tau
+        return pd.DataFrame({"true_label": frame["true_label"].to_numpy(), f"{prefix}n": 1, f"{prefix}correct": correct,
+                             f"{prefix}correct_accepted": correct & accepted,
+                             f"{prefix}correct_rejected": correct & ~accepted,
+                             f"{prefix}wrong_accepted": ~correct & accepted}).groupby("true_label").sum()
+
+    clean, pert = side(unpaired.clean, "c_"), side(unpaired.perturbed, "p_")
+    out = pd.DataFrame({"n": clean["c_n"], "a": clean["c_correct"], "b": pert["p_correct"],
+                        "u": clean["c_correct_accepted"], "v": pert["p_correct_rejected"],
+                        "t": pert["p_wrong_accepted"]}).astype(np.int64).sort_index().reset_index()
+    if unpaired.counts is not None:
+        out = out.merge(unpaired.counts, on="true_label", how="left", validate="one_to_one")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Large tables
+
+def cli_commands(file_name: str, target: str, *, model: str, seed: int, protocol: Protocol,
+                 blocks_file: str | None = None) -> dict[str, str]:
+    """Shell commands that run the interactive audit's settings on the full table.
+
+    Parameters
+    ----------
+    file_name : str
+        The table's file name (the user runs the command where the file is).
+    target : str
+        Target column.
+    model, seed : str, int
+        As in the sidebar.
+    protocol : Protocol
+        The applied protocol; every field is spelt out, so the CLI's own defaults do not matter.
+    blocks_file : str, optional
+        Name of the domain-block file, when one was uploaded.
+
+    Returns
+    -------
+    dict
+        ``"audit"``: ``python -m core audit`` (the complete audit: certificates, held-out
+        labels, evaluation, calibration) on every row; ``"certify"``: ``python -m core certify``
+        (certificates of every row in partitions, bounded memory, resumable).
+    """
+    stem = Path(file_name).stem or "table"
+    proto = ["--grouping", protocol.grouping, "--baseline", protocol.baseline, "--path", protocol.path,
+             "--operators", ",".join(protocol.operators),
+             "--severities", ",".join(repr(float(v)) for v in protocol.severities),
+             "--weights", ",".join(repr(float(v)) for v in protocol.weights),
+             "--merge-threshold", repr(float(protocol.merge_threshold))]
+    if protocol.depth is not None:
+        proto += ["--depth", str(int(protocol.depth))]
+    if blocks_file is not None:
+        proto += ["--blocks", blocks_file]
+    common = ["--data", file_name, "--target", target, "--model", model, "--seed", str(int(seed))]
+    commands = {
+        "audit": ["python", "-m", "core", "audit", *common, *proto, "--out", f"{stem}-audit"],
+        "certify": ["python", "-m", "core", "certify", *common, *proto, "--out", f"{stem}-certificates"],
+    }
+    return {name: shlex.join(argv) for name, argv in commands.items()}

@@ -8,10 +8,11 @@ import streamlit as st
 from core import viz
 from core.cfc.grouping import trace_feature_origins
 from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, OPERATORS, PATH_RULES, Protocol
-from core.dashboard import column_summary, groups_table, parse_blocks, parse_float_list, table_columns
+from core.dashboard import (LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, cli_commands, column_summary, groups_table,
+                            parse_blocks, parse_float_list, table_columns)
 from core.tabular.datasets import DATASET_NAMES, load_user_data
 from ui.components import audit_line, figure, guarded, page_header, run_page, table
-from ui.data import current_audit, current_dataset, current_protocol, dataset_label, digest
+from ui.data import audit_max_rows, current_audit, current_dataset, current_protocol, dataset_label, digest
 from ui.entry import ensure_entrypoint
 
 ensure_entrypoint()
@@ -35,7 +36,7 @@ def _upload_section() -> None:
         st.markdown("The file is validated (target, types, missing values, identifier columns) before it "
                     "is audited. At most 50 MB; only data is read — never code or pickled models.")
         upload = st.file_uploader("Table", type=["csv", "tsv", "txt", "parquet", "pq"], key="upload_file",
-                                  max_upload_size=50)
+                                  max_upload_size=UPLOAD_LIMIT_MB)
         if upload is None:
             return
         data = upload.getvalue()
@@ -49,12 +50,16 @@ def _upload_section() -> None:
                                            type=["yaml", "yml", "json"], key="upload_blocks_file")
             if st.button("Add to the datasets", type="primary", disabled=target is None):
                 blocks = parse_blocks(blocks_file.getvalue(), blocks_file.name) if blocks_file else None
-                dataset = load_user_data(_named(data, upload.name), target, blocks=blocks)
+                dataset = load_user_data(_named(data, upload.name), target, blocks=blocks,
+                                         max_bytes=UPLOAD_LIMIT_MB * 1024**2)
                 name = dataset.name
                 st.session_state["uploads"] = {**st.session_state["uploads"], name: {
                     "data": data, "file": upload.name, "digest": digest(data), "target": target, "blocks": blocks,
-                    "blocks_digest": digest(blocks_file.getvalue()) if blocks_file else None}}
-                st.session_state["dataset"] = f"upload:{name}"
+                    "blocks_digest": digest(blocks_file.getvalue()) if blocks_file else None,
+                    "blocks_file": blocks_file.name if blocks_file else None}}
+                # The sidebar's dataset widget already exists in this run: the sidebar switches to
+                # the new table at the start of the next run.
+                st.session_state["dataset_next"] = f"upload:{name}"
                 st.rerun()
 
 
@@ -62,6 +67,33 @@ def _named(data: bytes, name: str) -> io.BytesIO:
     buffer = io.BytesIO(data)
     buffer.name = name
     return buffer
+
+
+def _sample_section(dataset) -> None:
+    """Sample size of the interactive audit of a large upload, and the CLI line for the full table."""
+    n = len(dataset.frame)
+    if audit_max_rows(dataset) is None:
+        return
+    if st.session_state["audit_sample_rows"] > n:
+        st.session_state["audit_sample_rows"] = n
+    st.subheader("Large table: the interactive audit runs on a sample")
+    st.number_input("Interactive sample size (rows)", min_value=min(1_000, n), max_value=n, step=1_000,
+                    key="audit_sample_rows", persist_state="session",
+                    help=f"Stratified by class and seeded by the sidebar seed; tables above {LARGE_TABLE_ROWS:,} "
+                         "rows are sampled so that every page stays interactive.")
+    rows = int(st.session_state["audit_sample_rows"])
+    upload = st.session_state["uploads"][st.session_state["dataset"].split(":", 1)[1]]
+    commands = cli_commands(upload["file"], upload["target"], model=st.session_state["model"],
+                            seed=int(st.session_state["seed"]), protocol=current_protocol(),
+                            blocks_file=upload.get("blocks_file"))
+    st.warning(f"This table has **{n:,} rows**. Every page audits a **stratified sample of {min(rows, n):,} rows** "
+               f"(seed {int(st.session_state['seed'])}); the full table is audited on the command line, with the "
+               "model, seed and protocol chosen here:", icon=":material/warning:")
+    st.code(commands["audit"], language="bash")
+    st.caption("The complete audit (certificates, held-out brittle labels, score evaluation, calibration) of every "
+               "row. For certificates only, in bounded memory and resumable (model fitted on the first "
+               "`--fit-rows` rows, default 20,000):")
+    st.code(commands["certify"], language="bash")
 
 
 def _protocol_form(n_groups: int) -> None:
@@ -192,6 +224,7 @@ def _body() -> None:
     with guarded("Loading the dataset"):
         dataset = current_dataset()
         _data_section(dataset)
+        _sample_section(dataset)
         _protocol_form(len(dataset.features))
     with guarded("Audit"):
         _glance_section()

@@ -8,12 +8,13 @@ import pandas as pd
 import streamlit as st
 
 from core import viz
-from core.paired.bounds import identified_intervals, identified_intervals_grid
-from core.paired.states import development_thresholds, five_state_counts
-from core.dashboard import grid_summary, policy_matrix
+from core.dashboard import (UPLOAD_LIMIT_MB, evaluation_records, grid_summary, policy_matrix,
+                            unpaired_class_summary)
+from core.paired.bounds import identified_intervals, identified_intervals_grid, unpaired_intervals
 from core.paired.policies import LAMBDAS, evaluate_policies
-from ui.components import figure, page_header, run_page, table
-from ui.data import demo_pool
+from core.paired.states import coverage_threshold, development_thresholds, five_state_counts
+from ui.components import figure, guarded, page_header, run_page, table
+from ui.data import PairedData, paired_data
 from ui.entry import ensure_entrypoint
 
 ensure_entrypoint()
@@ -31,18 +32,21 @@ page_header(
 )
 
 _COVERAGES = (0.6, 0.7, 0.8, 0.9, 1.0)
+_SOURCES = {"demo": "Shipped demo pool", "paired": "Upload paired records",
+            "unpaired": "Upload unpaired records (clean + perturbed tables)"}
 
 
-@st.cache_data(show_spinner=False)
-def _thresholds() -> pd.DataFrame:
-    return development_thresholds(demo_pool().records, _COVERAGES)
+# Caches are keyed by the data's key ("demo" or the upload's content hash); the frames
+# themselves are not hashed.
+@st.cache_data(show_spinner=False, max_entries=8)
+def _thresholds(key: str, *, _records: pd.DataFrame) -> pd.DataFrame:
+    return development_thresholds(_records, _COVERAGES)
 
 
-@st.cache_data(show_spinner="Computing identified intervals for every cell…")
-def _grid(coverage: float) -> pd.DataFrame:
-    records = demo_pool().records
-    evaluation = records[records["split"] == "eval"] if "split" in records.columns else records
-    thresholds = _thresholds()
+@st.cache_data(show_spinner="Computing identified intervals for every cell…", max_entries=16)
+def _grid(key: str, coverage: float, *, _records: pd.DataFrame) -> pd.DataFrame:
+    evaluation = evaluation_records(_records)
+    thresholds = _thresholds(key, _records=_records)
     parts = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # dM_k undefined where no pair stays correct: NaN
@@ -53,13 +57,13 @@ def _grid(coverage: float) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner="Comparing the acceptance policies under every feasible pairing…", max_entries=64)
-def _policy_report(model: str, condition: str, source: str):
-    records = demo_pool().records
+def _policy_report(key: str, model: str, condition: str, source: str, *, _records: pd.DataFrame):
+    records = _records
     cell = records[(records["model"] == model) & (records["condition"] == condition) & (records["source"] == source)]
     return evaluate_policies(cell, lambdas=LAMBDAS)
 
 
-def _policies(records: pd.DataFrame, model: str, condition: str, source: str) -> None:
+def _policies(data: PairedData, model: str, condition: str, source: str) -> None:
     st.subheader("Which perturbed-side acceptance policy is safest?")
     st.markdown("Five policies accept a perturbed prediction when its max probability reaches the threshold that "
                 "accepts 60 … 100 % of clean development images (the clean side stays at 80 %). Their cost "
@@ -72,7 +76,7 @@ def _policies(records: pd.DataFrame, model: str, condition: str, source: str) ->
     c2.segmented_control("Information level", ["I0", "Ik", "I5"], key="paired_level", persist_state="session",
                          required=True)
     lam, level = float(st.session_state["paired_lambda"]), st.session_state["paired_level"]
-    report = _policy_report(model, condition, source)
+    report = _policy_report(data.key, model, condition, source, _records=data.records)
     coverages, matrix, regret = policy_matrix(report.differences, level=level, lam=lam)
     labels = [f"q = {q:.0%}" for q in coverages]
     selection = report.selection[(report.selection["level"] == level) & np.isclose(report.selection["lambda"], lam)].iloc[0]
@@ -102,9 +106,9 @@ def _policies(records: pd.DataFrame, model: str, condition: str, source: str) ->
                   "value under the recorded pairing (shares of the cell's pairs).")
 
 
-def _body() -> None:
-    records = demo_pool().records
-    evaluation = records[records["split"] == "eval"] if "split" in records.columns else records
+def _paired_body(data: PairedData) -> None:
+    records = data.records
+    evaluation = evaluation_records(records)
     sources = sorted(evaluation["source"].unique())
     models = sorted(evaluation["model"].unique())
     for key, options in (("paired_source", sources), ("paired_model", models)):
@@ -123,8 +127,12 @@ def _body() -> None:
                  help="τ is the lowest clean max-probability among the top q of the model's clean development "
                       "images; a prediction is accepted when its max probability is ≥ τ (both sides).")
     model, condition, coverage = (st.session_state[k] for k in ("paired_model", "paired_condition", "paired_coverage"))
-    thresholds = _thresholds()
-    tau = float(thresholds.loc[(thresholds["model"] == model) & (thresholds["coverage"] == coverage), "tau"].iloc[0])
+    thresholds = _thresholds(data.key, _records=records)
+    row = thresholds[(thresholds["model"] == model) & (thresholds["coverage"] == coverage)].iloc[0]
+    tau = float(row["tau"])
+    if row["scope"] != "dev":
+        st.caption(f"No `split == \"dev\"` rows for {model}: τ is set from all its clean records (n = "
+                   f"{int(row['n_dev']):,}), so the coverage is in-sample.")
     cell = evaluation[(evaluation["model"] == model) & (evaluation["condition"] == condition)
                       & (evaluation["source"] == st.session_state["paired_source"])]
 
@@ -153,10 +161,10 @@ def _body() -> None:
         table(intervals, name=f"intervals {model} {condition}", key="paired_intervals",
               column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("low", "high", "observed")})
 
-    _policies(records, model, condition, st.session_state["paired_source"])
+    _policies(data, model, condition, st.session_state["paired_source"])
 
     st.subheader("Across every model and condition")
-    grid = _grid(coverage)
+    grid = _grid(data.key, coverage, _records=records)
     summary, stats = grid_summary(grid)
     figure(viz.grid_summary_figure(summary),
            "Mean width of the identified interval over all cells of a source. The drop from I0 to Ik shows what "
@@ -170,6 +178,98 @@ def _body() -> None:
     s[3].metric("Cells with K = 0", f"{stats['k_zero']:.1%}", help="dM_k undefined: no pair correct on both sides")
     table(grid, name=f"identified intervals grid {coverage:.0%}", key="paired_grid", height=260,
           caption="Every cell, target and level, with the threshold τ of the cell's model.")
+
+
+def _unpaired_body(data: PairedData) -> None:
+    unpaired = data.unpaired
+    st.info(f"**Unpaired records, highest level {unpaired.level}.** The pairing is unknown, so the bars have no "
+            "observed value (◆), and the five-state table, the policy comparison and the grid (which need "
+            "the pairing) are not shown. Intervals are given up to the level the counts allow: no counts → I0, "
+            "a `k` per class → Ik, all of `h, r, s, w, k` → I5.", icon=":material/info:")
+    st.selectbox("Acceptance threshold τ from clean coverage", _COVERAGES, key="paired_coverage",
+                 persist_state="session", format_func=lambda q: f"{q:.0%} of the clean table accepted",
+                 help="τ is the lowest clean max-probability among the top q of the uploaded clean table "
+                      "(in-sample: there is no development split); accepted when max probability ≥ τ.")
+    coverage = float(st.session_state["paired_coverage"])
+    tau = coverage_threshold(unpaired.clean["max_prob"].to_numpy(), coverage)
+    clean, pert = unpaired.clean, unpaired.perturbed
+    m = st.columns(5)
+    m[0].metric("Records per side", f"{len(clean):,}")
+    m[1].metric("Highest level", unpaired.level)
+    m[2].metric("Acceptance threshold τ", f"{tau:.4f}")
+    m[3].metric("Clean accuracy", f"{(clean['pred'] == clean['true_label']).mean():.1%}")
+    m[4].metric("Perturbed accuracy", f"{(pert['pred'] == pert['true_label']).mean():.1%}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        intervals = unpaired_intervals(unpaired, tau)
+    figure(viz.intervals_figure(intervals),
+           f"Each bar spans every value some pairing consistent with that level allows; narrower is better "
+           f"identified. Levels above {unpaired.level} need more counts. 'undefined' = no pair can be correct on "
+           "both sides.")
+    left, right = st.columns([3, 2])
+    with left:
+        table(unpaired_class_summary(unpaired, tau), name="unpaired class summary", key="paired_unpaired_classes",
+              caption="Per class: n records per side; a / b clean / perturbed correct; u clean correct & accepted, "
+                      "v perturbed correct & rejected, t perturbed wrong & accepted; then the uploaded counts.")
+    with right:
+        # No observed column: the pairing is unknown, so there is no observed value to show.
+        table(intervals.drop(columns="observed"), name="unpaired intervals", key="paired_intervals",
+              column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("low", "high")})
+
+
+def _upload_widgets(source: str) -> None:
+    """File uploaders of the chosen form; complete uploads replace ``paired_upload``."""
+    kwargs = dict(type=["csv", "parquet", "pq"], max_upload_size=UPLOAD_LIMIT_MB)
+    if source == "paired":
+        st.markdown("One row per (model, condition, record) pair: `model, condition, source, record_id, true_label, "
+                    "clean_pred, clean_max_prob, clean_true_prob, pert_pred, pert_max_prob, pert_true_prob`, "
+                    "optional `split` (`dev` rows set τ, `eval` rows are reported) and `group`.")
+        files = {"records": st.file_uploader("Paired records (CSV or Parquet)", key="paired_records_file", **kwargs)}
+        required = ("records",)
+    else:
+        st.markdown("Two tables of one cell, each `record_id, true_label, pred, max_prob, true_prob` (same number "
+                    "of records per class), and optionally per-class counts `true_label, k` or "
+                    "`true_label, h, r, s, w, k`.")
+        c1, c2, c3 = st.columns(3)
+        files = {"clean": c1.file_uploader("Clean table", key="paired_clean_file", **kwargs),
+                 "perturbed": c2.file_uploader("Perturbed table", key="paired_pert_file", **kwargs),
+                 "counts": c3.file_uploader("Per-class counts (optional)", key="paired_counts_file", **kwargs)}
+        required = ("clean", "perturbed")
+    if all(files[role] is not None for role in required):
+        upload = {"kind": source, "files": {role: (f.name, f.getvalue()) for role, f in files.items() if f is not None}}
+        if upload != st.session_state["paired_upload"]:
+            st.session_state["paired_upload"] = upload
+    current = st.session_state["paired_upload"]
+    if current and current["kind"] == source:
+        names = ", ".join(name for name, _ in current["files"].values())
+        c1, c2 = st.columns([5, 1])
+        c1.caption(f"Showing the uploaded {names}. Upload other files to replace them; they live in this "
+                   "browser session only.")
+        if c2.button("Forget the upload", type="tertiary", icon=":material/delete:"):
+            st.session_state["paired_upload"] = None
+            st.rerun()
+
+
+def _body() -> None:
+    st.segmented_control("Records", list(_SOURCES), key="paired_data_source", format_func=_SOURCES.get,
+                         required=True, persist_state="session")
+    source = st.session_state["paired_data_source"]
+    if source != "demo":
+        with st.expander("Your records", expanded=True, icon=":material/upload_file:"):
+            _upload_widgets(source)
+    data = None
+    with guarded("Reading the uploaded records"):
+        data = paired_data()
+    if data is None:
+        if source != "demo" and not (st.session_state["paired_upload"] or {}).get("kind") == source:
+            st.info("Upload the files above to see their bounds.", icon=":material/upload_file:")
+        return
+    if source != "demo":
+        st.caption(f"Records: **{data.label}**.")
+    if data.kind == "paired":
+        _paired_body(data)
+    else:
+        _unpaired_body(data)
 
 
 run_page(_body, "Paired bounds")

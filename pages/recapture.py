@@ -48,6 +48,13 @@ def _thumbnails(model: str) -> dict[int, str]:
 
 
 def _body() -> None:
+    if st.session_state["paired_data_source"] != "demo":
+        st.info("**This page shows the shipped demo pool, not your uploaded records.** Ranking images for a "
+                "re-test needs the model's outputs on every synthetic probe of every image (long format "
+                "`model, record_id, probe, kind, true_label, pred, max_prob, true_prob`, see docs/DEVELOPING.md); "
+                "paired or unpaired records do not carry them. With those outputs, the command line ranks your "
+                "own images: `python -m core paired --records FILE --probes FILE --clean-outputs FILE --tau T "
+                "--out DIR` (see `python -m core paired --help`).", icon=":material/info:")
     pool = demo_pool()
     scores = screening_for_pool()
     outcomes = recapture_outcomes()

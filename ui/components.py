@@ -15,6 +15,9 @@ import streamlit as st
 from core.dashboard import display_frame
 
 _LOG = logging.getLogger("reliability_audit.ui")
+# Tables longer than this show their first rows only (a browser grid of 10^5+ rows stalls the
+# page); the CSV download always holds every row.
+MAX_SHOWN_ROWS = 10_000
 _PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
@@ -36,7 +39,7 @@ def _slug(text: str) -> str:
 
 def table(frame: pd.DataFrame, *, name: str, caption: str | None = None, key: str | None = None,
           column_config: dict[str, Any] | None = None, height: int | str = "auto",
-          select: bool = False, download: pd.DataFrame | None = None) -> Any:
+          select: bool = False, download: pd.DataFrame | None = None, max_shown: int = MAX_SHOWN_ROWS) -> Any:
     """Show a table (NaN and categoricals made display-safe) with a CSV download button.
 
     Parameters
@@ -49,8 +52,11 @@ def table(frame: pd.DataFrame, *, name: str, caption: str | None = None, key: st
         Single-row selection (returns the selection event); needs ``key``.
     download : DataFrame, optional
         What the CSV holds when it should differ from what is shown (e.g. all columns).
+    max_shown : int
+        Show at most this many (leading) rows, with a note; row positions of a selection stay
+        those of ``frame``.
     """
-    shown = display_frame(frame)
+    shown = display_frame(frame.head(max_shown))
     kwargs: dict[str, Any] = dict(hide_index=True, column_config=column_config, height=height, width="stretch")
     if select:
         event = st.dataframe(shown, key=key, on_select="rerun", selection_mode="single-row", **kwargs)
@@ -59,6 +65,8 @@ def table(frame: pd.DataFrame, *, name: str, caption: str | None = None, key: st
     full = download if download is not None else frame
     if caption:
         st.caption(caption)
+    if len(frame) > max_shown:
+        st.caption(f"Showing the first {max_shown:,} of {len(frame):,} rows; the CSV has all of them.")
     st.download_button("CSV", full.to_csv(index=False).encode("utf-8"), file_name=f"{_slug(name)}.csv",
                        mime="text/csv", key=f"dl_{key or _slug(name)}", on_click="ignore",
                        icon=":material/download:", help=f"Download {name} ({len(full):,} rows) as CSV",
@@ -95,10 +103,12 @@ def run_page(body: Callable[[], None], what: str) -> None:
 
 def audit_line(result: Any) -> None:
     """One line naming the audit every tabular page is showing, with its fingerprint."""
-    from ui.data import dataset_label, model_label
+    from ui.data import current_dataset, dataset_label, model_label
 
+    audited, total = len(result.dataset.frame), len(current_dataset().frame)
+    sample = f" (stratified sample of {audited:,} of {total:,} rows)" if audited < total else ""
     st.caption(
-        f"Audit: **{dataset_label(st.session_state['dataset'])}** · **{model_label(result.model_name)}** · "
+        f"Audit: **{dataset_label(st.session_state['dataset'])}**{sample} · **{model_label(result.model_name)}** · "
         f"seed {result.seed} · protocol `{result.protocol.fingerprint[:12]}` · certificate fingerprint "
         f"`{result.fingerprint[:16]}…` — change them in the sidebar and on the Overview page."
     )

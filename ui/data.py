@@ -12,12 +12,16 @@ import io
 import os
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 import pandas as pd
 import streamlit as st
 
 from core.cfc.protocol import Protocol
+from core.dashboard import LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, load_paired_upload, load_unpaired_upload
 from core.paired.demo import DEFAULT_DIR, DemoPool, load_demo_pool
+from core.paired.records import UnpairedRecords
 from core.paired.screening import screening_scores
 from core.reviews import ReviewStore
 from core.tabular.audit import AuditResult, run_audit
@@ -54,7 +58,7 @@ def _uploaded(digest: str, file_name: str, target: str, blocks_digest: str | Non
               _data: bytes, _blocks: dict[str, str] | None) -> Dataset:
     buffer = io.BytesIO(_data)
     buffer.name = file_name
-    return load_user_data(buffer, target, blocks=_blocks)
+    return load_user_data(buffer, target, blocks=_blocks, max_bytes=UPLOAD_LIMIT_MB * 1024**2)
 
 
 def digest(data: bytes) -> str:
@@ -76,9 +80,21 @@ def current_protocol() -> Protocol:
     return Protocol() if stored is None else Protocol.from_dict(stored)
 
 
+def audit_max_rows(dataset: Dataset) -> int | None:
+    """Rows of the stratified sample the interactive audit uses, or None for the whole table.
+
+    Uploaded tables above :data:`core.dashboard.LARGE_TABLE_ROWS` rows are audited on a sample
+    of ``st.session_state["audit_sample_rows"]`` rows (set on the Overview page); the bundled
+    tables are always audited whole.
+    """
+    if not st.session_state["dataset"].startswith("upload:") or len(dataset.frame) <= LARGE_TABLE_ROWS:
+        return None
+    return int(st.session_state["audit_sample_rows"])
+
+
 @st.cache_resource(show_spinner=False, max_entries=24)
-def _audit(dataset_key: str, dataset_digest: str, model: str, seed: int, protocol_json: str, *,
-           _dataset: Dataset) -> AuditResult:
+def _audit(dataset_key: str, dataset_digest: str, model: str, seed: int, protocol_json: str,
+           max_rows: int | None, *, _dataset: Dataset) -> AuditResult:
     bar = st.progress(0.0, text=f"Auditing {model_label(model)} on {dataset_label(dataset_key)}…")
 
     def progress(stage: str, done: int, total: int) -> None:
@@ -88,7 +104,7 @@ def _audit(dataset_key: str, dataset_digest: str, model: str, seed: int, protoco
         bar.progress(min(fraction, 1.0), text=f"{model_label(model)}: {stage}{rows}")
 
     result = run_audit(_dataset, model=model, seed=seed, protocol=Protocol.from_json(protocol_json),
-                       progress=progress)
+                       max_rows=max_rows, progress=progress)
     bar.empty()
     return result
 
@@ -103,8 +119,9 @@ def _dataset_digest(key: str) -> str:
 def audit_for(model: str) -> AuditResult:
     """The audit of ``model`` on the selected dataset, seed and protocol (computed once)."""
     key = st.session_state["dataset"]
+    dataset = current_dataset()
     return _audit(key, _dataset_digest(key), model, int(st.session_state["seed"]), current_protocol().to_json(),
-                  _dataset=current_dataset())
+                  audit_max_rows(dataset), _dataset=dataset)
 
 
 def current_audit() -> AuditResult:
@@ -137,3 +154,77 @@ def recapture_outcomes() -> pd.DataFrame:
     """Paired records of the (simulated) physical recapture conditions of the demo pool."""
     records = demo_pool().records
     return records[records["source"] == "simulated-recapture"]
+
+
+@dataclass(frozen=True)
+class PairedData:
+    """The records the paired pages show: the demo pool or this session's upload.
+
+    Attributes
+    ----------
+    kind : {"paired", "unpaired"}
+    key : str
+        ``"demo"`` or the uploaded files' content hash; keys every cache of the pages.
+    label : str
+        What the page names as its data (the demo pool or the uploaded file names).
+    records : DataFrame or None
+        Validated paired records (``kind == "paired"``).
+    unpaired : UnpairedRecords or None
+        The validated unpaired cell (``kind == "unpaired"``).
+    """
+
+    kind: Literal["paired", "unpaired"]
+    key: str
+    label: str
+    records: pd.DataFrame | None = None
+    unpaired: UnpairedRecords | None = None
+
+
+@st.cache_data(show_spinner="Validating the uploaded records…", max_entries=4)
+def _paired_upload(content: str, file_name: str, *, _data: bytes) -> pd.DataFrame:
+    return load_paired_upload(file_name, _data)
+
+
+@st.cache_data(show_spinner="Validating the uploaded tables…", max_entries=4)
+def _unpaired_upload(content: str, *, _files: dict) -> UnpairedRecords:
+    return load_unpaired_upload(_files["clean"], _files["perturbed"], _files.get("counts"))
+
+
+def upload_digest(files: dict[str, tuple[str, bytes] | None]) -> str:
+    """Content hash of an upload (roles, names and bytes)."""
+    h = hashlib.sha256()
+    for role in sorted(files):
+        if files[role] is not None:
+            name, data = files[role]
+            h.update(f"{role}\0{name}\0{len(data)}\0".encode())
+            h.update(data)
+    return h.hexdigest()
+
+
+def paired_data() -> PairedData | None:
+    """The records chosen on the Paired bounds page; None while a chosen upload is missing.
+
+    ``st.session_state["paired_data_source"]`` is ``"demo"``, ``"paired"`` or ``"unpaired"``;
+    an upload lives in ``st.session_state["paired_upload"]`` as ``{"kind": ..., "files":
+    {role: (file name, bytes)}}`` with roles ``records`` (paired) or ``clean``, ``perturbed``
+    and optionally ``counts`` (unpaired). Parsing is cached by content hash.
+
+    Raises
+    ------
+    ValueError
+        The upload fails validation (the message names the file, row and column).
+    """
+    source = st.session_state["paired_data_source"]
+    if source == "demo":
+        return PairedData("paired", "demo", "the shipped demo pool", records=demo_pool().records)
+    upload = st.session_state["paired_upload"]
+    if not upload or upload["kind"] != source:
+        return None
+    files = {role: tuple(item) for role, item in upload["files"].items() if item is not None}
+    content = upload_digest(files)
+    label = ", ".join(name for name, _ in files.values())
+    if source == "paired":
+        name, data = files["records"]
+        return PairedData("paired", content, label, records=_paired_upload(content, name, _data=data))
+    return PairedData("unpaired", content, label,
+                      unpaired=_unpaired_upload(content, _files=files))

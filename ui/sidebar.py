@@ -19,6 +19,9 @@ def render_sidebar() -> None:
     with st.sidebar:
         st.subheader("Audit selection")
         options = dataset_options()
+        if st.session_state["dataset_next"] in options:  # a table just added on the Overview page
+            st.session_state["dataset"] = st.session_state["dataset_next"]
+        st.session_state["dataset_next"] = None
         if st.session_state["dataset"] not in options:  # an upload from a previous session
             st.session_state["dataset"] = options[0]
         st.selectbox("Dataset", options, key="dataset", format_func=dataset_label,

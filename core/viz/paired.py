@@ -79,8 +79,10 @@ def intervals_figure(intervals: pd.DataFrame, *, targets: Sequence[str] = ("H", 
         if level not in shown and (intervals["level"] == level).any():
             fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=level,
                                      line=dict(color=_LEVEL_COLOURS.get(level, GREY), width=14)))
-    return finish(fig, title="Identified intervals (bar = every value some pairing allows; ◆ = observed pairing)",
-                  height=400, legend_at="bottom")
+    observed = intervals["observed"].notna().any()
+    title = "Identified intervals (bar = every value some pairing allows" + ("; ◆ = observed pairing)" if observed
+                                                                           else "; pairing unknown)")
+    return finish(fig, title=title, height=400, legend_at="bottom")
 
 
 def grid_summary_figure(summary: pd.DataFrame, *, value: str = "mean_width",

@@ -197,6 +197,13 @@ def test_interval_bars_show_undefined_dmk():
         viz.intervals_figure(frame.assign(target="Q"))
 
 
+def test_interval_bars_without_pairing_have_no_observed_marker():
+    fig = viz.intervals_figure(_intervals().assign(observed=np.nan))
+    assert not [t for t in fig.data if t.marker.symbol == "diamond"]
+    assert "pairing unknown" in fig.layout.title.text and "◆" not in fig.layout.title.text
+    assert "◆ = observed pairing" in viz.intervals_figure(_intervals()).layout.title.text
+
+
 def test_grid_policy_regret():
     summary = pd.DataFrame({"source": ["synthetic"] * 2 + ["recapture"] * 2, "target": ["H"] * 4,
                             "level": ["I0", "Ik"] * 2, "mean_width": [0.3, 0.1, 0.2, 0.05]})

@@ -1,0 +1,299 @@
+"""Uploads on the dashboard: the user's own paired / unpaired records on the Paired bounds page,
+and large tables on the Overview page (interactive audit on a stratified sample + CLI line).
+
+AppTest cannot drive every upload widget, so the pages keep the parsed upload in
+``st.session_state["paired_upload"]``; most tests set that key, one goes through the real
+file uploader. The glue functions are checked against naive twins.
+"""
+from __future__ import annotations
+
+import shlex
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from core.cfc.protocol import Protocol
+from core.dashboard import (check_upload_size, cli_commands, load_paired_upload, load_unpaired_upload,
+                            unpaired_class_summary)
+from core.paired.bounds import identified_intervals
+from core.paired.demo import DEFAULT_DIR, load_demo_pool
+from core.paired.records import unpair
+from core.paired.states import coverage_threshold
+
+MODELS = ["cnn-w8", "logreg-c1"]
+
+
+@pytest.fixture(scope="module")
+def records() -> pd.DataFrame:
+    """Two models × two synthetic conditions of the demo pool, with their dev / eval split."""
+    pool = load_demo_pool(DEFAULT_DIR).records
+    conditions = sorted(pool.loc[pool["source"] == "synthetic", "condition"].unique())[:2]
+    keep = pool["model"].isin(MODELS) & pool["condition"].isin(conditions) & (pool["source"] == "synthetic")
+    return pool[keep].reset_index(drop=True)
+
+
+def _csv(frame: pd.DataFrame) -> bytes:
+    return frame.to_csv(index=False).encode()
+
+
+def _ok(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def _metric(at, label: str) -> str:
+    values = [m.value for m in at.metric if m.label == label]
+    assert values, f"no metric {label!r}; metrics: {[m.label for m in at.metric]}"
+    return values[0]
+
+
+def _table_with(at, *columns: str) -> pd.DataFrame:
+    for frame in at.dataframe:
+        if set(columns) <= set(frame.value.columns):
+            return frame.value
+    raise AssertionError(f"no table with columns {columns}")
+
+
+def _paired_page(app, source: str, files: dict | None):
+    app.switch_page("pages/paired_bounds.py").run()
+    app.session_state["paired_data_source"] = source
+    app.session_state["paired_upload"] = None if files is None else {"kind": source, "files": files}
+    app.run()
+    return app
+
+
+# ---------------------------------------------------------------------------------------------
+# Paired bounds page
+
+def test_paired_upload_shows_its_own_cells_and_intervals(app, records):
+    at = _paired_page(app, "paired", {"records": ("mine.csv", _csv(records))})
+    _ok(at)
+    assert at.selectbox(key="paired_model").options == sorted(MODELS)
+    model, condition = at.selectbox(key="paired_model").value, at.selectbox(key="paired_condition").value
+    cell = records[(records["model"] == model) & (records["condition"] == condition) & (records["split"] == "eval")]
+    assert _metric(at, "Pairs in the cell") == f"{len(cell):,}"
+    # τ at the default 80 % coverage, from the model's clean development records (one per record id).
+    dev = records[(records["model"] == model) & (records["split"] == "dev")].drop_duplicates("record_id")
+    assert _metric(at, "Acceptance threshold τ") == f"{coverage_threshold(dev['clean_max_prob'].to_numpy(), 0.8):.4f}"
+    intervals = _table_with(at, "target", "level", "low", "high", "observed")
+    assert len(intervals) == 9
+    assert (intervals["low"] <= intervals["observed"] + 1e-12).all()
+    assert (intervals["observed"] <= intervals["high"] + 1e-12).all()
+    states = _table_with(at, "h", "r", "s", "w", "k")
+    assert states.iloc[-1]["n"] == len(cell)
+    assert _metric(at, "Cells") == "4"  # the grid covers the uploaded cells only
+    assert any("Records: **mine.csv**" in c.value for c in at.caption)
+
+
+def test_paired_upload_through_the_file_uploader(app, records):
+    at = _paired_page(app, "paired", None)
+    _ok(at)
+    assert any("Upload the files above" in i.value for i in at.info)
+    at.get("file_uploader")[0].set_value(("mine.csv", _csv(records), "text/csv")).run()
+    _ok(at)
+    assert at.session_state["paired_upload"]["files"]["records"][0] == "mine.csv"
+    assert at.selectbox(key="paired_model").options == sorted(MODELS)
+
+
+@pytest.mark.parametrize("level", ["I0", "Ik", "I5"])
+def test_unpaired_upload_shows_intervals_without_observed_value(app, records, level):
+    cell = records[(records["model"] == MODELS[0]) & (records["split"] == "eval")]
+    cell = cell[cell["condition"] == cell["condition"].iloc[0]]
+    unpaired = unpair(cell, level=level)
+    files = {"clean": ("clean.csv", _csv(unpaired.clean)), "perturbed": ("pert.csv", _csv(unpaired.perturbed))}
+    if unpaired.counts is not None:
+        files["counts"] = ("counts.csv", _csv(unpaired.counts))
+    at = _paired_page(app, "unpaired", files)
+    _ok(at)
+    assert _metric(at, "Highest level") == level
+    assert _metric(at, "Records per side") == f"{len(cell):,}"
+    intervals = _table_with(at, "target", "level", "low", "high")
+    shown_levels = ["I0", "Ik", "I5"][: ["I0", "Ik", "I5"].index(level) + 1]
+    assert sorted(intervals["level"].unique()) == sorted(shown_levels)
+    assert "observed" not in intervals.columns
+    # Forgetting the pairing but keeping the level's counts must give the paired cell's intervals
+    # at that level (the identified set depends only on what the level knows).
+    tau = coverage_threshold(cell["clean_max_prob"].to_numpy(), 0.8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        paired = identified_intervals(cell, tau).set_index(["target", "level"])
+    shown = intervals.set_index(["target", "level"])
+    np.testing.assert_allclose(shown[["low", "high"]].to_numpy(float),
+                               paired.loc[shown.index, ["low", "high"]].to_numpy(float), rtol=0, atol=1e-12)
+    assert ((shown["low"] <= paired.loc[shown.index, "observed"] + 1e-12)
+            & (paired.loc[shown.index, "observed"] <= shown["high"] + 1e-12)).all()
+    assert any("no observed value" in i.value for i in at.info)
+    assert not [t for t in at.dataframe if "D_plus" in t.value.columns]  # no policy comparison without pairing
+
+
+def test_forgetting_the_upload_asks_for_files_again(app, records):
+    at = _paired_page(app, "paired", {"records": ("mine.csv", _csv(records))})
+    at.button[[b.label for b in at.button].index("Forget the upload")].click().run()
+    _ok(at)
+    assert at.session_state["paired_upload"] is None
+    assert any("Upload the files above" in i.value for i in at.info)
+    assert not at.metric
+
+
+def test_bad_probability_names_file_row_and_column(app, records):
+    bad = records.copy()
+    bad.loc[2, "clean_max_prob"] = 1.7  # data row 3 (CSV line 4)
+    at = _paired_page(app, "paired", {"records": ("bad.csv", _csv(bad))})
+    assert not at.exception
+    messages = [e.value for e in at.error]
+    assert len(messages) == 1
+    assert "bad.csv, row 3 (line 4), column 'clean_max_prob'" in messages[0]
+    assert "1.7" in messages[0]
+    assert not at.metric  # nothing is shown from a refused file
+
+
+def test_impossible_counts_name_the_counts_table(app, records):
+    cell = records[(records["model"] == MODELS[0]) & (records["split"] == "eval")]
+    unpaired = unpair(cell[cell["condition"] == cell["condition"].iloc[0]], level="Ik")
+    counts = unpaired.counts.assign(k=unpaired.counts["k"] + 10_000)
+    files = {"clean": ("c.csv", _csv(unpaired.clean)), "perturbed": ("p.csv", _csv(unpaired.perturbed)),
+             "counts": ("k.csv", _csv(counts))}
+    at = _paired_page(app, "unpaired", files)
+    assert not at.exception
+    assert any("k.csv (counts table), row 1 (line 2)" in e.value and "is impossible" in e.value for e in at.error)
+
+
+def test_recapture_page_says_uploads_have_no_probe_outputs(app, records):
+    at = _paired_page(app, "paired", {"records": ("mine.csv", _csv(records))})
+    at.switch_page("pages/recapture.py").run()
+    _ok(at)
+    assert any("not your uploaded records" in i.value for i in at.info)
+    assert at.metric  # and it keeps showing the demo queue
+
+
+# ---------------------------------------------------------------------------------------------
+# Upload glue
+
+def test_upload_size_limit_names_the_file():
+    check_upload_size(b"x" * 1024**2, "ok.csv", limit_mb=1)
+    with pytest.raises(ValueError, match=r"'big\.csv' is 1\.0 MB; uploads are limited to 1 MB"):
+        check_upload_size(b"x" * (1024**2 + 1), "big.csv", limit_mb=1)
+
+
+def test_paired_upload_reads_parquet_and_strips_client_paths(records):
+    data = records.head(50).to_parquet(index=False)
+    out = load_paired_upload("../../etc/mine.parquet", data)
+    assert len(out) == 50
+    bad = records.head(5).drop(columns="pert_pred").to_parquet(index=False)
+    with pytest.raises(ValueError, match=r"^mine\.parquet: missing column\(s\) \['pert_pred'\]"):
+        load_paired_upload("C:\\Users\\ana\\mine.parquet", bad)
+    with pytest.raises(ValueError, match=r"mine\.txt.*unknown file type"):
+        load_paired_upload("mine.txt", b"a,b\n1,2\n")
+
+
+def test_unpaired_class_summary_matches_a_naive_loop(records):
+    cell = records[(records["model"] == MODELS[1]) & (records["split"] == "eval")]
+    known = unpair(cell[cell["condition"] == cell["condition"].iloc[0]], level="I5")
+    unpaired = load_unpaired_upload(("x.csv", _csv(known.clean)), ("y.csv", _csv(known.perturbed)),
+                                    ("z.csv", _csv(known.counts)))
+    tau = 0.9
+    out = unpaired_class_summary(unpaired, tau)
+    rows = []
+    for y in sorted(unpaired.clean["true_label"].unique()):
+        c = unpaired.clean[unpaired.clean["true_label"] == y]
+        p = unpaired.perturbed[unpaired.perturbed["true_label"] == y]
+        n = a = b = u = v = t = 0
+        for pred, prob in zip(c["pred"], c["max_prob"]):
+            n += 1
+            a += pred == y
+            u += pred == y and prob >= tau
+        for pred, prob in zip(p["pred"], p["max_prob"]):
+            b += pred == y
+            v += pred == y and prob < tau
+            t += pred != y and prob >= tau
+        rows.append((y, n, a, b, u, v, t))
+    naive = pd.DataFrame(rows, columns=["true_label", "n", "a", "b", "u", "v", "t"])
+    pd.testing.assert_frame_equal(out[naive.columns].astype(np.int64), naive.astype(np.int64))
+    assert list(out.columns[-5:]) == ["h", "r", "s", "w", "k"]
+    with pytest.raises(ValueError, match="`tau` must be in"):
+        unpaired_class_summary(unpaired, 1.5)
+
+
+@pytest.mark.parametrize("protocol, blocks", [
+    (Protocol(), None),
+    (Protocol(grouping="domain_block", baseline="median", depth=2, operators=(), severities=(0.25, 1.0),
+              weights=(0.5, 0.25, 0.25), path="adaptive", merge_threshold=0.55), "my blocks.yaml"),
+], ids=["default", "custom"])
+def test_cli_commands_reproduce_the_interactive_settings(protocol, blocks):
+    from core.cli import build_parser
+    from core.cli_options import protocol_from_args
+
+    commands = cli_commands("big table.csv", "default", model="logreg", seed=7, protocol=protocol, blocks_file=blocks)
+    for name in ("audit", "certify"):
+        argv = shlex.split(commands[name])
+        assert argv[:4] == ["python", "-m", "core", name]
+        args = build_parser().parse_args(argv[3:])
+        assert (args.data, args.target, args.blocks) == ("big table.csv", "default", blocks)
+        assert protocol_from_args(args) == protocol
+        assert args.max_rows is None if name == "audit" else not hasattr(args, "max_rows")
+    audit = build_parser().parse_args(shlex.split(commands["audit"])[3:])
+    assert (audit.models, audit.seeds) == (["logreg"], [7])
+
+
+# ---------------------------------------------------------------------------------------------
+# Large tables on the Overview page
+
+def _large_table(n: int = 20_500) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(n, 3))
+    y = np.where(x[:, 0] + 0.5 * x[:, 1] + rng.normal(scale=0.5, size=n) > 0.8, "yes", "no")
+    return pd.DataFrame({"a": x[:, 0], "b": x[:, 1], "c": x[:, 2], "kind": rng.choice(["p", "q", "r"], n), "y": y})
+
+
+def test_large_upload_is_audited_on_a_stratified_sample(app):
+    from core.tabular.datasets import load_user_data, split_dataset, subsample_dataset
+
+    frame = _large_table()
+    app.session_state["audit_sample_rows"] = 1_000  # keep the test fast; the default is 20,000
+    app.get("file_uploader")[0].set_value(("big.csv", _csv(frame), "text/csv")).run()
+    app.selectbox(key="upload_target").set_value("y").run()
+    app.button[[b.label for b in app.button].index("Add to the datasets")].click().run()
+    _ok(app)
+    assert _metric(app, "Rows") == "20,500"
+    assert any("stratified sample of 1,000 rows" in w.value for w in app.warning)
+    code = [c.value for c in app.code]
+    assert any(c.startswith("python -m core audit --data big.csv --target y --model hist_gb --seed 0") for c in code)
+    assert any(c.startswith("python -m core certify --data big.csv --target y") for c in code)
+    assert any("stratified sample of 1,000 of 20,500 rows" in c.value for c in app.caption)
+
+    import io
+    buffer = io.BytesIO(_csv(frame))
+    buffer.name = "big.csv"
+    dataset = load_user_data(buffer, "y")
+    expected = split_dataset(subsample_dataset(dataset, 1_000, seed=0), seed=0, val_size=0.2, test_size=0.2)
+    assert _metric(app, "Test predictions") == f"{len(expected.test_index):,}"
+
+    app.number_input(key="audit_sample_rows").set_value(2_000).run()
+    _ok(app)
+    assert any("stratified sample of 2,000 of 20,500 rows" in c.value for c in app.caption)
+    expected = split_dataset(subsample_dataset(dataset, 2_000, seed=0), seed=0, val_size=0.2, test_size=0.2)
+    assert _metric(app, "Test predictions") == f"{len(expected.test_index):,}"
+
+
+def test_small_tables_are_audited_whole(app):
+    assert not app.warning
+    assert not [c for c in app.code if "python -m core" in c.value]
+    assert not any("stratified sample" in c.value for c in app.caption)
+
+
+def test_long_tables_show_their_first_rows_and_download_all():
+    from streamlit.testing.v1 import AppTest
+
+    def script():
+        import pandas as pd
+
+        from ui.components import table
+
+        table(pd.DataFrame({"x": range(25)}), name="long", max_shown=10)
+
+    at = AppTest.from_function(script).run()
+    assert not at.exception
+    assert at.dataframe[0].value["x"].tolist() == list(range(10))
+    assert any("Showing the first 10 of 25 rows; the CSV has all of them." in c.value for c in at.caption)
