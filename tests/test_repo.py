@@ -32,3 +32,14 @@ def test_required_top_level_layout():
 def test_torch_is_pinned():
     reqs = (ROOT / "requirements.txt").read_text().splitlines()
     assert "torch==2.13.0" in [r.strip() for r in reqs]
+
+
+def test_readme_python_example_runs(tmp_path, monkeypatch):
+    text = (ROOT / "README.md").read_text()
+    block = text.split("```python", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)  # the example writes certs.json into the working directory
+    namespace: dict = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert len(namespace["cs"]) == len(namespace["split"].test)
+    report = namespace["verify"]("certs.json", namespace["model"].predict_proba, namespace["X_test"])
+    assert report.ok
