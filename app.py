@@ -84,9 +84,13 @@ DEFAULTS: dict[str, object] = {
     "paired_model": None,
     "paired_condition": None,
     "paired_coverage": 0.8,
+    "paired_tau_mode": "coverage",  # uploads: "coverage" (τ from clean coverage) | "fixed" (typed τ)
+    "paired_tau_value": 0.9,  # the fixed τ in [0, 1]
     "paired_lambda": 0.5,
     "paired_level": "Ik",
     # recapture queue
+    "recapture_upload": None,  # {"files": {"probes": (file name, bytes), "clean": (file name, bytes)}}
+    "recap_outcome_source": None,  # source of the Paired bounds upload whose conditions are the real re-tests
     "recap_model": None,
     "recap_condition": None,
     "recap_score": "U",

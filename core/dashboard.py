@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import math
+import re
 import shlex
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -20,7 +21,8 @@ import pandas as pd
 
 from core.cfc.evaluation import SCORES, auroc, expected_top_positives, review_budget
 from core.cfc.protocol import Protocol
-from core.paired.records import UnpairedRecords, load_records, load_unpaired
+from core.paired.records import UnpairedRecords, _read_table, load_records, load_unpaired
+from core.paired.screening import screening_scores
 from core.reviews import DECISION_LABELS
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "grid_summary",
     "groups_table",
     "load_paired_upload",
+    "load_screening_upload",
     "load_unpaired_upload",
     "model_comparison_table",
     "parse_blocks",
@@ -702,6 +705,57 @@ def load_unpaired_upload(clean: tuple[str, bytes], perturbed: tuple[str, bytes],
     files = {"clean": clean, "perturbed": perturbed, "counts": counts}
     labels = {role: "{name} (" + role + " table)" for role in files}
     return _staged(files, labels, lambda p: load_unpaired(p["clean"], p["perturbed"], p["counts"]))
+
+
+def load_screening_upload(probes: tuple[str, bytes], clean: tuple[str, bytes], *,
+                          outcomes: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Validate uploaded per-probe and clean outputs and score them with
+    :func:`core.paired.screening.screening_scores` (as ``python -m core paired --probes``).
+
+    Parameters
+    ----------
+    probes : (file name, bytes)
+        Per-probe outputs, CSV or Parquet, long format ``model, record_id, probe, kind,
+        true_label, pred, max_prob, true_prob`` (optional ``prob_0 .. prob_{C-1}``; ``kind`` in
+        ``{"corruption", "transform"}``).
+    clean : (file name, bytes)
+        Clean outputs, one row per (model, image): ``model, record_id, true_label, pred,
+        max_prob, true_prob``, optional ``split`` (``dev`` / ``eval``), ``group``, ``prob_*``.
+    outcomes : DataFrame, optional
+        Validated paired records of one source (the real conditions); their development rows
+        fit ``g(S, U)``. Without them ``g_SU`` is NaN.
+
+    Returns
+    -------
+    DataFrame
+        One row per (model, clean-correct evaluation image) with every score and its
+        ``risk_<score>`` column (larger = riskier); see ``screening_scores``.
+
+    Raises
+    ------
+    ValueError
+        Too large, unreadable, or failing validation; the message names the file (and which of
+        the two tables it is), the row (and CSV line) and the column.
+    """
+    labels = {"probes": "{name} (per-probe outputs)", "clean": "{name} (clean outputs)"}
+
+    def load(paths):
+        frames, origins = {}, {}
+        for role, path in paths.items():
+            frames[role], origins[role] = _read_table(path)
+        try:
+            return screening_scores(frames["probes"], frames["clean"], outcomes=outcomes)
+        except ValueError as exc:
+            # screening_scores names tables as `probes` / `clean` and rows 1-based in file order.
+            message = str(exc)
+            for role, origin in origins.items():
+                label = labels[role].format(name=Path(origin.name).name)
+                message = re.sub(rf"`{role}` row (\d+)",
+                                 lambda m: origin.row(int(m.group(1)) - 1).replace(origin.name, label), message)
+                message = message.replace(f"`{role}`", label)
+            raise ValueError(message) from None
+
+    return _staged({"probes": probes, "clean": clean}, labels, load)
 
 
 def evaluation_records(records: pd.DataFrame) -> pd.DataFrame:

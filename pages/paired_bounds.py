@@ -32,6 +32,7 @@ page_header(
 )
 
 _COVERAGES = (0.6, 0.7, 0.8, 0.9, 1.0)
+_TAU_MODES = {"coverage": "from clean coverage", "fixed": "fixed value"}
 _SOURCES = {"demo": "Shipped demo pool", "paired": "Upload paired records",
             "unpaired": "Upload unpaired records (clean + perturbed tables)"}
 
@@ -44,16 +45,38 @@ def _thresholds(key: str, *, _records: pd.DataFrame) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner="Computing identified intervals for every cell…", max_entries=16)
-def _grid(key: str, coverage: float, *, _records: pd.DataFrame) -> pd.DataFrame:
+def _grid(key: str, coverage: float, fixed_tau: float | None, *, _records: pd.DataFrame) -> pd.DataFrame:
+    """Intervals of every cell at each model's coverage threshold, or at ``fixed_tau`` for all models."""
     evaluation = evaluation_records(_records)
     thresholds = _thresholds(key, _records=_records)
     parts = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # dM_k undefined where no pair stays correct: NaN
         for model, part in evaluation.groupby("model", sort=True):
-            tau = float(thresholds.loc[(thresholds["model"] == model) & (thresholds["coverage"] == coverage), "tau"].iloc[0])
+            tau = fixed_tau if fixed_tau is not None else float(
+                thresholds.loc[(thresholds["model"] == model) & (thresholds["coverage"] == coverage), "tau"].iloc[0])
             parts.append(identified_intervals_grid(part, tau).assign(tau=tau))
     return pd.concat(parts, ignore_index=True)
+
+
+def _fixed_tau(data: PairedData) -> float | None:
+    """The typed acceptance threshold when the user chose a fixed τ (uploads only), else None.
+
+    The coverage-derived τ is in-sample for unpaired uploads and for paired uploads without
+    ``dev`` rows; a τ fixed elsewhere (e.g. the deployed threshold) avoids that.
+    """
+    if data.key == "demo":
+        return None
+    c1, c2 = st.columns([3, 2])
+    c1.segmented_control("Acceptance threshold τ", list(_TAU_MODES), key="paired_tau_mode",
+                         format_func=_TAU_MODES.get, required=True, persist_state="session",
+                         help="From clean coverage: the threshold that accepts the top q of the clean images. "
+                              "Fixed value: a threshold you type, e.g. the one your system is deployed with.")
+    if st.session_state["paired_tau_mode"] != "fixed":
+        return None
+    c2.number_input("Fixed τ (accepted when max probability ≥ τ)", min_value=0.0, max_value=1.0, step=0.01,
+                    format="%.4f", key="paired_tau_value", persist_state="session")
+    return float(st.session_state["paired_tau_value"])
 
 
 @st.cache_data(show_spinner="Comparing the acceptance policies under every feasible pairing…", max_entries=64)
@@ -114,6 +137,7 @@ def _paired_body(data: PairedData) -> None:
     for key, options in (("paired_source", sources), ("paired_model", models)):
         if st.session_state[key] not in options:
             st.session_state[key] = options[0]
+    fixed_tau = _fixed_tau(data)
     c1, c2, c3, c4 = st.columns([2, 2, 3, 2])
     c1.selectbox("Source", sources, key="paired_source", persist_state="session",
                  help="Where the perturbed side comes from (synthetic corruptions or simulated recaptures).")
@@ -124,13 +148,14 @@ def _paired_body(data: PairedData) -> None:
     c3.selectbox("Condition", conditions, key="paired_condition", persist_state="session")
     c4.selectbox("Acceptance threshold τ from clean coverage", _COVERAGES, key="paired_coverage",
                  persist_state="session", format_func=lambda q: f"{q:.0%} of clean dev. accepted",
+                 disabled=fixed_tau is not None,
                  help="τ is the lowest clean max-probability among the top q of the model's clean development "
                       "images; a prediction is accepted when its max probability is ≥ τ (both sides).")
     model, condition, coverage = (st.session_state[k] for k in ("paired_model", "paired_condition", "paired_coverage"))
     thresholds = _thresholds(data.key, _records=records)
     row = thresholds[(thresholds["model"] == model) & (thresholds["coverage"] == coverage)].iloc[0]
-    tau = float(row["tau"])
-    if row["scope"] != "dev":
+    tau = float(row["tau"]) if fixed_tau is None else fixed_tau
+    if fixed_tau is None and row["scope"] != "dev":
         st.caption(f"No `split == \"dev\"` rows for {model}: τ is set from all its clean records (n = "
                    f"{int(row['n_dev']):,}), so the coverage is in-sample.")
     cell = evaluation[(evaluation["model"] == model) & (evaluation["condition"] == condition)
@@ -164,7 +189,7 @@ def _paired_body(data: PairedData) -> None:
     _policies(data, model, condition, st.session_state["paired_source"])
 
     st.subheader("Across every model and condition")
-    grid = _grid(data.key, coverage, _records=records)
+    grid = _grid(data.key, coverage, fixed_tau, _records=records)
     summary, stats = grid_summary(grid)
     figure(viz.grid_summary_figure(summary),
            "Mean width of the identified interval over all cells of a source. The drop from I0 to Ik shows what "
@@ -176,8 +201,10 @@ def _paired_body(data: PairedData) -> None:
     s[2].metric("dM_k straddles 0 (Ik)", f"{stats['dmk_straddles_zero']:.1%}",
                 help="Cells where even the sign of the confidence drop is not identified")
     s[3].metric("Cells with K = 0", f"{stats['k_zero']:.1%}", help="dM_k undefined: no pair correct on both sides")
-    table(grid, name=f"identified intervals grid {coverage:.0%}", key="paired_grid", height=260,
-          caption="Every cell, target and level, with the threshold τ of the cell's model.")
+    table(grid, name=(f"identified intervals grid {coverage:.0%}" if fixed_tau is None
+                      else f"identified intervals grid tau {fixed_tau:g}"), key="paired_grid", height=260,
+          caption="Every cell, target and level, with the threshold τ of the cell's model."
+          if fixed_tau is None else f"Every cell, target and level, at the fixed τ = {fixed_tau:g}.")
 
 
 def _unpaired_body(data: PairedData) -> None:
@@ -186,12 +213,14 @@ def _unpaired_body(data: PairedData) -> None:
             "observed value (◆), and the five-state table, the policy comparison and the grid (which need "
             "the pairing) are not shown. Intervals are given up to the level the counts allow: no counts → I0, "
             "a `k` per class → Ik, all of `h, r, s, w, k` → I5.", icon=":material/info:")
+    fixed_tau = _fixed_tau(data)
     st.selectbox("Acceptance threshold τ from clean coverage", _COVERAGES, key="paired_coverage",
                  persist_state="session", format_func=lambda q: f"{q:.0%} of the clean table accepted",
+                 disabled=fixed_tau is not None,
                  help="τ is the lowest clean max-probability among the top q of the uploaded clean table "
                       "(in-sample: there is no development split); accepted when max probability ≥ τ.")
     coverage = float(st.session_state["paired_coverage"])
-    tau = coverage_threshold(unpaired.clean["max_prob"].to_numpy(), coverage)
+    tau = coverage_threshold(unpaired.clean["max_prob"].to_numpy(), coverage) if fixed_tau is None else fixed_tau
     clean, pert = unpaired.clean, unpaired.perturbed
     m = st.columns(5)
     m[0].metric("Records per side", f"{len(clean):,}")

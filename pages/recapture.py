@@ -6,10 +6,10 @@ import pandas as pd
 import streamlit as st
 
 from core import viz
-from core.dashboard import coverage_by_budget, thumbnail_uri
-from core.paired.screening import RISK_SIGN, recapture_queue, screening_metrics
-from ui.components import figure, page_header, run_page, table
-from ui.data import demo_pool, recapture_outcomes, screening_for_pool
+from core.dashboard import UPLOAD_LIMIT_MB, coverage_by_budget, thumbnail_uri
+from core.paired.screening import recapture_queue, risk_column, screening_metrics
+from ui.components import figure, guarded, page_header, run_page, table
+from ui.data import ScreeningData, demo_pool, paired_data, screening_data, screening_for_pool
 from ui.entry import ensure_entrypoint
 
 ensure_entrypoint()
@@ -30,13 +30,18 @@ _BUDGETS = np.arange(1, 51) / 50
 _POOLED = "all recapture conditions (mean)"
 
 
+# Caches are keyed by the data's key ("demo" or the upload's content hash and outcomes); the
+# frames themselves are not hashed.
 @st.cache_data(show_spinner="Evaluating every score under every condition…", max_entries=32)
-def _metrics(model: str) -> pd.DataFrame:
-    scores = screening_for_pool()
-    outcomes = recapture_outcomes()
-    names = [s for s in _CURVE_SCORES if f"risk_{s}" in scores.columns and scores[f"risk_{s}"].notna().any()]
-    return screening_metrics(scores[scores["model"] == model], outcomes[outcomes["model"] == model],
-                             score_names=names, budgets=list(_BUDGETS))
+def _metrics(key: str, model: str, *, _scores: pd.DataFrame, _outcomes: pd.DataFrame) -> pd.DataFrame:
+    mine = _scores[_scores["model"] == model]
+    return screening_metrics(mine, _outcomes[_outcomes["model"] == model], score_names=_defined(mine),
+                             budgets=list(_BUDGETS))
+
+
+def _defined(scores: pd.DataFrame) -> list[str]:
+    """Scores with at least one defined value (an upload without prob_* has no A3, without transforms no TTA)."""
+    return [s for s in _CURVE_SCORES if risk_column(s) in scores.columns and scores[risk_column(s)].notna().any()]
 
 
 @st.cache_data(max_entries=8)
@@ -47,65 +52,156 @@ def _thumbnails(model: str) -> dict[int, str]:
     return {int(r): thumbnail_uri(pool.images[position[int(r)]]) for r in ids if int(r) in position}
 
 
+def _upload_widgets() -> None:
+    """File uploaders of the per-probe and clean outputs; a complete pair replaces ``recapture_upload``."""
+    st.markdown("**Per-probe outputs**, one row per (model, image, probe): `model, record_id, probe, kind, "
+                "true_label, pred, max_prob, true_prob`, optional `prob_0 … prob_{C-1}` (needed for A3); `kind` is "
+                "`corruption` (behind U, δ, ret, A3) or `transform` (behind TTA). **Clean outputs**, one row per "
+                "(model, image): `model, record_id, true_label, pred, max_prob, true_prob`, optional `split` "
+                "(`dev` / `eval`; only clean-correct `eval` images are ranked) and `group`. The real failures come "
+                "from the paired records uploaded on the *Paired bounds* page (their perturbed side), when their "
+                "model names and record ids match.")
+    kwargs = dict(type=["csv", "parquet", "pq"], max_upload_size=UPLOAD_LIMIT_MB)
+    c1, c2 = st.columns(2)
+    files = {"probes": c1.file_uploader("Per-probe outputs (CSV or Parquet)", key="recap_probes_file", **kwargs),
+             "clean": c2.file_uploader("Clean outputs (CSV or Parquet)", key="recap_clean_file", **kwargs)}
+    if all(f is not None for f in files.values()):
+        upload = {"files": {role: (f.name, f.getvalue()) for role, f in files.items()}}
+        if upload != st.session_state["recapture_upload"]:
+            st.session_state["recapture_upload"] = upload
+    current = st.session_state["recapture_upload"]
+    if current:
+        names = ", ".join(name for name, _ in current["files"].values())
+        c1, c2 = st.columns([5, 1])
+        c1.caption(f"Ranking the uploaded {names}. Upload other files to replace them; they live in this browser "
+                   "session only.")
+        if c2.button("Forget the upload", type="tertiary", icon=":material/delete:", key="recap_forget"):
+            st.session_state["recapture_upload"] = None
+            st.rerun()
+
+
+def _uploaded_outcomes() -> tuple[pd.DataFrame | None, str | None]:
+    """Paired records of one source from the Paired bounds upload, with their cache key (or None, None)."""
+    if st.session_state["paired_data_source"] != "paired":
+        return None, None
+    data = None
+    with guarded("Reading the paired records uploaded on Paired bounds"):
+        data = paired_data()
+    if data is None:
+        return None, None
+    sources = sorted(data.records["source"].unique())
+    if st.session_state["recap_outcome_source"] not in sources:
+        recaptures = [s for s in sources if "recapture" in s]
+        st.session_state["recap_outcome_source"] = (recaptures or sources)[0]
+    st.selectbox("Real failures from the source", sources, key="recap_outcome_source", persist_state="session",
+                 help="The conditions of this source in your paired records count as the real re-tests: an image "
+                      "failed a condition when its perturbed prediction is wrong.")
+    source = st.session_state["recap_outcome_source"]
+    return data.records[data.records["source"] == source], f"{data.key}:{source}"
+
+
 def _body() -> None:
-    if st.session_state["paired_data_source"] != "demo":
+    with st.expander("Your per-probe outputs", expanded=bool(st.session_state["recapture_upload"]),
+                     icon=":material/upload_file:"):
+        _upload_widgets()
+    uploaded = bool(st.session_state["recapture_upload"])
+    if not uploaded and st.session_state["paired_data_source"] != "demo":
         st.info("**This page shows the shipped demo pool, not your uploaded records.** Ranking images for a "
-                "re-test needs the model's outputs on every synthetic probe of every image (long format "
-                "`model, record_id, probe, kind, true_label, pred, max_prob, true_prob`, see docs/DEVELOPING.md); "
-                "paired or unpaired records do not carry them. With those outputs, the command line ranks your "
-                "own images: `python -m core paired --records FILE --probes FILE --clean-outputs FILE --tau T "
-                "--out DIR` (see `python -m core paired --help`).", icon=":material/info:")
-    pool = demo_pool()
-    scores = screening_for_pool()
-    outcomes = recapture_outcomes()
+                "re-test needs the model's outputs on every synthetic probe of every image, which paired or "
+                "unpaired records do not carry: upload them under *Your per-probe outputs* above (or use "
+                "`python -m core paired --records FILE --probes FILE --clean-outputs FILE --tau T --out DIR`).",
+                icon=":material/info:")
+    outcomes, outcomes_key = _uploaded_outcomes() if uploaded else (None, None)
+    data = None
+    with guarded("Reading the uploaded probe outputs"):
+        data = screening_data(outcomes, outcomes_key)
+    if data is None:
+        return
+    if uploaded:
+        st.caption(f"Images: **{data.label}**.")
+    _queue(data)
+
+
+def _queue(data: ScreeningData) -> None:
+    scores = data.scores
     models = sorted(scores["model"].unique())
-    conditions = sorted(outcomes["condition"].unique())
-    for key, options in (("recap_model", models), ("recap_condition", [_POOLED, *conditions])):
-        if st.session_state[key] not in options:
-            st.session_state[key] = options[0]
+    if st.session_state["recap_model"] not in models:
+        st.session_state["recap_model"] = models[0]
     c1, c2, c3, c4 = st.columns([2, 3, 2, 3])
     c1.selectbox("Model", models, key="recap_model", persist_state="session")
-    c2.selectbox("Recapture condition", [_POOLED, *conditions], key="recap_condition", persist_state="session",
-                 help="p = print level, g = geometry level, e = exposure level of the simulated recapture")
-    c3.selectbox("Queue ranked by", [s for s in _CURVE_SCORES if s in RISK_SIGN], key="recap_score",
-                 persist_state="session")
+    model = st.session_state["recap_model"]
+    mine = scores[scores["model"] == model]
+    names = _defined(mine)
+    # Only the outcomes of this model's ranked images can judge the ranking.
+    outcomes = data.outcomes
+    if outcomes is not None:
+        outcomes = outcomes[(outcomes["model"] == model) & outcomes["record_id"].isin(mine["record_id"])]
+        outcomes = outcomes if len(outcomes) else None
+    if outcomes is not None:
+        conditions = sorted(outcomes["condition"].unique())
+        if st.session_state["recap_condition"] not in [_POOLED, *conditions]:
+            st.session_state["recap_condition"] = _POOLED
+        c2.selectbox("Recapture condition", [_POOLED, *conditions], key="recap_condition", persist_state="session",
+                     help="p = print level, g = geometry level, e = exposure level of the simulated recapture"
+                     if data.key == "demo" else "A condition of the chosen source of your paired records")
+    if st.session_state["recap_score"] not in names:
+        st.session_state["recap_score"] = names[0]
+    c3.selectbox("Queue ranked by", names, key="recap_score", persist_state="session")
     c4.slider("Re-test budget (% of clean-correct images)", 1, 50, key="recap_budget", format="%d%%",
               persist_state="session")
-    model, condition = st.session_state["recap_model"], st.session_state["recap_condition"]
     score, budget = st.session_state["recap_score"], st.session_state["recap_budget"] / 100
-    cell = outcomes[outcomes["model"] == model]
-    if condition != _POOLED:
-        cell = cell[cell["condition"] == condition]
-    mine = scores[scores["model"] == model]
-
-    budgets, curves, ceiling, random = coverage_by_budget(_metrics(model),
-                                                          condition=None if condition == _POOLED else condition)
+    condition = st.session_state["recap_condition"] if outcomes is not None else _POOLED
+    cell = outcomes
+    if outcomes is not None and condition != _POOLED:
+        cell = outcomes[outcomes["condition"] == condition]
     queue = recapture_queue(mine, score=score, budget=budget, outcomes=cell)
+
     m = st.columns(4)
     m[0].metric("Clean-correct test images", f"{len(mine):,}")
     m[1].metric("Re-tests in the queue", f"{int(queue['k'].iloc[0]):,}")
-    m[2].metric("Failures found (expected)", f"{queue['coverage'].iloc[0]:.0%}",
-                help="Share of all real failures (pooled over the chosen conditions) that the queue re-tests")
-    m[3].metric("Best possible at this budget", f"{queue['ceiling'].iloc[0]:.0%}")
-    figure(viz.coverage_figure(budgets, curves, ceiling=ceiling, random=random, selected=budget, highlight=score,
-                               title="Real failures found within the re-test budget",
-                               y_title="failure coverage (share of failures found)"),
-           "Higher is better. Each line ranks the images by one score; dashed grey is the best any ranking could "
-           "do, dotted grey is picking images at random. Ties at the cut-off are shared out (prorated).")
+    if outcomes is None:
+        st.info(f"**No real failures to judge the scores by:** {_why_no_outcomes(data)} The queue below ranks "
+                "the images by the score alone; the coverage curves need the outcomes and are hidden.",
+                icon=":material/info:")
+    else:
+        m[2].metric("Failures found (expected)", f"{queue['coverage'].iloc[0]:.0%}",
+                    help="Share of all real failures (pooled over the chosen conditions) that the queue re-tests")
+        m[3].metric("Best possible at this budget", f"{queue['ceiling'].iloc[0]:.0%}")
+        budgets, curves, ceiling, random = coverage_by_budget(
+            _metrics(data.key, model, _scores=scores, _outcomes=data.outcomes),
+            condition=None if condition == _POOLED else condition)
+        figure(viz.coverage_figure(budgets, curves, ceiling=ceiling, random=random, selected=budget, highlight=score,
+                                   title="Real failures found within the re-test budget",
+                                   y_title="failure coverage (share of failures found)"),
+               "Higher is better. Each line ranks the images by one score; dashed grey is the best any ranking "
+               "could do, dotted grey is picking images at random. Ties at the cut-off are shared out (prorated).")
 
     st.subheader(f"Queue: re-test these {int(queue['k'].iloc[0])} images first")
-    thumbs = _thumbnails(model)
-    shown = queue.assign(image=queue["record_id"].map(lambda r: thumbs.get(int(r))))
+    shown = queue
+    if data.images:
+        thumbs = _thumbnails(model)
+        shown = queue.assign(image=queue["record_id"].map(lambda r: thumbs.get(int(r))))
     columns = ["rank", "image", "record_id", "true_label", score, "risk", "selection_prob", "n_failed", "n_conditions"]
     shown = shown[[c for c in columns if c in shown.columns]]
+    caption = "selection_prob < 1 marks images tied at the cut-off (they share the last places)."
+    if outcomes is not None:
+        caption += " n_failed: in how many of the chosen conditions the image was misclassified."
     table(shown, name=f"recapture queue {model} {score} {budget:.0%}", key="recap_table", height=420,
-          download=queue, caption="selection_prob < 1 marks images tied at the cut-off (they share the last "
-          "places). n_failed: in how many of the chosen conditions the image was misclassified.",
+          download=queue, caption=caption,
           column_config={"image": st.column_config.ImageColumn("image", width="small"),
                          score: st.column_config.NumberColumn(score, format="%.3f"),
                          "risk": st.column_config.NumberColumn("risk (larger = riskier)", format="%.3f")})
-    if pool.images.size == 0:
+    if data.key == "demo" and not data.images:
         st.caption("These records ship no images; the queue lists record ids only.")
+
+
+def _why_no_outcomes(data: ScreeningData) -> str:
+    if data.outcomes is None:
+        return ("upload paired records on the *Paired bounds* page (*Upload paired records*) whose perturbed side "
+                "holds the real re-tests of these images.")
+    return (f"the chosen source of your paired records has no record of model {st.session_state['recap_model']!r} "
+            "with a record id of the ranked images (clean-correct evaluation images); check the model names and "
+            "record ids.")
 
 
 run_page(_body, "Recapture queue")

@@ -19,7 +19,8 @@ import pandas as pd
 import streamlit as st
 
 from core.cfc.protocol import Protocol
-from core.dashboard import LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, load_paired_upload, load_unpaired_upload
+from core.dashboard import (LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, load_paired_upload, load_screening_upload,
+                            load_unpaired_upload)
 from core.paired.demo import DEFAULT_DIR, DemoPool, load_demo_pool
 from core.paired.records import UnpairedRecords
 from core.paired.screening import screening_scores
@@ -228,3 +229,72 @@ def paired_data() -> PairedData | None:
         return PairedData("paired", content, label, records=_paired_upload(content, name, _data=data))
     return PairedData("unpaired", content, label,
                       unpaired=_unpaired_upload(content, _files=files))
+
+
+@st.cache_data(show_spinner="Validating and scoring the uploaded probe outputs…", max_entries=4)
+def _screening_upload(content: str, outcomes_key: str | None, *, _files: dict,
+                      _outcomes: pd.DataFrame | None) -> pd.DataFrame:
+    with warnings.catch_warnings():
+        # Scores the upload cannot define (A3 without prob_*, TTA without transforms) are NaN.
+        warnings.simplefilter("ignore", UserWarning)
+        return load_screening_upload(_files["probes"], _files["clean"], outcomes=_outcomes)
+
+
+@dataclass(frozen=True)
+class ScreeningData:
+    """The scored images the Recapture queue shows: the demo pool or this session's upload.
+
+    Attributes
+    ----------
+    key : str
+        ``"demo"`` or the upload's content hash plus the outcomes used; keys the page's caches.
+    label : str
+        What the page names as its data.
+    scores : DataFrame
+        :func:`core.paired.screening.screening_scores` output (one row per model and
+        clean-correct evaluation image; ``risk_<score>`` larger = riskier).
+    outcomes : DataFrame or None
+        Paired records of the real conditions of one source (failure = ``pert_pred !=
+        true_label``), or None when there are none to judge the scores by.
+    images : bool
+        Whether :func:`demo_pool` holds the images (thumbnails are shown for the demo only).
+    """
+
+    key: str
+    label: str
+    scores: pd.DataFrame
+    outcomes: pd.DataFrame | None
+    images: bool = False
+
+
+def screening_data(outcome_records: pd.DataFrame | None = None, records_key: str | None = None) -> ScreeningData:
+    """The demo pool's screening, or the per-probe outputs uploaded in this session.
+
+    The upload lives in ``st.session_state["recapture_upload"]`` as ``{"files": {"probes":
+    (file name, bytes), "clean": (file name, bytes)}}`` or None (the demo pool).
+
+    Parameters
+    ----------
+    outcome_records : DataFrame, optional
+        Paired records of one source whose perturbed side gives the real failures of the
+        uploaded images (e.g. an upload on the Paired bounds page); ignored for the demo.
+    records_key : str, optional
+        Cache key of ``outcome_records`` (content hash and source); required with them.
+
+    Raises
+    ------
+    ValueError
+        The upload fails validation (the message names the file, row and column).
+    """
+    upload = st.session_state["recapture_upload"]
+    if not upload:
+        pool = demo_pool()
+        return ScreeningData("demo", "the shipped demo pool", screening_for_pool(), recapture_outcomes(),
+                             images=pool.images.size > 0)
+    if outcome_records is not None and records_key is None:
+        raise ValueError("`records_key` is required with `outcome_records`.")
+    files = {role: tuple(item) for role, item in upload["files"].items()}
+    content = upload_digest(files)
+    scores = _screening_upload(content, records_key, _files=files, _outcomes=outcome_records)
+    label = ", ".join(name for name, _ in files.values())
+    return ScreeningData(f"{content}:{records_key}", label, scores, outcome_records)

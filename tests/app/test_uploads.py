@@ -297,3 +297,136 @@ def test_long_tables_show_their_first_rows_and_download_all():
     assert not at.exception
     assert at.dataframe[0].value["x"].tolist() == list(range(10))
     assert any("Showing the first 10 of 25 rows; the CSV has all of them." in c.value for c in at.caption)
+
+
+# ---------------------------------------------------------------------------------------------
+# Recapture queue on uploaded per-probe outputs
+
+@pytest.fixture(scope="module")
+def probe_outputs() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Clean and per-probe outputs of 300 demo images of one model (its dev and eval images)."""
+    pool = load_demo_pool(DEFAULT_DIR)
+    clean = pool.clean[pool.clean["model"] == MODELS[0]]
+    clean = clean[clean["record_id"].isin(clean["record_id"].iloc[:300])].reset_index(drop=True)
+    probes = pool.probes[(pool.probes["model"] == MODELS[0]) & pool.probes["record_id"].isin(clean["record_id"])]
+    return clean, probes.reset_index(drop=True)
+
+
+def _recapture_page(app, probes: pd.DataFrame, clean: pd.DataFrame, *, probes_name: str = "probes.csv"):
+    app.session_state["recapture_upload"] = {"files": {"probes": (probes_name, _csv(probes)),
+                                                       "clean": ("clean.csv", _csv(clean))}}
+    app.switch_page("pages/recapture.py").run()
+    return app
+
+
+def _expected_scores(probes, clean, outcomes=None) -> pd.DataFrame:
+    from core.paired.screening import screening_scores
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return screening_scores(probes, clean, outcomes=outcomes)
+
+
+def test_probe_upload_ranks_its_own_images_and_follows_the_budget(app, probe_outputs):
+    from core.paired.screening import recapture_queue
+
+    clean, probes = probe_outputs
+    at = _recapture_page(app, probes, clean)
+    _ok(at)
+    scores = _expected_scores(probes, clean)
+    n = len(scores)
+    assert _metric(at, "Clean-correct test images") == f"{n:,}"
+    assert any("Images: **probes.csv, clean.csv**" in c.value for c in at.caption)
+    # No paired records uploaded: the queue is ranked by the score alone, the curves are hidden.
+    assert any("No real failures to judge the scores by" in i.value for i in at.info)
+    assert not at.get("plotly_chart")
+    assert "Failures found (expected)" not in [m.label for m in at.metric]
+    for percent in (10, 30):
+        at.slider(key="recap_budget").set_value(percent).run()
+        _ok(at)
+        k = max(1, int(np.floor(percent / 100 * n + 0.5)))
+        assert _metric(at, "Re-tests in the queue") == f"{k:,}"
+        shown = _table_with(at, "rank", "record_id", "selection_prob")
+        assert "image" not in shown.columns  # thumbnails only for the demo pool
+        assert shown["selection_prob"].sum() == pytest.approx(k)
+        expected = recapture_queue(scores, score="U", budget=percent / 100)
+        assert shown["record_id"].tolist() == expected["record_id"].tolist()
+
+
+def test_probe_upload_with_paired_records_shows_failure_coverage(app, probe_outputs):
+    from core.paired.screening import recapture_queue
+
+    clean, probes = probe_outputs
+    pool = load_demo_pool(DEFAULT_DIR).records
+    outcomes = pool[(pool["model"] == MODELS[0]) & pool["record_id"].isin(clean["record_id"])
+                    & (pool["source"] == "simulated-recapture")].reset_index(drop=True)
+    _paired_page(app, "paired", {"records": ("recaptures.csv", _csv(outcomes))})
+    at = _recapture_page(app, probes, clean)
+    _ok(at)
+    assert at.selectbox(key="recap_outcome_source").value == "simulated-recapture"
+    scores = _expected_scores(probes, clean, outcomes)
+    queue = recapture_queue(scores, score="U", budget=0.1, outcomes=outcomes)
+    assert _metric(at, "Failures found (expected)") == f"{queue['coverage'].iloc[0]:.0%}"
+    assert _metric(at, "Best possible at this budget") == f"{queue['ceiling'].iloc[0]:.0%}"
+    assert at.get("plotly_chart")
+    shown = _table_with(at, "rank", "record_id", "n_failed")
+    assert shown["n_failed"].tolist() == queue["n_failed"].tolist()
+
+
+def test_bad_probe_file_names_file_row_and_column(app, probe_outputs):
+    clean, probes = probe_outputs
+    bad = probes.copy()
+    bad.loc[1, "max_prob"] = 1.7  # data row 2 (CSV line 3)
+    at = _recapture_page(app, bad, clean, probes_name="bad probes.csv")
+    assert not at.exception
+    messages = [e.value for e in at.error]
+    assert len(messages) == 1
+    assert "bad probes.csv (per-probe outputs), row 2 (line 3)" in messages[0]
+    assert "column 'max_prob': 1.7 is not a probability" in messages[0]
+    assert not at.metric  # nothing is ranked from a refused file
+
+
+def test_probe_upload_glue_names_parquet_rows_and_missing_columns(probe_outputs):
+    from core.dashboard import load_screening_upload
+
+    clean, probes = probe_outputs
+    bad = probes.copy()
+    bad.loc[4, "kind"] = "blur"
+    with pytest.raises(ValueError, match=r"^p\.parquet \(per-probe outputs\), row 5 \(model='cnn-w8', .*column "
+                                         r"'kind': 'blur'"):
+        load_screening_upload(("dir/p.parquet", bad.to_parquet(index=False)), ("c.csv", _csv(clean)))
+    with pytest.raises(ValueError, match=r"^c\.csv \(clean outputs\) is missing column\(s\) \['pred'\]"):
+        load_screening_upload(("p.csv", _csv(probes)), ("c.csv", _csv(clean.drop(columns="pred"))))
+    with pytest.raises(ValueError, match=r"'big\.csv' is .* MB; uploads are limited"):
+        load_screening_upload(("big.csv", b"x" * (50 * 1024**2 + 1)), ("c.csv", _csv(clean)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Fixed acceptance threshold on Paired bounds
+
+def test_fixed_tau_replaces_the_coverage_threshold(app, records):
+    at = _paired_page(app, "paired", {"records": ("mine.csv", _csv(records))})
+    _ok(at)
+    model, condition = at.selectbox(key="paired_model").value, at.selectbox(key="paired_condition").value
+    cell = records[(records["model"] == model) & (records["condition"] == condition) & (records["split"] == "eval")]
+    before = _table_with(at, "target", "level", "low", "high", "observed")
+    at.session_state["paired_tau_mode"] = "fixed"
+    at.session_state["paired_tau_value"] = 0.55
+    at.run()
+    _ok(at)
+    assert _metric(at, "Acceptance threshold τ") == "0.5500"
+    shown = _table_with(at, "target", "level", "low", "high", "observed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        expected = identified_intervals(cell, 0.55)
+    cols = ["low", "high", "observed"]
+    np.testing.assert_allclose(shown[cols].to_numpy(float), expected[cols].to_numpy(float), rtol=0, atol=1e-12)
+    assert not np.allclose(shown[cols].to_numpy(float), before[cols].to_numpy(float), equal_nan=True)
+    grid = _table_with(at, "model", "condition", "tau")
+    assert np.allclose(grid["tau"], 0.55)
+
+
+def test_fixed_tau_is_offered_for_uploads_only(app):
+    app.switch_page("pages/paired_bounds.py").run()
+    _ok(app)
+    assert "paired_tau_mode" not in [c.key for c in app.get("button_group")]
