@@ -20,9 +20,11 @@ import numpy as np
 import pandas as pd
 
 from core.cfc.evaluation import SCORES, auroc, expected_top_positives, review_budget
+from core.cfc.operators import remove
 from core.cfc.protocol import Protocol
 from core.paired.records import UnpairedRecords, _read_table, load_records, load_unpaired
 from core.paired.screening import screening_scores
+from core.paired.summary import grid_summary as paired_grid_summary
 from core.reviews import DECISION_LABELS
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "display_frame",
     "evaluation_records",
     "grid_summary",
+    "whatif_probabilities",
     "groups_table",
     "load_paired_upload",
     "load_screening_upload",
@@ -365,6 +368,28 @@ def sample_bundle(certificates: Any, position: int, *, search: Any = None) -> di
     return one.to_bundle()
 
 
+def whatif_probabilities(result: Any, position: int, removed: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Probabilities of one test prediction as it is and with some evidence groups removed.
+
+    Parameters
+    ----------
+    result : core.tabular.audit.AuditResult
+    position : int
+        Row of ``result.X_test``.
+    removed : sequence of str
+        Group names set to the baseline (``R(x, S)``, SPEC A.1).
+
+    Returns
+    -------
+    original, edited : ndarray of shape (n_classes,)
+        One batched ``predict_proba`` call over both rows.
+    """
+    x = result.X_test[position:position + 1]
+    stacked = np.vstack([x, remove(x, result.groups, result.baseline, list(removed))])
+    proba = np.asarray(result.model.predict_proba(stacked), dtype=float)
+    return proba[0], proba[1]
+
+
 def raw_values_table(raw_row: pd.Series, groups: dict[str, list[int]], origins: Sequence[str]) -> pd.DataFrame:
     """Raw feature values of one sample with the evidence group each column belongs to.
 
@@ -534,7 +559,7 @@ def thumbnail_uri(image: np.ndarray, *, scale: int = 2) -> str:
 
 
 def grid_summary(grid: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float]]:
-    """Summary of identified intervals over many cells (SPEC B.4).
+    """The SPEC B.4 summary of :func:`core.paired.summary.grid_summary`, shaped for the page.
 
     Parameters
     ----------
@@ -548,28 +573,19 @@ def grid_summary(grid: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float]]:
         ``source, target, level, mean_width``: mean interval width over the cells of a source
         (undefined intervals left out).
     stats : dict
-        ``cells`` (number of cells), ``i5_narrows_h`` (share of cells whose H interval is
-        strictly narrower at I5 than at Ik), ``dmk_straddles_zero`` (share of cells whose Ik
-        dM_k interval has ``low < 0 < high``) and ``k_zero`` (share of cells with dM_k undefined).
+        Over all cells: ``cells``, ``i5_narrows_h`` (share whose H interval is strictly narrower
+        at I5 than at Ik), ``dmk_straddles_zero`` (share, among cells where dM_k is defined at
+        Ik, whose interval has ``low < 0 < high``) and ``k_zero`` (share with dM_k undefined).
     """
-    needed = {"model", "condition", "source", "target", "level", "low", "high"}
-    missing = needed - set(grid.columns)
-    if missing:
-        raise ValueError(f"`grid` lacks the column(s) {sorted(missing)}; it has {list(grid.columns)}.")
-    cells = ["model", "condition", "source"]
-    widths = grid.assign(width=grid["high"] - grid["low"])
-    summary = (widths.groupby(["source", "target", "level"], sort=False)["width"].mean()
-               .rename("mean_width").reset_index())
-    h = widths[widths["target"] == "H"].pivot_table(index=cells, columns="level", values="width")
-    dmk = grid[(grid["target"] == "dM_k") & (grid["level"] == "Ik")]
-    n_cells = int(grid[cells].drop_duplicates().shape[0])
+    by_source = paired_grid_summary(grid, by=("source",))
+    overall = paired_grid_summary(grid, by=()).cells.iloc[0]
     stats = {
-        "cells": n_cells,
-        "i5_narrows_h": float((h["I5"] < h["Ik"] - 1e-12).mean()) if {"I5", "Ik"} <= set(h.columns) else math.nan,
-        "dmk_straddles_zero": float(((dmk["low"] < 0) & (dmk["high"] > 0)).mean()) if len(dmk) else math.nan,
-        "k_zero": float(dmk["low"].isna().mean()) if len(dmk) else math.nan,
+        "cells": int(overall["n_cells"]),
+        "i5_narrows_h": float(overall.get("i5_narrows_h_share", math.nan)),
+        "dmk_straddles_zero": float(overall.get("dmk_straddles_zero_Ik_share", math.nan)),
+        "k_zero": float(overall.get("k_zero_share", math.nan)),
     }
-    return summary, stats
+    return by_source.widths[["source", "target", "level", "mean_width"]], stats
 
 
 def policy_matrix(differences: pd.DataFrame, *, level: str, lam: float

@@ -8,9 +8,8 @@ import streamlit as st
 
 from core import viz
 from core.cfc.grouping import trace_feature_origins
-from core.cfc.operators import remove
 from core.cfc.search import flip_search
-from core.dashboard import prediction_table, raw_values_table, sample_bundle
+from core.dashboard import prediction_table, raw_values_table, sample_bundle, whatif_probabilities
 from ui.components import audit_line, figure, page_header, run_page, table
 from ui.data import current_audit
 from ui.entry import ensure_entrypoint
@@ -144,10 +143,7 @@ def _body() -> None:
     st.pills("Groups set to the baseline", list(cert.group_names), selection_mode="multi", key="whatif_groups",
              persist_state="session")
     chosen = [g for g in st.session_state["whatif_groups"] if g in cert.group_names]
-    x = result.X_test[position:position + 1]
-    edited = remove(x, result.groups, result.baseline, chosen)
-    p0 = np.asarray(result.model.predict_proba(x), dtype=float)[0]
-    p1 = np.asarray(result.model.predict_proba(edited), dtype=float)[0]
+    p0, p1 = whatif_probabilities(result, position, chosen)
     new_pred = classes[int(np.argmax(p1))]
     verdict = "unchanged" if int(np.argmax(p1)) == cert.pred else "**flipped**"
     st.markdown(f"What-if prediction: **{new_pred}** (P = {p1.max():.3f}) — {verdict}, with "

@@ -199,7 +199,7 @@ def _paired_body(data: PairedData) -> None:
     s[1].metric("Cells where I5 narrows H", f"{stats['i5_narrows_h']:.1%}",
                 help="The five-state counts strictly tighten H beyond Ik")
     s[2].metric("dM_k straddles 0 (Ik)", f"{stats['dmk_straddles_zero']:.1%}",
-                help="Cells where even the sign of the confidence drop is not identified")
+                help="Among cells with dM_k defined: even the sign of the confidence drop is not identified")
     s[3].metric("Cells with K = 0", f"{stats['k_zero']:.1%}", help="dM_k undefined: no pair correct on both sides")
     table(grid, name=(f"identified intervals grid {coverage:.0%}" if fixed_tau is None
                       else f"identified intervals grid tau {fixed_tau:g}"), key="paired_grid", height=260,

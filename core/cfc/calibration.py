@@ -71,6 +71,14 @@ def softmax_temperature(logits: ArrayLike, temperature: ArrayLike) -> np.ndarray
     return np.exp(log_softmax(z / (T[:, None] if T.ndim == 1 else T), axis=1))
 
 
+def _logits_labels_iv(logits: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Validation data of a temperature fit: non-empty (n, C) logits and their labels."""
+    z = np.asarray(logits, dtype=float)
+    if z.ndim != 2 or z.shape[0] == 0:
+        raise ValueError(f"`logits` must be a non-empty 2-D array; got shape {z.shape}.")
+    return z, _labels_iv(y, z.shape[0], z.shape[1], "y")
+
+
 def _labels_iv(y: ArrayLike, n: int, n_classes: int, name: str) -> np.ndarray:
     y = np.asarray(y)
     if y.shape != (n,):
@@ -105,10 +113,7 @@ def fit_temperature(logits: ArrayLike, y: ArrayLike, *, bounds: tuple[float, flo
     -------
     float
     """
-    z = np.asarray(logits, dtype=float)
-    if z.ndim != 2 or z.shape[0] == 0:
-        raise ValueError(f"`logits` must be a non-empty 2-D array; got shape {z.shape}.")
-    y = _labels_iv(y, z.shape[0], z.shape[1], "y")
+    z, y = _logits_labels_iv(logits, y)
     lo, hi = (float(b) for b in bounds)
     if not 0.0 < lo < hi < np.inf:
         raise ValueError(f"`bounds` must satisfy 0 < low < high < inf; got {bounds!r}.")
@@ -192,10 +197,7 @@ def fit_bats(logits: ArrayLike, y: ArrayLike, fds: ArrayLike, *, eta_grid: Seque
     -------
     BATS
     """
-    z = np.asarray(logits, dtype=float)
-    if z.ndim != 2 or z.shape[0] == 0:
-        raise ValueError(f"`logits` must be a non-empty 2-D array; got shape {z.shape}.")
-    y = _labels_iv(y, z.shape[0], z.shape[1], "y")
+    z, y = _logits_labels_iv(logits, y)
     fds = _fds_iv(fds, z.shape[0], "fds")
     grid = tuple(float(e) for e in eta_grid)
     if not grid or min(grid) < 0 or not all(math.isfinite(e) for e in grid) or 0.0 not in grid:

@@ -264,7 +264,8 @@ def test_grid_summary_and_policy_matrix():
         ("m", "c2", "syn", "dM_k", "Ik", np.nan, np.nan),
     ], columns=["model", "condition", "source", "target", "level", "low", "high"])
     summary, stats = grid_summary(grid)
-    assert stats == {"cells": 2, "i5_narrows_h": 0.5, "dmk_straddles_zero": 0.5, "k_zero": 0.5}
+    # Straddling is a share of the cells where dM_k is defined (cell 2 has K = 0), as in core.paired.
+    assert stats == {"cells": 2, "i5_narrows_h": 0.5, "dmk_straddles_zero": 1.0, "k_zero": 0.5}
     h_ik = summary[(summary["target"] == "H") & (summary["level"] == "Ik")]["mean_width"].item()
     assert h_ik == pytest.approx(0.15)
 
@@ -306,3 +307,25 @@ def test_column_summary_counts_missing_and_distinct():
     assert summary.loc["Income", "missing"] == ds.frame["Income"].isna().sum()
     assert summary.loc["Home", "kind"] == "categorical"
     assert summary.loc["Home", "distinct"] == ds.frame["Home"].nunique()
+
+
+def test_whatif_probabilities_removes_the_chosen_groups_only():
+    from types import SimpleNamespace
+
+    from core.dashboard import whatif_probabilities
+
+    weights = np.array([2.0, -1.0, 0.5])
+
+    class Linear:  # p(class 1) = sigmoid(w·x), by hand
+        def predict_proba(self, X):
+            p1 = 1 / (1 + np.exp(-(np.asarray(X) @ weights)))
+            return np.column_stack([1 - p1, p1])
+
+    result = SimpleNamespace(X_test=np.array([[1.0, 1.0, 2.0], [0.0, 3.0, 1.0]]), groups={"a": [0], "bc": [1, 2]},
+                             baseline=np.array([0.0, 0.5, 0.0]), model=Linear())
+    original, edited = whatif_probabilities(result, 0, ["bc"])
+    sigmoid = lambda z: 1 / (1 + np.exp(-z))  # noqa: E731
+    np.testing.assert_allclose(original, [1 - sigmoid(2.0), sigmoid(2.0)])     # 2 - 1 + 1
+    np.testing.assert_allclose(edited, [1 - sigmoid(1.5), sigmoid(1.5)])       # 2 - 0.5 + 0
+    unchanged, same = whatif_probabilities(result, 1, [])
+    np.testing.assert_allclose(unchanged, same)
