@@ -2,20 +2,27 @@
 # One-step set-up on a fresh machine.
 #   bash scripts/install.sh        runtime packages (enough for the dashboard and the CLI)
 #   bash scripts/install.sh dev    + test tools and the Chromium used by the browser tests
+# Versions follow requirements-lock.txt (the exact set CI runs; refresh: bash scripts/lock.sh).
+# AUDIT_UNLOCKED=1 installs from the >= ranges of requirements*.txt instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=${PYTHON:-python3}
+lock=()
+[ "${AUDIT_UNLOCKED:-0}" = "1" ] || lock=(-c requirements-lock.txt)
 if [ "${1:-}" = "dev" ]; then
-  "$py" -m pip install -q -r requirements-dev.txt
-  if ! command -v chromium >/dev/null 2>&1; then
-    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
-      apt-get update -qq
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core >/dev/null
-    else
-      echo "warning: Debian's chromium is not installed; the browser tests will fail." >&2
-      echo "         install it with: sudo apt-get install chromium" >&2
-    fi
-  fi
+  "$py" -m pip install -q -r requirements-dev.txt "${lock[@]}"
 else
-  "$py" -m pip install -q -r requirements.txt
+  "$py" -m pip install -q -r requirements.txt "${lock[@]}"
+fi
+# Packages whose own dependency pins are wrong for us (listed as '#nodeps: NAME==VERSION').
+nodeps=$(sed -n 's/^#nodeps: //p' requirements.txt)
+[ -z "$nodeps" ] || "$py" -m pip install -q --no-deps $nodeps
+if [ "${1:-}" = "dev" ] && ! command -v chromium >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core >/dev/null
+  else
+    echo "warning: Debian's chromium is not installed; the browser tests will fail." >&2
+    echo "         install it with: sudo apt-get install chromium" >&2
+  fi
 fi

@@ -30,3 +30,19 @@ def _restore_main_module():
     """
     yield
     sys.modules["__main__"] = _MAIN_MODULE
+
+
+_CROSS_MACHINE_NOTES: list[str] = []
+
+
+@pytest.fixture
+def cross_machine_note():
+    """Record one line for the run's "cross-machine checks" summary (what a tolerance excused)."""
+    return _CROSS_MACHINE_NOTES.append
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _CROSS_MACHINE_NOTES:
+        terminalreporter.section("cross-machine checks")
+        for line in _CROSS_MACHINE_NOTES:
+            terminalreporter.write_line(line)

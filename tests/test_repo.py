@@ -43,3 +43,37 @@ def test_readme_python_example_runs(tmp_path, monkeypatch):
     assert len(namespace["cs"]) == len(namespace["split"].test)
     report = namespace["verify"]("certs.json", namespace["model"].predict_proba, namespace["X_test"])
     assert report.ok
+
+
+def _requirement_names(path: Path) -> set[str]:
+    names = set()
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line and not line.startswith("-"):
+            name = line.split(";")[0]
+            for sep in ("==", ">=", "<=", "~=", ">", "<", "["):
+                name = name.split(sep)[0]
+            names.add(name.strip().lower().replace("_", "-"))
+    return names
+
+
+def test_installs_follow_an_exact_lock_of_every_requirement():
+    lock = {}
+    for line in (ROOT / "requirements-lock.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            assert version and "+" not in version, f"lock line {line!r} is not an exact public pin"
+            lock[name.strip().lower().replace("_", "-")] = version
+    wanted = _requirement_names(ROOT / "requirements.txt") | _requirement_names(ROOT / "requirements-dev.txt")
+    assert wanted <= lock.keys(), f"not in the lock: {sorted(wanted - lock.keys())}"
+    assert lock["torch"] == "2.13.0"
+    install = (ROOT / "scripts" / "install.sh").read_text()
+    assert "-c requirements-lock.txt" in install
+
+
+def test_ci_reruns_the_portable_tests_under_other_kernels():
+    ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    test_cmd = _readme_commands()[1]
+    assert ci_lines.index("python3 tests/portable.py") > ci_lines.index(test_cmd)
+    marked = [p for p in (ROOT / "tests").rglob("test_*.py") if "@pytest.mark.portable" in p.read_text()]
+    assert len(marked) >= 2, marked

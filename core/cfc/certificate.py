@@ -206,6 +206,10 @@ class CertificateSet:
         One-step drops ``δ_g`` in declared group order.
     operators : mapping of str to OperatorTrace
     search : FlipSearchResult or None
+    probe_proba : ndarray of shape (8, n_classes) or None
+        The model's probabilities on the fingerprint probe, unrounded. They let :func:`verify`
+        on another machine tell kernel noise (within tolerance) from another model; ``None`` in
+        bundles written before they were stored.
     """
 
     table: pd.DataFrame
@@ -225,6 +229,7 @@ class CertificateSet:
     drops: np.ndarray
     operators: Mapping[str, OperatorTrace]
     search: FlipSearchResult | None = None
+    probe_proba: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.path_idx.shape[0]
@@ -315,7 +320,7 @@ class CertificateSet:
         return CertificateSet(self.table.iloc[idx], self.protocol, self.group_names, self.group_columns,
                               self.baseline, self.fingerprint, self.depth, self.path_rule, self.order,
                               self.path_idx[idx], self.traj_proba[idx], self.traj_pred[idx], self.traj_margin[idx],
-                              self.collapse[idx], self.drops[idx], ops, search)
+                              self.collapse[idx], self.drops[idx], ops, search, self.probe_proba)
 
     @classmethod
     def concat(cls, parts: Sequence[CertificateSet], *, ignore_index: bool = False) -> CertificateSet:
@@ -388,7 +393,7 @@ class CertificateSet:
         return cls(table, first.protocol, first.group_names, first.group_columns, first.baseline,
                    first.fingerprint, first.depth, first.path_rule, first.order, cat("path_idx"),
                    cat("traj_proba"), cat("traj_pred"), cat("traj_margin"), cat("collapse"), cat("drops"),
-                   ops, search)
+                   ops, search, first.probe_proba)
 
     # ----------------------------------------------------------------------------------------
     # Serialisation
@@ -439,6 +444,7 @@ class CertificateSet:
                      "preds": enc(tr.preds), "flipped": enc(tr.flipped)}
                 for op, tr in self.operators.items()
             },
+            "probe_proba": None if self.probe_proba is None else enc(self.probe_proba),
             "search": None if s is None else {
                 "method": s.method, "depth": s.depth, "exact_levels": s.exact_levels, "exact_cap": s.exact_cap,
                 "beam_width": s.beam_width, "k_exact": enc(s.k_exact), "exact_subset": enc(s.exact_subset),
@@ -518,10 +524,12 @@ def _from_bundle(data: Mapping[str, Any]) -> CertificateSet:
         int(s["exact_cap"]), int(s["beam_width"]),
     )
     order = None if data["order"] is None else tuple(data["order"])
+    probe = data.get("probe_proba")  # absent from bundles written before it was stored
     return CertificateSet(table, protocol, names, columns, dec(data["baseline"], where="baseline"),
                           str(data["fingerprint"]), int(data["depth"]), str(data["path_rule"]), order,
                           arrays["path_idx"], arrays["traj_proba"], arrays["traj_pred"], arrays["traj_margin"],
-                          arrays["collapse"], arrays["drops"], ops, search)
+                          arrays["collapse"], arrays["drops"], ops, search,
+                          None if probe is None else dec(probe, where="probe_proba"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -577,7 +585,7 @@ def _probe_rows(baseline: np.ndarray) -> np.ndarray:
 
 
 def _fingerprint(predict_proba: PredictProba, protocol: Protocol, gi: GroupIndex, baseline: np.ndarray,
-                 order: tuple[str, ...] | None) -> tuple[str, int]:
+                 order: tuple[str, ...] | None) -> tuple[str, np.ndarray]:
     probe = _probe_rows(baseline)
     P = check_proba(predict_proba(probe), probe.shape[0], what="`predict_proba` (fingerprint probe)")
     payload = {
@@ -590,7 +598,7 @@ def _fingerprint(predict_proba: PredictProba, protocol: Protocol, gi: GroupIndex
         "probe": [[format(v, ".6f") for v in row] for row in P.tolist()],
     }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest(), P.shape[1]
+    return hashlib.sha256(text.encode("utf-8")).hexdigest(), P
 
 
 def certificate_fingerprint(predict_proba: Callable[[np.ndarray], ArrayLike], groups: Mapping[str, Sequence[int]],
@@ -763,7 +771,8 @@ def certify(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike, grou
     batch_size = check_batch_size(batch_size)
     order_names, order_idx = _order_iv(order, gi, depth)
     path_rule = "fixed" if order_names is not None else protocol.path
-    fingerprint, n_classes = _fingerprint(predict_proba, protocol, gi, b, order_names)
+    fingerprint, probe_proba = _fingerprint(predict_proba, protocol, gi, b, order_names)
+    n_classes = probe_proba.shape[1]
 
     n, G, K, C = A.shape[0], gi.n_groups, depth, n_classes
     lam = np.asarray(protocol.severities, dtype=np.float64)
@@ -878,7 +887,7 @@ def certify(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike, grou
             columns["flip_budget_beam"] = result.k_beam.astype(np.int64)
     table = pd.DataFrame(columns, index=pd.RangeIndex(n) if index is None else index)
     return CertificateSet(table, protocol, gi.names, gi.columns, b, fingerprint, depth, path_rule, order_names,
-                          path, traj, traj_pred, traj_margin, collapse, drops, ops, result)
+                          path, traj, traj_pred, traj_margin, collapse, drops, ops, result, probe_proba)
 
 
 # --------------------------------------------------------------------------------------------
@@ -891,15 +900,29 @@ class VerificationReport:
     Attributes
     ----------
     ok : bool
-        Fingerprints equal and no field differs beyond the tolerances.
+        ``verdict != "differs"``.
     fingerprint_expected, fingerprint_actual : str
     n_samples : int
     mismatches : DataFrame
-        One row per (sample, field) that differs: ``position``, ``index``, ``field``,
-        ``expected`` (bundle), ``actual`` (recomputed). Array fields show the sample's whole
-        sub-array; a shape disagreement is reported once with ``position = -1``.
+        One row per (sample, field) that differs beyond the tolerances: ``position``,
+        ``index``, ``field``, ``expected`` (bundle), ``actual`` (recomputed). Array fields show
+        the sample's whole sub-array; a shape disagreement is reported once with
+        ``position = -1``.
     rtol, atol : float
-        Tolerances used for floating-point fields.
+        Tolerances used for floating-point fields (``|a - e| <= atol + rtol * |e|``).
+    verdict : {"identical", "within_tolerance", "differs"}
+        ``identical``: same fingerprint and every field bit-equal (same machine, same model).
+        ``within_tolerance``: every discrete field equal, every float field and the model's
+        fingerprint-probe probabilities within ``rtol``/``atol`` (another CPU's kernels, or a
+        fingerprint whose 6-decimal rounding fell the other way). ``differs``: anything else.
+    max_abs_diff : float
+        Largest absolute difference over the finite float entries of every field (0.0 when
+        all are bit-equal).
+    max_diff_field : str or None
+        The field holding it.
+    probe_max_abs_diff : float or None
+        Largest absolute difference of the fingerprint-probe probabilities; ``None`` when the
+        bundle predates stored probe values.
     """
 
     ok: bool
@@ -909,6 +932,10 @@ class VerificationReport:
     mismatches: pd.DataFrame
     rtol: float
     atol: float
+    verdict: str = "differs"
+    max_abs_diff: float = 0.0
+    max_diff_field: str | None = None
+    probe_max_abs_diff: float | None = None
 
     @property
     def fingerprint_match(self) -> bool:
@@ -920,13 +947,29 @@ class VerificationReport:
         return sorted(set(self.mismatches["field"]))
 
     def __str__(self) -> str:
-        if self.ok:
-            return f"Certificate bundle verified: {self.n_samples} samples, fingerprint {self.fingerprint_actual[:12]}."
-        parts = [] if self.fingerprint_match else [
-            f"fingerprint differs ({self.fingerprint_expected[:12]} vs {self.fingerprint_actual[:12]})"]
+        largest = (f"largest difference {self.max_abs_diff:.3g} in {self.max_diff_field}"
+                   if self.max_diff_field is not None and self.max_abs_diff > 0 else "no float difference")
+        tol = f"rtol={self.rtol:g}, atol={self.atol:g}"
+        if self.verdict == "identical":
+            return (f"Certificate bundle verified: {self.n_samples} samples, identical, "
+                    f"fingerprint {self.fingerprint_actual[:12]}.")
+        if self.verdict == "within_tolerance":
+            fp = ("same fingerprint" if self.fingerprint_match else
+                  f"fingerprint hash differs ({self.fingerprint_expected[:12]} vs {self.fingerprint_actual[:12]}) "
+                  f"but the probe probabilities agree within {self.probe_max_abs_diff:.3g}")
+            return (f"Certificate bundle verified within tolerance ({tol}): {self.n_samples} samples, "
+                    f"{largest}; {fp}.")
+        parts = []
+        if not self.fingerprint_match:
+            why = ("the bundle stores no probe values to tell rounding from another model"
+                   if self.probe_max_abs_diff is None else
+                   f"probe probabilities differ by up to {self.probe_max_abs_diff:.3g}")
+            parts.append(f"fingerprint differs ({self.fingerprint_expected[:12]} vs "
+                         f"{self.fingerprint_actual[:12]}; {why})")
         if len(self.mismatches):
-            parts.append(f"{len(self.mismatches)} (sample, field) mismatches in {', '.join(self.fields)}")
-        return "Certificate bundle does NOT verify: " + "; ".join(parts) + "."
+            parts.append(f"{len(self.mismatches)} (sample, field) mismatches beyond {tol} in "
+                         f"{', '.join(self.fields)}")
+        return "Certificate bundle does NOT verify: " + "; ".join(parts) + f"; {largest}."
 
 
 def _comparable_fields(cs: CertificateSet) -> dict[str, np.ndarray]:
@@ -951,9 +994,17 @@ def _comparable_fields(cs: CertificateSet) -> dict[str, np.ndarray]:
 
 
 def verify(bundle: CertificateSet | Mapping[str, Any] | str | Path, predict_proba: Callable[[np.ndarray], ArrayLike],
-           X: ArrayLike, *, rtol: float = 1e-7, atol: float = 1e-9, batch_size: int = 65536,
+           X: ArrayLike, *, rtol: float = 1e-5, atol: float = 1e-6, batch_size: int = 65536,
            progress: Callable[[int, int], object] | None = None) -> VerificationReport:
     """Recompute a stored certificate set and report every field that differs.
+
+    On the machine that wrote the bundle the recomputation is bit-identical (verdict
+    ``"identical"``). On another CPU, BLAS / OpenMP / torch kernels round differently: float
+    fields differ in their last bits, and the fingerprint (which hashes the probe
+    probabilities rounded to 6 decimals) differs when a value sits on a rounding boundary.
+    The verdict is then ``"within_tolerance"`` when every discrete field (predictions, paths,
+    ``k*``, flip flags, ``λ*``) is equal and every float field and every probe probability lies
+    within the declared tolerances; the report gives the largest difference.
 
     Parameters
     ----------
@@ -963,8 +1014,11 @@ def verify(bundle: CertificateSet | Mapping[str, Any] | str | Path, predict_prob
         The model to check the claim against.
     X : array-like of shape (n_samples, n_features)
         The same rows, in the same order, that were certified.
-    rtol, atol : float
-        Tolerances for floating-point fields (``numpy.isclose``; ``inf``/``NaN`` must match).
+    rtol, atol : float, default=1e-5, 1e-6
+        Declared tolerances for floating-point fields, ``|actual - expected| <= atol +
+        rtol * |expected|``; ``inf``/``NaN`` must match. The defaults leave a margin of about
+        ten over the float32 rounding of a torch model on another CPU; float64 models agree to
+        about 1e-12 there.
     batch_size : int, default=65536
     progress : callable(done_rows, total_rows), optional
 
@@ -991,16 +1045,27 @@ def verify(bundle: CertificateSet | Mapping[str, Any] | str | Path, predict_prob
                      batch_size=batch_size, progress=progress)
 
     records = []
+    identical = True
+    max_diff, max_field = 0.0, None
     exp_fields, act_fields = _comparable_fields(expected), _comparable_fields(actual)
     for field, E in exp_fields.items():
         Acur = act_fields.get(field)
         if Acur is None or Acur.shape != E.shape:
+            identical = False
             records.append((-1, None, field, getattr(E, "shape", None), getattr(Acur, "shape", None)))
             continue
         if E.dtype.kind == "f" or Acur.dtype.kind == "f":
-            bad = ~np.isclose(E.astype(np.float64), Acur.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
+            e64, a64 = E.astype(np.float64), Acur.astype(np.float64)
+            bad = ~np.isclose(a64, e64, rtol=rtol, atol=atol, equal_nan=True)
+            both = np.isfinite(e64) & np.isfinite(a64)
+            if both.any():
+                diff = float(np.max(np.abs(e64[both] - a64[both])))
+                if diff > max_diff:
+                    max_diff, max_field = diff, field
+            identical = identical and bool(np.array_equal(e64, a64, equal_nan=True))
         else:
             bad = E != Acur
+        identical = identical and not bad.any()
         bad_rows = np.flatnonzero(bad.reshape(E.shape[0], -1).any(axis=1))
         for i in bad_rows.tolist():
             e, a = E[i], Acur[i]
@@ -1008,8 +1073,20 @@ def verify(bundle: CertificateSet | Mapping[str, Any] | str | Path, predict_prob
                             e.tolist() if isinstance(e, np.ndarray) else e,
                             a.tolist() if isinstance(a, np.ndarray) else a))
     for field in act_fields.keys() - exp_fields.keys():
+        identical = False
         records.append((-1, None, field, None, act_fields[field].shape))
     mismatches = pd.DataFrame(records, columns=["position", "index", "field", "expected", "actual"])
-    ok = expected.fingerprint == actual.fingerprint and mismatches.empty
-    return VerificationReport(ok, expected.fingerprint, actual.fingerprint, len(expected), mismatches,
-                              float(rtol), float(atol))
+
+    probe_diff, probe_ok = None, False
+    if expected.probe_proba is not None and expected.probe_proba.shape == actual.probe_proba.shape:
+        probe_diff = float(np.max(np.abs(expected.probe_proba - actual.probe_proba), initial=0.0))
+        probe_ok = bool(np.isclose(actual.probe_proba, expected.probe_proba, rtol=rtol, atol=atol).all())
+    fingerprint_match = expected.fingerprint == actual.fingerprint
+    if fingerprint_match and identical:
+        verdict = "identical"
+    elif mismatches.empty and (fingerprint_match or probe_ok):
+        verdict = "within_tolerance"
+    else:
+        verdict = "differs"
+    return VerificationReport(verdict != "differs", expected.fingerprint, actual.fingerprint, len(expected),
+                              mismatches, float(rtol), float(atol), verdict, max_diff, max_field, probe_diff)

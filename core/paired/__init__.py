@@ -75,7 +75,9 @@ from core.paired.demo import (
     MODEL_SPECS,
     DemoPool,
     build_demo_pool,
+    load_demo_models,
     load_demo_pool,
+    reevaluate_demo_pool,
     render_condition,
     save_demo_pool,
 )

@@ -14,9 +14,12 @@ evaluation images) under
 
 Everything is derived from one integer seed: the split, every model's initialisation and
 data order, every corruption draw. Torch runs single-threaded with deterministic algorithms,
-so a rerun on the same machine and library versions is bit-identical. The committed script
-``scripts/make_demo_pool.py`` writes the result to ``assets/paired_demo/``; the dashboard
-reads it back with :func:`load_demo_pool`.
+so a rerun on the same machine and library versions is bit-identical. On another CPU the
+images and every condition's inputs are still identical, but training is not (SGD amplifies
+kernel rounding), so the fitted models ship with the pool (:func:`save_demo_models`, no
+pickle) and :func:`reevaluate_demo_pool` reproduces the outputs from them anywhere, up to
+float32 kernel noise. The committed script ``scripts/make_demo_pool.py`` writes the result to
+``assets/paired_demo/``; the dashboard reads it back with :func:`load_demo_pool`.
 
 Tables (columns documented on :class:`DemoPool`) follow the cross-module contracts of
 ``docs/DEVELOPING.md``. Predictions, maximum and true-class probabilities are the models'
@@ -28,11 +31,13 @@ evaluation images); elsewhere they are empty (NaN).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import hashlib
 import json
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Literal, Sequence
+from typing import Callable, Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -53,6 +58,9 @@ __all__ = [
     "DemoPool",
     "ModelSpec",
     "build_demo_pool",
+    "load_demo_models",
+    "reevaluate_demo_pool",
+    "save_demo_models",
     "demo_conditions",
     "digit_images",
     "load_demo_pool",
@@ -232,7 +240,7 @@ def _torch_module(spec: ModelSpec):
     return nn.Sequential(*layers, nn.Linear(sizes[-1], N_CLASSES))
 
 
-def _train_torch(spec: ModelSpec, x: np.ndarray, y: np.ndarray, seed: int) -> Predictor:
+def _train_torch(spec: ModelSpec, x: np.ndarray, y: np.ndarray, seed: int):
     import torch
     from torch import nn
 
@@ -250,20 +258,10 @@ def _train_torch(spec: ModelSpec, x: np.ndarray, y: np.ndarray, seed: int) -> Pr
                 optimiser.zero_grad()
                 loss_fn(net(inputs[idx]), targets[idx]).backward()
                 optimiser.step()
-    net.eval()
-
-    def predict(images: np.ndarray) -> np.ndarray:
-        out = []
-        with torch.no_grad():
-            for chunk in np.array_split(images, max(1, -(-len(images) // 4096))):
-                z = torch.from_numpy(2.0 * chunk[:, None].astype(np.float32) - 1.0)
-                out.append(torch.softmax(net(z), dim=1).numpy())
-        return np.concatenate(out).astype(np.float32)
-
-    return predict
+    return net.eval()
 
 
-def _train_sklearn(spec: ModelSpec, x: np.ndarray, y: np.ndarray, seed: int) -> Predictor:
+def _train_sklearn(spec: ModelSpec, x: np.ndarray, y: np.ndarray, seed: int):
     from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier
     from sklearn.linear_model import LogisticRegression
 
@@ -273,18 +271,161 @@ def _train_sklearn(spec: ModelSpec, x: np.ndarray, y: np.ndarray, seed: int) -> 
         model = RandomForestClassifier(n_estimators=spec.param("n_estimators"), random_state=seed)
     else:
         model = ExtraTreesClassifier(n_estimators=spec.param("n_estimators"), random_state=seed)
-    model.fit(x.reshape(len(x), -1), y)
+    # float64: a float32 fit and predict run float32 GEMMs, whose rounding differs by 1e-5
+    # between CPU kernels; in float64 it stays below the float32 output's last bit.
+    return model.fit(x.reshape(len(x), -1).astype(np.float64), y)
+
+
+def _train(spec: ModelSpec, x: np.ndarray, y: np.ndarray, seed: int):
+    """The fitted model: a torch module in eval mode or a scikit-learn estimator."""
+    if spec.family in ("cnn", "mlp"):
+        return _train_torch(spec, x, y, seed)
+    return _train_sklearn(spec, x, y, seed)
+
+
+def _predictor(spec: ModelSpec, model) -> Predictor:
+    """``images (n, 32, 32) float32 in [0, 1] -> float32 probabilities (n, 10)``."""
+    if spec.family not in ("cnn", "mlp"):
+        return lambda images: model.predict_proba(
+            images.reshape(len(images), -1).astype(np.float64)).astype(np.float32)
+    import torch
 
     def predict(images: np.ndarray) -> np.ndarray:
-        return model.predict_proba(images.reshape(len(images), -1)).astype(np.float32)
+        out = []
+        with torch.no_grad():
+            for chunk in np.array_split(images, max(1, -(-len(images) // 4096))):
+                z = torch.from_numpy(2.0 * chunk[:, None].astype(np.float32) - 1.0)
+                out.append(torch.softmax(model(z), dim=1).numpy())
+        return np.concatenate(out).astype(np.float32)
 
     return predict
 
 
-def _train(spec: ModelSpec, x: np.ndarray, y: np.ndarray, seed: int) -> Predictor:
-    if spec.family in ("cnn", "mlp"):
-        return _train_torch(spec, x, y, seed)
-    return _train_sklearn(spec, x, y, seed)
+_SPECS_BY_NAME = {m.name: m for m in MODEL_SPECS}
+_MODELS_DIR = "models"
+# The only non-default type the forests need. Loading it is safe only after _check_trees has
+# bounded every node index: scikit-learn indexes them without checks.
+_TREE_TYPE = "sklearn.tree._tree.Tree"
+_SKLEARN_CLASSES = {"logistic": "LogisticRegression", "random_forest": "RandomForestClassifier",
+                    "extra_trees": "ExtraTreesClassifier"}
+
+
+def _model_file(spec: ModelSpec) -> str:
+    return f"{spec.name}.pt" if spec.family in ("cnn", "mlp") else f"{spec.name}.skops"
+
+
+def save_demo_models(fitted: Mapping[str, object], directory) -> dict[str, Path]:
+    """Write fitted pool models under ``directory/models/``, in formats that run no code on load.
+
+    Torch models are saved as their ``state_dict`` (``<name>.pt``, read back with
+    ``torch.load(weights_only=True)``); scikit-learn models with ``skops.io`` (``<name>.skops``).
+
+    Parameters
+    ----------
+    fitted : mapping of model name to fitted model
+        Names from :data:`MODEL_SPECS`; values as returned by the pool's training.
+    directory : path-like
+        The pool folder.
+
+    Returns
+    -------
+    dict
+        Model name -> file written.
+    """
+    import skops.io as sio
+    import torch
+
+    folder = Path(directory) / _MODELS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for name, model in fitted.items():
+        spec = _SPECS_BY_NAME[name]
+        path = folder / _model_file(spec)
+        if spec.family in ("cnn", "mlp"):
+            torch.save(model.state_dict(), path)
+        else:
+            sio.dump(model, path, compression=8)  # zipfile.ZIP_DEFLATED
+        paths[name] = path
+    return paths
+
+
+def _check_trees(model, n_features: int, path: Path) -> None:
+    """Refuse a forest whose node arrays point outside themselves (a crafted or corrupt file)."""
+    for t, est in enumerate(model.estimators_):
+        tree = est.tree_
+        n = tree.node_count
+        left, right, feature = tree.children_left, tree.children_right, tree.feature
+        leaf = left == -1
+        ok = (
+            left.shape == right.shape == feature.shape == (n,)
+            and np.array_equal(leaf, right == -1)
+            and ((left[~leaf] > 0) & (left[~leaf] < n) & (right[~leaf] > 0) & (right[~leaf] < n)).all()
+            and ((feature[~leaf] >= 0) & (feature[~leaf] < n_features)).all()
+            and tree.value.shape[0] == n
+        )
+        if not ok:
+            raise ValueError(f"{path}: tree {t} has node indices outside its {n} nodes or "
+                             f"{n_features} features; the file is corrupt or was not written by this tool.")
+
+
+def load_demo_models(directory=DEFAULT_DIR, *, models: Sequence[str] | None = None) -> dict[str, Predictor]:
+    """Read the shipped pool models and return one predictor per model.
+
+    Nothing is unpickled: torch ``state_dict`` files load with ``weights_only=True``, skops files
+    with an explicit trusted-type list (``sklearn.tree._tree.Tree`` only, whose node indices are
+    bounds-checked before use).
+
+    Parameters
+    ----------
+    directory : path-like, default: the shipped pool
+    models : sequence of str, optional
+        Names from :data:`MODEL_SPECS` (default: all).
+
+    Returns
+    -------
+    dict
+        Model name -> ``predict(images) -> probabilities``: images ``(n, 32, 32)`` float32 in
+        [0, 1] (255 = white), probabilities float32 ``(n, 10)``.
+    """
+    import skops.io as sio
+    import torch
+
+    names = _pool_iv(models, list(_SPECS_BY_NAME), "models")
+    folder = Path(directory) / _MODELS_DIR
+    out = {}
+    for name in names:
+        spec = _SPECS_BY_NAME[name]
+        path = folder / _model_file(spec)
+        if not path.is_file():
+            raise FileNotFoundError(f"demo pool model {path} is missing; regenerate the pool with "
+                                    "`python scripts/make_demo_pool.py`.")
+        unreadable = f"{path} is not a readable {spec.family} model of this pool"
+        if spec.family in ("cnn", "mlp"):
+            try:
+                net = _torch_module(spec)
+                net.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+            except Exception as exc:  # a planted pickle, a truncated zip, a wrong tensor shape, ...
+                raise ValueError(f"{unreadable}: {exc}") from exc
+            model = net.eval()
+        else:
+            try:
+                untrusted = sio.get_untrusted_types(file=path)
+            except Exception as exc:
+                raise ValueError(f"{unreadable}: {exc}") from exc
+            extra = sorted(set(untrusted) - {_TREE_TYPE})
+            if extra:
+                raise ValueError(f"{path} holds types this pool never writes: {extra}.")
+            try:
+                model = sio.load(path, trusted=untrusted)
+            except Exception as exc:
+                raise ValueError(f"{unreadable}: {exc}") from exc
+            expected = _SKLEARN_CLASSES[spec.family]
+            if type(model).__name__ != expected:
+                raise ValueError(f"{path} holds a {type(model).__name__}; this pool's {spec.name} is a {expected}.")
+            if hasattr(model, "estimators_"):
+                _check_trees(model, IMAGE_SIZE * IMAGE_SIZE, path)
+        out[name] = _predictor(spec, model)
+    return out
 
 
 # ------------------------------------------------------------------------------------------
@@ -401,8 +542,9 @@ class DemoPool:
     models : DataFrame
         ``model, group, family, description, dev_accuracy, eval_accuracy`` (clean).
     conditions : DataFrame
-        :func:`demo_conditions` plus ``dev_accuracy`` (mean over models of the perturbed
-        accuracy on development images).
+        :func:`demo_conditions` plus ``inputs_sha256`` (SHA-256 of the condition's 8-bit model
+        inputs, identical on every machine) and ``dev_accuracy`` (mean over models of the
+        perturbed accuracy on development images).
     images : ndarray of uint8, shape (n_heldout, 32, 32)
         Held-out images (255 = white), row ``i`` is ``image_ids[i]``.
     image_ids, image_labels : ndarray of int64, shape (n_heldout,)
@@ -410,7 +552,11 @@ class DemoPool:
     image_splits : ndarray of str, shape (n_heldout,)
         ``"dev"`` or ``"eval"``.
     manifest : dict
-        Seed, library versions, sizes and notes (``manifest.json``).
+        Seed, library versions, machine, sizes, input digests and notes (``manifest.json``).
+    fitted : dict
+        Model name -> fitted model (torch module or scikit-learn estimator) after
+        :func:`build_demo_pool`; empty when read back (:func:`load_demo_models` reads the
+        shipped models).
     """
 
     records: pd.DataFrame
@@ -423,6 +569,7 @@ class DemoPool:
     image_labels: np.ndarray
     image_splits: np.ndarray
     manifest: dict = field(default_factory=dict)
+    fitted: dict = field(default_factory=dict)
 
 
 def _output_columns(probs: np.ndarray, labels: np.ndarray) -> dict[str, np.ndarray]:
@@ -463,7 +610,8 @@ def build_demo_pool(*, seed=0, models: Sequence[str] | None = None, conditions: 
     models : sequence of str, optional
         Names from :data:`MODEL_SPECS` to build (default: all). Each model's random stream is
         fixed by its position in :data:`MODEL_SPECS`, so a subset reproduces the full pool's
-        rows for those models exactly.
+        rows for those models exactly (on one machine: training is not bit-reproducible across
+        CPU instruction sets, which is why the fitted models ship with the pool).
     conditions : sequence of str, optional
         ``condition`` names of :func:`demo_conditions` to record (default: all). Each
         condition's random stream is fixed by its position there, so a subset reproduces the
@@ -474,22 +622,79 @@ def build_demo_pool(*, seed=0, models: Sequence[str] | None = None, conditions: 
     Returns
     -------
     DemoPool
+        With ``fitted`` holding the trained models (:func:`save_demo_pool` writes them).
     """
     model_names = _pool_iv(models, [m.name for m in MODEL_SPECS], "models")
-    table = demo_conditions()
-    condition_names = _pool_iv(conditions, table["condition"].tolist(), "conditions")
-    say = progress or (lambda message: None)
-
-    root = as_generator(seed)
-    split_rng, model_rng, _ = root.spawn(3)
+    inputs = _pool_inputs(seed)
+    _, model_rng, _ = as_generator(seed).spawn(3)
     model_seeds = [int(g.integers(2**31 - 1)) for g in model_rng.spawn(len(MODEL_SPECS))]
+    say = progress or (lambda message: None)
+    fitted = {}
+    with _single_threaded_deterministic():
+        for index, spec in enumerate(MODEL_SPECS):
+            if spec.name in model_names:
+                fitted[spec.name] = _train(spec, inputs.x_train, inputs.y_train, model_seeds[index])
+                say(f"trained {spec.name}")
+    predictors = {name: _predictor(_SPECS_BY_NAME[name], model) for name, model in fitted.items()}
+    pool = _record_pool(predictors, inputs, seed=seed, conditions=conditions, say=say)
+    return dataclasses.replace(pool, fitted=fitted)
+
+
+def reevaluate_demo_pool(directory=DEFAULT_DIR, *, models: Sequence[str] | None = None,
+                         conditions: Sequence[str] | None = None,
+                         progress: Callable[[str], None] | None = None) -> DemoPool:
+    """Record the **shipped** models again on the regenerated inputs, without training.
+
+    Images, splits, record ids and every condition's inputs are reproducible on any machine;
+    model outputs then differ from the shipped ones only by floating-point kernel noise. This is
+    how the shipped pool is checked elsewhere (``tests/paired/test_demo_pool.py``).
+
+    Parameters
+    ----------
+    directory : path-like, default: the shipped pool
+        A folder written by :func:`save_demo_pool` (its ``manifest.json`` gives the seed).
+    models, conditions : sequence of str, optional
+        Subsets, as in :func:`build_demo_pool`.
+    progress : callable, optional
+
+    Returns
+    -------
+    DemoPool
+        ``fitted`` is empty.
+    """
+    manifest = json.loads((Path(directory) / _FILES["manifest"]).read_text())
+    predictors = load_demo_models(directory, models=models)
+    with _single_threaded_deterministic():
+        return _record_pool(predictors, _pool_inputs(manifest["seed"]), seed=manifest["seed"],
+                            conditions=conditions, say=progress or (lambda message: None))
+
+
+@dataclass(frozen=True)
+class _PoolInputs:
+    x_train: np.ndarray          # (n_train, 32, 32) float32 in [0, 1]
+    y_train: np.ndarray
+    held_images: np.ndarray      # (n_held, 32, 32) uint8
+    held_labels: np.ndarray
+    held_ids: np.ndarray
+    held_split: np.ndarray
+
+
+def _pool_inputs(seed) -> _PoolInputs:
+    split_rng, _, _ = as_generator(seed).spawn(3)
     images, labels = digit_images()
     split = split_images(labels, seed=split_rng)
-    record_ids = np.arange(labels.size)
-    train = split == "train"
-    held = ~train
-    x_train = images[train].astype(np.float32) / 255.0
-    held_images, held_labels, held_ids, held_split = images[held], labels[held], record_ids[held], split[held]
+    train, held = split == "train", split != "train"
+    return _PoolInputs(images[train].astype(np.float32) / 255.0, labels[train], images[held], labels[held],
+                       np.arange(labels.size)[held], split[held])
+
+
+def _record_pool(predictors: Mapping[str, Predictor], inputs: _PoolInputs, *, seed,
+                 conditions: Sequence[str] | None, say: Callable[[str], None]) -> DemoPool:
+    """Every predictor on the clean held-out images and on every chosen condition's variants."""
+    table = demo_conditions()
+    condition_names = _pool_iv(conditions, table["condition"].tolist(), "conditions")
+    held_images, held_labels, held_ids, held_split = (inputs.held_images, inputs.held_labels,
+                                                      inputs.held_ids, inputs.held_split)
     x_held = held_images.astype(np.float32) / 255.0
 
     chosen = np.flatnonzero(table["condition"].isin(condition_names).to_numpy())
@@ -497,6 +702,9 @@ def build_demo_pool(*, seed=0, models: Sequence[str] | None = None, conditions: 
     cond = table.iloc[chosen].reset_index(drop=True)
     variants = np.stack([_perturb(x_held, table.iloc[j], streams[j]).astype(np.float32) for j in chosen])
     say(f"perturbed {len(held_ids)} held-out images under {len(cond)} conditions")
+    # What every model saw, as 8-bit images: equal on every machine (checked by the tests).
+    digests = [_digest(np.rint(v * 255.0).astype(np.uint8)) for v in variants]
+    cond = cond.assign(inputs_sha256=digests)
 
     n_var, n_img = variants.shape[:2]
     stacked = np.concatenate([x_held[None], variants]).reshape(-1, IMAGE_SIZE, IMAGE_SIZE)
@@ -511,40 +719,38 @@ def build_demo_pool(*, seed=0, models: Sequence[str] | None = None, conditions: 
     paired_rows = var_source != "transform"
 
     clean_parts, probe_parts, record_parts, model_rows = [], [], [], []
-    with _single_threaded_deterministic():
-        for index, spec in enumerate(MODEL_SPECS):
-            if spec.name not in model_names:
-                continue
-            predict = _train(spec, x_train, labels[train], model_seeds[index])
-            probs = predict(stacked).reshape(n_var + 1, n_img, N_CLASSES)
-            cols = _output_columns(probs, held_labels)
-            clean = pd.DataFrame({"model": spec.name, "group": spec.group, "record_id": held_ids,
-                                  "true_label": held_labels, "split": held_split,
-                                  **{k: v[0] for k, v in cols.items()}})
-            clean_parts.append(clean)
-            correct = clean["pred"].to_numpy() == held_labels
-            model_rows.append((spec.name, spec.group, spec.family, spec.description,
-                               correct[held_split == "dev"].mean(), correct[held_split == "eval"].mean()))
+    for spec in MODEL_SPECS:
+        if spec.name not in predictors:
+            continue
+        probs = predictors[spec.name](stacked).reshape(n_var + 1, n_img, N_CLASSES)
+        cols = _output_columns(probs, held_labels)
+        clean = pd.DataFrame({"model": spec.name, "group": spec.group, "record_id": held_ids,
+                              "true_label": held_labels, "split": held_split,
+                              **{k: v[0] for k, v in cols.items()}})
+        clean_parts.append(clean)
+        correct = clean["pred"].to_numpy() == held_labels
+        model_rows.append((spec.name, spec.group, spec.family, spec.description,
+                           correct[held_split == "dev"].mean(), correct[held_split == "eval"].mean()))
 
-            pert = {k: v[1:].reshape(-1) for k, v in cols.items()}
-            # A3 needs vectors only on scored images (clean-correct evaluation images).
-            scored = np.tile(correct & (held_split == "eval"), n_var)
-            vectors = np.column_stack([pert[c] for c in _PROB_COLUMNS])
-            vectors[~scored] = np.nan
-            probe = pd.DataFrame({"model": spec.name, "record_id": var_id, "probe": var_name, "kind": var_kind,
-                                  "true_label": var_label, "pred": pert["pred"], "max_prob": pert["max_prob"],
-                                  "true_prob": pert["true_prob"]})
-            probe[_PROB_COLUMNS] = vectors
-            probe_parts.append(probe.loc[probe_rows])
+        pert = {k: v[1:].reshape(-1) for k, v in cols.items()}
+        # A3 needs vectors only on scored images (clean-correct evaluation images).
+        scored = np.tile(correct & (held_split == "eval"), n_var)
+        vectors = np.column_stack([pert[c] for c in _PROB_COLUMNS])
+        vectors[~scored] = np.nan
+        probe = pd.DataFrame({"model": spec.name, "record_id": var_id, "probe": var_name, "kind": var_kind,
+                              "true_label": var_label, "pred": pert["pred"], "max_prob": pert["max_prob"],
+                              "true_prob": pert["true_prob"]})
+        probe[_PROB_COLUMNS] = vectors
+        probe_parts.append(probe.loc[probe_rows])
 
-            clean_rep = {k: np.tile(clean[k].to_numpy(), n_var) for k in ("pred", "max_prob", "true_prob")}
-            record_parts.append(pd.DataFrame({
-                "model": spec.name, "condition": var_name, "source": var_source, "record_id": var_id,
-                "true_label": var_label, "clean_pred": clean_rep["pred"], "clean_max_prob": clean_rep["max_prob"],
-                "clean_true_prob": clean_rep["true_prob"], "pert_pred": pert["pred"],
-                "pert_max_prob": pert["max_prob"], "pert_true_prob": pert["true_prob"], "split": var_split,
-                "group": spec.group}).loc[paired_rows])
-            say(f"trained and recorded {spec.name} (clean eval accuracy {model_rows[-1][5]:.3f})")
+        clean_rep = {k: np.tile(clean[k].to_numpy(), n_var) for k in ("pred", "max_prob", "true_prob")}
+        record_parts.append(pd.DataFrame({
+            "model": spec.name, "condition": var_name, "source": var_source, "record_id": var_id,
+            "true_label": var_label, "clean_pred": clean_rep["pred"], "clean_max_prob": clean_rep["max_prob"],
+            "clean_true_prob": clean_rep["true_prob"], "pert_pred": pert["pred"],
+            "pert_max_prob": pert["max_prob"], "pert_true_prob": pert["true_prob"], "split": var_split,
+            "group": spec.group}).loc[paired_rows])
+        say(f"recorded {spec.name} (clean eval accuracy {model_rows[-1][5]:.3f})")
 
     records = pd.concat(record_parts, ignore_index=True)
     dev = records[records["split"] == "dev"]
@@ -562,12 +768,19 @@ def build_demo_pool(*, seed=0, models: Sequence[str] | None = None, conditions: 
         "probability_vectors": "prob_0 .. prob_9 rounded to 1e-6; in probes only for clean-correct "
                                "evaluation images (NaN elsewhere). pred, max_prob, true_prob and the "
                                "records' probabilities are exact float32 model outputs.",
-        "models": [m.name for m in MODEL_SPECS if m.name in model_names],
+        "reproducibility": "Images, splits, record ids and every condition's inputs "
+                           "(conditions.inputs_sha256, images_sha256) are identical on any machine. "
+                           "Model outputs are reproducible from the shipped models (models/) up to "
+                           "floating-point kernel noise; re-training reproduces them exactly only "
+                           "on the CPU and library versions below.",
+        "models": [m.name for m in MODEL_SPECS if m.name in predictors],
         "conditions": cond["condition"].tolist(),
         "n_heldout": int(n_img),
         "n_dev": int((held_split == "dev").sum()),
         "n_eval": int((held_split == "eval").sum()),
+        "images_sha256": _digest(held_images),
         "versions": _versions(),
+        "machine": _machine(),
     }
     return DemoPool(
         records=records,
@@ -584,6 +797,21 @@ def build_demo_pool(*, seed=0, models: Sequence[str] | None = None, conditions: 
     )
 
 
+def _digest(images: np.ndarray) -> str:
+    """SHA-256 of a uint8 image stack (C order)."""
+    return hashlib.sha256(np.ascontiguousarray(images, dtype=np.uint8).tobytes()).hexdigest()
+
+
+def _machine() -> dict[str, object]:
+    """Which kernels wrote the outputs: they decide the last float32 bits."""
+    import torch
+    from numpy._core._multiarray_umath import __cpu_features__
+
+    return {"platform": platform.machine(),
+            "cpu_levels": sorted(k for k, on in __cpu_features__.items() if on and k.startswith("X86_V")),
+            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability()}
+
+
 def _versions() -> dict[str, str]:
     import PIL
     import scipy
@@ -598,7 +826,7 @@ def _versions() -> dict[str, str]:
 # ------------------------------------------------------------------------------------------
 # storage
 # ------------------------------------------------------------------------------------------
-_STRING_COLUMNS = ("model", "group", "condition", "source", "probe", "kind", "split", "family",
+_STRING_COLUMNS = ("model", "group", "condition", "source", "probe", "kind", "split", "family", "inputs_sha256",
                    "description")
 
 
@@ -619,7 +847,7 @@ def _expand(df: pd.DataFrame) -> pd.DataFrame:
     """Back to the in-memory dtypes callers expect: str, int64, float64."""
     out = df.copy()
     for col in out.columns:
-        if isinstance(out[col].dtype, pd.CategoricalDtype):
+        if isinstance(out[col].dtype, pd.CategoricalDtype) or pd.api.types.is_string_dtype(out[col].dtype):
             out[col] = out[col].astype(str)
         elif np.issubdtype(out[col].dtype, np.integer):
             out[col] = out[col].astype(np.int64)
@@ -631,8 +859,9 @@ def _expand(df: pd.DataFrame) -> pd.DataFrame:
 def save_demo_pool(pool: DemoPool, directory) -> dict[str, Path]:
     """Write ``pool`` as compressed Parquet (zstd) + NPZ + ``manifest.json`` under ``directory``.
 
-    Probabilities are stored as float32 (as computed); strings dictionary-encoded. The
-    manifest lists every file with its size.
+    Probabilities are stored as float32 (as computed); strings dictionary-encoded. Fitted
+    models in ``pool.fitted`` go to ``models/`` (:func:`save_demo_models`). The manifest lists
+    every file with its size.
 
     Returns
     -------
@@ -647,9 +876,13 @@ def save_demo_pool(pool: DemoPool, directory) -> dict[str, Path]:
                                                  compression_level=19, index=False)
     np.savez_compressed(paths["images"], images=pool.images, record_id=pool.image_ids,
                         true_label=pool.image_labels, split=pool.image_splits)
+    model_paths = save_demo_models(pool.fitted, directory)
     manifest = dict(pool.manifest)
     manifest["files"] = {role: {"name": path.name, "bytes": path.stat().st_size}
                          for role, path in paths.items() if role != "manifest"}
+    manifest["model_files"] = {name: {"name": f"{_MODELS_DIR}/{path.name}", "bytes": path.stat().st_size}
+                               for name, path in model_paths.items()}
+    paths.update({f"model:{name}": path for name, path in model_paths.items()})
     paths["manifest"].write_text(json.dumps(manifest, indent=2) + "\n")
     return paths
 

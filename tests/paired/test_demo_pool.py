@@ -1,10 +1,17 @@
-"""The shipped demo pool: contracts, a regenerated slice against the shipped files, screening on it.
+"""The shipped demo pool: contracts, re-evaluation from the shipped models, re-training, screening.
 
-Regeneration tolerance: integer columns (ids, labels, predictions, splits) and images must be
-identical; probabilities must agree within 1e-5 absolute. On the machine that generated the
-pool (same CPU and library versions) the slice is bit-identical; the tolerance absorbs
-float32 differences between CPU instruction sets in torch and BLAS kernels.
+What is reproducible where:
+
+* everywhere, exactly: the images, the split, record ids and every condition's 8-bit model
+  inputs (SHA-256 digests in the shipped files);
+* everywhere, within float tolerance: the model outputs, re-evaluated from the shipped models
+  (``assets/paired_demo/models/``). Probabilities agree within ``PROB_TOL``; a label may differ
+  only where the re-evaluated top-2 gap is below ``PROB_TOL`` (a near-tie), and such labels are
+  counted, reported and bounded by ``MAX_NEAR_TIES``;
+* on one machine only, exactly: re-training. Elsewhere SGD amplifies kernel rounding, so a
+  re-trained slice is only checked for agreement with the shipped labels.
 """
+import os
 import warnings
 
 import numpy as np
@@ -17,8 +24,11 @@ from core.paired.demo import (
     build_demo_pool,
     demo_conditions,
     digit_images,
+    load_demo_models,
     load_demo_pool,
+    reevaluate_demo_pool,
     render_condition,
+    save_demo_models,
     save_demo_pool,
     split_images,
 )
@@ -29,6 +39,11 @@ SLICE_MODELS = ["cnn-w8", "logreg-c1"]
 SLICE_CONDITIONS = ["gaussian_noise s2", "motion_blur s4", "jpeg_compression s4", "hflip", "rotate-10",
                     "sim-recapture p1 g1 e1", "sim-recapture p2 g3 e2", "sim-recapture p3 g3 e3"]
 PROB_TOL = 1e-5
+"""float32 probabilities of these small models differ by ~1e-7 between CPU kernels; 100x margin."""
+MAX_NEAR_TIES = 5
+"""Near-tie labels excused per comparison (expected 0 or a handful)."""
+RETRAIN_AGREEMENT = 0.99
+"""Share of clean labels a re-trained slice model must share with the shipped one."""
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +52,7 @@ def shipped():
 
 
 @pytest.fixture(scope="module")
-def regenerated(shipped):
+def retrained(shipped):
     return build_demo_pool(seed=shipped.manifest["seed"], models=SLICE_MODELS, conditions=SLICE_CONDITIONS)
 
 
@@ -109,32 +124,218 @@ def test_screening_runs_on_the_shipped_pool_and_all_tiers_occur(shipped):
 
 
 # ------------------------------------------------------------------------------------------
-# regeneration of a slice
+# re-evaluation from the shipped models (any machine) and re-training (agreement only)
 # ------------------------------------------------------------------------------------------
-def _compare(got: pd.DataFrame, want: pd.DataFrame, keys: list[str]):
-    got = got.sort_values(keys).reset_index(drop=True)
+@pytest.mark.portable
+def test_every_condition_renders_the_shipped_model_inputs(shipped):
+    from core.paired.demo import _digest
+
+    assert _digest(shipped.images) == shipped.manifest["images_sha256"]
+    seed = shipped.manifest["seed"]
+    for row in shipped.conditions.itertuples():
+        assert _digest(render_condition(shipped.images, row.condition, seed=seed)) == row.inputs_sha256, \
+            row.condition
+
+
+def _outputs(predict, images_uint8):
+    return predict(images_uint8.astype(np.float32) / 255.0).astype(np.float64)
+
+
+def _check_labels(probs, shipped_pred, what):
+    """Labels equal except near-ties; returns the number excused."""
+    fresh = probs.argmax(axis=1)
+    differ = np.flatnonzero(fresh != shipped_pred)
+    gap = probs[differ, fresh[differ]] - probs[differ, shipped_pred[differ]]
+    assert (gap < PROB_TOL).all(), (
+        f"{what}: labels differ beyond near-ties at rows {differ[gap >= PROB_TOL][:10].tolist()} "
+        f"(top-2 gaps {gap[gap >= PROB_TOL][:5].tolist()})")
+    return differ.size
+
+
+@pytest.mark.portable
+def test_the_shipped_models_reproduce_the_shipped_outputs(shipped, cross_machine_note):
+    """Every shipped model, on the clean images and a slice of conditions, against the shipped tables."""
+    models = load_demo_models()
+    assert list(models) == [m.name for m in MODEL_SPECS]
+    seed = shipped.manifest["seed"]
+    inputs = {"clean": shipped.images}
+    inputs.update({c: render_condition(shipped.images, c, seed=seed) for c in SLICE_CONDITIONS})
+    excused, compared, largest = 0, 0, 0.0
+    clean = shipped.clean.set_index(["model", "record_id"]).sort_index()
+    pert = shipped.records.rename(columns={"pert_pred": "pred", "pert_max_prob": "max_prob",
+                                           "pert_true_prob": "true_prob"})
+    # transforms exist as probes only, on evaluation images
+    outputs = pd.concat([pert[pert["source"] != "synthetic"].rename(columns={"condition": "probe"}),
+                         shipped.probes])
+    outputs = outputs.set_index(["model", "probe", "record_id"]).sort_index()
+    for name, predict in models.items():
+        for condition, images in inputs.items():
+            probs = _outputs(predict, images)
+            if condition == "clean":
+                want = clean.loc[name].loc[shipped.image_ids]
+                vectors = want[[f"prob_{c}" for c in range(10)]].to_numpy()
+                np.testing.assert_allclose(probs, vectors, rtol=0, atol=PROB_TOL + 5e-7, err_msg=name)
+            else:
+                want = outputs.loc[(name, condition)]
+                keep = np.isin(shipped.image_ids, want.index.to_numpy())
+                probs, want = probs[keep], want.loc[shipped.image_ids[keep]]
+            pred, max_prob, true_prob = want["pred"], want["max_prob"], want["true_prob"]
+            y = want["true_label"].to_numpy()
+            rows = np.arange(y.size)
+            what = f"{name} / {condition}"
+            excused += _check_labels(probs, pred.to_numpy(), what)
+            compared += y.size
+            for got, exp in ((probs.max(axis=1), max_prob), (probs[rows, y], true_prob)):
+                np.testing.assert_allclose(got, exp.to_numpy(), rtol=0, atol=PROB_TOL, err_msg=what)
+                largest = max(largest, float(np.abs(got - exp.to_numpy()).max()))
+    cross_machine_note(f"demo pool re-evaluated from the shipped models: {compared} labels compared, "
+                       f"{excused} near-tie labels excused (bound {MAX_NEAR_TIES}), largest probability "
+                       f"difference {largest:.2e} (tolerance {PROB_TOL:g})")
+    assert excused <= MAX_NEAR_TIES
+
+
+@pytest.mark.portable
+def test_reevaluation_rebuilds_the_shipped_tables(shipped, tmp_path):
+    """The library path (reevaluate_demo_pool) through the storage round trip, on a slice."""
+    conditions = SLICE_CONDITIONS[:3]
+    fresh = reevaluate_demo_pool(models=SLICE_MODELS, conditions=conditions)
+    save_demo_pool(fresh, tmp_path)
+    back = load_demo_pool(tmp_path)
+    keys = ["model", "condition", "record_id"]
+    got = back.records.sort_values(keys).reset_index(drop=True)
+    want = shipped.records[shipped.records["model"].isin(SLICE_MODELS) & shipped.records["condition"].isin(conditions)]
     want = want.sort_values(keys).reset_index(drop=True)
-    assert list(got.columns) == list(want.columns)
-    assert len(got) == len(want) > 0
+    assert list(got.columns) == list(want.columns) and len(got) == len(want) > 0
     for col in got.columns:
-        a, b = got[col].to_numpy(), want[col].to_numpy()
-        if np.issubdtype(a.dtype, np.floating):
-            np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64), rtol=0, atol=PROB_TOL,
-                                       err_msg=col)
-        else:
-            np.testing.assert_array_equal(a.astype(str), b.astype(str), err_msg=col)
+        if pd.api.types.is_float_dtype(got[col].dtype):
+            np.testing.assert_allclose(got[col], want[col], rtol=0, atol=PROB_TOL, err_msg=col)
+        elif col not in ("clean_pred", "pert_pred"):  # labels: near-ties checked above
+            np.testing.assert_array_equal(got[col].astype(str), want[col].astype(str), err_msg=col)
+    differ = (got["pert_pred"] != want["pert_pred"]) | (got["clean_pred"] != want["clean_pred"])
+    assert differ.sum() <= MAX_NEAR_TIES
+    cond = back.conditions.set_index("condition")["inputs_sha256"]
+    assert cond.to_dict() == shipped.conditions.set_index("condition").loc[conditions, "inputs_sha256"].to_dict()
+    np.testing.assert_array_equal(back.images, shipped.images)
+    np.testing.assert_array_equal(back.image_ids, shipped.image_ids)
 
 
-def test_a_regenerated_slice_matches_the_shipped_files(shipped, regenerated, tmp_path):
-    save_demo_pool(regenerated, tmp_path)
-    fresh = load_demo_pool(tmp_path)  # through the same storage round trip as the shipped files
-    in_slice = lambda df, col: df[df["model"].isin(SLICE_MODELS) & df[col].isin(SLICE_CONDITIONS)]  # noqa: E731
-    _compare(fresh.records, in_slice(shipped.records, "condition"), ["model", "condition", "record_id"])
-    _compare(fresh.probes, in_slice(shipped.probes, "probe"), ["model", "probe", "record_id"])
-    _compare(fresh.clean, shipped.clean[shipped.clean["model"].isin(SLICE_MODELS)], ["model", "record_id"])
-    _compare(fresh.models, shipped.models[shipped.models["model"].isin(SLICE_MODELS)], ["model"])
-    np.testing.assert_array_equal(fresh.images, shipped.images)
-    np.testing.assert_array_equal(fresh.image_ids, shipped.image_ids)
+def test_reevaluation_is_bit_identical_on_one_machine():
+    a = reevaluate_demo_pool(models=["cnn-w8", "random-forest"], conditions=SLICE_CONDITIONS[:2])
+    b = reevaluate_demo_pool(models=["cnn-w8", "random-forest"], conditions=SLICE_CONDITIONS[:2])
+    for role in ("records", "probes", "clean"):
+        pd.testing.assert_frame_equal(getattr(a, role), getattr(b, role), check_exact=True)
+
+
+def test_retraining_agrees_with_the_shipped_models(shipped, retrained, cross_machine_note):
+    """Re-training is exact only on the machine that trained the pool; elsewhere it must agree."""
+    assert set(retrained.fitted) == set(SLICE_MODELS)
+    for name in SLICE_MODELS:
+        got = retrained.clean[retrained.clean["model"] == name].set_index("record_id")["pred"]
+        want = shipped.clean[shipped.clean["model"] == name].set_index("record_id").loc[got.index, "pred"]
+        agreement = float((got == want).mean())
+        acc = shipped.models.set_index("model").loc[name, "eval_accuracy"]
+        racc = retrained.models.set_index("model").loc[name, "eval_accuracy"]
+        cross_machine_note(f"re-trained {name}: {agreement:.2%} of clean labels equal the shipped model's; "
+                           f"eval accuracy {racc:.3f} vs {acc:.3f}")
+        assert agreement >= RETRAIN_AGREEMENT, name
+        assert abs(racc - acc) <= 0.02, name
+    # the conditions' inputs do not depend on the models
+    digests = retrained.conditions.set_index("condition")["inputs_sha256"]
+    assert digests.to_dict() == shipped.conditions.set_index("condition").loc[digests.index, "inputs_sha256"].to_dict()
+
+
+def test_saved_models_predict_exactly_what_was_trained(retrained, tmp_path):
+    """The storage formats lose nothing: a saved and re-loaded model gives the same bits."""
+    save_demo_models(retrained.fitted, tmp_path)
+    loaded = load_demo_models(tmp_path, models=SLICE_MODELS)
+    x = retrained.images[:64].astype(np.float32) / 255.0
+    from core.paired.demo import _predictor, _SPECS_BY_NAME
+
+    for name, model in retrained.fitted.items():
+        np.testing.assert_array_equal(loaded[name](x), _predictor(_SPECS_BY_NAME[name], model)(x), err_msg=name)
+
+
+# ------------------------------------------------------------------------------------------
+# loading models: nothing foreign runs, nothing corrupt is used
+# ------------------------------------------------------------------------------------------
+class _Payload:
+    """A pickle that would create a marker file if it were ever unpickled."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def _pool_copy(tmp_path, names):
+    import shutil
+
+    from core.paired.demo import DEFAULT_DIR
+
+    (tmp_path / "models").mkdir()
+    shutil.copy(DEFAULT_DIR / "manifest.json", tmp_path / "manifest.json")
+    for name in names:
+        for ext in (".pt", ".skops"):
+            src = DEFAULT_DIR / "models" / f"{name}{ext}"
+            if src.exists():
+                shutil.copy(src, tmp_path / "models" / src.name)
+    return tmp_path
+
+
+def test_a_pickle_planted_as_a_torch_model_never_runs(tmp_path):
+    import pickle
+
+    import torch
+
+    folder = _pool_copy(tmp_path, ["cnn-w8"])
+    marker = tmp_path / "pwned"
+    torch.save({"weight": _Payload(marker)}, folder / "models" / "cnn-w8.pt", pickle_module=pickle)
+    with pytest.raises(ValueError, match="cnn-w8.pt is not a readable cnn model"):
+        load_demo_models(folder, models=["cnn-w8"])
+    assert not marker.exists()
+
+
+def test_a_skops_model_with_foreign_types_is_refused(tmp_path):
+    import skops.io as sio
+    from sklearn.pipeline import FunctionTransformer
+
+    folder = _pool_copy(tmp_path, [])
+    sio.dump(FunctionTransformer(func=os.system), folder / "models" / "logreg-c1.skops")
+    with pytest.raises(ValueError, match=r"holds types this pool never writes: \['posix.system'\]"):
+        load_demo_models(folder, models=["logreg-c1"])
+    sio.dump(FunctionTransformer(), folder / "models" / "logreg-c1.skops")  # trusted, but not the model
+    with pytest.raises(ValueError, match="holds a FunctionTransformer; this pool's logreg-c1 is a LogisticRegression"):
+        load_demo_models(folder, models=["logreg-c1"])
+
+
+def test_a_forest_with_out_of_range_nodes_is_refused(tmp_path, shipped):
+    import skops.io as sio
+
+    folder = _pool_copy(tmp_path, ["random-forest"])
+    path = folder / "models" / "random-forest.skops"
+    forest = sio.load(path, trusted=["sklearn.tree._tree.Tree"])
+    state = forest.estimators_[3].tree_.__getstate__()
+    state["nodes"]["left_child"][0] = 10**6
+    forest.estimators_[3].tree_.__setstate__(state)
+    sio.dump(forest, path)
+    with pytest.raises(ValueError, match="tree 3 has node indices outside"):
+        load_demo_models(folder, models=["random-forest"])
+
+
+def test_truncated_and_missing_model_files_name_the_file(tmp_path):
+    folder = _pool_copy(tmp_path, ["cnn-w8", "extra-trees"])
+    for name in ("cnn-w8.pt", "extra-trees.skops"):
+        path = folder / "models" / name
+        path.write_bytes(path.read_bytes()[:1000])
+    with pytest.raises(ValueError, match="cnn-w8.pt is not a readable cnn model"):
+        load_demo_models(folder, models=["cnn-w8"])
+    with pytest.raises(ValueError, match="extra-trees.skops is not a readable extra_trees model"):
+        load_demo_models(folder, models=["extra-trees"])
+    with pytest.raises(FileNotFoundError, match="mlp-128.pt is missing"):
+        load_demo_models(folder, models=["mlp-128"])
+    with pytest.raises(ValueError, match="`models` must be distinct names"):
+        load_demo_models(folder, models=["resnet"])
 
 
 def test_render_condition_reproduces_the_model_inputs(shipped):

@@ -1,0 +1,133 @@
+"""SPEC A.1 across machines: a certificate made under other CPU kernels verifies here.
+
+The bundle is written by a child process whose kernels differ from this one's (emulated by
+``tests/portable.py``: torch without AVX paths, OpenBLAS's SSE kernels, numpy without its
+AVX2 loops), with the *same* fitted models, shipped to it in safe formats (a torch
+``state_dict`` read with ``weights_only=True``, a skops file). ``verify`` here must say
+"identical" or "within_tolerance", report its largest difference, and never "differs".
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from core.cfc import Protocol, baseline_vector, certify, raw_origin_groups, verify
+from core.tabular.datasets import load_dataset, split_dataset
+from core.tabular.preprocessing import fit_preprocessor
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+from portable import other_kernels_env  # noqa: E402
+
+_CHILD = r"""
+import json, sys
+import numpy as np, skops.io as sio, torch
+from core.cfc import Protocol, certify
+folder = sys.argv[1]
+spec = json.load(open(f"{folder}/problem.json"))
+X = np.load(f"{folder}/X.npy")
+net = torch.nn.Sequential(torch.nn.Linear(X.shape[1], 64), torch.nn.Tanh(), torch.nn.Linear(64, 2))
+net.load_state_dict(torch.load(f"{folder}/net.pt", weights_only=True))
+def torch_proba(A):
+    with torch.no_grad():
+        return torch.softmax(net(torch.from_numpy(np.asarray(A, dtype=np.float32))), dim=1).numpy()
+mlp = sio.load(f"{folder}/mlp.skops")
+for name, f in (("torch", torch_proba), ("mlp", mlp.predict_proba)):
+    cs = certify(f, X, spec["groups"], np.asarray(spec["baseline"]), Protocol(), search="beam")
+    cs.to_json(f"{folder}/{name}.json")
+print(torch.backends.cpu.get_cpu_capability())
+"""
+
+
+@pytest.fixture(scope="module")
+def problem(tmp_path_factory):
+    """breast_cancer, two models that cross torch and BLAS kernels, saved for the child."""
+    import skops.io as sio
+    from sklearn.neural_network import MLPClassifier
+
+    folder = tmp_path_factory.mktemp("cross_machine")
+    ds = load_dataset("breast_cancer")
+    split = split_dataset(ds, seed=0)
+    pre = fit_preprocessor(split.train, ds.numeric, ds.categorical)
+    X_train, X_test = pre.transform(split.train), pre.transform(split.test)[:60]
+    groups = raw_origin_groups(pre.transformer)
+    baseline = baseline_vector(X_train, groups, rule="mean")
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(X_train.shape[1], 64), torch.nn.Tanh(), torch.nn.Linear(64, 2))
+    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    xt = torch.from_numpy(X_train.astype(np.float32))
+    yt = torch.from_numpy(split.y_train.astype(np.int64))
+    for _ in range(100):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(net(xt), yt).backward()
+        opt.step()
+    net.eval()
+    torch.save(net.state_dict(), folder / "net.pt")
+    mlp = MLPClassifier(hidden_layer_sizes=(32,), solver="lbfgs", max_iter=300, random_state=0).fit(X_train, split.y_train)
+    sio.dump(mlp, folder / "mlp.skops")
+    np.save(folder / "X.npy", X_test)
+    (folder / "problem.json").write_text(json.dumps({"groups": groups, "baseline": baseline.tolist()}))
+
+    def torch_proba(A):
+        with torch.no_grad():
+            return torch.softmax(net(torch.from_numpy(np.asarray(A, dtype=np.float32))), dim=1).numpy()
+
+    return folder, X_test, {"torch": torch_proba, "mlp": mlp.predict_proba}, groups, baseline
+
+
+@pytest.mark.portable
+@pytest.mark.slow
+def test_a_certificate_made_under_other_kernels_verifies_here(problem, cross_machine_note):
+    folder, X, models, groups, baseline = problem
+    env = other_kernels_env()
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(folder)], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    here = torch.backends.cpu.get_cpu_capability()
+    for name, predict_proba in models.items():
+        report = verify(folder / f"{name}.json", predict_proba, X)
+        cross_machine_note(f"verify of a {name} certificate made under torch {done.stdout.strip()} kernels, "
+                           f"checked under {here}: {report}")
+        assert report.ok and report.verdict in ("identical", "within_tolerance"), str(report)
+        assert report.mismatches.empty
+        assert report.max_abs_diff <= 1e-4
+        # the same bundle, checked with no tolerance at all, is only accepted if truly identical
+        strict = verify(folder / f"{name}.json", predict_proba, X, rtol=0, atol=0)
+        assert strict.verdict in ("identical", "differs")
+        assert (strict.verdict == "identical") == (report.verdict == "identical" and report.max_abs_diff == 0)
+
+
+def test_verify_says_identical_on_one_machine_and_reports_the_largest_difference(problem):
+    folder, X, models, groups, baseline = problem
+    cs = certify(models["torch"], X, groups, baseline, Protocol())
+    report = verify(cs, models["torch"], X)
+    assert report.verdict == "identical" and report.max_abs_diff == 0.0 and report.probe_max_abs_diff == 0.0
+    assert "identical" in str(report)
+    # A model nudged by 1e-7: not identical, but verified within the declared tolerance.
+    nudged = lambda A: np.clip(models["torch"](A).astype(np.float64) * (1 + 1e-7), 0, 1)  # noqa: E731
+    report = verify(cs, nudged, X)
+    assert report.verdict == "within_tolerance" and report.ok, str(report)
+    assert 0 < report.max_abs_diff < 1e-5 and report.max_diff_field is not None
+    assert "largest difference" in str(report) and report.max_diff_field in str(report)
+    # ... and refused with no tolerance, naming the fields.
+    strict = verify(cs, nudged, X, rtol=0, atol=0)
+    assert strict.verdict == "differs" and not strict.ok and strict.fields
+
+
+def test_a_bundle_without_probe_values_cannot_pass_on_a_fingerprint_mismatch(problem):
+    folder, X, models, groups, baseline = problem
+    cs = certify(models["mlp"], X, groups, baseline, Protocol())
+    bundle = cs.to_bundle()
+    del bundle["probe_proba"]  # as written before probe values were stored
+    bundle["fingerprint"] = "0" * 64
+    report = verify(bundle, models["mlp"], X)
+    assert report.verdict == "differs" and report.probe_max_abs_diff is None
+    assert "stores no probe values" in str(report)
