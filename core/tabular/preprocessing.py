@@ -235,7 +235,9 @@ def detect_unavailable_fields(
     columns : sequence of str
         Raw feature columns to inspect.
     markers : mapping of str to sequence, optional
-        Extra per-column codes that mean "not available".
+        Per-column codes that mean "not available". A column named here has its codes
+        declared in full: rules 3 and 4 are not applied to it, so ``{"capital-gain": ()}``
+        says that Adult's top code 99999 is a real (censored) value, not a special code.
 
     Returns
     -------
@@ -268,7 +270,7 @@ def detect_unavailable_fields(
 
     rows = []
     for c in columns:
-        counts, values = _unavailable_in(frame[c], tuple(markers.get(c, ())))
+        counts, values = _unavailable_in(frame[c], tuple(markers.get(c, ())), heuristics=c not in markers)
         total = sum(counts)
         if total:
             rows.append((c, *counts, total, total / len(frame), values))
@@ -277,7 +279,8 @@ def detect_unavailable_fields(
     )
 
 
-def _unavailable_in(series: pd.Series, declared: tuple[Any, ...]) -> tuple[tuple[int, int, int, int], tuple[str, ...]]:
+def _unavailable_in(series: pd.Series, declared: tuple[Any, ...], *,
+                    heuristics: bool) -> tuple[tuple[int, int, int, int], tuple[str, ...]]:
     missing = series.isna().to_numpy()
     numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
     if declared:
@@ -290,7 +293,9 @@ def _unavailable_in(series: pd.Series, declared: tuple[Any, ...]) -> tuple[tuple
         is_declared = np.zeros(len(series), dtype=bool)
     token = np.zeros(len(series), dtype=bool)
     sentinel = np.zeros(len(series), dtype=bool)
-    if numeric:
+    if not heuristics:
+        pass
+    elif numeric:
         values = series.to_numpy(dtype=np.float64, na_value=np.nan)
         present = values[~missing]
         if present.size:
