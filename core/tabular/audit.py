@@ -444,7 +444,8 @@ def _run_audit(data, *, target, model, seed, protocol, label_channel, blocks, ma
     # 6. Held-out labels: the label channel sees the model and the inputs, never the certificate.
     labels = stages.run("label channel", brittle_labels, predict, X_test, groups, baseline, channel=label_channel,
                         noise_scale=_noise_scale(X_train), seed=streams["label_channel"], batch_size=batch_size)
-    unavailable = detect_unavailable_fields(dataset.frame, dataset.features, markers=dataset.markers)
+    unavailable = detect_unavailable_fields(dataset.frame, dataset.features, markers=dataset.markers,
+                                            real_values=dataset.real_values)
     unavailable_groups = _unavailable_groups(pre, groups, unavailable["column"].tolist())
     natural = None
     if unavailable_groups:

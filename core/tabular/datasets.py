@@ -90,10 +90,10 @@ class Dataset:
         Domain blocks: raw feature -> block name, covering every feature, or None.
     markers : dict of str to tuple
         Dataset-specific codes that mean "not available" in a column (e.g. ``'ignore'`` in
-        credit_data's ``Home``), on top of NaN. A column listed here has its codes declared in
-        full, so the generic unknown-token and numeric-sentinel rules do not apply to it
-        (``()`` declares that a column has no special code, e.g. Adult's top-coded
-        capital-gain).
+        credit_data's ``Home``), on top of NaN, generic unknown tokens and numeric sentinels.
+    real_values : dict of str to tuple
+        Values that look like a special code to the generic rules but are real values
+        (Adult's top code 99999 in ``capital-gain``); never counted as unavailable.
     description : str
         One paragraph for people: what a row is, what the target means.
     source : str
@@ -115,6 +115,7 @@ class Dataset:
     positive_class: Any = None
     blocks: dict[str, str] | None = None
     markers: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    real_values: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     description: str = ""
     source: str = ""
     notes: tuple[str, ...] = ()
@@ -261,6 +262,7 @@ class _Bundled:
     read: Callable[[], pd.DataFrame]
     blocks: dict[str, list[str]] | None = None
     markers: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    real_values: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     official_test: Callable[[pd.DataFrame], np.ndarray] | None = None
 
 
@@ -493,8 +495,8 @@ _BUNDLED: dict[str, _Bundled] = {
         read=_read_adult,
         official_test=lambda frame: np.arange(ADULT_TRAIN_ROWS, ADULT_TRAIN_ROWS + ADULT_TEST_ROWS, dtype=np.int64),
         # 99999 in capital-gain is the census top code (gains of $99,999 or more), a known value,
-        # not a "not recorded" code; declaring the column keeps the nines-sentinel rule off it.
-        markers={"capital-gain": ()},
+        # not a "not recorded" code, although it looks like one to the nines-sentinel rule.
+        real_values={"capital-gain": (99999,)},
     ),
     "credit_g": _Bundled(
         target="class",
@@ -556,6 +558,8 @@ def load_dataset(name: str = DEFAULT_DATASET) -> Dataset:
         source=spec.source,
         detect_ids=False,
     )
+    if spec.real_values:
+        dataset = replace(dataset, real_values=dict(spec.real_values))
     if spec.official_test is not None:
         dataset = replace(dataset, official_test=spec.official_test(frame))
     return dataset
