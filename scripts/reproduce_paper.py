@@ -69,7 +69,7 @@ def run(args) -> int:
     protocol = Protocol(depth=args.depth)
     config = {"datasets": args.datasets, "models": args.models, "seeds": args.seeds, "max_rows": args.max_rows,
               "rows": args.rows, "protocol": protocol.to_dict(), "label_channel": channel.to_dict(),
-              "population": args.population}
+              "population": args.population, "model_params": args.model_params}
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     total = len(args.datasets) * len(args.models) * len(args.seeds)
     done = 0
@@ -87,7 +87,8 @@ def run(args) -> int:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
                         res = run_audit(dataset, model=model, seed=seed, max_rows=rows, protocol=protocol,
-                                        label_channel=channel, population=args.population)
+                                        label_channel=channel, population=args.population,
+                                        model_params=args.model_params.get(model))
                 except Exception as exc:  # one failing unit must not stop a long sweep; it is recorded
                     line = {"dataset": name, "model": model, "seed": seed, "error": f"{type(exc).__name__}: {exc}"}
                     print(f"[{done}/{total}] {name} / {model} / {seed}: FAILED {line['error']}", flush=True)
@@ -284,6 +285,8 @@ def main(argv=None) -> int:
     r.add_argument("--noise-scales", type=_floats)
     r.add_argument("--draws", type=int)
     r.add_argument("--population", choices=("high_confidence", "all"), default="high_confidence")
+    r.add_argument("--model-params", type=json.loads, default={},
+                   help='JSON per model, e.g. {"random_forest": {"min_samples_leaf": 5}}')
     r.set_defaults(func=run)
     p = sub.add_parser("report", help="tables of docs/reproduction.md from a sweep folder")
     p.add_argument("--out", required=True)
