@@ -181,6 +181,28 @@ def report(args) -> int:
         sections += [f"### {name} (reference = {bd['reference'].iloc[0]})",
                      md(bd[["score", "n_units", "mean", "ci_low", "ci_high", "diff_mean", "diff_ci_low",
                             "diff_ci_high", "win_rate"]])]
+    conf_ref = "neg_energy"
+    bc = paired_bootstrap(ev, reference=conf_ref, n_resamples=args.bootstrap, seed=0)
+    bc = bc.assign(score=bc["score"].map(lambda s: SCORE_LABELS.get(s, s)))
+    sections += [f"## Aggregate against the paper's reference ({conf_ref}, the strongest confidence score)",
+                 md(bc[bc["score"].isin(["FDS", "RCMA", "1/k*", "degradation", "one-step drop"])][
+                     ["score", "n_units", "mean", "diff_mean", "diff_ci_low", "diff_ci_high", "win_rate"]])]
+    rows = []
+    for name in order:
+        bd = paired_bootstrap(ev[ev["dataset"] == name], reference=conf_ref, n_resamples=args.bootstrap,
+                              seed=0).set_index("score")
+        rows.append({"dataset": name, "FDS - neg-energy": bd.loc["fds", "diff_mean"],
+                     "ci_low": bd.loc["fds", "diff_ci_low"], "ci_high": bd.loc["fds", "diff_ci_high"],
+                     "FDS win rate": bd.loc["fds", "win_rate"], "RCMA win rate": bd.loc["rcma", "win_rate"]})
+    sections += ["### Per dataset against neg-energy", md(pd.DataFrame(rows))]
+    comp = []
+    for (name, model, seed), samples in units.items():
+        hc_rows = samples[samples["high_confidence"]]
+        comp.append({"dataset": name, "RCMA": hc_rows["rcma"].mean(), "1/k*": (1 / hc_rows["flip_budget"]).mean(),
+                     "degradation": hc_rows["degradation"].mean(),
+                     "share k* = inf": np.isinf(hc_rows["flip_budget"]).mean()})
+    comp = pd.DataFrame(comp).groupby("dataset").mean().reindex(order).reset_index()
+    sections += ["## Scale of the FDS components on the high-confidence rows (means over units)", md(comp)]
     sections += [f"Win rate of FDS against the unit's own best non-certificate score: "
                  f"{wide['fds_win_vs_best'].mean():.3f} over {int(wide['fds_win_vs_best'].notna().sum())} units; "
                  f"against {ref}: {wide['fds_win_vs_ref'].mean():.3f}; RCMA against {ref}: "
@@ -269,6 +291,45 @@ def report(args) -> int:
     return 0
 
 
+def _summary(ev: pd.DataFrame, units) -> dict:
+    wide = ev.pivot_table(index=["dataset", "model", "seed"], columns="score", values="auroc")
+    ok = wide[["fds", "neg_energy"]].notna().all(axis=1)
+    fds = ev[ev["score"] == "fds"]
+    share = fds["n_brittle"].sum() / fds["n"].sum()
+    cap = ev.pivot_table(index=["dataset", "model", "seed"], columns="score", values="capture@20")
+    unit_share = (fds["n_brittle"] / fds["n"]).where(fds["n"] > 0)
+    return {"units": int(ok.sum()), "brittle share": share, "FDS": wide["fds"].mean(), "RCMA": wide["rcma"].mean(),
+            "1/k*": wide["inv_flip_budget"].mean(), "one-step": wide["one_step"].mean(),
+            "neg-energy": wide["neg_energy"].mean(),
+            "FDS - neg-energy": (wide["fds"] - wide["neg_energy"])[ok].mean(),
+            "FDS win vs neg-energy": (wide["fds"] > wide["neg_energy"])[ok].mean(),
+            "FDS win vs one-step": (wide["fds"] > wide["one_step"])[wide[["fds", "one_step"]].notna().all(axis=1)].mean(),
+            "FDS Capture@20": cap["fds"].mean(), "neg-energy Capture@20": cap["neg_energy"].mean(),
+            "Capture@20 ceiling": np.minimum(1.0, 0.2 / unit_share.where(unit_share > 0)).mean()}
+
+
+def compare(args) -> int:
+    base = load_units(Path(args.base))
+    lines = []
+    for variant in args.variants:
+        units = load_units(Path(variant))
+        config = json.loads((Path(variant) / "config.json").read_text())
+        rows = []
+        for name in sorted({k[0] for k in units}, key=DATASETS.index):
+            keys = [k for k in units if k[0] == name and k in base]
+            b = evaluate_all({k: base[k] for k in keys})
+            v = evaluate_all({k: units[k] for k in keys})
+            rows.append({"dataset": name, "run": "main sweep", **_summary(b, keys)})
+            rows.append({"dataset": name, "run": Path(variant).name, **_summary(v, keys)})
+        frame = pd.DataFrame(rows)
+        lines += [f"## {Path(variant).name}", "", f"Config: `{json.dumps({k: config[k] for k in ('models', 'seeds', 'label_channel', 'population', 'model_params') if k in config})}`"
+                  f", depth {config['protocol'].get('depth')}", "", md(frame), ""]
+    text = "\n".join(lines)
+    Path(args.out).write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -292,6 +353,11 @@ def main(argv=None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--bootstrap", type=int, default=2000)
     p.set_defaults(func=report)
+    c = sub.add_parser("compare", help="controlled re-runs against the same units of the main sweep")
+    c.add_argument("--base", required=True)
+    c.add_argument("--variants", required=True, nargs="+")
+    c.add_argument("--out", required=True, help="Markdown file to write")
+    c.set_defaults(func=compare)
     args = parser.parse_args(argv)
     if args.command == "run" and args.models is None:
         from core.tabular.models import MODEL_NAMES
