@@ -138,6 +138,12 @@ def md(frame: pd.DataFrame, digits: int = 3) -> str:
     return markdown_table(frame, digits=digits)
 
 
+def _win(ev: pd.DataFrame, score: str, reference: str) -> float:
+    wide = ev.pivot_table(index=["dataset", "model", "seed"], columns="score", values="auroc")
+    ok = wide[[score, reference]].notna().all(axis=1)
+    return float((wide[score] > wide[reference])[ok].mean())
+
+
 def report(args) -> int:
     from core.cfc.evaluation import paired_bootstrap
     from core.tabular.reproduction import weighted_u
@@ -196,11 +202,17 @@ def report(args) -> int:
                      "FDS win rate": bd.loc["fds", "win_rate"], "RCMA win rate": bd.loc["rcma", "win_rate"]})
     sections += ["### Per dataset against neg-energy", md(pd.DataFrame(rows))]
     comp = []
-    for (name, model, seed), samples in units.items():
+    depth = {}
+    if (out / "runs.jsonl").exists():
+        for line in pd.read_json(out / "runs.jsonl", lines=True).dropna(subset=["depth"]).itertuples():
+            depth[(line.dataset, line.model, int(line.seed))] = int(line.depth)
+    for key, samples in units.items():
         hc_rows = samples[samples["high_confidence"]]
-        comp.append({"dataset": name, "RCMA": hc_rows["rcma"].mean(), "1/k*": (1 / hc_rows["flip_budget"]).mean(),
+        k = hc_rows["flip_budget"].to_numpy()
+        comp.append({"dataset": key[0], "RCMA": hc_rows["rcma"].mean(), "1/k*": (1 / k).mean(),
                      "degradation": hc_rows["degradation"].mean(),
-                     "share k* = inf": np.isinf(hc_rows["flip_budget"]).mean()})
+                     "share no flip within K": (k == depth[key] + 1).mean() if key in depth else np.nan,
+                     "distinct 1/k* values": len(np.unique(k))})
     comp = pd.DataFrame(comp).groupby("dataset").mean().reindex(order).reset_index()
     sections += ["## Scale of the FDS components on the high-confidence rows (means over units)", md(comp)]
     sections += [f"Win rate of FDS against the unit's own best non-certificate score: "
@@ -230,7 +242,10 @@ def report(args) -> int:
                          / g[g["score"] == "fds"]["n"].sum(), "FDS": bg.loc["fds", "mean"],
                          "RCMA": bg.loc["rcma", "mean"], "max-softmax": bg.loc["max_softmax", "mean"],
                          "reference": r, "ref AUROC": bg.loc[r, "mean"], "FDS - ref": bg.loc["fds", "diff_mean"],
-                         "FDS win rate": bg.loc["fds", "win_rate"]})
+                         "FDS win rate": bg.loc["fds", "win_rate"],
+                         "FDS win vs neg-energy": _win(g, "fds", "neg_energy"),
+                         "FDS Capture@20": g[g["score"] == "fds"]["capture@20"].mean(),
+                         "neg-energy Capture@20": g[g["score"] == "neg_energy"]["capture@20"].mean()})
     sections += ["## (tau_p, tau_kappa) sensitivity grid", md(pd.DataFrame(grid))]
 
     # FDS weights.
@@ -317,8 +332,10 @@ def compare(args) -> int:
         rows = []
         for name in sorted({k[0] for k in units}, key=DATASETS.index):
             keys = [k for k in units if k[0] == name and k in base]
+            # The population only changes which stored rows are evaluated; the base is the
+            # main sweep's evaluation (high-confidence rows).
             b = evaluate_all({k: base[k] for k in keys})
-            v = evaluate_all({k: units[k] for k in keys})
+            v = evaluate_all({k: units[k] for k in keys}, population=config.get("population", "high_confidence"))
             rows.append({"dataset": name, "run": "main sweep", **_summary(b, keys)})
             rows.append({"dataset": name, "run": Path(variant).name, **_summary(v, keys)})
         frame = pd.DataFrame(rows)

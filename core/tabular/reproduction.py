@@ -37,7 +37,8 @@ def sample_records(result) -> pd.DataFrame:
     DataFrame
         Columns :data:`SAMPLE_COLUMNS`, ``naturalistic_brittle`` when the audit had a
         naturalistic channel, then ``score_<name>`` for every evaluated risk score
-        (larger = riskier). ``flip_budget`` is ``inf`` when no removal up to depth K flipped.
+        (larger = riskier). ``flip_budget`` is ``K+1`` when no removal up to depth K flipped
+        (the certificate's convention).
     """
     lab = result.labels
     t = result.certificates.table
@@ -98,7 +99,8 @@ def weighted_u(samples: pd.DataFrame, weights: Sequence[float]) -> np.ndarray:
     Parameters
     ----------
     samples : DataFrame
-        With ``rcma``, ``flip_budget`` (``inf`` = no flip, so ``1/k* = 0``) and ``degradation``.
+        With ``rcma``, ``flip_budget`` (``k*`` in ``1..K+1``, ``K+1`` = no flip within depth K)
+        and ``degradation``.
     weights : sequence of 3 non-negative floats
 
     Returns
