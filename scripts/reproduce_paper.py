@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import numpy as np
+import pandas as pd
 
 DATASETS = ("adult", "credit_g", "credit_data", "lending_club", "mlc_churn", "wa_churn", "breast_cancer")
 SCORE_LABELS = {"fds": "FDS", "rcma": "RCMA", "inv_flip_budget": "1/k*", "degradation": "degradation",

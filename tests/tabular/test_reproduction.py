@@ -14,7 +14,13 @@ from core.cfc.protocol import Protocol
 from core.cfc.stressors import LabelChannel
 from core.cli import main
 from core.tabular.audit import run_audit
-from core.tabular.reproduction import SAMPLE_COLUMNS, evaluate_samples, relabel, sample_records, weighted_u
+from core.tabular.reproduction import (
+    SAMPLE_COLUMNS,
+    evaluate_samples,
+    relabel,
+    sample_records,
+    weighted_u,
+)
 
 
 @pytest.fixture(scope="module")
