@@ -91,15 +91,15 @@ class Dataset:
     markers : dict of str to tuple
         Dataset-specific codes that mean "not available" in a column (e.g. ``'ignore'`` in
         credit_data's ``Home``), on top of NaN, generic unknown tokens and numeric sentinels.
-    real_values : dict of str to tuple
-        Values that look like a special code to the generic rules but are real values
-        (Adult's top code 99999 in ``capital-gain``); never counted as unavailable.
     description : str
         One paragraph for people: what a row is, what the target means.
     source : str
         Where the table came from (package item or file name).
     notes : tuple of str
         What loading changed, in order (rows dropped, columns coerced or excluded).
+    real_values : dict of str to tuple
+        Values that look like a special code to the generic rules but are real values
+        (Adult's top code 99999 in ``capital-gain``); never counted as unavailable.
     official_test : ndarray of int64 or None
         Row ids (``frame.index`` values) of the source's own test part, for tables that ship
         one (Adult's adult.test); see :func:`official_split`. None otherwise.
@@ -115,10 +115,11 @@ class Dataset:
     positive_class: Any = None
     blocks: dict[str, str] | None = None
     markers: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-    real_values: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     description: str = ""
     source: str = ""
     notes: tuple[str, ...] = ()
+    # Added after the original fields so that positional construction keeps working.
+    real_values: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     official_test: np.ndarray | None = None
 
     def __post_init__(self) -> None:
