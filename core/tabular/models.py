@@ -6,10 +6,11 @@ models are returned as the library's own estimator class (so ``shap.TreeExplaine
 friends recognise them); the two torch models live in :mod:`core.tabular.resmlp`.
 
 Seeds make every fit reproducible: the seed becomes each library's ``random_state``;
-XGBoost and LightGBM run with a fixed thread count (``n_jobs=1`` by default) and LightGBM in
-its ``deterministic`` mode; the torch models fix threads, deterministic algorithms and their
+XGBoost, LightGBM and CatBoost run with a fixed thread count (``n_jobs=1`` /
+``thread_count=1`` by default) and LightGBM in its ``deterministic`` mode; the torch models fix threads, deterministic algorithms and their
 RNG inside ``fit`` (see :mod:`core.tabular.resmlp`). Library chatter is off (LightGBM
-``verbosity=-1``, XGBoost ``verbosity=0``).
+``verbosity=-1``, XGBoost ``verbosity=0``, CatBoost ``verbose=False`` and no ``catboost_info/``
+training logs written to the working directory).
 
 ``predict_proba`` returns float64 for every model except XGBoost, which returns float32;
 consumers that need float64 (pseudo-logits, certificates) cast.
@@ -21,12 +22,15 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
+import inspect
+
 import numpy as np
 
 __all__ = ["MODELS", "MODEL_NAMES", "ModelName", "ModelSpec", "make_model"]
 
 ModelName = Literal[
-    "logreg", "random_forest", "extra_trees", "hist_gb", "xgboost", "lightgbm", "mlp", "resmlp", "fr_resmlp",
+    "logreg", "random_forest", "extra_trees", "hist_gb", "xgboost", "lightgbm", "catboost", "mlp", "resmlp",
+    "fr_resmlp",
 ]  # fmt: skip
 
 
@@ -99,6 +103,12 @@ def _lightgbm() -> type:
     return LGBMClassifier
 
 
+def _catboost() -> type:
+    from catboost import CatBoostClassifier
+
+    return CatBoostClassifier
+
+
 def _mlp() -> type:
     from sklearn.neural_network import MLPClassifier
 
@@ -155,6 +165,16 @@ MODELS: Mapping[str, ModelSpec] = MappingProxyType(
                 },
                 shap="tree",
             ),
+            # 300 rounds at rate 0.05 like XGBoost and LightGBM (CatBoost's own default of 1,000
+            # rounds would make it the slowest model of the suite by far).
+            _spec(
+                "catboost", "CatBoost", "boosting", _catboost,
+                {
+                    "iterations": 300, "learning_rate": 0.05, "depth": 6, "thread_count": 1,
+                    "verbose": False, "allow_writing_files": False,
+                },
+                shap="tree",
+            ),
             _spec(
                 "mlp", "MLP (scikit-learn)", "neural", _mlp,
                 {"hidden_layer_sizes": (128, 64), "early_stopping": True, "max_iter": 300},
@@ -177,7 +197,7 @@ def make_model(name: ModelName, *, seed: int, **params: Any) -> Any:
 
     Parameters
     ----------
-    name : {'logreg', 'random_forest', 'extra_trees', 'hist_gb', 'xgboost', 'lightgbm', 'mlp', 'resmlp', 'fr_resmlp'}
+    name : {'logreg', 'random_forest', 'extra_trees', 'hist_gb', 'xgboost', 'lightgbm', 'catboost', 'mlp', 'resmlp', 'fr_resmlp'}
         Registry name, see :data:`MODELS`.
     seed : int
         Non-negative, below 2**32; becomes the model's ``random_state``. Same seed, same
@@ -211,7 +231,10 @@ def make_model(name: ModelName, *, seed: int, **params: Any) -> Any:
             f"Model {name!r} requires {', '.join(f'`{p}`' for p in spec.requires)}; missing `{missing[0]}`."
         )
     cls = spec.estimator_class()
-    allowed = set(cls().get_params(deep=False)) | set(spec.defaults)
+    # CatBoost's get_params lists only the parameters set explicitly, so the constructor's
+    # signature is the complete list.
+    signature = set(inspect.signature(cls.__init__).parameters) - {"self", "args", "kwargs"}
+    allowed = set(cls().get_params(deep=False)) | signature | set(spec.defaults)
     unknown = sorted(set(params) - allowed)
     if unknown:
         raise ValueError(

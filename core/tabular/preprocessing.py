@@ -215,6 +215,7 @@ def detect_unavailable_fields(
     columns: Sequence[str],
     *,
     markers: Mapping[str, Sequence[Any]] | None = None,
+    real_values: Mapping[str, Sequence[Any]] | None = None,
 ) -> pd.DataFrame:
     """List raw columns that contain missing, unknown or special-code values.
 
@@ -236,6 +237,10 @@ def detect_unavailable_fields(
         Raw feature columns to inspect.
     markers : mapping of str to sequence, optional
         Extra per-column codes that mean "not available".
+    real_values : mapping of str to sequence, optional
+        Per-column values that look like a special code but are real values, never counted
+        by rules 3 and 4 (e.g. ``{"capital-gain": (99999,)}``: Adult's top code for gains of
+        $99,999 or more is a known, censored amount, not "not recorded").
 
     Returns
     -------
@@ -262,13 +267,15 @@ def detect_unavailable_fields(
     if unknown:
         raise ValueError(f"`columns` names {unknown[0]!r}, which is not a column of `frame`.")
     markers = dict(markers or {})
-    stray = [c for c in markers if c not in columns]
-    if stray:
-        raise ValueError(f"`markers` names column {stray[0]!r}, which is not among `columns`.")
+    real_values = dict(real_values or {})
+    for label, mapping in (("markers", markers), ("real_values", real_values)):
+        stray = [c for c in mapping if c not in columns]
+        if stray:
+            raise ValueError(f"`{label}` names column {stray[0]!r}, which is not among `columns`.")
 
     rows = []
     for c in columns:
-        counts, values = _unavailable_in(frame[c], tuple(markers.get(c, ())))
+        counts, values = _unavailable_in(frame[c], tuple(markers.get(c, ())), tuple(real_values.get(c, ())))
         total = sum(counts)
         if total:
             rows.append((c, *counts, total, total / len(frame), values))
@@ -277,7 +284,8 @@ def detect_unavailable_fields(
     )
 
 
-def _unavailable_in(series: pd.Series, declared: tuple[Any, ...]) -> tuple[tuple[int, int, int, int], tuple[str, ...]]:
+def _unavailable_in(series: pd.Series, declared: tuple[Any, ...],
+                    real: tuple[Any, ...] = ()) -> tuple[tuple[int, int, int, int], tuple[str, ...]]:
     missing = series.isna().to_numpy()
     numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
     if declared:
@@ -301,6 +309,11 @@ def _unavailable_in(series: pd.Series, declared: tuple[Any, ...]) -> tuple[tuple
     else:
         text = series.astype("str").str.strip().str.lower()
         token = text.str.fullmatch(UNKNOWN_TOKEN).to_numpy(dtype=bool, na_value=False) & ~missing & ~is_declared
+    if real:
+        is_real = (series.isin([v for v in real if isinstance(v, (int, float, np.number))]) if numeric
+                   else series.astype("str").isin([str(v) for v in real])).to_numpy(dtype=bool)
+        token &= ~is_real
+        sentinel &= ~is_real
     found: list[str] = ["NaN"] if missing.any() else []
     for mask in (is_declared, token, sentinel):
         found.extend(dict.fromkeys(_as_text(v) for v in series[mask]))

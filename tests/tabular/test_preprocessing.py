@@ -115,6 +115,8 @@ def test_raw_origin_groups_partition_the_columns_and_keep_one_hot_levels_togethe
     for c in ds.categorical:
         names = [pre.feature_names[j] for j in groups[c]]
         assert all(n.startswith(f"cat__{c}_") for n in names)  # one-hot levels of c stay together
+    if ds.blocks is None:  # adult, credit_g: their sources define no blocks
+        return
     # the shipped domain blocks compose with the traced groups
     blocks = domain_block_groups(groups, ds.blocks)
     assert sorted(c for cols in blocks.values() for c in cols) == flat
@@ -205,6 +207,15 @@ def test_detection_declared_numeric_code_takes_precedence_over_sentinel():
     assert (rows["n_declared"], rows["n_sentinel"], rows["n_unavailable"]) == (2, 0, 2)
 
 
+def test_real_values_are_not_taken_for_codes():
+    frame = pd.DataFrame({"gain": [0.0, 5.0, 99999.0], "job": ["a", "?", "unknown"], "x": [1.0, 2.0, 9999.0]})
+    found = detect_unavailable_fields(frame, ["gain", "job", "x"], real_values={"gain": (99999,), "job": ("?",)})
+    # gain's top code is a real value; job keeps its other token; x's nines rule still applies
+    assert found[["column", "n_token", "n_sentinel"]].to_numpy().tolist() == [["job", 1, 0], ["x", 0, 1]]
+    with pytest.raises(ValueError, match=r"`real_values` names column 'nope', which is not among `columns`"):
+        detect_unavailable_fields(frame, ["gain"], real_values={"nope": (1,)})
+
+
 @pytest.mark.parametrize(
     "name, expected",
     [
@@ -213,12 +224,14 @@ def test_detection_declared_numeric_code_takes_precedence_over_sentinel():
         ("mlc_churn", {}),
         ("wa_churn", {"total_charges": 11}),
         ("breast_cancer", {}),
+        ("adult", {"workclass": 2799, "occupation": 2809, "native-country": 857}),
+        ("credit_g", {"savings_status": 183, "property_magnitude": 154}),
     ],
     ids=list(DATASET_NAMES),
 )
 def test_detection_on_bundled_data(splits, name, expected):
     ds = splits[name].dataset
-    found = detect_unavailable_fields(ds.frame, ds.features, markers=ds.markers)
+    found = detect_unavailable_fields(ds.frame, ds.features, markers=ds.markers, real_values=ds.real_values)
     assert dict(zip(found["column"], found["n_unavailable"])) == expected
     if name == "credit_data":
         home = found.set_index("column").loc["Home"]
@@ -233,8 +246,9 @@ def test_detection_rejects_unknown_columns():
         detect_unavailable_fields(frame, ["a"], markers={"c": ("x",)})
 
 
-def _naive_counts(values: list, numeric: bool, declared: tuple) -> tuple[int, int, int, int]:
-    """Per-value loop implementing the documented precedence rules."""
+def _naive_counts(values: list, numeric: bool, declared: tuple, real: tuple = ()) -> tuple[int, int, int, int]:
+    """Per-value loop implementing the documented precedence rules (``real`` values are never
+    counted by rules 3 and 4)."""
     present = [v for v in values if v is not None and not (isinstance(v, float) and np.isnan(v))]
     top, bottom = (max(present), min(present)) if numeric and present else (None, None)
 
@@ -247,6 +261,8 @@ def _naive_counts(values: list, numeric: bool, declared: tuple) -> tuple[int, in
             counts[0] += 1
         elif (v in declared) if numeric else (str(v) in {str(d) for d in declared}):
             counts[1] += 1
+        elif ((v in real) if numeric else (str(v) in {str(r) for r in real})):
+            continue
         elif not numeric and UNKNOWN_TOKEN.fullmatch(str(v).strip().lower()):
             counts[2] += 1
         elif numeric and ((v == top and v > 0 and nines(v)) or (v == bottom and v < 0 and nines(v))):
@@ -258,13 +274,16 @@ def _naive_counts(values: list, numeric: bool, declared: tuple) -> tuple[int, in
     text=st.lists(st.sampled_from(["a", "b", "?", "Unknown", "x_unk", "", "n/a", "junk", "ign", None]), min_size=1, max_size=30),
     numbers=st.lists(st.sampled_from([1.0, 2.0, -1.0, 9999.0, 99999999.0, -999.0, 999.0, np.nan]), min_size=1, max_size=30),
     declare=st.booleans(),
+    real=st.booleans(),
 )
-def test_detection_matches_a_naive_loop(text, numbers, declare):
+def test_detection_matches_a_naive_loop(text, numbers, declare, real):
     frame = pd.DataFrame({"t": pd.Series(text, dtype=object).reindex(range(30)), "x": pd.Series(numbers).reindex(range(30))})
     markers = {"t": ("ign",), "x": (-1.0,)} if declare else {}
-    found = detect_unavailable_fields(frame, ["t", "x"], markers=markers).set_index("column")
+    reals = {"t": ("?",), "x": (9999.0, -999.0)} if real else {}
+    found = detect_unavailable_fields(frame, ["t", "x"], markers=markers, real_values=reals).set_index("column")
     for column, numeric in (("t", False), ("x", True)):
-        expected = _naive_counts(frame[column].tolist(), numeric, tuple(markers.get(column, ())))
+        expected = _naive_counts(frame[column].tolist(), numeric, tuple(markers.get(column, ())),
+                                 tuple(reals.get(column, ())))
         got = tuple(found.loc[column, ["n_missing", "n_declared", "n_token", "n_sentinel"]]) if column in found.index else (0, 0, 0, 0)
         assert got == expected
 
