@@ -30,7 +30,6 @@ import hashlib
 import json
 import os
 import socket
-import uuid
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -38,6 +37,8 @@ from pathlib import Path
 import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from core.atomic import atomic_write_bytes as _atomic_write_bytes
 
 __all__ = [
     "MANIFEST",
@@ -96,21 +97,6 @@ def _sha256_file(path: Path) -> str:
         while block := fh.read(8 << 20):
             digest.update(block)
     return digest.hexdigest()
-
-
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    # A unique temporary name per attempt: two attempts at the same partition (a worker
-    # presumed dead that was only slow) never write into one another's file.
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def _parquet_bytes(table: pa.Table) -> bytes:
