@@ -324,7 +324,7 @@ def fit_certify_task(source: Source, spec: FitSpec, *, batch_size: int = 65_536)
         classes = tuple(_label_text(pa.chunked_array([values])).to_pylist())
     if len(classes) < 2:
         raise ValueError(
-            f"the first {table.num_rows} rows hold a single class of {spec.target!r} ({classes}); a "
+            f"{source.root}: the first {table.num_rows} rows hold a single class of {spec.target!r} ({classes}); a "
             "classifier needs two: raise `fit_rows` or shuffle the input."
         )
     frame = table.to_pandas()[known]

@@ -784,7 +784,8 @@ def _build_dataset(
             _note(notes, note)
     out[target] = target_values
     clean = pd.DataFrame(out, index=frame.index)
-    check_table(clean, target=target, features=features, where=where, blocks=blocks)  # shared with certify
+    # Shared with certify; blocks (either form) are checked by _complete_blocks below.
+    check_table(clean, target=target, features=features, where=where)
 
     return Dataset(
         name=name,

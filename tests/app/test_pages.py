@@ -150,12 +150,16 @@ def test_blank_reviewer_is_refused_with_a_message(app, reviews_db):
     assert ReviewStore(reviews_db).export().empty
 
 
-def test_unwritable_review_database_is_an_error_message_not_a_crash(app, tmp_path):
+def test_unwritable_review_database_is_an_error_message_not_a_crash(new_app, tmp_path, monkeypatch):
+    # The path is chosen at server start (here the env var), never typed into the sidebar.
     blocker = tmp_path / "a_file"
     blocker.write_text("x")
-    app.sidebar.text_input(key="reviews_db").input(str(blocker / "sub" / "r.sqlite3")).run()
+    monkeypatch.setenv("AUDIT_REVIEWS_DB", str(blocker / "sub" / "r.sqlite3"))
+    app = new_app()
     assert not app.exception
     assert any("Cannot open the review database" in e.value for e in app.sidebar.error)
+    assert not [w for w in app.sidebar.text_input if w.key == "reviews_db"]
+    assert blocker.read_text() == "x"
 
 
 def test_bad_upload_shows_what_to_fix(app):
