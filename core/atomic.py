@@ -55,11 +55,15 @@ def _fsync_file(path: Path) -> None:
         os.fsync(fh.fileno())
 
 
-def _destination_error(exc: OSError, path: Path) -> OSError:
+def _destination_error(exc: OSError, path: Path, tmp: Path | None = None) -> OSError:
     """The same error, naming the destination instead of a temporary name."""
     if exc.errno is None:
-        return OSError(f"{path}: {exc}")
-    return type(exc)(exc.errno, exc.strerror or os.strerror(exc.errno), str(path))
+        text = str(exc) if tmp is None else str(exc).replace(str(tmp), str(path))
+        return OSError(f"{path}: {text}")
+    reason = exc.strerror or os.strerror(exc.errno)
+    if tmp is not None:
+        reason = reason.replace(str(tmp), str(path))
+    return type(exc)(exc.errno, reason, str(path))
 
 
 def check_output_file(path: str | os.PathLike[str], *, flag: str = "output") -> Path:
@@ -127,7 +131,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         os.replace(tmp, path)
         fsync_folder(path.parent)
     except OSError as exc:
-        raise _destination_error(exc, path) from exc
+        raise _destination_error(exc, path, tmp) from exc
     finally:
         try:
             tmp.unlink()
@@ -190,7 +194,7 @@ def atomic_folder(out: str | os.PathLike[str]) -> Iterator[Path]:
         publish_folder(tmp, out)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise _destination_error(exc, out) from exc
+        raise _destination_error(exc, out, tmp) from exc
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -60,14 +60,20 @@ def _join_number_lists(argv: list[str]) -> list[str]:
     return out
 
 
-def _os_error_line(exc: OSError) -> str:
-    """One line naming the path and the reason (permission, disk full, file too large, a folder)."""
+def _os_error_line(exc: OSError, out: object = None) -> str:
+    """One line naming the path and the reason (permission, disk full, file too large, a folder).
+
+    An error raised without a file name (a write into an already open file) happened while
+    writing the command's output, so ``out`` is named instead.
+    """
     reason = exc.strerror or str(exc)
     name = errno.errorcode.get(exc.errno, "") if exc.errno else ""
-    path = exc.filename
-    if path is None:
-        return f"{reason}" + (f" [{name}]" if name else "")
-    return f"cannot write or read {str(path)!r}: {reason}" + (f" [{name}]" if name else "")
+    tag = f" [{name}]" if name else ""
+    if exc.filename is not None:
+        return f"cannot write or read {str(exc.filename)!r}: {reason}{tag}"
+    if out is not None:
+        return f"cannot write {str(out)!r}: {reason}{tag}"
+    return f"{reason}{tag}"
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -89,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         # FileNotFoundError raised by our checks carries a full sentence; OS-level errors
         # (EACCES, ENOSPC, EFBIG, EISDIR, EROFS) carry errno and the path.
-        text = _os_error_line(exc) if exc.errno is not None else str(exc)
+        text = _os_error_line(exc, getattr(args, "out", None)) if exc.errno is not None else str(exc)
         print(f"error: {text}", file=sys.stderr)
         return 2
     except (InputError, ValueError) as exc:

@@ -28,6 +28,7 @@ safe to share between threads (Streamlit serves every browser session from its o
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 from collections.abc import Iterable
 from contextlib import closing, contextmanager
@@ -253,8 +254,10 @@ class ReviewStore:
                 marker = (conn.execute(f"SELECT marker FROM {_MARKER_TABLE}").fetchall()
                           if _MARKER_TABLE in tables else [])
             except sqlite3.DatabaseError as exc:
-                raise ReviewStoreError(f"{where} is corrupted ({exc}); restore it from a backup or choose "
-                                       "another file. It was not modified.") from exc
+                if "malformed" in str(exc) or "not a database" in str(exc):
+                    raise ReviewStoreError(f"{where} is corrupted ({exc}); restore it from a backup or choose "
+                                           "another file. It was not modified.") from exc
+                raise self._error(exc, "opening") from exc
         if check != ["ok"]:
             raise ReviewStoreError(f"{where} is corrupted (PRAGMA quick_check: {'; '.join(check[:3])}); restore "
                                    "it from a backup or choose another file. It was not modified.")
@@ -287,9 +290,11 @@ class ReviewStore:
 
     def _error(self, exc: sqlite3.Error, doing: str) -> ReviewStoreError:
         text = str(exc)
+        if "disk I/O error" in text and _free_bytes(self.path.parent) < 1 << 20:
+            text += ", no space left on the device"  # SQLite reports a full tmpfs as an I/O error
         if "locked" in text or "busy" in text:
             hint = f"another process held the lock for more than {self.timeout:g} s; retry"
-        elif "full" in text:
+        elif "full" in text or "no space" in text:
             hint = "the disk is full; free space and retry (nothing was stored)"
         elif isinstance(exc, sqlite3.DatabaseError) and ("malformed" in text or "not a database" in text):
             hint = "the file is corrupted; restore it from a backup"
@@ -444,6 +449,13 @@ class ReviewStore:
             with atomic_path(dest) as tmp:
                 frame.to_csv(tmp, index=False)
         return frame
+
+
+def _free_bytes(folder: Path) -> int:
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return 1 << 62
 
 
 def _statements(script: str) -> list[str]:

@@ -91,6 +91,18 @@ class PartitionInfo:
     files: dict[str, str]
 
 
+_EMPTY_LOCK_GRACE_S = 5.0
+
+
+def _age_seconds(path: Path) -> float:
+    import time
+
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
 def _sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -207,6 +219,9 @@ class RunStore:
                 except (OSError, ValueError):
                     holder = {}
                 stale = holder.get("host") == me["host"] and not psutil.pid_exists(holder.get("pid", -1))
+                # An unreadable lock is one whose writer died (or hit a full disk) between
+                # creating and filling it; a live writer fills it within microseconds.
+                stale = stale or (not holder and _age_seconds(lock) > _EMPTY_LOCK_GRACE_S)
                 if not stale:
                     raise ValueError(
                         f"output folder {self.out} is in use by process {holder.get('pid')} on "
@@ -214,8 +229,12 @@ class RunStore:
                     ) from None
                 lock.unlink(missing_ok=True)
                 continue
-            with os.fdopen(fd, "w") as fh:
-                json.dump(me, fh)
+            try:
+                with os.fdopen(fd, "w") as fh:
+                    json.dump(me, fh)
+            except BaseException:  # e.g. ENOSPC: leave no empty lock behind to block the rerun
+                lock.unlink(missing_ok=True)
+                raise
             self._lock_held = True
             return
         raise ValueError(f"could not take the lock {lock}.")  # pragma: no cover - lost a race twice
