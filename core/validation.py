@@ -70,7 +70,7 @@ def check_unit_interval(value: Any, name: str) -> float:
         raise ValueError(f"`{name}` must be a real number in [0, 1]; got {value!r} ({type(value).__name__}).")
     v = float(value)
     if math.isnan(v) or not 0.0 <= v <= 1.0:
-        raise ValueError(f"`{name}` must be a real number in [0, 1]; got {value!r}.")
+        raise ValueError(f"`{name}` must be in [0, 1]; got {value!r}.")
     return v
 
 

@@ -844,6 +844,14 @@ def _api_cases() -> list[Case]:
         Case("api-grid-tau-string", _noop, call=_api("identified_intervals_grid", "0.8"), match=(r"`tau`", r"'0\.8'")),
         Case("api-targets-tau-bool", _noop, call=_api("paired_targets", False), match=(r"`tau`", r"False")),
         Case("api-five-states-tau-string", _noop, call=_api("five_state_counts", "0.5"), match=(r"`tau`",)),
+        Case("api-label-channel-tau-p-string", _noop, call=lambda ctx: __import__(
+            "core.cfc.stressors", fromlist=["x"]).LabelChannel(tau_p="0.9"), match=(r"`tau_p`", r"'0\.9'")),
+        Case("api-label-channel-tau-p-bool", _noop, call=lambda ctx: __import__(
+            "core.cfc.stressors", fromlist=["x"]).LabelChannel(tau_p=True), match=(r"`tau_p`", r"True")),
+        Case("api-unpaired-summary-tau-string", _noop, call=lambda ctx: __import__(
+            "core.dashboard", fromlist=["x"]).unpaired_class_summary(__import__(
+                "core.paired.records", fromlist=["x"]).validate_unpaired(side(), side(seed=1)), "0.8"),
+             match=(r"`tau`", r"'0\.8'")),
         Case("api-protocol-zero-weights", _noop, call=_protocol(weights=(0, 0, 0)), match=(r"weights", r"zero")),
         Case("api-protocol-negative-weight", _noop, call=_protocol(weights=(-1, 1, 1)), match=(r"weights", r"-1")),
         Case("api-protocol-bool-weight", _noop, call=_protocol(weights=(True, 1, 1)), match=(r"weights", r"True")),
