@@ -28,6 +28,7 @@ evaluation images); elsewhere they are empty (NaN).
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import platform
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from core._rng import as_generator
+from core.atomic import atomic_path, atomic_write_bytes, atomic_write_text
 from core.paired.corruptions import (
     CORRUPTIONS,
     NATURAL_TRANSFORMS,
@@ -642,15 +644,20 @@ def save_demo_pool(pool: DemoPool, directory) -> dict[str, Path]:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     paths = {role: directory / name for role, name in _FILES.items()}
+    # Every file through the one atomic writer; the manifest last, so a pool whose manifest
+    # lists a file's size was written completely.
     for role in ("records", "probes", "clean", "models", "conditions"):
-        _compact(getattr(pool, role)).to_parquet(paths[role], engine="pyarrow", compression="zstd",
-                                                 compression_level=19, index=False)
-    np.savez_compressed(paths["images"], images=pool.images, record_id=pool.image_ids,
+        with atomic_path(paths[role]) as tmp:
+            _compact(getattr(pool, role)).to_parquet(tmp, engine="pyarrow", compression="zstd",
+                                                     compression_level=19, index=False)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, images=pool.images, record_id=pool.image_ids,
                         true_label=pool.image_labels, split=pool.image_splits)
+    atomic_write_bytes(paths["images"], buf.getvalue())
     manifest = dict(pool.manifest)
     manifest["files"] = {role: {"name": path.name, "bytes": path.stat().st_size}
                          for role, path in paths.items() if role != "manifest"}
-    paths["manifest"].write_text(json.dumps(manifest, indent=2) + "\n")
+    atomic_write_text(paths["manifest"], json.dumps(manifest, indent=2) + "\n")
     return paths
 
 
