@@ -1,5 +1,6 @@
 """The sidebar shared by every page: the global dataset / model / seed selection and the
-review database location (fixed at server start, shown read-only). Values live in ``st.session_state`` (defaults in ``app.py``)."""
+review database location (fixed at server start, shown read-only). Values live in
+``st.session_state`` (defaults in ``app.py``)."""
 from __future__ import annotations
 
 import streamlit as st

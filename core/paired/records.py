@@ -68,9 +68,12 @@ class _Origin:
 
     name: str
     csv: bool = False
+    offset: int = 0  # rows of the file before this frame (a streamed batch)
 
     def row(self, position: int, index=None) -> str:
-        where = f"{self.name}, row {position + 1}"
+        where = f"{self.name}, row {self.offset + position + 1}"
+        if self.offset:
+            return where
         if self.csv:
             return f"{where} (line {position + 2})"
         if index is not None and not (isinstance(index, (int, np.integer)) and int(index) == position):

@@ -51,13 +51,13 @@ import pyarrow.parquet as pq
 from core._rng import as_generator
 from core.paired.bounds import LEVELS, identified_intervals_grid
 from core.paired.policies import COVERAGES, LAMBDAS, evaluate_policies, policy_thresholds
-from core.paired.records import CELL_COLUMNS, PAIRED_COLUMNS
+from core.paired.records import CELL_COLUMNS, PAIRED_COLUMNS, _Origin, _validate_records
 from core.paired.summary import grid_summary
 from core.scale.cluster import check_worker_paths
 from core.scale.runner import Engine, RunResult, run_partitions
 from core.scale.sources import PartitionReadError, file_identity
 from core.scale.store import PartitionInfo, RunStore
-from core.validation import check_unit_interval, check_unique_columns
+from core.validation import check_unique_columns, check_unit_interval
 
 __all__ = ["CellSource", "PairedGridRun", "PairedGridTask", "paired_grid", "scan_records"]
 
@@ -197,9 +197,14 @@ def scan_records(path: str | Path) -> tuple[CellSource, pd.DataFrame, bool]:
     counts: Counter = Counter()
     kept: list[pd.DataFrame] = []
     has_eval = False
+    seen = 0
     try:
         for batch in dataset.to_batches(columns=list(columns), batch_size=_SCAN_BATCH_ROWS, use_threads=False):
             frame = batch.to_pandas()
+            # Every row checked here, during the one scan, so a bad value anywhere is refused
+            # (naming its row) before the output folder is touched.
+            _validate_records(frame, _Origin(f"paired records {root}", offset=seen), None)
+            seen += len(frame)
             cells = frame[list(CELL_COLUMNS)].astype(str)
             counts.update(cells.itertuples(index=False, name=None))
             if "split" in names:

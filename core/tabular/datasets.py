@@ -24,8 +24,7 @@ import numpy as np
 import pandas as pd
 
 from core._rng import as_generator
-from core.validation import (MAX_CLASSES, check_input_file, check_table, check_unique_columns,
-                             csv_header_duplicate)
+from core.validation import MAX_CLASSES, check_input_file, check_table, check_unique_columns, csv_header_duplicate
 
 __all__ = [
     "DATASET_NAMES",

@@ -19,8 +19,13 @@ from hypothesis import strategies as st
 import core.atomic
 import core.validation
 from core.atomic import atomic_folder, atomic_path, atomic_write_bytes, check_output_file
-from core.validation import (ConstantFeatureWarning, check_table, check_unit_interval, csv_header_duplicate,
-                             warn_constant_features)
+from core.validation import (
+    ConstantFeatureWarning,
+    check_table,
+    check_unit_interval,
+    csv_header_duplicate,
+    warn_constant_features,
+)
 
 
 def test_doctests():
