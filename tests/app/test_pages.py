@@ -162,6 +162,17 @@ def test_unwritable_review_database_is_an_error_message_not_a_crash(new_app, tmp
     assert blocker.read_text() == "x"
 
 
+def test_all_zero_fds_weights_are_refused_on_the_protocol_form(app):
+    # FDS would be 0 for every row: refused (core.cfc.protocol), shown as a message, protocol kept.
+    before = app.session_state["protocol"]
+    for key in ("proto_w1", "proto_w2", "proto_w3"):
+        app.number_input(key=key).set_value(0.0)
+    app.button[[b.label for b in app.button].index("Apply protocol")].click().run()
+    assert not app.exception
+    assert any("`weights` must not all be zero" in e.value for e in app.error)
+    assert app.session_state["protocol"] == before
+
+
 def test_bad_upload_shows_what_to_fix(app):
     csv = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0], "y": ["a", "a", "a", "a"]}).to_csv(index=False).encode()
     app.get("file_uploader")[0].set_value(("single_class.csv", csv, "text/csv")).run()
