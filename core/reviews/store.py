@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import time
 from collections.abc import Iterable
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -218,12 +219,11 @@ class ReviewStore:
         try:
             version = self._inspect() if self.path.exists() and self.path.stat().st_size > 0 else 0
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._enable_wal()
             if version < _SCHEMA_VERSION:  # a new file, or ours at version 1: upgrade in one transaction
                 with self._transaction() as conn:
                     for statement in _statements(_TABLE + _UPGRADE):
                         conn.execute(statement)
-            with closing(self._connect()) as conn:
-                conn.execute("PRAGMA journal_mode=WAL")
         except ReviewStoreError:
             raise
         except (OSError, sqlite3.Error) as exc:
@@ -231,6 +231,21 @@ class ReviewStore:
                 f"Cannot open the review database at {str(self.path)!r} ({exc}); choose a writable "
                 f"file path (`--reviews-db` or the {ENV_VAR} environment variable)."
             ) from exc
+
+    def _enable_wal(self) -> None:
+        # Switching the journal mode needs an exclusive lock, and SQLite answers "locked" at
+        # once (without its busy handler) when another connection is mid-transaction, e.g.
+        # several processes creating the same new file: retry until `timeout`.
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                with closing(self._connect()) as conn:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     def _inspect(self) -> int:
         """Schema version of an existing file, read without changing it; refuse a foreign file."""

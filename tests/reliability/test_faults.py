@@ -389,3 +389,21 @@ def test_sigkill_mid_review_writes_keeps_every_committed_row(tmp_path):
     assert frame["review_id"].tolist() == list(range(1, len(frame) + 1))
     assert frame["sample_id"].astype(int).tolist() == list(range(len(frame)))
     assert frame["created_at"].is_monotonic_increasing
+
+
+def test_eight_processes_creating_and_writing_one_new_store(tmp_path):
+    # No process creates the file first: all race to create it, then write 50 decisions each.
+    path = tmp_path / "new.sqlite3"
+    code = ("import sys; sys.path.insert(0, %r); from core.reviews import ReviewStore\n"
+            "s = ReviewStore(%r, timeout=60)\n"
+            "for i in range(50): s.record('fp' + sys.argv[1], i, reviewer='w', decision='acceptable')\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code % (str(ROOT), str(path)), str(k)], cwd=ROOT,
+                              stderr=subprocess.PIPE) for k in range(8)]
+    for proc in procs:
+        assert proc.wait(300) == 0, proc.stderr.read()
+    frame = ReviewStore(path).export()
+    assert len(frame) == 400
+    assert frame["review_id"].tolist() == list(range(1, 401))
+    assert frame["created_at"].is_monotonic_increasing
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM reliability_audit_marker").fetchone()[0] == 1
