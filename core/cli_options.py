@@ -6,11 +6,11 @@ an output folder, so ``audit``, ``certify`` and ``paired`` accept and write the 
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import uuid
+import math
 from pathlib import Path
 from typing import Any
+
+from core.atomic import publish_folder  # re-exported: the one atomic writer lives in core.atomic
 
 __all__ = [
     "add_protocol_options",
@@ -19,6 +19,7 @@ __all__ = [
     "positive_int",
     "protocol_from_args",
     "publish_folder",
+    "unit_float",
 ]
 
 
@@ -33,12 +34,26 @@ def positive_int(text: str) -> int:
     return value
 
 
+def unit_float(text: str) -> float:
+    """argparse type: a number in [0, 1] (``nan`` refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1]; got {text!r}") from None
+    if math.isnan(value) or not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1]; got {text!r}")
+    return value
+
+
 def float_list(text: str) -> tuple[float, ...]:
     """argparse type: comma-separated numbers (empty items ignored)."""
     try:
-        return tuple(float(v) for v in text.split(",") if v.strip())
+        values = tuple(float(v) for v in text.split(",") if v.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got {text!r}") from None
+    if not all(math.isfinite(v) for v in values):
+        raise argparse.ArgumentTypeError(f"expected comma-separated finite numbers; got {text!r}")
+    return values
 
 
 def names(text: str) -> list[str]:
@@ -79,18 +94,3 @@ def protocol_from_args(args: argparse.Namespace):
     if args.weights is not None:
         kwargs["weights"] = args.weights
     return Protocol(**kwargs)
-
-
-def publish_folder(tmp: Path, out: Path) -> None:
-    """Move the finished temporary folder ``tmp`` to ``out``, replacing an old ``out``.
-
-    ``tmp`` must sit beside ``out`` (same file system) so each step is one rename(2): readers
-    see the old folder or the new one, never a half-written one.
-    """
-    if out.is_dir() and any(out.iterdir()):
-        old = out.parent / f".{out.name}.old-{uuid.uuid4().hex}"
-        os.replace(out, old)
-        os.replace(tmp, out)
-        shutil.rmtree(old)
-    else:
-        os.replace(tmp, out)  # rename(2) replaces an empty folder atomically

@@ -26,6 +26,7 @@ from core.paired.records import UnpairedRecords, _read_table, load_records, load
 from core.paired.screening import screening_scores
 from core.paired.summary import grid_summary as paired_grid_summary
 from core.reviews import DECISION_LABELS
+from core.validation import check_unit_interval
 
 __all__ = [
     "LARGE_TABLE_ROWS",
@@ -801,8 +802,7 @@ def unpaired_class_summary(unpaired: UnpairedRecords, tau: float) -> pd.DataFram
         correct and rejected), ``t`` (perturbed wrong and accepted), then the uploaded counts
         (``k``, or ``h, r, s, w, k``) when there are any.
     """
-    if not 0.0 <= float(tau) <= 1.0:
-        raise ValueError(f"`tau` must be in [0, 1]; got {tau!r}.")
+    tau = check_unit_interval(tau, "tau")
 
     def side(frame: pd.DataFrame, prefix: str) -> pd.DataFrame:
         correct = frame["pred"].to_numpy() == frame["true_label"].to_numpy()

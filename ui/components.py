@@ -88,7 +88,7 @@ def guarded(what: str) -> Iterator[None]:
         st.error(f"**{what}:** {exc}", icon=":material/error:")
     except sqlite3.OperationalError as exc:
         st.error(f"**{what}:** the review database is busy or unwritable ({exc}). Retry in a moment, "
-                 "or choose another database file in the sidebar.", icon=":material/error:")
+                 "or restart the server with another `--reviews-db` file.", icon=":material/error:")
     except Exception as exc:  # the page must stay usable; details go to the server log
         _LOG.exception("%s failed", what)
         st.error(f"**{what} failed unexpectedly** ({type(exc).__name__}: {exc}). The details are in the "

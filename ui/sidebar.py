@@ -1,5 +1,6 @@
 """The sidebar shared by every page: the global dataset / model / seed selection and the
-review database location. Values live in ``st.session_state`` (defaults in ``app.py``)."""
+review database location (fixed at server start, shown read-only). Values live in
+``st.session_state`` (defaults in ``app.py``)."""
 from __future__ import annotations
 
 import streamlit as st
@@ -32,8 +33,11 @@ def render_sidebar() -> None:
                         help="Seeds the split, the model and the held-out stressors: same seed, same audit.")
         st.divider()
         st.subheader("Review database")
-        st.text_input("SQLite file", key="reviews_db",
-                      help="Where triage decisions are stored (WAL mode, safe for concurrent sessions). "
-                           "Also settable with `--reviews-db PATH` or the AUDIT_REVIEWS_DB variable.")
+        # Chosen when the server starts (`--reviews-db PATH` or AUDIT_REVIEWS_DB), never typed
+        # here: a free-text path would let any visitor create files wherever the server can write.
+        st.caption(f"`{st.session_state['reviews_db']}`",
+                   help="Where triage decisions are stored (WAL mode, safe for concurrent sessions). Set it when "
+                        "starting the server: `streamlit run app.py -- --reviews-db PATH` or the AUDIT_REVIEWS_DB "
+                        "variable.")
         with guarded("Review database"):
             review_store(st.session_state["reviews_db"])

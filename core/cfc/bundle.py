@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from core.atomic import atomic_write_text
+
 __all__ = ["SCHEMA", "decode_array", "decode_floats", "encode_array", "encode_floats", "read_bundle", "write_bundle"]
 
 SCHEMA = "cfc-certificate-set/1"
@@ -79,7 +81,7 @@ def write_bundle(bundle: Mapping[str, Any], path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(bundle, allow_nan=False, separators=(",", ":"))
-    path.write_text(text, encoding="utf-8")
+    atomic_write_text(path, text)  # a failed write keeps the previous file byte-identical
     return path
 
 

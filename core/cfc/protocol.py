@@ -88,7 +88,8 @@ class Protocol:
     severities : tuple of float, default=(0.1, 0.2, ..., 1.0)
         Severity grid Λ, each in ``(0, 1]``, no duplicates; stored sorted ascending.
     weights : tuple of 3 floats, default=(1/3, 1/3, 1/3)
-        ``(w1, w2, w3)`` of ``u = w1·RCMA + w2/k* + w3·degradation``; non-negative, finite.
+        ``(w1, w2, w3)`` of ``u = w1·RCMA + w2/k* + w3·degradation``; non-negative, finite, not
+        all zero (FDS would then be 0 everywhere and rank nothing).
     path : {"static", "adaptive"}, default="static"
         ``static`` sorts groups once by their one-step drop; ``adaptive`` re-ranks the
         remaining groups from the current state at every step.
@@ -154,6 +155,8 @@ class Protocol:
         w = _float_tuple(self.weights, "weights")
         if len(w) != 3 or any(v < 0 for v in w):
             raise ValueError(f"`weights` must be three non-negative finite numbers (w1, w2, w3); got {w!r}.")
+        if not any(w):  # FDS = 0 on every row: a ranking that carries no information
+            raise ValueError(f"`weights` must not all be zero (FDS would be 0 for every sample); got {w!r}.")
         object.__setattr__(self, "weights", w)
 
         thr = self.merge_threshold

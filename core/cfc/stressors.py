@@ -32,6 +32,7 @@ from numpy.typing import ArrayLike
 from core._rng import as_generator
 from core.cfc.operators import GroupIndex, check_baseline, check_batch_size, check_features
 from core.cfc.scores import check_proba, class_margin, confidence_and_prediction, predicted_class
+from core.validation import check_unit_interval
 
 __all__ = [
     "BrittleLabels",
@@ -108,8 +109,7 @@ class LabelChannel:
             object.__setattr__(self, field, grid)
         if isinstance(self.n_draws, bool) or not isinstance(self.n_draws, (int, np.integer)) or self.n_draws < 1:
             raise ValueError(f"`n_draws` must be a positive int; got {self.n_draws!r}.")
-        if not 0.0 <= self.tau_p <= 1.0:
-            raise ValueError(f"`tau_p` must be in [0, 1]; got {self.tau_p!r}.")
+        object.__setattr__(self, "tau_p", check_unit_interval(self.tau_p, "tau_p"))
         if not self.tau_kappa > 0.0:
             raise ValueError(f"`tau_kappa` must be positive; got {self.tau_kappa!r}.")
 
@@ -426,8 +426,7 @@ def naturalistic_labels(predict_proba: Callable[[np.ndarray], ArrayLike], X: Arr
     unavailable = [unavailable] if isinstance(unavailable, str) else list(unavailable)
     if not unavailable:
         raise ValueError("`unavailable` is empty: the raw data has no group with missing / unknown / special-code values, so there is no naturalistic stress event.")
-    if not 0.0 <= tau_p <= 1.0:
-        raise ValueError(f"`tau_p` must be in [0, 1]; got {tau_p!r}.")
+    tau_p = check_unit_interval(tau_p, "tau_p")
     if not tau_kappa > 0.0:
         raise ValueError(f"`tau_kappa` must be positive; got {tau_kappa!r}.")
     stressed = np.where(gi.column_mask(gi.subset(unavailable, what="unavailable")), baseline, X)

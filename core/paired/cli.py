@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import uuid
 import warnings
 from pathlib import Path
 
-from core.cli_options import float_list, publish_folder
+from core.atomic import atomic_folder, check_output_folder
+from core.cli_options import float_list
+from core.cli_options import unit_float as _unit_float
+from core.validation import check_input_file
 
 __all__ = ["register"]
 
@@ -39,16 +40,6 @@ def _levels(text: str) -> tuple[str, ...]:
     if bad or not levels:
         raise argparse.ArgumentTypeError(f"expected levels among I0,Ik,I5; got {text!r}")
     return levels
-
-
-def _unit_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1]; got {text!r}") from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1]; got {text!r}")
-    return value
 
 
 def register(subparsers) -> None:
@@ -99,11 +90,11 @@ def _check_args(args) -> None:
         raise ValueError("screening needs both --probes and --clean-outputs.")
     if args.probes and not args.records:
         raise ValueError("screening (--probes) needs paired --records.")
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {str(out)!r} exists and is not a folder.")
-    if out.is_dir() and any(out.iterdir()) and not args.force:
-        raise ValueError(f"--out {str(out)!r} is not empty; choose a new folder or pass --force to replace it.")
+    for flag, path in (("--records", args.records), ("--clean", args.clean), ("--perturbed", args.perturbed),
+                       ("--counts", args.counts), ("--probes", args.probes), ("--clean-outputs", args.clean_outputs)):
+        if path is not None:
+            check_input_file(path, what=flag)
+    check_output_folder(args.out, force=args.force)
 
 
 def run(args) -> int:
@@ -115,18 +106,11 @@ def run(args) -> int:
     notes = sorted({str(w.message) for w in caught})
     manifest["warnings"] = notes
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex}"
-    tmp.mkdir()
-    try:
+    with atomic_folder(out) as tmp:
         for name, frame in tables.items():
             frame.to_csv(tmp / f"{name}.csv", index=False)
         manifest["files"] = sorted(f"{name}.csv" for name in tables) + ["manifest.json"]
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
-        publish_folder(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     print(_summary_text(tables, manifest))

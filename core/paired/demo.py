@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import io
 import json
 import platform
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from core._rng import as_generator
+from core.atomic import atomic_path, atomic_write_bytes, atomic_write_text
 from core.paired.corruptions import (
     CORRUPTIONS,
     NATURAL_TRANSFORMS,
@@ -341,10 +343,11 @@ def save_demo_models(fitted: Mapping[str, object], directory) -> dict[str, Path]
     for name, model in fitted.items():
         spec = _SPECS_BY_NAME[name]
         path = folder / _model_file(spec)
-        if spec.family in ("cnn", "mlp"):
-            torch.save(model.state_dict(), path)
-        else:
-            sio.dump(model, path, compression=8)  # zipfile.ZIP_DEFLATED
+        with atomic_path(path) as tmp:
+            if spec.family in ("cnn", "mlp"):
+                torch.save(model.state_dict(), tmp)
+            else:
+                sio.dump(model, tmp, compression=8)  # zipfile.ZIP_DEFLATED
         paths[name] = path
     return paths
 
@@ -871,19 +874,24 @@ def save_demo_pool(pool: DemoPool, directory) -> dict[str, Path]:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     paths = {role: directory / name for role, name in _FILES.items()}
+    # Every file through the one atomic writer; the manifest last, so a pool whose manifest
+    # lists a file's size was written completely.
     for role in ("records", "probes", "clean", "models", "conditions"):
-        _compact(getattr(pool, role)).to_parquet(paths[role], engine="pyarrow", compression="zstd",
-                                                 compression_level=19, index=False)
-    np.savez_compressed(paths["images"], images=pool.images, record_id=pool.image_ids,
+        with atomic_path(paths[role]) as tmp:
+            _compact(getattr(pool, role)).to_parquet(tmp, engine="pyarrow", compression="zstd",
+                                                     compression_level=19, index=False)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, images=pool.images, record_id=pool.image_ids,
                         true_label=pool.image_labels, split=pool.image_splits)
+    atomic_write_bytes(paths["images"], buf.getvalue())
     model_paths = save_demo_models(pool.fitted, directory)
     manifest = dict(pool.manifest)
     manifest["files"] = {role: {"name": path.name, "bytes": path.stat().st_size}
                          for role, path in paths.items() if role != "manifest"}
     manifest["model_files"] = {name: {"name": f"{_MODELS_DIR}/{path.name}", "bytes": path.stat().st_size}
                                for name, path in model_paths.items()}
+    atomic_write_text(paths["manifest"], json.dumps(manifest, indent=2) + "\n")
     paths.update({f"model:{name}": path for name, path in model_paths.items()})
-    paths["manifest"].write_text(json.dumps(manifest, indent=2) + "\n")
     return paths
 
 

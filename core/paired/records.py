@@ -28,6 +28,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from core.validation import check_unique_columns, csv_header_duplicate
+
 __all__ = [
     "CELL_COLUMNS",
     "COUNT_COLUMNS",
@@ -66,9 +68,12 @@ class _Origin:
 
     name: str
     csv: bool = False
+    offset: int = 0  # rows of the file before this frame (a streamed batch)
 
     def row(self, position: int, index=None) -> str:
-        where = f"{self.name}, row {position + 1}"
+        where = f"{self.name}, row {self.offset + position + 1}"
+        if self.offset:
+            return where
         if self.csv:
             return f"{where} (line {position + 2})"
         if index is not None and not (isinstance(index, (int, np.integer)) and int(index) == position):
@@ -80,12 +85,28 @@ def _read_table(path: str | Path) -> tuple[pd.DataFrame, _Origin]:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file.")
+    if path.is_dir():
+        raise ValueError(f"{path}: is a folder; expected a .csv or .parquet file.")
     suffixes = "".join(path.suffixes).lower()
     try:
         if suffixes.endswith((".parquet", ".pq")):
-            return pd.read_parquet(path), _Origin(str(path))
+            frame = pd.read_parquet(path)
+            check_unique_columns(frame.columns, str(path))
+            return frame, _Origin(str(path))
+        if suffixes == ".csv" or suffixes.endswith(".csv"):
+            with open(path, "rb") as fh:
+                head = fh.read(1 << 16)
+            if b"\x00" in head[:8192]:
+                raise ValueError("binary content, not a text table")
+            dup = csv_header_duplicate(head)
+            if dup is not None:
+                raise ValueError(f"column name {dup!r} occurs more than once in the header; column names must "
+                                 "be unique")
         if suffixes.endswith((".csv", ".csv.gz", ".csv.bz2", ".csv.zip", ".csv.xz")):
             return pd.read_csv(path, keep_default_na=True), _Origin(str(path), csv=True)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8 CSV "
+                         "or Parquet.") from None
     except (ValueError, OSError, pd.errors.ParserError) as exc:
         raise ValueError(f"{path}: could not be read as a table ({exc}).") from exc
     raise ValueError(f"{path}: unknown file type {suffixes or '(none)'!r}; expected .csv or .parquet.")

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from core.paired.records import CELL_COLUMNS, UnpairedRecords, validate_records
+from core.validation import check_unit_interval
 
 __all__ = [
     "STATES",
@@ -324,13 +325,8 @@ def _unpaired_table(unpaired: UnpairedRecords) -> ClassTable:
 # Counts and targets
 
 def _tau_iv(tau) -> float:
-    try:
-        t = float(tau)
-    except (TypeError, ValueError):
-        raise ValueError(f"`tau` must be a number in [0, 1]; got {tau!r}.") from None
-    if not 0 <= t <= 1:
-        raise ValueError(f"`tau` must be in [0, 1]; got {tau!r}.")
-    return t
+    # Type-strict: '0.8' and True are refused, not coerced (core.validation).
+    return check_unit_interval(tau, "tau")
 
 
 def five_state_counts(records: pd.DataFrame, tau: float | None = None) -> pd.DataFrame:

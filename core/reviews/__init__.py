@@ -1,5 +1,6 @@
 """Review decisions on flagged predictions, persisted in SQLite (see :mod:`core.reviews.store`)."""
 from core.reviews.store import (
+    APPLICATION_ID,
     DECISION_LABELS,
     DECISIONS,
     ENV_VAR,
@@ -7,10 +8,12 @@ from core.reviews.store import (
     Decision,
     Review,
     ReviewStore,
+    ReviewStoreError,
     default_db_path,
 )
 
 __all__ = [
+    "APPLICATION_ID",
     "DECISIONS",
     "DECISION_LABELS",
     "ENV_VAR",
@@ -18,5 +21,6 @@ __all__ = [
     "Decision",
     "Review",
     "ReviewStore",
+    "ReviewStoreError",
     "default_db_path",
 ]

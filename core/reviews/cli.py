@@ -5,6 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from core.atomic import check_output_file
 from core.reviews.store import ReviewStore, default_db_path
 
 
@@ -24,8 +25,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _export(args: argparse.Namespace) -> int:
     db = args.db if args.db is not None else default_db_path()
-    if not Path(db).expanduser().is_file():
+    path = Path(db).expanduser()
+    if path.is_dir():
+        raise ValueError(f"--db {str(db)!r} is a folder; expected the review database file.")
+    if not path.is_file():
         raise ValueError(f"Review database {str(db)!r} does not exist; pass --db PATH (the dashboard's sidebar shows it).")
+    if args.out is not None:
+        check_output_file(args.out, flag="--out")  # before reading: a folder or /dev/full is refused up front
     frame = ReviewStore(db).export(args.out, audit_fingerprint=args.audit)
     if args.out is None:
         frame.to_csv(sys.stdout, index=False)

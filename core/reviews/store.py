@@ -10,6 +10,16 @@ that is stable across runs (the row id of the sample in its dataset). Re-running
 audit after a restart gives the same fingerprint, so the decisions re-attach to the same
 samples; a different model or protocol gives a different fingerprint and starts a clean slate.
 
+The file is ours or refused: a new database is stamped with :data:`APPLICATION_ID` (``PRAGMA
+application_id``) and a one-row marker table ``reliability_audit_marker``; opening any other
+SQLite file (another application's, or a review database written by a *newer* version of this
+tool) is refused with a :class:`ReviewStoreError` and the file is left byte-identical (it is
+inspected through a read-only connection first). ``PRAGMA quick_check`` runs on every open, so
+corrupted pages are reported as such instead of surfacing later as ``DatabaseError``. The
+history is append-only in the schema itself: triggers abort any ``UPDATE`` or ``DELETE``.
+``created_at`` is taken inside the write transaction (and never earlier than the previous
+row's), so time order and ``review_id`` order agree.
+
 Concurrency: the database runs in WAL mode (readers never block the writer), every connection
 waits up to ``timeout`` seconds on a lock (``busy_timeout``), and each write is one
 ``BEGIN IMMEDIATE`` transaction. A connection is opened per operation, so one store object is
@@ -18,7 +28,9 @@ safe to share between threads (Streamlit serves every browser session from its o
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+import time
 from collections.abc import Iterable
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -28,7 +40,10 @@ from typing import Iterator, Literal, get_args
 
 import pandas as pd
 
+from core.atomic import atomic_path
+
 __all__ = [
+    "APPLICATION_ID",
     "DECISIONS",
     "DECISION_LABELS",
     "ENV_VAR",
@@ -36,6 +51,7 @@ __all__ = [
     "Decision",
     "Review",
     "ReviewStore",
+    "ReviewStoreError",
     "default_db_path",
 ]
 
@@ -57,8 +73,14 @@ REVIEW_COLUMNS: tuple[str, ...] = (
 
 _MAX_REVIEWER = 200
 _MAX_NOTE = 10_000
-_SCHEMA_VERSION = 1
-_SCHEMA = f"""
+#: ``PRAGMA application_id`` of every review database ("RAud" in ASCII).
+APPLICATION_ID = 0x52417564
+_MARKER_TABLE = "reliability_audit_marker"
+_MARKER = "reliability-audit review store"
+#: Version 1: the table only (files from before the marker); version 2: marker + triggers.
+_SCHEMA_VERSION = 2
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_TABLE = f"""
 CREATE TABLE IF NOT EXISTS reviews (
     review_id         INTEGER PRIMARY KEY AUTOINCREMENT,
     created_at        TEXT    NOT NULL,
@@ -69,8 +91,26 @@ CREATE TABLE IF NOT EXISTS reviews (
     note              TEXT    NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS reviews_by_sample ON reviews (audit_fingerprint, sample_id, review_id);
+"""
+# Version 2 on top of the table: the marker, append-only triggers, the identity pragmas.
+_UPGRADE = f"""
+CREATE TABLE IF NOT EXISTS {_MARKER_TABLE} (marker TEXT NOT NULL);
+INSERT INTO {_MARKER_TABLE} (marker) SELECT '{_MARKER}' WHERE NOT EXISTS (SELECT 1 FROM {_MARKER_TABLE});
+CREATE TRIGGER IF NOT EXISTS reviews_append_only_update BEFORE UPDATE ON reviews
+BEGIN SELECT RAISE(ABORT, 'reviews are append-only: record a new decision instead of updating one'); END;
+CREATE TRIGGER IF NOT EXISTS reviews_append_only_delete BEFORE DELETE ON reviews
+BEGIN SELECT RAISE(ABORT, 'reviews are append-only: decisions cannot be deleted'); END;
+PRAGMA application_id = {APPLICATION_ID};
 PRAGMA user_version = {_SCHEMA_VERSION};
 """
+_V1_TABLES = {"reviews", "sqlite_sequence"}
+
+
+class ReviewStoreError(ValueError):
+    """The review database cannot be used: not ours, newer, corrupted, locked, full, unwritable.
+
+    The message names the file and says what to do; the file is left as it was.
+    """
 
 
 def default_db_path() -> Path:
@@ -174,16 +214,83 @@ class ReviewStore:
         self.timeout = float(timeout)
         if self.path.is_dir():
             raise ValueError(f"Review database path {str(self.path)!r} is a directory; expected a file path.")
+        if self.path.exists() and not self.path.is_file():
+            raise ReviewStoreError(f"Review database path {str(self.path)!r} is not a regular file.")
         try:
+            version = self._inspect() if self.path.exists() and self.path.stat().st_size > 0 else 0
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with closing(self._connect()) as conn:
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.executescript(_SCHEMA)
+            self._enable_wal()
+            if version < _SCHEMA_VERSION:  # a new file, or ours at version 1: upgrade in one transaction
+                with self._transaction() as conn:
+                    for statement in _statements(_TABLE + _UPGRADE):
+                        conn.execute(statement)
+        except ReviewStoreError:
+            raise
         except (OSError, sqlite3.Error) as exc:
-            raise ValueError(
+            raise ReviewStoreError(
                 f"Cannot open the review database at {str(self.path)!r} ({exc}); choose a writable "
-                f"file path (sidebar, `--reviews-db` or the {ENV_VAR} environment variable)."
+                f"file path (`--reviews-db` or the {ENV_VAR} environment variable)."
             ) from exc
+
+    def _enable_wal(self) -> None:
+        # Switching the journal mode needs an exclusive lock, and SQLite answers "locked" at
+        # once (without its busy handler) when another connection is mid-transaction, e.g.
+        # several processes creating the same new file: retry until `timeout`.
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                with closing(self._connect()) as conn:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    def _inspect(self) -> int:
+        """Schema version of an existing file, read without changing it; refuse a foreign file."""
+        where = f"Review database {str(self.path)!r}"
+        with open(self.path, "rb") as fh:
+            magic = fh.read(len(_SQLITE_MAGIC))
+        if magic != _SQLITE_MAGIC:
+            raise ReviewStoreError(f"{where} is not an SQLite database (it does not start with the SQLite "
+                                   "header); choose another file. It was not modified.")
+        try:
+            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=self.timeout)
+        except sqlite3.Error as exc:
+            raise ReviewStoreError(f"{where} cannot be opened ({exc}).") from exc
+        with closing(conn):
+            try:
+                check = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+                app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                columns = ([r[1] for r in conn.execute("PRAGMA table_info(reviews)")] if "reviews" in tables else [])
+                marker = (conn.execute(f"SELECT marker FROM {_MARKER_TABLE}").fetchall()
+                          if _MARKER_TABLE in tables else [])
+            except sqlite3.DatabaseError as exc:
+                if "malformed" in str(exc) or "not a database" in str(exc):
+                    raise ReviewStoreError(f"{where} is corrupted ({exc}); restore it from a backup or choose "
+                                           "another file. It was not modified.") from exc
+                raise self._error(exc, "opening") from exc
+        if check != ["ok"]:
+            raise ReviewStoreError(f"{where} is corrupted (PRAGMA quick_check: {'; '.join(check[:3])}); restore "
+                                   "it from a backup or choose another file. It was not modified.")
+        ours_v1 = app_id == 0 and version == 1 and tables == _V1_TABLES and columns == list(REVIEW_COLUMNS)
+        empty = app_id == 0 and version == 0 and not tables
+        if empty:
+            return 0
+        if ours_v1:
+            return 1
+        if app_id != APPLICATION_ID or marker != [(_MARKER,)]:
+            raise ReviewStoreError(
+                f"{where} is not a review database of this tool (application_id {app_id:#x}, tables "
+                f"{sorted(tables)}); refusing to modify it. Choose a new file path.")
+        if version > _SCHEMA_VERSION:
+            raise ReviewStoreError(
+                f"{where} has schema version {version}, newer than this version of the tool understands "
+                f"({_SCHEMA_VERSION}); upgrade the tool. The file was not modified.")
+        return version
 
     def __repr__(self) -> str:
         return f"ReviewStore({str(self.path)!r})"
@@ -196,6 +303,20 @@ class ReviewStore:
         conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
         return conn
 
+    def _error(self, exc: sqlite3.Error, doing: str) -> ReviewStoreError:
+        text = str(exc)
+        if "disk I/O error" in text and _free_bytes(self.path.parent) < 1 << 20:
+            text += ", no space left on the device"  # SQLite reports a full tmpfs as an I/O error
+        if "locked" in text or "busy" in text:
+            hint = f"another process held the lock for more than {self.timeout:g} s; retry"
+        elif "full" in text or "no space" in text:
+            hint = "the disk is full; free space and retry (nothing was stored)"
+        elif isinstance(exc, sqlite3.DatabaseError) and ("malformed" in text or "not a database" in text):
+            hint = "the file is corrupted; restore it from a backup"
+        else:
+            hint = "nothing was changed"
+        return ReviewStoreError(f"Review database {str(self.path)!r}: {doing} failed ({text}); {hint}.")
+
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         with closing(self._connect()) as conn:
@@ -203,13 +324,17 @@ class ReviewStore:
             try:
                 yield conn
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
 
     def _query(self, sql: str, params: Iterable[object] = ()) -> pd.DataFrame:
-        with closing(self._connect()) as conn:
-            rows = conn.execute(sql, tuple(params)).fetchall()
+        try:
+            with closing(self._connect()) as conn:
+                rows = conn.execute(sql, tuple(params)).fetchall()
+        except sqlite3.Error as exc:
+            raise self._error(exc, "reading") from exc
         return pd.DataFrame(rows, columns=list(REVIEW_COLUMNS)).astype({"review_id": "int64"})
 
     # ------------------------------------------------------------------------------------
@@ -248,14 +373,22 @@ class ReviewStore:
         if decision not in DECISIONS:
             raise ValueError(f"`decision` must be one of {list(DECISIONS)}; got {decision!r}.")
         text = _text_iv(note, "note", max_len=_MAX_NOTE, allow_empty=True)
-        created = datetime.now(timezone.utc).isoformat(timespec="microseconds")
-        with self._transaction() as conn:
-            cursor = conn.execute(
-                "INSERT INTO reviews (created_at, audit_fingerprint, sample_id, reviewer, decision, note)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (created, fingerprint, sid, who, decision, text),
-            )
-            review_id = int(cursor.lastrowid)
+        try:
+            with self._transaction() as conn:
+                # Inside the write lock: the clock is read in review_id order, and never earlier
+                # than the previous row (a clock stepped back must not reorder the history).
+                created = datetime.now(timezone.utc).isoformat(timespec="microseconds")
+                last = conn.execute("SELECT created_at FROM reviews ORDER BY review_id DESC LIMIT 1").fetchone()
+                if last is not None and last[0] > created:
+                    created = last[0]
+                cursor = conn.execute(
+                    "INSERT INTO reviews (created_at, audit_fingerprint, sample_id, reviewer, decision, note)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (created, fingerprint, sid, who, decision, text),
+                )
+                review_id = int(cursor.lastrowid)
+        except sqlite3.Error as exc:
+            raise self._error(exc, "storing the decision") from exc
         return Review(review_id, created, fingerprint, sid, who, decision, text)
 
     def latest(self, audit_fingerprint: str, sample_ids: Iterable[str | int] | None = None) -> pd.DataFrame:
@@ -312,7 +445,8 @@ class ReviewStore:
         Parameters
         ----------
         dest : str or os.PathLike, optional
-            CSV file to write (UTF-8, header row, no index).
+            CSV file to write (UTF-8, header row, no index), replaced atomically: on failure
+            the previous export stays byte-identical. A folder or a device is refused.
         audit_fingerprint : str, optional
             Restrict to one audit.
 
@@ -327,5 +461,25 @@ class ReviewStore:
             frame = self.history(audit_fingerprint)
         frame = frame.assign(decision_label=frame["decision"].map(DECISION_LABELS))
         if dest is not None:
-            frame.to_csv(Path(dest).expanduser(), index=False)
+            with atomic_path(dest) as tmp:
+                frame.to_csv(tmp, index=False)
         return frame
+
+
+def _free_bytes(folder: Path) -> int:
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return 1 << 62
+
+
+def _statements(script: str) -> list[str]:
+    """The statements of a schema script, one per ``execute`` (executescript would commit)."""
+    out, buf = [], []
+    for line in script.strip().splitlines():
+        buf.append(line)
+        text = "\n".join(buf).strip()
+        if text and sqlite3.complete_statement(text):
+            out.append(text)
+            buf = []
+    return out

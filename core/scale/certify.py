@@ -55,12 +55,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from core.atomic import atomic_write_bytes
 from core.cfc import Protocol, baseline_vector, certify
 from core.cfc.grouping import build_groups
 from core.scale.cluster import check_worker_paths
 from core.scale.runner import Engine, RunResult, run_partitions
 from core.scale.sources import PartitionReadError, Source, open_source
 from core.scale.store import MANIFEST, PartitionInfo, RunStore
+from core.validation import check_finite_features, check_table
 
 __all__ = [
     "DEFAULT_CHUNK_ROWS",
@@ -166,6 +168,7 @@ class CertifyTask:
     def __call__(self, table: pa.Table, row_start: int) -> pa.Table:
         """Certificates of the rows of ``table`` (input rows ``row_start ...``); see module doc."""
         frame = table.select(list(self.preprocessor.raw_columns)).to_pandas()
+        check_finite_features(frame, list(frame.columns), "input table", row_offset=row_start)
         X = self.preprocessor.transform(frame)
         cs = certify(self._predict_proba, X, self.groups, self.baseline, self.protocol,
                      batch_size=self.batch_size)
@@ -321,11 +324,13 @@ def fit_certify_task(source: Source, spec: FitSpec, *, batch_size: int = 65_536)
         classes = tuple(_label_text(pa.chunked_array([values])).to_pylist())
     if len(classes) < 2:
         raise ValueError(
-            f"the first {table.num_rows} rows hold a single class of {spec.target!r} ({classes}); a "
+            f"{source.root}: the first {table.num_rows} rows hold a single class of {spec.target!r} ({classes}); a "
             "classifier needs two: raise `fit_rows` or shuffle the input."
         )
-    y = pc.index_in(pc.drop_null(text), value_set=pa.array(classes, pa.large_string())).to_numpy()
     frame = table.to_pandas()[known]
+    # The checks `audit` applies to the same table (core.validation): same table, same verdict.
+    check_table(frame, target=spec.target, features=features, where=str(source.root), blocks=spec.blocks)
+    y = pc.index_in(pc.drop_null(text), value_set=pa.array(classes, pa.large_string())).to_numpy()
     preprocessor = fit_preprocessor(frame, numeric, categorical)
     X = preprocessor.transform(frame)
     estimator = make_model(spec.model, seed=spec.seed).fit(X, y)
@@ -563,6 +568,4 @@ def certify_dataset(data: str | Path, out: str | Path, model: CertifyTask | FitS
 
 
 def _atomic_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    atomic_write_bytes(path, data)  # the one atomic writer (temporary file, fsync, rename)

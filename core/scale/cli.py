@@ -17,7 +17,9 @@ import json
 import sys
 from pathlib import Path
 
-from core.cli_options import add_protocol_options, float_list, positive_int, protocol_from_args
+from core.atomic import check_output_file
+from core.cli_options import add_protocol_options, float_list, positive_int, protocol_from_args, unit_float
+from core.validation import check_input_file
 
 __all__ = ["register"]
 
@@ -43,6 +45,13 @@ def _cluster(args):
     if args.engine == "local":
         return nullcontext()
     return connect(workers=args.workers, scheduler=args.scheduler)
+
+
+def _check_run_folder(out: str) -> None:
+    """A resumable run's folder: new, or a folder (an earlier run's, checked by its manifest)."""
+    path = Path(out).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"--out {out!r} exists and is not a folder.")
 
 
 def register(subparsers) -> None:
@@ -109,10 +118,10 @@ def register(subparsers) -> None:
     )
     g.add_argument("--records", required=True, help="paired records: a Parquet file or folder of files")
     g.add_argument("--out", required=True, help="output folder (new, or an earlier run to resume)")
-    g.add_argument("--tau", type=float, required=True, help="acceptance threshold of the intervals")
+    g.add_argument("--tau", type=unit_float, required=True, help="acceptance threshold of the intervals, in [0, 1]")
     g.add_argument("--levels", default="I0,Ik,I5", help="comma-separated information levels (default I0,Ik,I5)")
     g.add_argument("--coverages", type=float_list, help="policy coverages (default 0.6,0.7,0.8,0.9,1.0)")
-    g.add_argument("--clean-coverage", type=float, default=0.8)
+    g.add_argument("--clean-coverage", type=unit_float, default=0.8)
     g.add_argument("--lambdas", type=float_list, help="cost weights (default 0,0.1,...,1)")
     g.add_argument("--seed", type=int, default=0, help="seed of the I5 feasible-mean estimate (default 0)")
     g.add_argument("--cells-per-task", type=positive_int, default=16, help="cells per shard (default 16)")
@@ -124,6 +133,8 @@ def _certify(args) -> int:
     from core.scale.certify import FitSpec, certify_dataset, load_certify_task
 
     cluster = _cluster(args)
+    check_input_file(args.data, what="--data", allow_folder=True)
+    _check_run_folder(args.out)
     if args.model_from:
         fitting = [flag for flag, given in (
             ("--protocol", args.protocol), ("--blocks", args.blocks), ("--depth", args.depth),
@@ -188,7 +199,7 @@ def _synth(args) -> int:
     from core.scale.synthetic import fit_synthetic, write_synthetic
     from core.tabular.datasets import load_dataset
 
-    out = Path(args.out)
+    out = check_output_file(args.out, flag="--out")
     fmt = {".parquet": "parquet", ".csv": "csv"}.get(out.suffix.lower())
     if fmt is None:
         raise ValueError(f"--out must end in .parquet or .csv; got {args.out!r}.")
@@ -203,7 +214,12 @@ def _paired_grid(args) -> int:
     from core.scale.paired_grid import paired_grid
 
     cluster = _cluster(args)
+    check_input_file(args.records, what="--records", allow_folder=True)
+    _check_run_folder(args.out)
     levels = tuple(v.strip() for v in args.levels.split(",") if v.strip())
+    bad = [v for v in levels if v not in ("I0", "Ik", "I5")]
+    if bad or not levels:
+        raise ValueError(f"--levels must be a comma-separated subset of I0,Ik,I5; got {args.levels!r}.")
     bar = None
     if not args.no_progress:
         from tqdm import tqdm

@@ -51,12 +51,13 @@ import pyarrow.parquet as pq
 from core._rng import as_generator
 from core.paired.bounds import LEVELS, identified_intervals_grid
 from core.paired.policies import COVERAGES, LAMBDAS, evaluate_policies, policy_thresholds
-from core.paired.records import CELL_COLUMNS, PAIRED_COLUMNS
+from core.paired.records import CELL_COLUMNS, PAIRED_COLUMNS, _Origin, _validate_records
 from core.paired.summary import grid_summary
 from core.scale.cluster import check_worker_paths
 from core.scale.runner import Engine, RunResult, run_partitions
 from core.scale.sources import PartitionReadError, file_identity
 from core.scale.store import PartitionInfo, RunStore
+from core.validation import check_unique_columns, check_unit_interval
 
 __all__ = ["CellSource", "PairedGridRun", "PairedGridTask", "paired_grid", "scan_records"]
 
@@ -186,6 +187,7 @@ def scan_records(path: str | Path) -> tuple[CellSource, pd.DataFrame, bool]:
     except (OSError, pa.ArrowException) as exc:
         raise ValueError(f"cannot read the paired records {root}: {exc}") from exc
     names = dataset.schema.names
+    check_unique_columns(names, f"paired records {root}")
     missing = [c for c in PAIRED_COLUMNS if c not in names]
     if missing:
         raise ValueError(f"paired records {root} lack column(s) {missing}; expected at least {list(PAIRED_COLUMNS)}.")
@@ -195,9 +197,14 @@ def scan_records(path: str | Path) -> tuple[CellSource, pd.DataFrame, bool]:
     counts: Counter = Counter()
     kept: list[pd.DataFrame] = []
     has_eval = False
+    seen = 0
     try:
         for batch in dataset.to_batches(columns=list(columns), batch_size=_SCAN_BATCH_ROWS, use_threads=False):
             frame = batch.to_pandas()
+            # Every row checked here, during the one scan, so a bad value anywhere is refused
+            # (naming its row) before the output folder is touched.
+            _validate_records(frame, _Origin(f"paired records {root}", offset=seen), None)
+            seen += len(frame)
             cells = frame[list(CELL_COLUMNS)].astype(str)
             counts.update(cells.itertuples(index=False, name=None))
             if "split" in names:
@@ -341,6 +348,11 @@ def paired_grid(records: str | Path, out: str | Path, *, tau: float, levels: Seq
         raise ValueError(f"`cells_per_task` must be a positive int; got {cells_per_task!r}.")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"`seed` must be a non-negative int; got {seed!r}.")
+    tau = check_unit_interval(tau, "tau")  # before anything touches `out` (no manifest left behind)
+    clean_coverage = check_unit_interval(clean_coverage, "clean_coverage")
+    bad = [v for v in levels if v not in LEVELS] if not isinstance(levels, str) else [levels]
+    if bad or not levels:
+        raise ValueError(f"`levels` must be a non-empty subset of {list(LEVELS)}; got {levels!r}.")
     source, development, has_eval = scan_records(records)
     thresholds = policy_thresholds(development, coverages=coverages, clean_coverage=clean_coverage)
     task = PairedGridTask(tau=float(tau), levels=tuple(levels), thresholds=thresholds,

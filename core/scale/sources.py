@@ -27,6 +27,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
+from core.validation import check_unique_columns
+
 __all__ = [
     "ColumnKind",
     "CsvSource",
@@ -79,6 +81,7 @@ def _canonical_schema(kinds: dict[str, ColumnKind]) -> pa.Schema:
 
 
 def _select_columns(available: Sequence[str], columns: Sequence[str] | None, where: str) -> list[str]:
+    check_unique_columns(available, where)  # a repeated header would otherwise surface as a KeyError
     if columns is None:
         return list(available)
     missing = [c for c in columns if c not in available]

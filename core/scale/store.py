@@ -30,7 +30,6 @@ import hashlib
 import json
 import os
 import socket
-import uuid
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -38,6 +37,8 @@ from pathlib import Path
 import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from core.atomic import atomic_write_bytes as _atomic_write_bytes
 
 __all__ = [
     "MANIFEST",
@@ -90,27 +91,24 @@ class PartitionInfo:
     files: dict[str, str]
 
 
+_EMPTY_LOCK_GRACE_S = 5.0
+
+
+def _age_seconds(path: Path) -> float:
+    import time
+
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
 def _sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         while block := fh.read(8 << 20):
             digest.update(block)
     return digest.hexdigest()
-
-
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    # A unique temporary name per attempt: two attempts at the same partition (a worker
-    # presumed dead that was only slow) never write into one another's file.
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def _parquet_bytes(table: pa.Table) -> bytes:
@@ -221,6 +219,9 @@ class RunStore:
                 except (OSError, ValueError):
                     holder = {}
                 stale = holder.get("host") == me["host"] and not psutil.pid_exists(holder.get("pid", -1))
+                # An unreadable lock is one whose writer died (or hit a full disk) between
+                # creating and filling it; a live writer fills it within microseconds.
+                stale = stale or (not holder and _age_seconds(lock) > _EMPTY_LOCK_GRACE_S)
                 if not stale:
                     raise ValueError(
                         f"output folder {self.out} is in use by process {holder.get('pid')} on "
@@ -228,8 +229,12 @@ class RunStore:
                     ) from None
                 lock.unlink(missing_ok=True)
                 continue
-            with os.fdopen(fd, "w") as fh:
-                json.dump(me, fh)
+            try:
+                with os.fdopen(fd, "w") as fh:
+                    json.dump(me, fh)
+            except BaseException:  # e.g. ENOSPC: leave no empty lock behind to block the rerun
+                lock.unlink(missing_ok=True)
+                raise
             self._lock_held = True
             return
         raise ValueError(f"could not take the lock {lock}.")  # pragma: no cover - lost a race twice

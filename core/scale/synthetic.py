@@ -35,6 +35,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from core._rng import as_generator
+from core.atomic import atomic_path
 
 __all__ = ["ATOM_SHARE", "BLOCK_ROWS", "SyntheticTable", "fit_synthetic", "write_synthetic"]
 
@@ -230,7 +231,7 @@ def write_synthetic(table: SyntheticTable, path: str | Path, n_rows: int, *, see
     ----------
     table : SyntheticTable
     path : str or Path
-        Output file (parent folders are created).
+        Output file (parent folders are created); replaced atomically.
     n_rows : int
     seed : int
     format : {'parquet', 'csv'}, default 'parquet'
@@ -246,22 +247,24 @@ def write_synthetic(table: SyntheticTable, path: str | Path, n_rows: int, *, see
     if isinstance(row_group_rows, bool) or not isinstance(row_group_rows, int) or row_group_rows < 1:
         raise ValueError(f"`row_group_rows` must be a positive int; got {row_group_rows!r}.")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    writer = None
-    try:
-        for frame in table.iter_blocks(n_rows, seed=seed):
-            batch = pa.Table.from_pandas(frame, preserve_index=False)
-            if writer is None:
-                writer = (pq.ParquetWriter(path, batch.schema, compression="zstd") if format == "parquet"
-                          else pcsv.CSVWriter(path, batch.schema))
-            if format == "parquet":
-                writer.write_table(batch, row_group_size=row_group_rows)
-            else:
-                writer.write_table(batch)
-    finally:
-        if writer is not None:
-            writer.close()
-    if writer is None:  # zero rows: still a valid file with the header / schema
-        empty = pa.Table.from_pandas(table.sample(0, seed=seed), preserve_index=False)
-        (pq.write_table(empty, path) if format == "parquet" else pcsv.write_csv(empty, path))
+    # Written beside ``path`` under a temporary name and renamed when complete: a failure
+    # (disk full, ``ulimit -f``, a kill) leaves the previous file byte-identical.
+    with atomic_path(path) as tmp:
+        writer = None
+        try:
+            for frame in table.iter_blocks(n_rows, seed=seed):
+                batch = pa.Table.from_pandas(frame, preserve_index=False)
+                if writer is None:
+                    writer = (pq.ParquetWriter(tmp, batch.schema, compression="zstd") if format == "parquet"
+                              else pcsv.CSVWriter(tmp, batch.schema))
+                if format == "parquet":
+                    writer.write_table(batch, row_group_size=row_group_rows)
+                else:
+                    writer.write_table(batch)
+        finally:
+            if writer is not None:
+                writer.close()
+        if writer is None:  # zero rows: still a valid file with the header / schema
+            empty = pa.Table.from_pandas(table.sample(0, seed=seed), preserve_index=False)
+            (pq.write_table(empty, tmp) if format == "parquet" else pcsv.write_csv(empty, tmp))
     return path

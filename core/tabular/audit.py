@@ -40,6 +40,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from core._rng import as_generator
+from core.atomic import atomic_path, atomic_write_text
 from core.cfc.baselines import baseline_vector
 from core.cfc.calibration import CalibrationReport, calibration_report
 from core.cfc.certificate import CertificateSet, certify
@@ -669,14 +670,17 @@ def write_audit(result: AuditResult, directory: str | Path) -> list[Path]:
     table = certificate_export(result)
     written = [directory / name for name in ("certificates.parquet", "certificates.csv", "evaluation.json",
                                              "protocol.json", "summary.md")]
-    table.to_parquet(written[0], index=False)
+    # Each file through the one atomic writer (the CLI also builds the folder atomically).
+    with atomic_path(written[0]) as tmp:
+        table.to_parquet(tmp, index=False)
     flat = table.copy()
     for col in ("path", "path_margins"):
         flat[col] = [json.dumps(_jsonable(v)) for v in flat[col]]
-    flat.to_csv(written[1], index=False)
-    written[2].write_text(json.dumps(evaluation_json(result), indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    written[3].write_text(json.dumps(protocol_json(result), indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    written[4].write_text(summary_markdown(result), encoding="utf-8")
+    with atomic_path(written[1]) as tmp:
+        flat.to_csv(tmp, index=False)
+    atomic_write_text(written[2], json.dumps(evaluation_json(result), indent=2, allow_nan=False) + "\n")
+    atomic_write_text(written[3], json.dumps(protocol_json(result), indent=2, allow_nan=False) + "\n")
+    atomic_write_text(written[4], summary_markdown(result))
     # Imported here: core.scale depends on core.cfc only, and the audit must not need Dask.
     from core.scale.certify import save_certify_task, task_from_audit
 

@@ -17,12 +17,11 @@ stderr (see :mod:`core.cli`).
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import uuid
 from pathlib import Path
 
-from core.cli_options import add_protocol_options, float_list, names, positive_int, protocol_from_args, publish_folder
+from core.atomic import atomic_folder, check_output_folder
+from core.cli_options import add_protocol_options, float_list, names, positive_int, protocol_from_args
 
 __all__ = ["register"]
 
@@ -95,10 +94,7 @@ def register(subparsers) -> None:
 
 
 def _check_out(out: Path, force: bool) -> None:
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {str(out)!r} exists and is not a folder.")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise ValueError(f"--out {str(out)!r} is not empty; choose a new folder or pass --force to replace it.")
+    check_output_folder(out, force=force)
 
 
 def _bar_progress(bar):
@@ -153,47 +149,39 @@ def _audit(args) -> int:
                    shap=args.shap, batch_size=args.batch_size, n_threads=args.threads or None)
     sweep = len(datasets) * len(args.models) * len(args.seeds) > 1
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex}"
-    tmp.mkdir()  # permissions from the umask, unlike mkdtemp's 0o700
     bar = None
     try:
-        if not args.no_progress:
-            from tqdm import tqdm
+        with atomic_folder(out) as tmp:
+            if not args.no_progress:
+                from tqdm import tqdm
 
-            bar = tqdm(file=sys.stderr, leave=False, bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}]")
-        if sweep:
-            def on_result(res) -> None:
-                unit = tmp / res.dataset.name / res.model_name / f"seed{res.seed}"
-                unit.mkdir(parents=True)
-                write_audit(res, unit)
+                bar = tqdm(file=sys.stderr, leave=False, bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}]")
+            if sweep:
+                def on_result(res) -> None:
+                    unit = tmp / res.dataset.name / res.model_name / f"seed{res.seed}"
+                    unit.mkdir(parents=True)
+                    write_audit(res, unit)
 
-            result = run_sweep(datasets, args.models, args.seeds, n_resamples=args.bootstrap,
-                               progress=None if bar is None else _bar_progress(bar), on_result=on_result,
-                               **options)
-            table = markdown_table(result.table)
-            result.table.to_csv(tmp / "sweep_table.csv", index=False)
-            (tmp / "sweep_table.md").write_text(table + "\n", encoding="utf-8")
-            result.units.to_csv(tmp / "sweep_units.csv", index=False)
-            result.runs.to_csv(tmp / "sweep_runs.csv", index=False)
-            result.bootstrap.to_csv(tmp / "sweep_bootstrap.csv", index=False)
-            message = table + "\n\n" + markdown_table(result.bootstrap[["score", "kind", "n_units", "mean", "ci_low",
-                                                                        "ci_high", "reference", "diff_mean",
-                                                                        "win_rate"]])
-        else:
-            res = run_audit(datasets[0], model=args.models[0], seed=args.seeds[0],
-                            progress=None if bar is None else _bar_progress(bar), **options)
-            write_audit(res, tmp)
-            message = summary_markdown(res)
+                result = run_sweep(datasets, args.models, args.seeds, n_resamples=args.bootstrap,
+                                   progress=None if bar is None else _bar_progress(bar), on_result=on_result,
+                                   **options)
+                table = markdown_table(result.table)
+                result.table.to_csv(tmp / "sweep_table.csv", index=False)
+                (tmp / "sweep_table.md").write_text(table + "\n", encoding="utf-8")
+                result.units.to_csv(tmp / "sweep_units.csv", index=False)
+                result.runs.to_csv(tmp / "sweep_runs.csv", index=False)
+                result.bootstrap.to_csv(tmp / "sweep_bootstrap.csv", index=False)
+                message = table + "\n\n" + markdown_table(result.bootstrap[["score", "kind", "n_units", "mean", "ci_low",
+                                                                            "ci_high", "reference", "diff_mean",
+                                                                            "win_rate"]])
+            else:
+                res = run_audit(datasets[0], model=args.models[0], seed=args.seeds[0],
+                                progress=None if bar is None else _bar_progress(bar), **options)
+                write_audit(res, tmp)
+                message = summary_markdown(res)
+    finally:
         if bar is not None:
             bar.close()
-            bar = None
-        publish_folder(tmp, out)
-    except BaseException:
-        if bar is not None:
-            bar.close()
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     print(message)
     print(f"wrote {out}", file=sys.stderr)
     return 0

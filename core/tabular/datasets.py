@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from core._rng import as_generator
+from core.validation import MAX_CLASSES, check_input_file, check_table, check_unique_columns, csv_header_duplicate
 
 __all__ = [
     "DATASET_NAMES",
@@ -46,7 +47,6 @@ __all__ = [
 ]
 
 #: Most distinct target values accepted; more almost always means a continuous target.
-MAX_CLASSES = 50
 #: Default upper bound on the size of a user file (Streamlit's default upload limit).
 DEFAULT_MAX_BYTES = 200 * 1024**2
 #: The dataset the dashboard opens on.
@@ -721,10 +721,12 @@ def load_blocks(path: str | os.PathLike[str]) -> dict[str, str]:
     dict of str to str
         raw column -> block name (not yet checked against any dataset's columns).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"Block file {str(path)!r} does not exist.")
-    text = path.read_text(encoding="utf-8")
+    path = check_input_file(path, what="Block file")
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"Block file {path.name!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                         "expected YAML or JSON.") from None
     try:
         if path.suffix.lower() == ".json":
             content = json.loads(text)
@@ -775,9 +777,7 @@ def _blocks_to_column_map(content: Any, *, where: str) -> dict[str, str]:
 
 def _read_bytes(source: str | os.PathLike[str] | BinaryIO, max_bytes: int) -> tuple[bytes, str]:
     if isinstance(source, (str, os.PathLike)):
-        path = Path(source)
-        if not path.is_file():
-            raise FileNotFoundError(f"Data file {str(path)!r} does not exist.")
+        path = check_input_file(source, what="Data file")
         label, size = path.name, path.stat().st_size
         _check_size(label, size, max_bytes)
         return path.read_bytes(), label
@@ -841,7 +841,14 @@ def _parse_table(raw: bytes, label: str, fmt: str, na_values: Sequence[str | flo
             for alt in (";", "\t", "|"):
                 if alt.encode() in header:
                     frame = _read_csv(raw, label, alt, na)
+                    sep = alt
                     break
+    if fmt != "parquet":
+        dup = csv_header_duplicate(raw, sep)
+        if dup is not None:
+            raise ValueError(f"{label!r}: column name {dup!r} occurs more than once in the header; "
+                             "column names must be unique.")
+    check_unique_columns(frame.columns, repr(label))
     frame.columns = [str(c) for c in frame.columns]
     if frame.shape[0] == 0:
         raise ValueError(f"{label!r} has a header but no data rows.")
@@ -914,13 +921,6 @@ def _build_dataset(
     if not features:
         raise ValueError(f"{where}: no feature columns left besides the target {target!r}.")
 
-    empty = [c for c in features if frame[c].isna().all()]
-    if empty:
-        raise ValueError(
-            f"{where}: column {empty[0]!r} is entirely missing (all {len(frame)} values); "
-            "remove it or pass `features` without it."
-        )
-
     out = {}
     numeric, categorical = [], []
     for c in features:
@@ -931,6 +931,8 @@ def _build_dataset(
             _note(notes, note)
     out[target] = target_values
     clean = pd.DataFrame(out, index=frame.index)
+    # Shared with certify; blocks (either form) are checked by _complete_blocks below.
+    check_table(clean, target=target, features=features, where=where)
 
     return Dataset(
         name=name,

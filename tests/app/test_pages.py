@@ -150,12 +150,27 @@ def test_blank_reviewer_is_refused_with_a_message(app, reviews_db):
     assert ReviewStore(reviews_db).export().empty
 
 
-def test_unwritable_review_database_is_an_error_message_not_a_crash(app, tmp_path):
+def test_unwritable_review_database_is_an_error_message_not_a_crash(new_app, tmp_path, monkeypatch):
+    # The path is chosen at server start (here the env var), never typed into the sidebar.
     blocker = tmp_path / "a_file"
     blocker.write_text("x")
-    app.sidebar.text_input(key="reviews_db").input(str(blocker / "sub" / "r.sqlite3")).run()
+    monkeypatch.setenv("AUDIT_REVIEWS_DB", str(blocker / "sub" / "r.sqlite3"))
+    app = new_app()
     assert not app.exception
     assert any("Cannot open the review database" in e.value for e in app.sidebar.error)
+    assert not [w for w in app.sidebar.text_input if w.key == "reviews_db"]
+    assert blocker.read_text() == "x"
+
+
+def test_all_zero_fds_weights_are_refused_on_the_protocol_form(app):
+    # FDS would be 0 for every row: refused (core.cfc.protocol), shown as a message, protocol kept.
+    before = app.session_state["protocol"]
+    for key in ("proto_w1", "proto_w2", "proto_w3"):
+        app.number_input(key=key).set_value(0.0)
+    app.button[[b.label for b in app.button].index("Apply protocol")].click().run()
+    assert not app.exception
+    assert any("`weights` must not all be zero" in e.value for e in app.error)
+    assert app.session_state["protocol"] == before
 
 
 def test_bad_upload_shows_what_to_fix(app):

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.reviews import DECISIONS, ENV_VAR, REVIEW_COLUMNS, ReviewStore, default_db_path
+from core.reviews import DECISIONS, ENV_VAR, REVIEW_COLUMNS, ReviewStore, ReviewStoreError, default_db_path
 
 
 @pytest.fixture
@@ -147,7 +147,7 @@ def test_locked_database_raises_after_timeout(tmp_path):
     blocker = sqlite3.connect(store.path, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")
     try:
-        with pytest.raises(sqlite3.OperationalError, match="locked"):
+        with pytest.raises(ReviewStoreError, match="locked"):
             store.record("fp", 1, reviewer="a", decision="acceptable")
     finally:
         blocker.execute("ROLLBACK")

@@ -1,0 +1,212 @@
+"""The validation layer shared by every entry point that reads a user's table or number.
+
+``audit`` (:func:`core.tabular.datasets.load_user_data`), ``certify``
+(:func:`core.scale.certify.fit_certify_task`), ``paired`` / ``paired-grid``
+(:mod:`core.paired.records`, :mod:`core.scale.paired_grid`) and the dashboard uploads (which go
+through the same loaders) call these checks, so one table gets one verdict everywhere. Each
+check runs before any output exists and raises ``ValueError`` (or ``FileNotFoundError``) with a
+message naming the file, the row, the column and the value, and what was expected.
+
+Semantics of degenerate but legal inputs (decided here, documented in ``docs/DEVELOPING.md``):
+
+- a feature that takes one value on every row is **kept** (refusing it would make a table
+  valid or not depending on the sample drawn from it) and reported by a
+  :class:`ConstantFeatureWarning` that names every such column;
+- all three FDS weights zero is **refused** (:class:`core.cfc.protocol.Protocol`): FDS would be
+  0 for every row and carry no information.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+import numbers
+import os
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "MAX_CLASSES",
+    "ConstantFeatureWarning",
+    "check_finite_features",
+    "check_input_file",
+    "check_table",
+    "check_unique_columns",
+    "check_unit_interval",
+    "csv_header_duplicate",
+    "warn_constant_features",
+]
+
+#: Most classes a target may have (more is almost always a continuous or identifier column).
+MAX_CLASSES = 50
+_SHOWN = 10
+
+
+class ConstantFeatureWarning(UserWarning):
+    """Feature columns that hold a single value on every row (they cannot carry evidence)."""
+
+
+def check_unit_interval(value: Any, name: str) -> float:
+    """``value`` as a float in ``[0, 1]``; bools, strings, NaN and non-numbers are refused.
+
+    The type-strict boundary check of public functions (scikit-learn's ``validate_params``
+    style): ``tau='0.8'`` or ``tau=True`` is a caller's mistake, not a number.
+
+    Examples
+    --------
+    >>> check_unit_interval(1, "tau")
+    1.0
+    >>> check_unit_interval(True, "tau")
+    Traceback (most recent call last):
+    ...
+    ValueError: `tau` must be a real number in [0, 1]; got True (bool).
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ValueError(f"`{name}` must be a real number in [0, 1]; got {value!r} ({type(value).__name__}).")
+    v = float(value)
+    if math.isnan(v) or not 0.0 <= v <= 1.0:
+        raise ValueError(f"`{name}` must be in [0, 1]; got {value!r}.")
+    return v
+
+
+def check_input_file(path: str | os.PathLike[str], *, what: str = "input file",
+                     allow_folder: bool = False) -> Path:
+    """An existing input path; a folder is refused (unless ``allow_folder``) with its own message."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise FileNotFoundError(f"{what} {str(path)!r} does not exist.")
+    if p.is_dir() and not allow_folder:
+        raise ValueError(f"{what} {str(path)!r} is a folder; expected a CSV or Parquet file.")
+    if not p.is_dir() and not p.is_file():
+        raise ValueError(f"{what} {str(path)!r} is not a regular file (a device, FIFO or socket).")
+    return p
+
+
+def csv_header_duplicate(raw: bytes, sep: str = ",") -> str | None:
+    """The first column name that occurs twice in the header line of CSV bytes, if any.
+
+    pandas silently renames a repeated ``Time`` to ``Time.1``; reading the header ourselves is
+    the only way to tell a real ``Time.1`` column from a renamed duplicate.
+    """
+    end = raw.find(b"\n")
+    line = (raw if end < 0 else raw[:end]).decode("utf-8-sig", errors="replace")
+    try:
+        header = next(csv.reader(io.StringIO(line), delimiter=sep))
+    except (StopIteration, csv.Error):
+        return None
+    seen: set[str] = set()
+    for name in (h.strip() for h in header):
+        if name and name in seen:
+            return name
+        seen.add(name)
+    return None
+
+
+def check_unique_columns(columns: Iterable[Any], where: str) -> None:
+    """Refuse a table whose column names repeat (ambiguous: which one is meant?)."""
+    names = [str(c) for c in columns]
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"{where}: column name {name!r} occurs more than once; column names must be unique.")
+        seen.add(name)
+
+
+def _first_inf(values: np.ndarray) -> int | None:
+    bad = np.flatnonzero(np.isinf(values))
+    return int(bad[0]) if bad.size else None
+
+
+def check_table(frame: pd.DataFrame, *, target: str, features: Sequence[str], where: str,
+                blocks: Mapping[str, Any] | None = None, max_classes: int = MAX_CLASSES,
+                row_offset: int = 0) -> None:
+    """The checks every tabular entry point applies to a table before using it.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The raw table (or the sample of it a model is fitted on).
+    target : str
+        Label column.
+    features : sequence of str
+        Feature columns.
+    where : str
+        How the table is named in messages (file name).
+    blocks : mapping, optional
+        raw column -> domain block; every key must be a feature.
+    max_classes : int, default MAX_CLASSES
+    row_offset : int, default 0
+        Row number (0-based) of ``frame``'s first row in the file, for messages.
+
+    Raises
+    ------
+    ValueError
+        Repeated column names, a missing or all-missing target, more than ``max_classes``
+        classes (callers refuse a single class with their own advice), an entirely missing feature, an infinite value (first row and column named),
+        blocks naming a column that is not a feature.
+
+    Warns
+    -----
+    ConstantFeatureWarning
+        Features with one value on every row (named).
+    """
+    check_unique_columns(frame.columns, where)
+    if target not in frame.columns:
+        raise ValueError(f"{where}: target column {target!r} not found; the columns are "
+                         f"{list(map(str, frame.columns))[:20]}.")
+    labels = frame[target]
+    if pd.api.types.is_float_dtype(labels):
+        labels = labels.where(np.isfinite(labels.to_numpy(dtype=np.float64, na_value=np.nan)))
+    n_classes = int(labels.nunique(dropna=True))
+    if n_classes == 0:
+        raise ValueError(f"{where}: target column {target!r} has no values (all {len(frame)} missing).")
+    if n_classes > max_classes:
+        raise ValueError(f"{where}: target {target!r} has {n_classes} distinct values; at most {max_classes} "
+                         "classes are supported. Is it a continuous or identifier column?")
+    for c in features:
+        values = frame[c]
+        if values.isna().all():
+            raise ValueError(f"{where}: column {c!r} is entirely missing (all {len(frame)} values); "
+                             "remove it or leave it out of the features.")
+    check_finite_features(frame, features, where, row_offset=row_offset)
+    if blocks is not None:
+        unknown = [str(col) for col in blocks if str(col) not in set(map(str, features))]
+        if unknown:
+            raise ValueError(f"{where}: blocks name column {unknown[0]!r}, which is not a feature column; "
+                             f"the features are {list(features)[:20]}.")
+    warn_constant_features(frame, features, where)
+
+
+def check_finite_features(frame: pd.DataFrame, features: Sequence[str], where: str, *, row_offset: int = 0) -> None:
+    """Refuse ``inf`` / ``-inf`` in numeric features, naming the first column, row and value.
+
+    Rows are numbered from 1; an integer index is taken as the 0-based row number in the file
+    (plus ``row_offset``, for a partition that starts later in the file).
+    """
+    for c in features:
+        values = frame[c]
+        if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+            continue
+        i = _first_inf(values.to_numpy(dtype=np.float64, na_value=np.nan))
+        if i is not None:
+            label = frame.index[i]
+            row = (f"row {row_offset + int(label) + 1}" if isinstance(label, (int, np.integer))
+                   else f"row {i + 1} (index {label!r})")
+            raise ValueError(f"{where}: column {c!r}, {row}: value {float(values.iloc[i])!r} is infinite; "
+                             "features must be finite numbers (leave the cell empty for missing).")
+
+
+def warn_constant_features(frame: pd.DataFrame, features: Sequence[str], where: str) -> list[str]:
+    """Warn (:class:`ConstantFeatureWarning`) naming the features with a single value; return them."""
+    constant = [c for c in features if frame[c].nunique(dropna=False) <= 1]
+    if constant:
+        shown = ", ".join(repr(c) for c in constant[:_SHOWN]) + (" ..." if len(constant) > _SHOWN else "")
+        share = "every feature is" if len(constant) == len(features) else f"{len(constant)} of {len(features)} features are"
+        warnings.warn(f"{where}: {share} constant ({shown}); a constant feature cannot carry evidence, "
+                      "so removing its group never changes a prediction.", ConstantFeatureWarning, stacklevel=3)
+    return constant
