@@ -225,8 +225,11 @@ def _save_xgboost(model: Any) -> tuple[dict[str, bytes], dict]:
         path = Path(tmp) / "model.json"
         model.save_model(path)
         data = path.read_bytes()
-    return {"model.json": data}, {"class": type(model).__name__, "params": _jsonable(
-        {k: v for k, v in model.get_params().items() if isinstance(v, (int, float, str, bool, type(None)))})}
+    # Scalar constructor parameters only (the model file holds the trees); `missing` is NaN by
+    # default and JSON has no NaN, so non-finite numbers keep the library default.
+    params = {k: v for k, v in model.get_params().items()
+              if isinstance(v, (int, str, bool, type(None))) or (isinstance(v, float) and np.isfinite(v))}
+    return {"model.json": data}, {"class": type(model).__name__, "params": _jsonable(params)}
 
 
 def _load_xgboost(members: Mapping[str, bytes], meta: Mapping, trusted: Iterable[str]) -> Any:
