@@ -43,8 +43,10 @@ class OnnxClassifier:
     feature_order : sequence of str, optional
         Raw column of every column of a single 2-D input (overrides the metadata).
     classes : sequence, optional
-        Class labels of the probability columns when the model has no ZipMap output
-        (overrides the metadata).
+        Class labels of the probability columns (overrides the ZipMap and the metadata).
+    default_classes : sequence, optional
+        Used only when neither a ZipMap output nor the metadata names the classes (e.g. the
+        sorted labels of the training table, as scikit-learn orders ``classes_``).
     where : str
         Name of the file, for error messages.
 
@@ -56,7 +58,8 @@ class OnnxClassifier:
     """
 
     def __init__(self, model_bytes: bytes, *, feature_order: Sequence[str] | None = None,
-                 classes: Sequence[Any] | None = None, where: str = "the ONNX model") -> None:
+                 classes: Sequence[Any] | None = None, default_classes: Sequence[Any] | None = None,
+                 where: str = "the ONNX model") -> None:
         import onnxruntime as ort
 
         self.model_bytes = bytes(model_bytes)
@@ -107,6 +110,8 @@ class OnnxClassifier:
         self.classes_ = None if classes is None else _as_classes(classes)
         if self._zipmap and self.classes_ is None:
             self.classes_ = _zipmap_classes(self.model_bytes)
+        if self.classes_ is None and default_classes is not None:
+            self.classes_ = _as_classes(default_classes)
         if self.classes_ is None:
             raise ValueError(f"{where} does not state its class labels (no ZipMap output, no 'classes' metadata); "
                              "pass them (Python: classes=[...]).")
