@@ -469,6 +469,17 @@ def audit_model(model: Any, train: pd.DataFrame, test: pd.DataFrame, *, target: 
             groups = domain_block_groups(raw, {c: b for c, b in blocks.items() if c in raw}, unmapped="keep")
         baseline = space.baseline(X_train, groups, protocol.baseline)
     protocol.resolved_depth(len(groups))
+    return _audit_space(space, predictor, kind, notes, stages, streams, train, test, target, X_train, X_test,
+                        origins, groups, baseline, protocol, label_channel, population, classes, y_test,
+                        name or f"own:{type(model).__name__}", batch_size, model)
+
+
+def _audit_space(space, predictor, kind, notes, stages, streams, train, test, target, X_train, X_test, origins,
+                 groups, baseline, protocol, label_channel, population, classes, y_test, name, batch_size,
+                 source_model):
+    """The audit once the feature space, groups and baseline are fixed (shared by
+    :func:`audit_model` and :func:`audit_task`)."""
+    from core.tabular.audit import AuditResult, _noise_scale
 
     predict = predictor.predict_proba
     try:
@@ -495,7 +506,7 @@ def audit_model(model: Any, train: pd.DataFrame, test: pd.DataFrame, *, target: 
         frame = frame.reset_index(drop=True)
         notes.append("train and test share row ids: `dataset.frame` numbers rows by position (train first); "
                      "certificates keep the test table's own index")
-    if kind == "raw":
+    if isinstance(space, RawSpace):
         numeric = tuple(c for c, k in zip(space.columns, space.kinds) if k == "numeric")
     else:
         numeric = tuple(c for c in columns if not _is_categorical(train[c]))
@@ -535,15 +546,46 @@ def audit_model(model: Any, train: pd.DataFrame, test: pd.DataFrame, *, target: 
                                               " (one group per raw column; categories as one-hot blocks)"))
 
     return AuditResult(
-        dataset=dataset, split=split, seed=_SEED, model_name=name or f"own:{type(model).__name__}",
+        dataset=dataset, split=split, seed=_SEED, model_name=name,
         model=predictor, preprocessor=space, groups=dict(groups), baseline=baseline, protocol=protocol,
         fingerprint=cert.fingerprint, label_channel=label_channel, raw_test=raw_test, X_test=X_test,
         y_test=y_test, proba_test=P_test, certificates=cert, labels=labels,
         scores=pd.DataFrame(scores, index=test.index), evaluation=evaluation, unavailable=unavailable,
         unavailable_groups=unavailable_groups, naturalistic=natural, naturalistic_evaluation=natural_eval,
         nominal=nominal, calibration=calib, sensitivity=None, search=None, importance=None, group_shap=None,
-        timings=dict(stages.timings), notes=tuple(notes), source_model=model, space_kind=kind,
+        timings=dict(stages.timings), notes=tuple(notes), source_model=source_model, space_kind=kind,
     )
+
+
+def audit_task(task: Any, train: pd.DataFrame, test: pd.DataFrame, *, label_channel: LabelChannel | None = None,
+               population: Population = "high_confidence", progress: Any = None, name: str = "saved model",
+               batch_size: int = 65536):
+    """Re-audit a saved task (:func:`core.scale.certify.load_certify_task`) on raw tables.
+
+    The task's own groups, baseline and protocol are used, so the certificates carry the
+    saved audit's fingerprint; ``train`` gives the noise scales, ``test`` is certified.
+    Labels are matched to ``task.classes`` as text.
+
+    Returns
+    -------
+    AuditResult
+    """
+    from core.tabular.audit import _Stages
+
+    target = task.target
+    _check_frames(train, test, target)
+    label_channel = LabelChannel() if label_channel is None else label_channel
+    classes = np.asarray(task.classes, dtype=object)
+    y_test = _encode_labels(test[target].astype(str), classes, "test")
+    stages = _Stages(progress)
+    streams = dict(zip(("label_channel", "calibration"), as_generator(_SEED).spawn(2)))
+    space = task.preprocessor
+    kind = "raw" if isinstance(space, RawSpace) else "pipeline" if isinstance(space, PipelineSpace) else "tool"
+    X_train = stages.run("preprocess", space.transform, train)
+    X_test = space.transform(test)
+    return _audit_space(space, task.model, kind, [], stages, streams, train, test, target, X_train, X_test,
+                        feature_origins(space), dict(task.groups), np.asarray(task.baseline), task.protocol,
+                        label_channel, population, classes, y_test, name, batch_size, None)
 
 
 def _stratified_half(y: np.ndarray, rng: np.random.Generator) -> np.ndarray:
