@@ -8,6 +8,7 @@ from core.tabular.datasets import DATASET_NAMES
 from core.tabular.models import MODEL_NAMES
 from ui.data import dataset_label, model_label, review_store
 from ui.components import guarded
+from ui.own_model import render_own_model_sidebar
 
 
 def dataset_options() -> list[str]:
@@ -30,6 +31,8 @@ def render_sidebar() -> None:
                      help="The model audited on the tabular pages (trained on the training split).")
         st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed",
                         help="Seeds the split, the model and the held-out stressors: same seed, same audit.")
+        st.divider()
+        render_own_model_sidebar()
         st.divider()
         st.subheader("Review database")
         st.text_input("SQLite file", key="reviews_db",
