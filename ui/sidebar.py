@@ -19,6 +19,8 @@ def dataset_options() -> list[str]:
 def render_sidebar() -> None:
     with st.sidebar:
         st.subheader("Audit selection")
+        if st.session_state.get("own_audit") is not None:
+            st.caption("Not used while *Your model* (below) is open.")
         options = dataset_options()
         if st.session_state["dataset_next"] in options:  # a table just added on the Overview page
             st.session_state["dataset"] = st.session_state["dataset_next"]
