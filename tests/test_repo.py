@@ -43,3 +43,23 @@ def test_readme_python_example_runs(tmp_path, monkeypatch):
     assert len(namespace["cs"]) == len(namespace["split"].test)
     report = namespace["verify"]("certs.json", namespace["model"].predict_proba, namespace["X_test"])
     assert report.ok
+
+
+def test_readme_own_model_example_runs(tmp_path, monkeypatch):
+    import warnings
+
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Audit your own model", 1)[1]
+    block = section.split("```python", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)  # the example saves my_audit into the working directory
+    namespace: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        exec(compile(block, "README.md", "exec"), namespace)
+    result = namespace["result"]
+    assert result.groups == {"student": [0, 1], "balance": [2], "income": [3]}
+    assert len(result.certificates) == 500
+    assert sorted(p.name for p in (tmp_path / "my_audit").iterdir())[:2] == ["_task.zip", "certificates.csv"]
+    from core.scale.certify import load_certify_task
+
+    assert load_certify_task(tmp_path / "my_audit").fingerprint() == result.fingerprint
