@@ -16,7 +16,7 @@ from own_models import default_tables, hist_gb_pipeline, wine_tables  # noqa: E4
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 ROOT = Path(__file__).resolve().parents[2]
 APP, TIMEOUT = str(ROOT / "app.py"), 180
-PAGES = ["overview", "explorer", "triage", "comparison", "calibration"]
+PAGES = ["overview", "explorer", "triage", "comparison", "calibration", "paired_bounds", "recapture"]
 
 
 def _wine_pipeline():

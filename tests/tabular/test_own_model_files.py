@@ -140,3 +140,27 @@ def test_onnx_input_matching_no_column(files, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "--feature-order" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_multiclass_string_labels_through_the_cli(tmp_path, capsys):
+    from own_models import wine_tables
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    train, test = wine_tables()
+    pipe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000)).fit(
+        train.drop(columns="target"), train["target"])
+    sio.dump(pipe, tmp_path / "wine.skops")
+    train.to_csv(tmp_path / "train.csv", index=False)
+    test.to_csv(tmp_path / "test.csv", index=False)
+    code = main(["audit", "--model-file", str(tmp_path / "wine.skops"), "--train", str(tmp_path / "train.csv"),
+                 "--test", str(tmp_path / "test.csv"), "--target", "target", "--out", str(tmp_path / "out")])
+    assert code == 0, capsys.readouterr().err
+    python = audit_model(pipe, pd.read_csv(tmp_path / "train.csv"), pd.read_csv(tmp_path / "test.csv"),
+                         target="target").certificates.table.reset_index(drop=True)
+    got = pd.read_parquet(tmp_path / "out" / "certificates.parquet")
+    _compare(got, python, SKOPS_TOL)
+    assert set(got["pred"]) == {0, 1, 2}
+    codes = pd.Index(["class_0", "class_1", "class_2"]).get_indexer(test["target"])
+    np.testing.assert_array_equal(got["y_true"], codes)
