@@ -159,6 +159,12 @@ class AuditResult:
         Seconds per stage.
     notes : tuple of str
         What the audit skipped or changed, for people.
+    source_model : object or None
+        The model passed to :func:`core.tabular.own_model.audit_model` (None for the tool's
+        own models, whose fitted estimator is ``model``).
+    space_kind : {"tool", "pipeline", "raw"}
+        Feature space of ``X_test``: the tool's preprocessing, the preprocessing steps of a
+        user's pipeline, or raw space (:class:`core.tabular.own_model.RawSpace`).
     """
 
     dataset: Dataset
