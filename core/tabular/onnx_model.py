@@ -110,6 +110,12 @@ class OnnxClassifier:
         self.classes_ = None if classes is None else _as_classes(classes)
         if self._zipmap and self.classes_ is None:
             self.classes_ = _zipmap_classes(self.model_bytes)
+        if self._zipmap:
+            # A ZipMap returns one Python dict per row; read the tensor it is built from instead,
+            # exposed as an extra graph output (same numbers, no per-row Python).
+            tensor_name, patched = _expose_zipmap_input(self.model_bytes)
+            self._session = ort.InferenceSession(patched, options, providers=["CPUExecutionProvider"])
+            self._prob_name, self._zipmap = tensor_name, False
         if self.classes_ is None and default_classes is not None:
             self.classes_ = _as_classes(default_classes)
         if self.classes_ is None:
@@ -193,3 +199,14 @@ def _zipmap_classes(model_bytes: bytes) -> np.ndarray | None:
                 if attr.name == "classlabels_int64s":
                     return _as_classes(list(attr.ints))
     return None
+
+
+def _expose_zipmap_input(model_bytes: bytes) -> tuple[str, bytes]:
+    """The name of the ZipMap node's input tensor and the model with it added as an output."""
+    import onnx
+
+    model = onnx.load_from_string(model_bytes)
+    node = next(n for n in model.graph.node if n.op_type == "ZipMap")
+    name = node.input[0]
+    model.graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
+    return name, model.SerializeToString()

@@ -157,8 +157,13 @@ class RawSpace:
                 parts.append(values[:, None])
             else:
                 cats = self.categories[c]
-                lookup = {v: i for i, v in enumerate(cats)}
-                codes = np.array([lookup.get(_plain(v), -1) for v in col.astype(object)], dtype=np.intp)
+                missing_code = cats.index(None) if None in cats else -1
+                known = pd.Index([v for v in cats if v is not None], dtype=object)
+                offset = 1 if missing_code == 0 else 0  # None sorts first when present
+                is_na = col.isna().to_numpy()
+                codes = np.full(len(col), missing_code, dtype=np.intp)
+                found = known.get_indexer(col[~is_na].astype(object))
+                codes[~is_na] = np.where(found >= 0, found + offset, -1)
                 if (codes < 0).any():
                     r = int(np.flatnonzero(codes < 0)[0])
                     raise ValueError(f"{where}: column {c!r} has the value {col.iloc[r]!r} at row {frame.index[r]!r}, "

@@ -190,3 +190,18 @@ def test_missing_columns_and_labels_are_named(default):
     bad.iloc[3, bad.columns.get_loc("default")] = "Maybe"
     with pytest.raises(ValueError, match="label 'Maybe'.*not one of the model's classes"):
         audit_model(model, train, bad, target="default")
+
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@given(st.lists(st.tuples(st.floats(-1e6, 1e6), st.sampled_from(["x", "y", "z", None]), st.booleans()),
+                min_size=1, max_size=30))
+def test_raw_space_decodes_what_it_encodes(rows):
+    frame = pd.DataFrame(rows, columns=["num", "text", "flag"])
+    space = RawSpace.fit(["num", "text", "flag"], [frame])
+    back = space.decode(space.transform(frame))
+    np.testing.assert_array_equal(back["num"].to_numpy(), frame["num"].to_numpy())
+    assert back["text"].where(back["text"].notna(), None).tolist() == frame["text"].tolist()
+    assert back["flag"].tolist() == frame["flag"].tolist()
