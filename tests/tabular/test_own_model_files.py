@@ -164,3 +164,23 @@ def test_multiclass_string_labels_through_the_cli(tmp_path, capsys):
     assert set(got["pred"]) == {0, 1, 2}
     codes = pd.Index(["class_0", "class_1", "class_2"]).get_indexer(test["target"])
     np.testing.assert_array_equal(got["y_true"], codes)
+
+
+@pytest.mark.parametrize("name, suffix, opts", [("pipe", "skops", ["--trust", HGB_TRUST]), ("logreg", "onnx",
+                                                ["--feature-order", "{d}/order.txt"])])
+def test_certify_model_from_an_own_model_audit(files, tmp_path, capsys, name, suffix, opts):
+    d, _, _ = files
+    code, err = _cli(capsys, d, f"{name}.{suffix}", "", tmp_path / "audit", *opts)
+    assert code == 0, err
+    code = main(["certify", "--model-from", str(tmp_path / "audit"), "--data", str(d / "test.csv"),
+                 "--out", str(tmp_path / "big")])
+    assert code == 0, capsys.readouterr().err
+    saved = json.loads((tmp_path / "audit" / "protocol.json").read_text())
+    manifest = json.loads((tmp_path / "big" / "_manifest.json").read_text())
+    assert manifest["fingerprint"] == saved["certificate_fingerprint"]
+    big = pd.read_parquet(tmp_path / "big")
+    audit = pd.read_parquet(tmp_path / "audit" / "certificates.parquet")
+    np.testing.assert_array_equal(big["pred"], audit["pred"])
+    np.testing.assert_array_equal(big["flip_budget"], audit["flip_budget"])
+    np.testing.assert_allclose(big["fds"], audit["fds"], rtol=0, atol=1e-12)
+    assert big["pred_label"].tolist() == [("No", "Yes")[p] for p in audit["pred"]]
