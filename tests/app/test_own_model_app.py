@@ -106,3 +106,33 @@ def test_an_upload_with_untrusted_types_lists_them(monkeypatch, reviews_db):
     at.run()
     assert not at.exception
     assert any("TreePredictor" in e.value and "--trust" in e.value for e in at.error)
+
+
+def test_audits_dir_lists_saved_audits_and_opens_one(monkeypatch, reviews_db, wine_audit):
+    at = _app(monkeypatch, "--audits-dir", str(wine_audit.parent))
+    _ok(at)
+    assert at.sidebar.selectbox(key="own_folder").options == ["wine"]
+    at.sidebar.button(key="own_open").click().run()
+    _ok(at)
+    assert at.session_state["own_audit"] == {"kind": "folder", "path": str(wine_audit)}
+    assert any("Saved audit: wine" in s.value for s in at.subheader)
+    at.sidebar.button(key="own_close").click().run()
+    _ok(at)
+    assert at.session_state["own_audit"] is None
+    assert at.sidebar.selectbox(key="dataset").value == "credit_data"
+
+
+def test_an_uploaded_onnx_model_is_audited(monkeypatch, reviews_db):
+    from own_models import pipeline_to_onnx
+
+    train, test = default_tables(n_train=1500, n_test=200)
+    at = _app(monkeypatch)
+    at.session_state["own_audit"] = {
+        "kind": "upload", "target": "default", "trust": [], "feature_order": None,
+        "files": {"model": ("pipe.onnx", pipeline_to_onnx(hist_gb_pipeline(train))),
+                  "test": ("test.csv", test.to_csv(index=False).encode()), "train": None}}
+    at.run()
+    _ok(at)
+    at.switch_page("pages/explorer.py").run()
+    _ok(at)
+    assert any("your model pipe.onnx" in c.value for c in at.caption)
