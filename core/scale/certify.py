@@ -467,6 +467,8 @@ def save_certify_task(task: CertifyTask, path: str | Path) -> Path:
     if not isinstance(task, CertifyTask):
         raise ValueError(f"`task` must be a CertifyTask; got {type(task).__name__}.")
     path = Path(path)
+    if path.suffix == ".pkl":
+        raise ValueError(f"{path}: tasks are no longer pickles; save to a .zip path (e.g. {path.with_suffix('.zip')}).")
     path.parent.mkdir(parents=True, exist_ok=True)
     _atomic_bytes(path, task_bytes(task))
     return path

@@ -421,7 +421,7 @@ def audit_model(model: Any, train: pd.DataFrame, test: pd.DataFrame, *, target: 
         labels of ``test``; probabilities that do not sum to 1; missing columns; a model that
         fails on a baseline replacement (the group is named). Nothing is written.
     """
-    from core.tabular.audit import AuditResult, _noise_scale, _Stages
+    from core.tabular.audit import _Stages
 
     if not callable(getattr(model, "predict_proba", None)):
         raise ValueError(f"`model` ({type(model).__name__}) has no predict_proba; a fitted classifier is needed.")
@@ -442,7 +442,7 @@ def audit_model(model: Any, train: pd.DataFrame, test: pd.DataFrame, *, target: 
     classes = np.asarray(model.classes_)
     if classes.ndim != 1 or len(classes) < 2:
         raise ValueError(f"`model.classes_` must list at least two classes; got {classes!r}.")
-    y_train = _encode_labels(train[target], classes, "train")
+    _encode_labels(train[target], classes, "train")  # validation only: nothing is fitted on train
     y_test = _encode_labels(test[target], classes, "test")
 
     stages = _Stages(progress)
