@@ -14,6 +14,22 @@ from own_models import default_tables, raw_logreg  # noqa: E402
 pytestmark = pytest.mark.browser
 
 
+def _pick(page, box, option: str, attempts: int = 4) -> None:
+    """Open a select box and click ``option``; a rerun in flight can close the list, so retry."""
+    for attempt in range(attempts):
+        _settle(page)
+        box.click()
+        target = page.get_by_role("option", name=option, exact=True).first
+        try:
+            target.wait_for(timeout=10_000)
+            target.click()
+            return
+        except Exception:
+            if attempt == attempts - 1:
+                raise
+            page.keyboard.press("Escape")
+
+
 def test_upload_a_skops_model_and_a_csv_then_open_the_explorer(server, browser, tmp_path):  # noqa: F811
     train, test = default_tables(n_train=1500, n_test=200)
     sio.dump(raw_logreg(train), tmp_path / "logreg.skops")
@@ -35,9 +51,7 @@ def test_upload_a_skops_model_and_a_csv_then_open_the_explorer(server, browser, 
     uploaders.filter(has_text="Training table").first.locator('input[type="file"]').set_input_files(
         tmp_path / "train.csv")
     _settle(page)
-    box = sidebar.get_by_role("combobox", name="Target column").first
-    box.click()
-    page.get_by_role("option", name="default", exact=True).first.click()
+    _pick(page, sidebar.get_by_role("combobox", name="Target column").first, "default")
     _settle(page)
     sidebar.get_by_role("button", name="Audit my model").click()
     _settle(page)
