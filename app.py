@@ -1,4 +1,5 @@
-"""Reliability audit dashboard — entry point: ``streamlit run app.py [-- --reviews-db PATH]``.
+"""Reliability audit dashboard — entry point:
+``streamlit run app.py [-- --reviews-db PATH] [--audit DIR] [--audits-dir DIR]``.
 
 This file only declares the pages, gives every ``st.session_state`` key its default and draws
 the shared sidebar; each view lives in ``pages/`` and every computation in ``core/``.
@@ -17,14 +18,20 @@ import streamlit as st
 from core.dashboard import LARGE_TABLE_ROWS
 from core.reviews import default_db_path
 from core.tabular.datasets import DEFAULT_DATASET
+from ui.own_model import default_audits_dir
 from ui.sidebar import render_sidebar
 
 
-def _cli_reviews_db() -> str:
+def _cli_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="streamlit run app.py --", add_help=False, allow_abbrev=False)
     parser.add_argument("--reviews-db", default=None)
+    parser.add_argument("--audit", default=None, help="open this saved audit folder")
+    parser.add_argument("--audits-dir", default=None, help="folder of saved audits offered in the sidebar")
     args, _ = parser.parse_known_args(sys.argv[1:])
-    return args.reviews_db or str(default_db_path())
+    return args
+
+
+_ARGS = _cli_args()
 
 
 st.set_page_config(page_title="Reliability audit", page_icon=str(Path(__file__).parent / "assets" / "favicon.png"),
@@ -38,7 +45,14 @@ DEFAULTS: dict[str, object] = {
     "dataset": DEFAULT_DATASET,
     "model": "hist_gb",
     "seed": 0,
-    "reviews_db": _cli_reviews_db(),
+    "reviews_db": _ARGS.reviews_db or str(default_db_path()),
+    # your own model (sidebar "Your model"): None = the tool's models; see ui/own_model.py
+    "own_audit": {"kind": "folder", "path": _ARGS.audit} if _ARGS.audit else None,
+    "audits_dir": _ARGS.audits_dir or str(default_audits_dir()),
+    "own_target": None,
+    "own_trust": "",
+    "own_feature_order": "",
+    "own_folder": None,
     "dataset_next": None,     # dataset to select at the start of the next run (set after an upload)
     "uploads": {},            # name -> {"data", "file", "digest", "target", "blocks", "blocks_digest", "blocks_file"}
     "protocol": None,         # applied Protocol as a dict; None = the default protocol

@@ -9,3 +9,13 @@ Importable and testable without Streamlit. Sub-packages:
 """
 
 __version__ = "0.1.0"
+__all__ = ["audit_model"]
+
+
+def __getattr__(name: str):
+    # Lazy: ``import core`` stays light; ``from core import audit_model`` loads the audit stack.
+    if name == "audit_model":
+        from core.tabular.own_model import audit_model
+
+        return audit_model
+    raise AttributeError(f"module 'core' has no attribute {name!r}")

@@ -11,6 +11,7 @@ from core.tabular.models import MODEL_NAMES
 from ui.components import audit_line, figure, page_header, run_page, table
 from ui.data import audits_for, current_audit, model_label
 from ui.entry import ensure_entrypoint
+from ui.own_model import own_mode
 
 ensure_entrypoint()
 
@@ -27,13 +28,21 @@ page_header(
 def _body() -> None:
     primary = current_audit()
     audit_line(primary)
-    chosen = st.multiselect("Models to compare", list(MODEL_NAMES), key="compare_models", format_func=model_label,
-                            persist_state="session",
-                            help="Each model is trained and audited once, then cached (the torch models take longest).")
-    if not chosen:
-        st.info("Pick at least one model to compare.", icon=":material/info:")
-        return
-    audits = audits_for(chosen)
+    if own_mode():
+        st.info("Your model is compared with itself only: the other models of this page are trained by the tool on "
+                "a bundled or uploaded table. Close *Your model* in the sidebar to compare them.",
+                icon=":material/info:")
+        chosen = [primary.model_name]
+        audits = {primary.model_name: primary}
+    else:
+        chosen = st.multiselect("Models to compare", list(MODEL_NAMES), key="compare_models",
+                                format_func=model_label, persist_state="session",
+                                help="Each model is trained and audited once, then cached (the torch models take "
+                                     "longest).")
+        if not chosen:
+            st.info("Pick at least one model to compare.", icon=":material/info:")
+            return
+        audits = audits_for(chosen)
     frame = model_comparison_table(audits)
     table(frame, name="model comparison", key="compare_table",
           column_config={c: st.column_config.NumberColumn(format="%.3f") for c in frame.columns

@@ -7,8 +7,8 @@ import numpy as np
 import streamlit as st
 
 from core import viz
-from core.cfc.grouping import trace_feature_origins
 from core.cfc.search import flip_search
+from core.tabular.own_model import feature_origins
 from core.dashboard import prediction_table, raw_values_table, sample_bundle, whatif_probabilities
 from ui.components import audit_line, figure, page_header, run_page, table
 from ui.data import current_audit
@@ -153,7 +153,7 @@ def _body() -> None:
         figure(viz.whatif_figure(classes, p0, p1),
                "Grey: the model's probabilities for the original input; orange: with the selected groups removed.")
     with right:
-        origins = trace_feature_origins(result.preprocessor.transformer)
+        origins = feature_origins(result.preprocessor)
         table(raw_values_table(result.raw_test.loc[cert.index], result.groups, origins),
               name=f"sample {cert.index} raw values", key="explorer_raw", height=320)
 

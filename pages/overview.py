@@ -6,14 +6,15 @@ import io
 import streamlit as st
 
 from core import viz
-from core.cfc.grouping import trace_feature_origins
 from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, OPERATORS, PATH_RULES, Protocol
 from core.dashboard import (LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, cli_commands, column_summary, groups_table,
                             parse_blocks, parse_float_list, table_columns)
 from core.tabular.datasets import DATASET_NAMES, load_user_data
+from core.tabular.own_model import feature_origins
 from ui.components import audit_line, figure, guarded, page_header, run_page, table
 from ui.data import audit_max_rows, current_audit, current_dataset, current_protocol, dataset_label, digest
 from ui.entry import ensure_entrypoint
+from ui.own_model import own_label, own_mode, saved_folder
 
 ensure_entrypoint()
 
@@ -141,8 +142,8 @@ def _protocol_form(n_groups: int) -> None:
         st.rerun()
 
 
-def _data_section(dataset) -> None:
-    st.subheader(f"Data: {dataset_label(st.session_state['dataset'])}")
+def _data_section(dataset, label: str | None = None) -> None:
+    st.subheader(f"Data: {label or dataset_label(st.session_state['dataset'])}")
     if dataset.description:
         st.markdown(dataset.description)
     frame = dataset.frame
@@ -210,14 +211,42 @@ def _glance_section() -> None:
     table(result.evaluation, name="score evaluation", key="overview_evaluation")
     with st.expander("Evidence groups of this protocol"):
         pre = result.preprocessor
-        table(groups_table(result.groups, pre.feature_names, trace_feature_origins(pre.transformer)),
+        table(groups_table(result.groups, pre.feature_names, feature_origins(pre)),
               name="evidence groups", key="overview_groups")
     if result.notes:
         for note in result.notes:
             st.caption(f"Note: {note}")
 
 
+def _own_body() -> None:
+    """Overview of the user's own model or of a saved audit folder."""
+    saved = saved_folder()
+    if saved is not None:
+        st.subheader(f"Saved audit: {saved.path.name}")
+        st.caption(f"Folder `{saved.path}` · model {saved.protocol.get('model', '?')} · certificate fingerprint "
+                   f"`{saved.fingerprint[:16]}…`")
+        if saved.unavailable:
+            st.warning(f"The model is unavailable: {saved.unavailable}. The what-if and live certificates are off; "
+                       "the saved summary and certificates are below.", icon=":material/warning:")
+        with st.expander("Saved summary (summary.md)", expanded=saved.task is None):
+            st.markdown(saved.summary or "_no summary.md_")
+        table(saved.certificates.drop(columns=["path", "path_margins"], errors="ignore"), name="saved certificates",
+              key="overview_saved_certificates", height=300,
+              caption="The certificate table as saved (certificates.parquet).")
+        if saved.task is None:
+            return
+    with guarded("Audit"):
+        result = current_audit()
+        _data_section(result.dataset, label=own_label())
+        st.caption("The protocol is the one the audit was made with (`python -m core audit --model-file ... "
+                   "[protocol options]` or `audit_model(..., protocol=...)`).")
+        _glance_section()
+
+
 def _body() -> None:
+    if own_mode():
+        _own_body()
+        return
     _upload_section()
     if st.session_state["dataset"] not in DATASET_NAMES and not st.session_state["uploads"]:
         st.session_state["dataset"] = DATASET_NAMES[0]

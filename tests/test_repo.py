@@ -77,3 +77,23 @@ def test_ci_reruns_the_portable_tests_under_other_kernels():
     assert ci_lines.index("python3 tests/portable.py") > ci_lines.index(test_cmd)
     marked = [p for p in (ROOT / "tests").rglob("test_*.py") if "@pytest.mark.portable" in p.read_text()]
     assert len(marked) >= 2, marked
+
+
+def test_readme_own_model_example_runs(tmp_path, monkeypatch):
+    import warnings
+
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Audit your own model", 1)[1]
+    block = section.split("```python", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)  # the example saves my_audit into the working directory
+    namespace: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        exec(compile(block, "README.md", "exec"), namespace)
+    result = namespace["result"]
+    assert result.groups == {"student": [0, 1], "balance": [2], "income": [3]}
+    assert len(result.certificates) == 500
+    assert sorted(p.name for p in (tmp_path / "my_audit").iterdir())[:2] == ["_task.zip", "certificates.csv"]
+    from core.scale.certify import load_certify_task
+
+    assert load_certify_task(tmp_path / "my_audit").fingerprint() == result.fingerprint

@@ -126,7 +126,11 @@ def audit_for(model: str) -> AuditResult:
 
 
 def current_audit() -> AuditResult:
-    """The audit of the model selected in the sidebar."""
+    """The audit of the model selected in the sidebar, or of the user's own model / saved audit."""
+    from ui.own_model import own_audit, own_mode
+
+    if own_mode():
+        return own_audit()
     return audit_for(st.session_state["model"])
 
 

@@ -9,6 +9,7 @@ from core.tabular.datasets import DATASET_NAMES
 from core.tabular.models import MODEL_NAMES
 from ui.data import dataset_label, model_label, review_store
 from ui.components import guarded
+from ui.own_model import render_own_model_sidebar
 
 
 def dataset_options() -> list[str]:
@@ -19,6 +20,8 @@ def dataset_options() -> list[str]:
 def render_sidebar() -> None:
     with st.sidebar:
         st.subheader("Audit selection")
+        if st.session_state.get("own_audit") is not None:
+            st.caption("Not used while *Your model* (below) is open.")
         options = dataset_options()
         if st.session_state["dataset_next"] in options:  # a table just added on the Overview page
             st.session_state["dataset"] = st.session_state["dataset_next"]
@@ -31,6 +34,8 @@ def render_sidebar() -> None:
                      help="The model audited on the tabular pages (trained on the training split).")
         st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed",
                         help="Seeds the split, the model and the held-out stressors: same seed, same audit.")
+        st.divider()
+        render_own_model_sidebar()
         st.divider()
         st.subheader("Review database")
         # Chosen when the server starts (`--reviews-db PATH` or AUDIT_REVIEWS_DB), never typed

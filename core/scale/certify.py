@@ -9,7 +9,8 @@ Output folder (see :mod:`core.scale.store` for the guarantees)::
     OUT/part-00000.parquet   certificates of input rows 0 .. chunk_rows-1, and so on
     OUT/_manifest.json       fingerprint, protocol, model identity, input identity, partitions
     OUT/_summary.json        totals over the held-out rows
-    OUT/_task.pkl            the fitted task (pickle), reused on resume and by --model-from
+    OUT/_task.zip            the fitted task (JSON + skops / native model files, no pickle),
+                             reused on resume and by --model-from
 
 ``pandas.read_parquet(OUT)`` reads the certificates of every row, in input order.
 
@@ -44,7 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import pickle
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,7 +82,10 @@ __all__ = [
 #: Rows per partition by default. Certifying holds about 3 KB per row (13 groups, 10
 #: severities): measured peak RSS 420 MB at this size, ~200 MB of it imported libraries.
 DEFAULT_CHUNK_ROWS = 25_000
-TASK_FILE = "_task.pkl"
+TASK_FILE = "_task.zip"
+#: The pickle file of earlier versions: refused, never read.
+LEGACY_TASK_FILE = "_task.pkl"
+_TASK_SCHEMA = "certify-task/2"
 _KIND = "certify"
 #: Confidence threshold of the summary's high-confidence share (SPEC A.5 ``τ_p``).
 _TAU_P = 0.90
@@ -107,12 +111,15 @@ def _fixed_lists(values: pa.Array, width: int) -> pa.ListArray:
 
 @dataclass(frozen=True, eq=False)
 class CertifyTask:
-    """Everything needed to certify raw rows; picklable, shipped to a Dask cluster once.
+    """Everything needed to certify raw rows; shipped to a Dask cluster once.
+
+    Saved without pickle by :func:`save_certify_task` (one zip of JSON and model files).
 
     Attributes
     ----------
-    preprocessor : core.tabular.preprocessing.FittedPreprocessor
-        Maps raw rows to the model's transformed features.
+    preprocessor : FittedPreprocessor, PipelineSpace or RawSpace
+        Maps raw rows to the model's transformed features (the tool's preprocessing, the
+        preprocessing steps of a user's pipeline, or raw space; :mod:`core.tabular.own_model`).
     model : estimator
         Fitted, with ``predict_proba`` over the transformed features.
     classes : tuple of str
@@ -368,32 +375,143 @@ def task_from_audit(result) -> CertifyTask:
                        target=ds.target, id_column=None, fit_rows=0, identity=identity)
 
 
+def _legacy_refusal(path: Path) -> ValueError:
+    return ValueError(
+        f"{path} is a task saved by an earlier version as a pickle ({LEGACY_TASK_FILE}); pickles are no longer "
+        "loaded (they can run code). Re-create it: run the `python -m core audit ... --out DIR` (or `certify`) "
+        "command again into a new folder, which writes a safe _task.zip."
+    )
+
+
+def _task_members(task: CertifyTask) -> dict[str, bytes]:
+    from core.tabular.own_model import PipelineSpace, RawModel, RawSpace
+    from core.tabular.persist import dump_skops, json_member, save_estimator
+    from core.tabular.preprocessing import FittedPreprocessor
+
+    pre, members = task.preprocessor, {}
+    if isinstance(pre, FittedPreprocessor):
+        members["pre/transformer.skops"] = dump_skops(pre.transformer)
+        pre_spec = {"kind": "tool", "numeric": list(pre.numeric), "categorical": list(pre.categorical),
+                    "feature_names": list(pre.feature_names)}
+        model = task.model
+    elif isinstance(pre, PipelineSpace):
+        members["pre/transformer.skops"] = dump_skops(pre.transformer)
+        pre_spec = {"kind": "pipeline", "raw_columns": list(pre.raw_columns)}
+        model = task.model
+    elif isinstance(pre, RawSpace):
+        pre_spec = {"kind": "raw", "space": pre.to_dict()}
+        model = task.model.model if isinstance(task.model, RawModel) else task.model
+    else:
+        raise ValueError(f"cannot save a task whose preprocessor is a {type(pre).__name__}.")
+    model_members, model_spec = save_estimator(model, "model/")
+    members.update(model_members)
+    members["task.json"] = json_member({
+        "schema": _TASK_SCHEMA, "preprocessor": pre_spec, "model": model_spec, "classes": list(task.classes),
+        "groups": task.groups, "baseline": np.asarray(task.baseline, dtype=np.float64).tolist(),
+        "protocol": task.protocol.to_dict(), "target": task.target, "id_column": task.id_column,
+        "fit_rows": task.fit_rows, "identity": task.identity, "batch_size": task.batch_size,
+    })
+    return members
+
+
+def _task_from_members(members: dict[str, bytes], where: str, trusted) -> CertifyTask:
+    from core.tabular.own_model import PipelineSpace, RawModel, RawSpace
+    from core.tabular.persist import OWN_TRUSTED_TYPES, load_estimator, load_skops
+    from core.tabular.preprocessing import FittedPreprocessor
+
+    if "task.json" not in members:
+        raise ValueError(f"{where} holds no task.json; it is not a saved task.")
+    try:
+        spec = json.loads(members["task.json"])
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{where}: task.json is not valid JSON ({exc}).") from exc
+    if not isinstance(spec, dict) or spec.get("schema") != _TASK_SCHEMA:
+        raise ValueError(f"{where}: task schema must be {_TASK_SCHEMA!r}; got "
+                         f"{spec.get('schema') if isinstance(spec, dict) else type(spec).__name__!r}.")
+    trusted = set(trusted) | OWN_TRUSTED_TYPES
+    pre_spec = spec["preprocessor"]
+    kind = pre_spec.get("kind")
+    if kind in ("tool", "pipeline"):
+        transformer = load_skops(members.get("pre/transformer.skops", b""), trusted=trusted,
+                                 where=f"{where}: pre/transformer.skops")
+    model = load_estimator(members, spec["model"], "model/", trusted=trusted)
+    if kind == "tool":
+        pre = FittedPreprocessor(transformer=transformer, numeric=tuple(pre_spec["numeric"]),
+                                 categorical=tuple(pre_spec["categorical"]),
+                                 feature_names=tuple(pre_spec["feature_names"]))
+    elif kind == "pipeline":
+        pre = PipelineSpace(transformer, tuple(pre_spec["raw_columns"]))
+    elif kind == "raw":
+        pre = RawSpace.from_dict(pre_spec["space"])
+        model = RawModel(model, pre)
+    else:
+        raise ValueError(f"{where}: unknown preprocessor kind {kind!r}.")
+    return CertifyTask(preprocessor=pre, model=model, classes=tuple(spec["classes"]),
+                       groups={k: list(v) for k, v in spec["groups"].items()},
+                       baseline=np.asarray(spec["baseline"], dtype=np.float64),
+                       protocol=Protocol.from_dict(spec["protocol"]), target=spec["target"],
+                       id_column=spec["id_column"], fit_rows=int(spec["fit_rows"]), identity=dict(spec["identity"]),
+                       batch_size=int(spec["batch_size"]))
+
+
+def task_bytes(task: CertifyTask) -> bytes:
+    """The saved form of ``task``: a deterministic zip (same task, same bytes)."""
+    from core.tabular.persist import _normalised_zip
+
+    return _normalised_zip(_task_members(task))
+
+
 def save_certify_task(task: CertifyTask, path: str | Path) -> Path:
-    """Pickle ``task`` to ``path`` (atomically), for ``certify --model-from PATH``."""
+    """Save ``task`` to ``path`` (atomically) as a zip of JSON and model files; no pickle.
+
+    Members: ``task.json`` (classes, groups, baseline, protocol, identity, the preprocessor's
+    layout, the model family), ``pre/transformer.skops`` (scikit-learn preprocessing) and
+    ``model/...`` (:mod:`core.tabular.persist`: skops, XGBoost JSON, LightGBM text, torch
+    ``state_dict``, ONNX). For ``certify --model-from PATH``.
+    """
     if not isinstance(task, CertifyTask):
         raise ValueError(f"`task` must be a CertifyTask; got {type(task).__name__}.")
     path = Path(path)
+    if path.suffix == ".pkl":
+        raise ValueError(f"{path}: tasks are no longer pickles; save to a .zip path (e.g. {path.with_suffix('.zip')}).")
     path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_bytes(path, pickle.dumps(task, protocol=5))
+    _atomic_bytes(path, task_bytes(task))
     return path
 
 
-def load_certify_task(path: str | Path) -> CertifyTask:
-    """Load a task saved by an earlier run (``OUT/_task.pkl``, or that run's folder).
-
-    The task's ``identity`` gains ``loaded_from_sha256`` (the file's digest), so a resumed
-    run that loads a different file is refused. The file is a pickle: load only files you
-    produced yourself.
-    """
+def _task_file(path: str | Path) -> Path:
     path = Path(path)
     if path.is_dir():
+        if (path / TASK_FILE).exists():
+            return path / TASK_FILE
+        if (path / LEGACY_TASK_FILE).exists():
+            raise _legacy_refusal(path / LEGACY_TASK_FILE)
         path = path / TASK_FILE
+    if path.suffix == ".pkl":
+        raise _legacy_refusal(path)
     if not path.exists():
-        raise FileNotFoundError(f"no saved task at {path} (expected the {TASK_FILE} of an earlier certify run).")
+        raise FileNotFoundError(f"no saved task at {path} (expected the {TASK_FILE} of an earlier audit or certify run).")
+    return path
+
+
+def load_certify_task(path: str | Path, *, trusted=()) -> CertifyTask:
+    """Load a task saved by an earlier run (``OUT/_task.zip``, or that run's folder).
+
+    The task's ``identity`` gains ``loaded_from_sha256`` (the file's digest), so a resumed
+    run that loads a different file is refused. Nothing is unpickled: a ``_task.pkl`` of an
+    earlier version is refused with how to re-create it.
+
+    Parameters
+    ----------
+    path : str or Path
+    trusted : iterable of str, optional
+        Types (beyond skops' and the tool's own) that a user's model in the task may contain.
+    """
+    from core.tabular.persist import _unzip
+
+    path = _task_file(path)
     data = path.read_bytes()
-    task = pickle.loads(data)
-    if not isinstance(task, CertifyTask):
-        raise ValueError(f"{path} holds a {type(task).__name__}, not a CertifyTask.")
+    task = _task_from_members(_unzip(data, str(path)), str(path), trusted)
     identity = {**task.identity, "loaded_from_sha256": hashlib.sha256(data).hexdigest()}
     return dataclasses.replace(task, identity=identity)
 
@@ -493,8 +611,8 @@ def certify_dataset(data: str | Path, out: str | Path, model: CertifyTask | FitS
         (which is then resumed: finished partitions are kept, the rest computed).
     model : CertifyTask or FitSpec
         A ready task (e.g. :func:`load_certify_task`), or how to fit one on the first rows of
-        ``data``. The task actually used is saved as ``out/_task.pkl``; a resumed run reuses
-        that file instead of refitting.
+        ``data``. The task actually used is saved as ``out/_task.zip``; a resumed run reuses
+        that file instead of refitting (an ``out/_task.pkl`` of an earlier version is refused).
     chunk_rows : int, default DEFAULT_CHUNK_ROWS
         Rows per partition; bounds memory (about 3 KB per row while certifying).
     engine : {'local', 'dask'}, default 'local'
@@ -525,27 +643,31 @@ def certify_dataset(data: str | Path, out: str | Path, model: CertifyTask | FitS
     else:
         request = {"task": model.identity, "protocol": model.protocol.to_dict(),
                    "target": model.target, "id_column": model.id_column}
+    if (out / LEGACY_TASK_FILE).exists():
+        raise _legacy_refusal(out / LEGACY_TASK_FILE)
     resuming = (out / MANIFEST).exists() and saved.exists()
     if resuming:
-        task_bytes = saved.read_bytes()
-        task = pickle.loads(task_bytes)
+        saved_bytes = saved.read_bytes()
+        from core.tabular.persist import _unzip
+
+        task = _task_from_members(_unzip(saved_bytes, str(saved)), str(saved), ())
     elif isinstance(model, CertifyTask):
         task = model
-        task_bytes = pickle.dumps(task, protocol=5)
+        saved_bytes = task_bytes(task)
     else:
         task = fit_certify_task(open_source(data), model, batch_size=batch_size)
-        task_bytes = pickle.dumps(task, protocol=5)
+        saved_bytes = task_bytes(task)
     source = open_source(data, columns=task.columns)
     config = {
         "data": {"format": source.format, "files": source.identity(), "columns": dict(source.kinds)},
         "chunk_rows": chunk_rows,
         "request": request,
-        "task_sha256": hashlib.sha256(task_bytes).hexdigest(),
+        "task_sha256": hashlib.sha256(saved_bytes).hexdigest(),
     }
     fingerprint = task.fingerprint()
     with RunStore.open(out, config, fingerprint, kind=_KIND) as store:
         if not saved.exists():
-            _atomic_bytes(saved, task_bytes)
+            _atomic_bytes(saved, saved_bytes)
         if engine == "dask":
             check_worker_paths(client, [*source.files, out])
         report = None

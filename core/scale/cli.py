@@ -64,7 +64,7 @@ def register(subparsers) -> None:
         description=(
             "Certify every row of a Parquet/CSV table, partition by partition. Memory is bounded by "
             "--chunk-rows, not by the table. Output: OUT/part-NNNNN.parquet (one per partition), "
-            "OUT/_manifest.json, OUT/_summary.json, OUT/_task.pkl. An interrupted run resumes when the "
+            "OUT/_manifest.json, OUT/_summary.json, OUT/_task.zip. An interrupted run resumes when the "
             "same command is run again; other settings on the same OUT are refused."
         ),
     )
@@ -77,7 +77,9 @@ def register(subparsers) -> None:
                        help="fit preprocessing and model on the first N rows (default 20000)")
     model.add_argument("--seed", type=int, default=0, help="model seed (default 0)")
     model.add_argument("--model-from", metavar="PATH",
-                       help="_task.pkl (or the folder) of an earlier certify run; skips fitting")
+                       help="_task.zip (or the folder) of an earlier audit or certify run; skips fitting")
+    model.add_argument("--trust", default="", metavar="TYPE[,TYPE...]",
+                       help="skops types outside the trusted set that the saved model may contain")
     model.add_argument("--id-column", help="column copied to the output, not used as a feature")
     proto = p.add_argument_group("protocol (ignored with --model-from, which carries its own)")
     add_protocol_options(proto)
@@ -146,7 +148,7 @@ def _certify(args) -> int:
         if fitting:
             raise ValueError(f"{', '.join(fitting)} cannot be combined with --model-from: the saved task "
                              "carries its own protocol and columns.")
-        model = load_certify_task(args.model_from)
+        model = load_certify_task(args.model_from, trusted=[t.strip() for t in args.trust.split(",") if t.strip()])
         if args.target and args.target != model.target:
             raise ValueError(f"--target {args.target!r} differs from the saved task's target {model.target!r}.")
     else:

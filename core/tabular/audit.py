@@ -162,6 +162,12 @@ class AuditResult:
         Seconds per stage.
     notes : tuple of str
         What the audit skipped or changed, for people.
+    source_model : object or None
+        The model passed to :func:`core.tabular.own_model.audit_model` (None for the tool's
+        own models, whose fitted estimator is ``model``).
+    space_kind : {"tool", "pipeline", "raw"}
+        Feature space of ``X_test``: the tool's preprocessing, the preprocessing steps of a
+        user's pipeline, or raw space (:class:`core.tabular.own_model.RawSpace`).
     """
 
     dataset: Dataset
@@ -195,6 +201,45 @@ class AuditResult:
     group_shap: GroupShap | None
     timings: dict[str, float]
     notes: tuple[str, ...]
+    source_model: Any = None
+    space_kind: Literal["tool", "pipeline", "raw"] = "tool"
+
+    def save(self, directory: str | Path) -> Path:
+        """Write the audit into a new folder, atomically: the layout of ``python -m core audit --out``.
+
+        Files: those of :func:`write_audit` (certificates, evaluation, protocol, summary and
+        the model task ``_task.zip``) plus ``train.parquet`` and ``test.parquet`` (the raw
+        rows audited), so that the dashboard (``--audit DIR``) can reopen it.
+
+        Parameters
+        ----------
+        directory : str or Path
+            Must not exist yet, or be empty.
+
+        Returns
+        -------
+        Path
+            The folder.
+        """
+        import shutil
+
+        directory = Path(directory)
+        if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+            raise ValueError(f"{str(directory)!r} already exists and is not an empty folder; choose a new one.")
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        tmp = directory.with_name(f".{directory.name}.partial")
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir()
+        try:
+            write_audit(self, tmp)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        if directory.exists():
+            directory.rmdir()
+        tmp.replace(directory)
+        return directory
 
     @property
     def fragility(self) -> dict[str, float]:
@@ -654,10 +699,12 @@ def write_audit(result: AuditResult, directory: str | Path) -> list[Path]:
 
     Files: ``certificates.parquet`` and ``certificates.csv`` (:func:`certificate_export`;
     list cells as JSON in the CSV), ``evaluation.json`` (:func:`evaluation_json`),
-    ``protocol.json`` (:func:`protocol_json`), ``summary.md`` (:func:`summary_markdown`) and
-    ``_task.pkl`` — the fitted preprocessing, model, groups, baseline and protocol, so that
-    ``python -m core certify --model-from DIR --data BIG`` certifies a large table with this
-    audit's model under this audit's fingerprint (a pickle: load only your own files).
+    ``protocol.json`` (:func:`protocol_json`), ``summary.md`` (:func:`summary_markdown`),
+    ``train.parquet`` / ``test.parquet`` (the raw rows) and ``_task.zip`` — the fitted
+    preprocessing, model, groups, baseline and protocol in safe formats (skops, native model
+    files, JSON; :mod:`core.scale.certify`), so that ``python -m core certify --model-from DIR
+    --data BIG`` certifies a large table with this audit's model under this audit's
+    fingerprint, and the dashboard can reopen the folder.
 
     Returns
     -------
@@ -681,11 +728,27 @@ def write_audit(result: AuditResult, directory: str | Path) -> list[Path]:
     atomic_write_text(written[2], json.dumps(evaluation_json(result), indent=2, allow_nan=False) + "\n")
     atomic_write_text(written[3], json.dumps(protocol_json(result), indent=2, allow_nan=False) + "\n")
     atomic_write_text(written[4], summary_markdown(result))
+    for name, part in (("train.parquet", result.split.train), ("test.parquet", result.raw_test)):
+        written.append(directory / name)
+        with atomic_path(written[-1]) as tmp:
+            _parquet_safe(part).to_parquet(tmp, index=True)
     # Imported here: core.scale depends on core.cfc only, and the audit must not need Dask.
-    from core.scale.certify import save_certify_task, task_from_audit
+    from core.scale.certify import TASK_FILE, save_certify_task, task_from_audit
 
-    written.append(save_certify_task(task_from_audit(result), directory / "_task.pkl"))
+    written.append(save_certify_task(task_from_audit(result), directory / TASK_FILE))
     return written
+
+
+def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """Object columns mixing types (e.g. text with NaN floats) as text, so Parquet accepts them."""
+    out = frame.copy()
+    for c in out.columns:
+        if out[c].dtype == object:
+            kinds = {type(v) for v in out[c].dropna()}
+            if len(kinds) > 1:
+                out[c] = out[c].astype("string")
+    out.columns = [str(c) for c in out.columns]
+    return out
 
 
 # --------------------------------------------------------------------------------------------

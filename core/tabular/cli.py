@@ -5,6 +5,10 @@
     score), ``protocol.json`` (with fingerprints) and ``summary.md`` into ``results/``.
 ``python -m core audit --data loans.csv --target Status [--blocks blocks.yaml] --out results/``
     The same on a user table.
+``python -m core audit --model-file model.skops --train train.csv --test test.csv --target y --out results/``
+    Audit your own fitted model (``.skops``, or ``.onnx`` run with onnxruntime); nothing is
+    refitted. ``--trust TYPE[,TYPE...]`` names skops types outside skops' trusted set,
+    ``--feature-order FILE`` the column order of a single 2-D ONNX input.
 ``python -m core audit --datasets credit_data,wa_churn --models logreg,hist_gb --seeds 0,1,2 --out results/``
     A sweep: one sub-folder ``<dataset>/<model>/seed<k>/`` per unit plus ``sweep_table.csv`` /
     ``.md`` (per-model nominal metrics beside mean RCMA, FDS AUROC and Capture@20),
@@ -58,6 +62,14 @@ def register(subparsers) -> None:
     data.add_argument("--max-rows", type=positive_int, help="stratified subsample before splitting")
     data.add_argument("--split", choices=("stratified", "official"), default="stratified",
                       help="train/test split: stratified (default) or the source's own test part (adult)")
+    own = p.add_argument_group("your own fitted model (instead of --dataset/--data and --model)")
+    own.add_argument("--model-file", metavar="MODEL", help="a .skops or .onnx file of a fitted classifier")
+    own.add_argument("--train", metavar="TRAIN", help="CSV/Parquet training rows (baseline, noise scales)")
+    own.add_argument("--test", metavar="TEST", help="CSV/Parquet rows to certify")
+    own.add_argument("--trust", type=names, default=[], metavar="TYPE[,TYPE...]",
+                     help="skops types outside skops' trusted set that may be loaded (the error lists them)")
+    own.add_argument("--feature-order", metavar="FILE",
+                     help="raw column of each column of a single 2-D ONNX input (one name a line)")
     model = p.add_argument_group("models and seeds")
     model.add_argument("--model", "--models", dest="models", type=names, default=["hist_gb"],
                        help=f"model(s), comma-separated: {', '.join(MODEL_NAMES)} (default hist_gb)")
@@ -113,6 +125,13 @@ def _audit(args) -> int:
     from core.tabular.datasets import DATASET_NAMES, load_blocks, load_user_data
     from core.tabular.models import MODEL_NAMES
 
+    if args.model_file is not None:
+        return _audit_own(args)
+    for flag in ("train", "test", "feature_order"):
+        if getattr(args, flag) is not None:
+            raise ValueError(f"--{flag.replace('_', '-')} applies to --model-file only.")
+    if args.trust:
+        raise ValueError("--trust applies to --model-file only.")
     # Validate everything cheap before any computation.
     if (args.data is None) == (args.datasets is None):
         raise ValueError("give exactly one of --dataset NAME[,NAME...] or --data FILE.")
@@ -185,3 +204,63 @@ def _audit(args) -> int:
     print(message)
     print(f"wrote {out}", file=sys.stderr)
     return 0
+
+
+def _audit_own(args) -> int:
+    """``audit --model-file``: load the model safely, audit it, publish the folder atomically."""
+    from core.cfc.stressors import LabelChannel
+    from core.tabular.audit import summary_markdown
+    from core.tabular.model_files import load_model_file, read_feature_order, read_table
+    from core.tabular.own_model import audit_model
+
+    if args.datasets is not None or args.data is not None:
+        raise ValueError("--model-file replaces --dataset/--data: give --train and --test instead.")
+    if args.models != ["hist_gb"] or args.seeds != [0]:
+        raise ValueError("--model and --seed do not apply to --model-file (the model is already fitted).")
+    for flag in ("train", "test", "target"):
+        if not getattr(args, flag):
+            raise ValueError(f"--{flag} is required with --model-file.")
+    unsupported = [f for f, on in (("--search", args.search != "none"), ("--sensitivity", args.sensitivity),
+                                   ("--order-baselines", args.order_baselines), ("--shap", args.shap),
+                                   ("--max-rows", args.max_rows is not None), ("--blocks", False)) if on]
+    if unsupported:
+        raise ValueError(f"{', '.join(unsupported)} not available with --model-file.")
+    out = Path(args.out)
+    _check_out(out, args.force)
+    protocol = protocol_from_args(args)
+    given = {"masking_rates": args.masking_rates, "dropout_rates": args.dropout_rates,
+             "noise_scales": args.noise_scales, "n_draws": args.draws, "tau_p": args.tau_p,
+             "tau_kappa": args.tau_kappa}
+    channel = LabelChannel(**{k: v for k, v in given.items() if v is not None})
+    blocks = None
+    if args.blocks:
+        from core.tabular.datasets import load_blocks
+
+        blocks = load_blocks(args.blocks)
+    train, test = read_table(args.train), read_table(args.test)
+    if args.target not in train.columns:
+        raise ValueError(f"--target {args.target!r} is not a column of {args.train}; columns: {list(train.columns)[:20]}.")
+    order = read_feature_order(args.feature_order) if args.feature_order else None
+    labels = sorted(pd_unique(train[args.target]))
+    model = load_model_file(args.model_file, trust=args.trust, feature_order=order, default_classes=labels)
+    result = audit_model(model, train, test, target=args.target, protocol=protocol, label_channel=channel,
+                         blocks=blocks, population=args.population, batch_size=args.batch_size,
+                         name=Path(args.model_file).name)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex}"
+    try:
+        result.save(tmp)
+        publish_folder(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    print(summary_markdown(result))
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def pd_unique(series) -> list:
+    """Distinct non-missing values as plain Python scalars."""
+    import numpy as np
+
+    return [v.item() if isinstance(v, np.generic) else v for v in series.dropna().unique()]

@@ -168,7 +168,7 @@ def main() -> None:
     print(f"synthetic data: {len(data)} files up to {largest:,} rows in {time.perf_counter() - t:.1f} s ({work})")
     fit_path = write_synthetic(gen, work / "fit.parquet", 20_000, seed=1)
     task = fit_certify_task(open_source(fit_path), FitSpec(target="Status", model=args.model, fit_rows=20_000))
-    task_path = save_certify_task(task, work / "task.pkl")
+    task_path = save_certify_task(task, work / "task.zip")
     print(f"model {args.model}, {len(task.groups)} groups, depth {task.protocol.resolved_depth(len(task.groups))}, "
           f"{len(task.protocol.severities)} severities; chunk {args.chunk_rows:,} rows; "
           f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}\n")

@@ -158,7 +158,7 @@ def test_resume_reuses_the_saved_task_and_refuses_other_settings(tmp_path, local
 
     with pytest.raises(Stop):
         certify_dataset(credit_parquet, out, spec, chunk_rows=CHUNK_ROWS, progress=stop_after_three)
-    saved = (out / "_task.pkl").read_bytes()
+    saved = (out / "_task.zip").read_bytes()
     with pytest.raises(ValueError, match=r"request.fit.model: \"logreg\" \(stored\) vs \"hist_gb\" \(now\)"):
         certify_dataset(credit_parquet, out, FitSpec(target="Status", model="hist_gb", fit_rows=FIT_ROWS),
                         chunk_rows=CHUNK_ROWS)
@@ -167,22 +167,27 @@ def test_resume_reuses_the_saved_task_and_refuses_other_settings(tmp_path, local
                                                      protocol=Protocol(depth=2)), chunk_rows=CHUNK_ROWS)
     run = certify_dataset(credit_parquet, out, spec, chunk_rows=CHUNK_ROWS)
     assert (run.result.computed, run.result.reused) == (5, 3)
-    assert (out / "_task.pkl").read_bytes() == saved
+    assert (out / "_task.zip").read_bytes() == saved
     assert _files(out) == _files(clean)
 
 
 def test_model_from_an_earlier_run(tmp_path, local_run, credit_parquet, credit_csv):
     _, clean = local_run
-    task = load_certify_task(clean)  # the folder, or its _task.pkl
+    task = load_certify_task(clean)  # the folder, or its _task.zip
     assert task.identity["loaded_from_sha256"]
     run = certify_dataset(credit_csv, tmp_path / "again", task, chunk_rows=CHUNK_ROWS)
     assert run.fingerprint == json.loads((clean / "_manifest.json").read_text())["fingerprint"]
     for i in range(8):
         name = f"part-{i:05d}.parquet"
         assert (tmp_path / "again" / name).read_bytes() == (clean / name).read_bytes()
-    (tmp_path / "other.pkl").write_bytes(pickle.dumps({"not": "a task"}))
-    with pytest.raises(ValueError, match="holds a dict, not a CertifyTask"):
-        load_certify_task(tmp_path / "other.pkl")
+    (tmp_path / "other.zip").write_bytes(b"PK\x03\x04 truncated")
+    with pytest.raises(ValueError, match="corrupt or truncated"):
+        load_certify_task(tmp_path / "other.zip")
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "_task.pkl").write_bytes(pickle.dumps({"not": "a task"}))
+    for legacy in (tmp_path / "old", tmp_path / "old" / "_task.pkl"):
+        with pytest.raises(ValueError, match="pickles are no longer loaded.*Re-create it"):
+            load_certify_task(legacy)
     with pytest.raises(FileNotFoundError, match="no saved task"):
         load_certify_task(tmp_path / "nothing")
 

@@ -111,7 +111,7 @@ def test_model_audited_on_a_sample_certifies_the_full_table(tmp_path, credit_par
     from core.tabular.audit import run_audit
 
     result = run_audit("credit_data", model="logreg", max_rows=600, seed=1)
-    path = save_certify_task(task_from_audit(result), tmp_path / "audit_task.pkl")
+    path = save_certify_task(task_from_audit(result), tmp_path / "audit_task.zip")
     out = tmp_path / "out"
     assert main(["certify", "--model-from", str(path), "--data", str(credit_parquet), "--out", str(out),
                  "--chunk-rows", "1000", "--no-progress"]) == 0

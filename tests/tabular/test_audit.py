@@ -207,7 +207,8 @@ def test_exports(tmp_path, credit):
     assert {"fds", "path", "score_fds", "score_max_softmax"} <= set(table.columns)
     files = write_audit(credit, tmp_path)
     assert [f.name for f in files] == ["certificates.parquet", "certificates.csv", "evaluation.json",
-                                       "protocol.json", "summary.md", "_task.pkl"]
+                                       "protocol.json", "summary.md", "train.parquet", "test.parquet",
+                                       "_task.zip"]
     back = pd.read_parquet(tmp_path / "certificates.parquet")
     assert list(back["path"].iloc[0]) == table["path"].iloc[0]
     np.testing.assert_allclose(back["fds"], table["fds"])

@@ -30,8 +30,9 @@ def test_single_audit_writes_every_file(tmp_path, capsys):
                              "--depth", "3", "--path", "adaptive", "--masking-rates", "0.3", "--draws", "2",
                              "--out", out)
     assert code == 0, err
-    assert sorted(p.name for p in out.iterdir()) == ["_task.pkl", "certificates.csv", "certificates.parquet",
-                                                       "evaluation.json", "protocol.json", "summary.md"]
+    assert sorted(p.name for p in out.iterdir()) == ["_task.zip", "certificates.csv", "certificates.parquet",
+                                                       "evaluation.json", "protocol.json", "summary.md",
+                                                       "test.parquet", "train.parquet"]
     assert _leftovers(tmp_path) == ["results"]  # the temporary folder was renamed, not copied
     proto = json.loads((out / "protocol.json").read_text())
     assert proto["protocol"]["depth"] == 3 and proto["protocol"]["path"] == "adaptive" and proto["seed"] == 3

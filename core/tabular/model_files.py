@@ -1,0 +1,112 @@
+"""Reading a user's model file and tables for ``audit --model-file`` and the dashboard.
+
+Only formats that cannot run code when read are accepted: ``.skops`` (:mod:`skops.io`, types
+outside skops' trusted set refused unless named in ``trust``) and ``.onnx`` (onnxruntime).
+Pickle and joblib files are refused by name, never opened.
+"""
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["MODEL_SUFFIXES", "load_model_bytes", "load_model_file", "read_feature_order", "read_table"]
+
+#: Model file suffixes the tool reads.
+MODEL_SUFFIXES = (".skops", ".onnx")
+_REFUSED = (".pkl", ".pickle", ".joblib", ".sav", ".pt", ".pth", ".dill", ".cloudpkl")
+
+
+def load_model_bytes(data: bytes, name: str, *, trust: Iterable[str] = (), feature_order: Sequence[str] | None = None,
+                     default_classes: Sequence[Any] | None = None) -> Any:
+    """The fitted model in ``data`` (the bytes of the file called ``name``).
+
+    Parameters
+    ----------
+    data : bytes
+    name : str
+        File name; its suffix picks the format (``.skops`` or ``.onnx``).
+    trust : iterable of str
+        Types outside skops' trusted set that may be loaded (``--trust``).
+    feature_order : sequence of str, optional
+        Raw column of each column of a single 2-D ONNX input (``--feature-order``).
+    default_classes : sequence, optional
+        Class labels for an ONNX model that does not state them.
+
+    Raises
+    ------
+    ValueError
+        Another format (pickle / joblib refused by name), untrusted skops types (listed:
+        :class:`core.tabular.persist.UntrustedTypesError`), a corrupt or truncated file.
+    """
+    suffix = Path(name).suffix.lower()
+    if suffix in _REFUSED:
+        raise ValueError(f"{name}: {suffix} files are pickles, which can run code when loaded; they are never read. "
+                         "Save the model with skops (skops.io.dump(model, 'model.skops')) or export it to ONNX.")
+    if suffix not in MODEL_SUFFIXES:
+        raise ValueError(f"{name}: unknown model format {suffix or '(no suffix)'!r}; expected one of {MODEL_SUFFIXES}.")
+    if not data:
+        raise ValueError(f"{name} is empty.")
+    if suffix == ".skops":
+        from core.tabular.persist import load_skops
+
+        return load_skops(data, trusted=trust, where=name)
+    from core.tabular.onnx_model import OnnxClassifier
+
+    return OnnxClassifier(data, feature_order=feature_order, default_classes=default_classes, where=name)
+
+
+def load_model_file(path: str | Path, **options: Any) -> Any:
+    """:func:`load_model_bytes` on a file (its suffix is checked before it is read)."""
+    path = Path(path)
+    if path.suffix.lower() in _REFUSED or path.suffix.lower() not in MODEL_SUFFIXES:
+        return load_model_bytes(b"-", path.name, **options)  # raises the refusal without reading
+    if not path.is_file():
+        raise FileNotFoundError(f"model file {str(path)!r} does not exist.")
+    return load_model_bytes(path.read_bytes(), str(path), **options)
+
+
+def read_feature_order(path: str | Path) -> list[str]:
+    """Column names from a file: one per line, or a JSON list."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"feature-order file {str(path)!r} does not exist.")
+    text = path.read_text(encoding="utf-8").strip()
+    if text.startswith("["):
+        try:
+            names = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not a JSON list of column names ({exc}).") from exc
+    else:
+        names = [line.strip() for line in text.splitlines() if line.strip()]
+    if not names or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"{path}: expected column names (one a line or a JSON list); got {names!r}.")
+    return names
+
+
+def read_table(source: str | Path | bytes, name: str | None = None) -> pd.DataFrame:
+    """A raw CSV or Parquet table as it is (no typing, no column dropped)."""
+    label = name or str(source)
+    suffix = Path(label).suffix.lower()
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if not path.is_file():
+            raise FileNotFoundError(f"table {str(path)!r} does not exist.")
+        source = path.read_bytes()
+    buffer = io.BytesIO(source)
+    try:
+        if suffix == ".csv":
+            frame = pd.read_csv(buffer)
+        elif suffix in (".parquet", ".pq"):
+            frame = pd.read_parquet(buffer)
+        else:
+            raise ValueError(f"{label}: expected a .csv or .parquet table; got {suffix or 'no suffix'!r}.")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
+        raise ValueError(f"{label} could not be read as {suffix[1:]} ({exc}).") from exc
+    if len(frame) == 0:
+        raise ValueError(f"{label} has no rows.")
+    return frame

@@ -1,0 +1,605 @@
+"""Audit a fitted model you bring: :func:`audit_model`.
+
+The model is any fitted classifier with ``predict_proba`` on the **raw** frame and
+``classes_``. Nothing is refitted; ``train`` supplies the baseline and the label channel's
+noise scales, ``test`` is certified.
+
+Two feature spaces:
+
+- **pipeline**: a scikit-learn ``Pipeline`` whose steps before the final estimator are the
+  preprocessing. The raw-origin groups are traced from those steps
+  (:func:`core.cfc.grouping.build_groups`), and the certificate runs in their output space
+  with the final estimator's ``predict_proba`` (:class:`PipelineSpace`).
+- **raw**: anything else (or a pipeline whose steps cannot be traced, noted). Each raw column
+  is one evidence group and the certificate runs in raw space (:class:`RawSpace`): a numeric
+  column is one coordinate; a categorical / text / boolean column is the one-hot indicator
+  block of its categories, decoded back to the category with the largest weight (ties to the
+  lowest category index) before the model is called. So removal puts the baseline category
+  in, and attenuation by ``λ`` keeps the row's own category while ``λ < 0.5`` and switches to
+  the baseline category beyond. Baselines per column: numeric columns follow the protocol
+  rule (mean / median / zero; ``mode`` keeps the mean, as in
+  :func:`core.cfc.baselines.baseline_vector`), categorical columns always take their most
+  frequent training category (ties to the lowest category index).
+
+Calibration (temperature scaling, BATS) needs held-out rows the model did not see: it is
+fitted on a stratified half of ``test`` (fixed seed) and reported on the other half; the
+certificates, labels and evaluation cover every test row.
+"""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from core._rng import as_generator
+from core.cfc.baselines import baseline_vector
+from core.cfc.calibration import calibration_report
+from core.cfc.certificate import certify
+from core.cfc.evaluation import Population, certificate_scores, confidence_scores, evaluate_scores
+from core.cfc.grouping import (build_groups, domain_block_groups, redundancy_merged_groups,
+                               trace_feature_origins)
+from core.cfc.operators import stack_removals
+from core.cfc.protocol import Protocol
+from core.cfc.stressors import LabelChannel, brittle_labels, naturalistic_labels
+from core.tabular.datasets import Dataset, DatasetSplit
+from core.tabular.metrics import nominal_metrics
+from core.tabular.preprocessing import detect_unavailable_fields
+
+__all__ = ["PipelineSpace", "RawModel", "RawSpace", "audit_model", "feature_origins", "model_space"]
+
+_SEED = 0  # label channel and calibration halves: audit_model has no seed argument by contract
+
+
+# --------------------------------------------------------------------------------------------
+# Feature spaces
+# --------------------------------------------------------------------------------------------
+def _is_categorical(col: pd.Series) -> bool:
+    return not pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col)
+
+
+def _plain(value: Any) -> Any:
+    """A category value as a plain Python scalar (JSON-safe), missing as None."""
+    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
+        return None
+    return value.item() if isinstance(value, np.generic) else value
+
+
+@dataclass(frozen=True, eq=False)
+class RawSpace:
+    """Raw columns as a float matrix: numeric as-is, categorical as one-hot blocks.
+
+    Attributes
+    ----------
+    columns : tuple of str
+        Raw columns the model reads, in the model's order.
+    kinds : tuple of {"numeric", "categorical"}
+    categories : dict of str -> tuple
+        Sorted categories of every categorical column (None = missing, sorted first).
+    dtypes : dict of str -> str
+        ``"bool"``, ``"category"`` or ``"object"`` per categorical column: the dtype rebuilt
+        when decoding.
+    """
+
+    columns: tuple[str, ...]
+    kinds: tuple[str, ...]
+    categories: dict[str, tuple[Any, ...]]
+    dtypes: dict[str, str]
+
+    @classmethod
+    def fit(cls, columns: Sequence[str], frames: Sequence[pd.DataFrame]) -> RawSpace:
+        """Categories of the categorical columns from every frame (train and test)."""
+        kinds, categories, dtypes = [], {}, {}
+        for c in columns:
+            cols = [f[c] for f in frames]
+            if any(_is_categorical(col) for col in cols):
+                kinds.append("categorical")
+                values = {_plain(v) for col in cols for v in pd.unique(col.astype(object))}
+                categories[c] = tuple(sorted(values, key=lambda v: (v is not None, str(type(v)), str(v))))
+                first = cols[0]
+                dtypes[c] = ("bool" if pd.api.types.is_bool_dtype(first) else
+                             "category" if isinstance(first.dtype, pd.CategoricalDtype) else "object")
+            else:
+                kinds.append("numeric")
+        return cls(tuple(columns), tuple(kinds), categories, dtypes)
+
+    # -- layout ------------------------------------------------------------------------------
+    @property
+    def raw_columns(self) -> tuple[str, ...]:
+        return self.columns
+
+    @property
+    def origins(self) -> tuple[str, ...]:
+        """Raw column of every encoded column."""
+        out: list[str] = []
+        for c, kind in zip(self.columns, self.kinds):
+            out += [c] * (len(self.categories[c]) if kind == "categorical" else 1)
+        return tuple(out)
+
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        out: list[str] = []
+        for c, kind in zip(self.columns, self.kinds):
+            out += [f"{c}={v}" for v in self.categories[c]] if kind == "categorical" else [c]
+        return tuple(out)
+
+    @property
+    def n_features_out(self) -> int:
+        return len(self.origins)
+
+    def groups(self) -> dict[str, list[int]]:
+        """One group per raw column."""
+        out: dict[str, list[int]] = {}
+        for j, c in enumerate(self.origins):
+            out.setdefault(c, []).append(j)
+        return out
+
+    # -- encode / decode ---------------------------------------------------------------------
+    def transform(self, frame: pd.DataFrame, *, where: str = "`frame`") -> np.ndarray:
+        """Encoded rows, shape (n, d) float64."""
+        missing = [c for c in self.columns if c not in frame.columns]
+        if missing:
+            raise ValueError(f"{where} lacks the columns {missing} that the model needs (it reads {list(self.columns)}).")
+        parts = []
+        for c, kind in zip(self.columns, self.kinds):
+            col = frame[c]
+            if kind == "numeric":
+                values = col.to_numpy(dtype=np.float64, na_value=np.nan)
+                bad = np.flatnonzero(~np.isfinite(values))
+                if bad.size:
+                    raise ValueError(
+                        f"{where}: numeric column {c!r} has the non-finite value {values[bad[0]]!r} at row "
+                        f"{frame.index[bad[0]]!r}; raw-space certificates need finite numbers (impute in a "
+                        "Pipeline step, whose groups are then traced).")
+                parts.append(values[:, None])
+            else:
+                cats = self.categories[c]
+                missing_code = cats.index(None) if None in cats else -1
+                known = pd.Index([v for v in cats if v is not None], dtype=object)
+                offset = 1 if missing_code == 0 else 0  # None sorts first when present
+                is_na = col.isna().to_numpy()
+                codes = np.full(len(col), missing_code, dtype=np.intp)
+                found = known.get_indexer(col[~is_na].astype(object))
+                codes[~is_na] = np.where(found >= 0, found + offset, -1)
+                if (codes < 0).any():
+                    r = int(np.flatnonzero(codes < 0)[0])
+                    raise ValueError(f"{where}: column {c!r} has the value {col.iloc[r]!r} at row {frame.index[r]!r}, "
+                                     f"not among its known categories {list(cats)[:20]}.")
+                block = np.zeros((len(col), len(cats)))
+                block[np.arange(len(col)), codes] = 1.0
+                parts.append(block)
+        return np.ascontiguousarray(np.hstack(parts), dtype=np.float64)
+
+    def decode(self, Z: np.ndarray) -> pd.DataFrame:
+        """Raw frame of encoded (possibly stressed) rows; categorical blocks decoded by argmax."""
+        Z = np.asarray(Z, dtype=np.float64)
+        out, j = {}, 0
+        for c, kind in zip(self.columns, self.kinds):
+            if kind == "numeric":
+                out[c] = Z[:, j]
+                j += 1
+                continue
+            cats = self.categories[c]
+            idx = np.argmax(Z[:, j:j + len(cats)], axis=1)
+            values = np.empty(len(cats), dtype=object)
+            values[:] = [np.nan if v is None else v for v in cats]
+            decoded = values[idx]
+            dtype = self.dtypes[c]
+            if dtype == "bool":
+                out[c] = decoded.astype(bool)
+            elif dtype == "category":
+                out[c] = pd.Categorical(decoded, categories=[v for v in cats if v is not None])
+            else:
+                out[c] = decoded
+            j += len(cats)
+        return pd.DataFrame(out)
+
+    def baseline(self, X_train: np.ndarray, groups: Mapping[str, Sequence[int]], rule: str) -> np.ndarray:
+        """Protocol rule on numeric columns; most frequent training category on categorical ones."""
+        b = baseline_vector(X_train, groups, rule if rule != "mode" else "mean")
+        j = 0
+        for c, kind in zip(self.columns, self.kinds):
+            if kind == "numeric":
+                j += 1
+                continue
+            k = len(self.categories[c])
+            counts = X_train[:, j:j + k].sum(axis=0)
+            b[j:j + k] = 0.0
+            b[j + int(np.argmax(counts))] = 1.0  # ties to the lowest category index
+            j += k
+        return b
+
+    def to_dict(self) -> dict:
+        return {"columns": list(self.columns), "kinds": list(self.kinds),
+                "categories": {c: list(v) for c, v in self.categories.items()}, "dtypes": dict(self.dtypes)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RawSpace:
+        return cls(tuple(data["columns"]), tuple(data["kinds"]),
+                   {c: tuple(v) for c, v in data["categories"].items()}, dict(data["dtypes"]))
+
+
+class RawModel:
+    """A raw-frame model called on :class:`RawSpace` rows: ``predict_proba(Z)`` decodes first."""
+
+    def __init__(self, model: Any, space: RawSpace) -> None:
+        self.model = model
+        self.space = space
+        self.classes_ = np.asarray(model.classes_)
+
+    def predict_proba(self, Z: np.ndarray) -> np.ndarray:
+        return np.asarray(self.model.predict_proba(self.space.decode(Z)), dtype=np.float64)
+
+
+@dataclass(frozen=True, eq=False)
+class PipelineSpace:
+    """The preprocessing steps of a scikit-learn ``Pipeline`` (all but the final estimator).
+
+    Attributes
+    ----------
+    transformer : Pipeline
+        ``pipeline[:-1]``; traced by :func:`core.cfc.grouping.raw_origin_groups`.
+    raw_columns : tuple of str
+        Raw columns the pipeline was fitted on (``feature_names_in_``).
+    """
+
+    transformer: Any
+    raw_columns: tuple[str, ...]
+
+    @property
+    def origins(self) -> tuple[str, ...]:
+        return tuple(trace_feature_origins(self.transformer))
+
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        try:
+            return tuple(str(n) for n in self.transformer.get_feature_names_out())
+        except (AttributeError, ValueError, TypeError):
+            return tuple(f"x{i}" for i in range(len(self.origins)))
+
+    @property
+    def n_features_out(self) -> int:
+        return len(self.origins)
+
+    def transform(self, frame: pd.DataFrame, *, where: str = "`frame`") -> np.ndarray:
+        missing = [c for c in self.raw_columns if c not in frame.columns]
+        if missing:
+            raise ValueError(f"{where} lacks the columns {missing} that the model needs (it reads {list(self.raw_columns)}).")
+        Z = self.transformer.transform(frame[list(self.raw_columns)])
+        if hasattr(Z, "toarray"):
+            Z = Z.toarray()
+        return np.ascontiguousarray(np.asarray(Z, dtype=np.float64))
+
+
+def feature_origins(preprocessor: Any) -> list[str]:
+    """Raw column of every transformed column, for any preprocessor an audit can hold."""
+    if isinstance(preprocessor, (RawSpace, PipelineSpace)):
+        return list(preprocessor.origins)
+    return trace_feature_origins(preprocessor.transformer)
+
+
+def _model_columns(model: Any, train: pd.DataFrame, target: str) -> tuple[str, ...]:
+    names = getattr(model, "feature_names_in_", None)
+    if names is None:
+        return tuple(c for c in train.columns if c != target)
+    return tuple(str(c) for c in names)
+
+
+def model_space(model: Any, train: pd.DataFrame, test: pd.DataFrame, *, target: str
+                ) -> tuple[Any, Any, str, list[str]]:
+    """The feature space an audit of ``model`` runs in.
+
+    Returns
+    -------
+    (space, predictor, kind, notes)
+        ``space`` maps raw frames to features (``transform``, ``raw_columns``, ``origins``),
+        ``predictor`` has ``predict_proba`` on those features, ``kind`` is ``"pipeline"`` or
+        ``"raw"``; ``notes`` says why a pipeline fell back to raw space.
+    """
+    notes: list[str] = []
+    columns = _model_columns(model, train, target)
+    if target in columns:
+        raise ValueError(f"the model reads the target column {target!r} as a feature; audit it without the target.")
+    for name, frame in (("train", train), ("test", test)):
+        missing = [c for c in columns if c not in frame.columns]
+        if missing:
+            raise ValueError(f"`{name}` lacks the columns {missing} that the model needs (it reads {list(columns)}).")
+    steps = getattr(model, "steps", None)
+    if type(model).__name__ == "Pipeline" and steps is not None and len(steps) >= 2:
+        prefix = model[:-1]
+        try:
+            space = PipelineSpace(prefix, columns)
+            space.origins  # noqa: B018 - traces, raises if a step cannot be traced
+            return space, model[-1], "pipeline", notes
+        except ValueError as exc:
+            notes.append(f"the pipeline's preprocessing could not be traced to raw columns ({exc}); "
+                         "the certificate runs in raw space, one group per raw column")
+    space = RawSpace.fit(columns, [train, test])
+    return space, RawModel(model, space), "raw", notes
+
+
+# --------------------------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------------------------
+def _check_frames(train: Any, test: Any, target: Any) -> None:
+    for name, frame in (("train", train), ("test", test)):
+        if not isinstance(frame, pd.DataFrame):
+            raise ValueError(f"`{name}` must be a pandas DataFrame of raw rows; got {type(frame).__name__}.")
+        if len(frame) == 0:
+            raise ValueError(f"`{name}` has no rows.")
+    if not isinstance(target, str) or target not in test.columns or target not in train.columns:
+        where = "test" if isinstance(target, str) and target not in test.columns else "train"
+        raise ValueError(f"`target` {target!r} is not a column of `{where}`; columns: "
+                         f"{list((test if where == 'test' else train).columns)[:20]}.")
+
+
+def _encode_labels(labels: pd.Series, classes: np.ndarray, name: str) -> np.ndarray:
+    missing = labels.isna().to_numpy()
+    if missing.any():
+        r = int(np.flatnonzero(missing)[0])
+        raise ValueError(f"`{name}` has a missing label in the target at row {labels.index[r]!r}.")
+    codes = pd.Index(list(classes)).get_indexer(labels.to_numpy(dtype=object))
+    bad = np.flatnonzero(codes < 0)
+    if bad.size:
+        r = int(bad[0])
+        raise ValueError(f"`{name}` holds the label {labels.iloc[r]!r} (row {labels.index[r]!r}) that is not one of the "
+                         f"model's classes {list(classes)}; the model's classes do not match the labels.")
+    return codes.astype(np.int64)
+
+
+def _probe_baseline(predict: Any, x: np.ndarray, baseline: np.ndarray, groups: Mapping[str, Sequence[int]],
+                    owner: np.ndarray) -> None:
+    """Call the model on the row with every group replaced by its baseline, one at a time."""
+    names = list(groups)
+    masks = np.stack([owner == g for g in range(len(names))])
+    rows = stack_removals(x[None, :], baseline, masks)[0]
+    try:
+        predict(np.vstack([rows, baseline[None, :]]))
+        return
+    except Exception:
+        pass
+    for g, name in enumerate(names):
+        try:
+            predict(rows[g:g + 1])
+        except Exception as exc:
+            raise ValueError(f"the model fails when group {name!r} is replaced by its baseline value "
+                             f"({type(exc).__name__}: {exc}).") from exc
+    try:
+        predict(baseline[None, :])
+    except Exception as exc:
+        raise ValueError(f"the model fails on the baseline row (every group replaced) ({type(exc).__name__}: {exc}).") from exc
+
+
+# --------------------------------------------------------------------------------------------
+# audit_model
+# --------------------------------------------------------------------------------------------
+def audit_model(model: Any, train: pd.DataFrame, test: pd.DataFrame, *, target: str,
+                protocol: Protocol | None = None, label_channel: LabelChannel | None = None,
+                blocks: Mapping[str, str] | None = None, population: Population = "high_confidence",
+                progress: Any = None, name: str | None = None, batch_size: int = 65536):
+    """Audit a fitted classifier on your own train / test tables.
+
+    Parameters
+    ----------
+    model : fitted classifier
+        ``predict_proba`` on the raw frame (DataFrame) and ``classes_`` (the class order of
+        the probability columns; string labels work). A scikit-learn ``Pipeline`` is audited
+        in the output space of its preprocessing steps (see the module docstring).
+    train : DataFrame of shape (n_train, ...)
+        Raw rows containing ``target``; supplies the baseline and the noise scales.
+    test : DataFrame of shape (n_test, ...)
+        Raw rows containing ``target``; every row is certified. Its index gives the row ids.
+    target : str
+        The label column.
+    protocol : Protocol, optional
+        Default ``Protocol()``.
+    label_channel : LabelChannel, optional
+        Default ``LabelChannel()``; drawn with seed 0.
+    blocks : mapping raw column -> block name, optional
+        Domain blocks for ``grouping="domain_block"`` (unmapped columns keep their own group).
+    population : {"high_confidence", "all"}, default="high_confidence"
+    progress : callable(stage, done, total), optional
+    name : str, optional
+        Model name shown in summaries; default ``"own:<class name>"``.
+    batch_size : int, default=65536
+        Rows per model call.
+
+    Returns
+    -------
+    AuditResult
+        ``model_name`` is ``name``; ``model`` has ``predict_proba`` over ``X_test``'s space;
+        ``preprocessor`` is a :class:`PipelineSpace` or :class:`RawSpace`; ``split`` has the
+        training rows then the test rows of ``dataset.frame`` and no validation rows.
+
+    Raises
+    ------
+    ValueError
+        A model without ``predict_proba`` / ``classes_``; classes that do not match the
+        labels of ``test``; probabilities that do not sum to 1; missing columns; a model that
+        fails on a baseline replacement (the group is named). Nothing is written.
+    """
+    from core.tabular.audit import _Stages
+
+    if not callable(getattr(model, "predict_proba", None)):
+        raise ValueError(f"`model` ({type(model).__name__}) has no predict_proba; a fitted classifier is needed.")
+    if getattr(model, "classes_", None) is None:
+        raise ValueError(f"`model` ({type(model).__name__}) has no classes_ (is it fitted?); the class order of "
+                         "predict_proba's columns is needed.")
+    _check_frames(train, test, target)
+    protocol = Protocol() if protocol is None else protocol
+    if not isinstance(protocol, Protocol):
+        raise ValueError(f"`protocol` must be a Protocol; got {type(protocol).__name__}.")
+    label_channel = LabelChannel() if label_channel is None else label_channel
+    if not isinstance(label_channel, LabelChannel):
+        raise ValueError(f"`label_channel` must be a LabelChannel; got {type(label_channel).__name__}.")
+    if population not in ("high_confidence", "all"):
+        raise ValueError(f"`population` must be 'high_confidence' or 'all'; got {population!r}.")
+    if test.index.has_duplicates:
+        raise ValueError("`test` has duplicate index values; its index gives the row ids (reset_index() first).")
+    classes = np.asarray(model.classes_)
+    if classes.ndim != 1 or len(classes) < 2:
+        raise ValueError(f"`model.classes_` must list at least two classes; got {classes!r}.")
+    _encode_labels(train[target], classes, "train")  # validation only: nothing is fitted on train
+    y_test = _encode_labels(test[target], classes, "test")
+
+    stages = _Stages(progress)
+    streams = dict(zip(("label_channel", "calibration"), as_generator(_SEED).spawn(2)))
+    space, predictor, kind, notes = stages.run("load data", model_space, model, train, test, target=target)
+    X_train = stages.run("preprocess", space.transform, train, where="`train`")
+    X_test = space.transform(test, where="`test`")
+    for name_, X in (("train", X_train), ("test", X_test)):
+        bad = ~np.isfinite(X)
+        if bad.any():
+            r, c = np.argwhere(bad)[0]
+            raise ValueError(f"the preprocessing of `{name_}` gives a non-finite value at row {r}, feature "
+                             f"{space.feature_names[c]!r}; certificates need finite features.")
+    origins = list(space.origins)
+
+    if kind == "pipeline":
+        groups = build_groups(protocol.grouping, space.transformer, X_train, blocks=blocks,
+                              threshold=protocol.merge_threshold)
+        baseline = baseline_vector(X_train, groups, protocol.baseline)
+    else:
+        raw = space.groups()
+        if protocol.grouping == "raw_origin":
+            groups = raw
+        elif protocol.grouping == "redundancy_merged":
+            groups = redundancy_merged_groups(X_train, raw, threshold=protocol.merge_threshold)
+        else:
+            if blocks is None:
+                raise ValueError("grouping 'domain_block' needs `blocks` (raw column -> block name).")
+            groups = domain_block_groups(raw, {c: b for c, b in blocks.items() if c in raw}, unmapped="keep")
+        baseline = space.baseline(X_train, groups, protocol.baseline)
+    protocol.resolved_depth(len(groups))
+    return _audit_space(space, predictor, kind, notes, stages, streams, train, test, target, X_train, X_test,
+                        origins, groups, baseline, protocol, label_channel, population, classes, y_test,
+                        name or f"own:{type(model).__name__}", batch_size, model)
+
+
+def _audit_space(space, predictor, kind, notes, stages, streams, train, test, target, X_train, X_test, origins,
+                 groups, baseline, protocol, label_channel, population, classes, y_test, name, batch_size,
+                 source_model):
+    """The audit once the feature space, groups and baseline are fixed (shared by
+    :func:`audit_model` and :func:`audit_task`)."""
+    from core.tabular.audit import AuditResult, _noise_scale
+
+    predict = predictor.predict_proba
+    try:
+        P_test = np.asarray(predict(X_test), dtype=np.float64)
+    except Exception as exc:
+        raise ValueError(f"the model's predict_proba failed on the test rows ({type(exc).__name__}: {exc}).") from exc
+    from core.cfc.scores import check_proba
+
+    P_test = check_proba(P_test, len(X_test), n_classes=len(classes), what="the model's predict_proba on `test`")
+    owner = np.empty(X_test.shape[1], dtype=np.intp)
+    for g, cols in enumerate(groups.values()):
+        owner[cols] = g
+    _probe_baseline(predict, X_test[0], baseline, groups, owner)
+
+    cert = stages.run("certify test", certify, predict, pd.DataFrame(X_test, index=test.index), groups, baseline,
+                      protocol, batch_size=batch_size, rows=True)
+    labels = stages.run("label channel", brittle_labels, predict, X_test, groups, baseline, channel=label_channel,
+                        noise_scale=_noise_scale(X_train), seed=streams["label_channel"], batch_size=batch_size)
+
+    columns = list(space.raw_columns)
+    raw_test = test[columns + [target]]
+    frame = pd.concat([train[columns + [target]], raw_test], axis=0)
+    if frame.index.has_duplicates:
+        frame = frame.reset_index(drop=True)
+        notes.append("train and test share row ids: `dataset.frame` numbers rows by position (train first); "
+                     "certificates keep the test table's own index")
+    if isinstance(space, RawSpace):
+        numeric = tuple(c for c, k in zip(space.columns, space.kinds) if k == "numeric")
+    else:
+        numeric = tuple(c for c in columns if not _is_categorical(train[c]))
+    categorical = tuple(c for c in columns if c not in numeric)
+    dataset = Dataset(name="own data", frame=frame, target=target, features=tuple(columns), numeric=numeric,
+                      categorical=categorical, classes=tuple(_plain(c) for c in classes),
+                      description="Tables passed to audit_model.", source="audit_model")
+    n_train = len(train)
+    split = DatasetSplit(dataset=dataset, seed=_SEED, val_size=0.0, test_size=len(test) / len(frame),
+                         train_index=np.arange(n_train, dtype=np.int64), val_index=np.zeros(0, dtype=np.int64),
+                         test_index=np.arange(n_train, len(frame), dtype=np.int64))
+
+    unavailable = detect_unavailable_fields(frame, columns)
+    wanted = set(unavailable["column"])
+    unavailable_groups = tuple(g for g, cols in groups.items() if any(origins[c] in wanted for c in cols))
+    natural = None
+    if unavailable_groups:
+        natural = stages.run("naturalistic channel", naturalistic_labels, predict, X_test, groups, baseline,
+                             unavailable_groups, tau_p=label_channel.tau_p, tau_kappa=label_channel.tau_kappa,
+                             batch_size=batch_size)
+    else:
+        notes.append("no raw column has missing / unknown / special-code values: no naturalistic labels")
+
+    scores = certificate_scores(cert) | confidence_scores(P_test)
+    evaluation = evaluate_scores(scores, labels, y_test, population=population)
+    natural_eval = None if natural is None else evaluate_scores(scores, natural, y_test, population=population)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        nominal = nominal_metrics(y_test, P_test)
+    fit_half = _stratified_half(y_test, streams["calibration"])
+    fds = cert.table["fds"].to_numpy()
+    calib = stages.run("calibration", calibration_report, P_test[fit_half], y_test[fit_half], fds[fit_half],
+                       P_test[~fit_half], y_test[~fit_half], fds[~fit_half])
+    notes.append(f"calibration fitted on a stratified half of the test rows ({int(fit_half.sum())}) and reported "
+                 f"on the other half ({int((~fit_half).sum())})")
+    notes.append(f"feature space: {kind}" + (" (the pipeline's preprocessing output)" if kind == "pipeline" else
+                                              " (one group per raw column; categories as one-hot blocks)"))
+
+    return AuditResult(
+        dataset=dataset, split=split, seed=_SEED, model_name=name,
+        model=predictor, preprocessor=space, groups=dict(groups), baseline=baseline, protocol=protocol,
+        fingerprint=cert.fingerprint, label_channel=label_channel, raw_test=raw_test, X_test=X_test,
+        y_test=y_test, proba_test=P_test, certificates=cert, labels=labels,
+        scores=pd.DataFrame(scores, index=test.index), evaluation=evaluation, unavailable=unavailable,
+        unavailable_groups=unavailable_groups, naturalistic=natural, naturalistic_evaluation=natural_eval,
+        nominal=nominal, calibration=calib, sensitivity=None, search=None, importance=None, group_shap=None,
+        timings=dict(stages.timings), notes=tuple(notes), source_model=source_model, space_kind=kind,
+    )
+
+
+def audit_task(task: Any, train: pd.DataFrame, test: pd.DataFrame, *, label_channel: LabelChannel | None = None,
+               population: Population = "high_confidence", progress: Any = None, name: str = "saved model",
+               batch_size: int = 65536):
+    """Re-audit a saved task (:func:`core.scale.certify.load_certify_task`) on raw tables.
+
+    The task's own groups, baseline and protocol are used, so the certificates carry the
+    saved audit's fingerprint; ``train`` gives the noise scales, ``test`` is certified.
+    Labels are matched to ``task.classes`` as text.
+
+    Returns
+    -------
+    AuditResult
+    """
+    from core.tabular.audit import _Stages
+
+    target = task.target
+    _check_frames(train, test, target)
+    label_channel = LabelChannel() if label_channel is None else label_channel
+    classes = np.asarray(task.classes, dtype=object)
+    y_test = _encode_labels(test[target].astype(str), classes, "test")
+    stages = _Stages(progress)
+    streams = dict(zip(("label_channel", "calibration"), as_generator(_SEED).spawn(2)))
+    space = task.preprocessor
+    kind = "raw" if isinstance(space, RawSpace) else "pipeline" if isinstance(space, PipelineSpace) else "tool"
+    X_train = stages.run("preprocess", space.transform, train)
+    X_test = space.transform(test)
+    return _audit_space(space, task.model, kind, [], stages, streams, train, test, target, X_train, X_test,
+                        feature_origins(space), dict(task.groups), np.asarray(task.baseline), task.protocol,
+                        label_channel, population, classes, y_test, name, batch_size, None)
+
+
+def _stratified_half(y: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Boolean mask of about half the rows of every class (at least one row of each class with two)."""
+    mask = np.zeros(len(y), dtype=bool)
+    for c in np.unique(y):
+        idx = np.flatnonzero(y == c)
+        idx = idx[rng.permutation(len(idx))]
+        mask[idx[: len(idx) // 2 if len(idx) > 1 else len(idx)]] = True
+    if mask.all() or not mask.any():
+        raise ValueError("`test` needs at least two rows of some class to hold out half for calibration.")
+    return mask

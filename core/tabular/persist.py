@@ -1,0 +1,386 @@
+"""Saving and loading fitted models without pickle: one small table of model families.
+
+Nothing here unpickles. Every family writes named byte members and a JSON ``meta`` dict, and
+reads them back with a format that cannot run code on load:
+
+==============  =============================================================================
+family          members
+==============  =============================================================================
+``xgboost``     ``model.json``: XGBoost's own JSON model (``save_model`` / ``load_model``)
+``lightgbm``    ``model.txt``: LightGBM's text model (``model_to_string``); loaded as a
+                :class:`BoosterClassifier` (``predict_proba`` over the booster)
+``torch``       ``state_dict.pt``: the module's ``state_dict``, read with
+                ``torch.load(weights_only=True)``; constructor parameters in ``meta``
+``onnx``        ``model.onnx``: run with onnxruntime (:mod:`core.tabular.onnx_model`)
+``sklearn``     ``model.skops``: :mod:`skops.io`; only skops' trusted types plus
+                :data:`OWN_TRUSTED_TYPES` (and types the caller names) are loaded
+==============  =============================================================================
+
+A family is picked by :func:`family_of` (first match in :data:`FAMILIES` order, ``sklearn``
+last). Adding a model library means adding one entry to :data:`FAMILIES`.
+
+:func:`write_archive` / :func:`read_archive` bundle members into one deterministic zip file
+(fixed timestamps, sorted names), so that equal contents give equal bytes and digests.
+"""
+from __future__ import annotations
+
+import io
+import json
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "FAMILIES",
+    "OWN_TRUSTED_TYPES",
+    "BoosterClassifier",
+    "UntrustedTypesError",
+    "dump_skops",
+    "family_of",
+    "load_estimator",
+    "load_skops",
+    "read_archive",
+    "save_estimator",
+    "write_archive",
+]
+
+#: Types outside skops' default trusted set that the tool's own files contain (plain data
+#: holders of scikit-learn's trees, boosting predictors and optimiser state, and NumPy dtypes).
+#: Loaded from the tool's own task and audit files; a user's ``.skops`` file gets no such
+#: allowance (its extra types must be named by the user, e.g. ``--trust``).
+OWN_TRUSTED_TYPES: frozenset[str] = frozenset({
+    "numpy.dtype",
+    "sklearn.tree._tree.Tree",
+    "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
+    "sklearn.neural_network._stochastic_optimizers.AdamOptimizer",
+    "sklearn.neural_network._stochastic_optimizers.SGDOptimizer",
+})
+
+#: Members of one archive may not exceed this many bytes in all (refuses zip bombs).
+_MAX_ARCHIVE_BYTES = 2 * 1024**3
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+class UntrustedTypesError(ValueError):
+    """A ``.skops`` file holds types nobody declared trusted; ``types`` lists them."""
+
+    def __init__(self, where: str, types: Iterable[str]) -> None:
+        self.types = tuple(types)
+        super().__init__(
+            f"{where} contains types outside skops' trusted set: {', '.join(self.types)}. Load it only if you "
+            f"trust them: pass --trust {','.join(self.types)} (Python: trusted=[...])."
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Archives and skops
+# --------------------------------------------------------------------------------------------
+def _normalised_zip(members: Mapping[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name in sorted(members):
+            info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, members[name])
+    return buf.getvalue()
+
+
+def _unzip(data: bytes, where: str) -> dict[str, bytes]:
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            infos = zf.infolist()
+            if sum(i.file_size for i in infos) > _MAX_ARCHIVE_BYTES:
+                raise ValueError(f"{where} unpacks to more than {_MAX_ARCHIVE_BYTES} bytes; refused.")
+            return {i.filename: zf.read(i) for i in infos}
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, KeyError) as exc:
+        raise ValueError(f"{where} is corrupt or truncated ({exc}).") from exc
+
+
+def write_archive(path: str | Path, members: Mapping[str, bytes]) -> Path:
+    """Write ``members`` (name -> bytes) as one deterministic zip file, atomically."""
+    path = Path(path)
+    data = _normalised_zip(members)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+    return path
+
+
+def read_archive(path: str | Path) -> dict[str, bytes]:
+    """Members of an archive written by :func:`write_archive` (or any zip file)."""
+    path = Path(path)
+    return _unzip(path.read_bytes(), str(path))
+
+
+def dump_skops(obj: Any) -> bytes:
+    """``skops.io.dumps`` made deterministic (same object, same bytes).
+
+    skops names nodes and array files after ``id()`` of the objects, which changes between
+    runs; those ids are renumbered in order of first appearance, and the zip gets fixed
+    timestamps.
+    """
+    import re
+
+    import skops.io as sio
+
+    members = _unzip(sio.dumps(obj), "skops output")
+    schema = members["schema.json"].decode("utf-8")
+    ids: dict[str, str] = {}
+    for match in re.finditer(r'"__id__": (\d+)', schema):
+        ids.setdefault(match.group(1), str(len(ids) + 1))
+    for name in members:
+        stem = name.rsplit(".", 1)[0]
+        if stem.isdigit():
+            ids.setdefault(stem, str(len(ids) + 1))
+
+    def renumber(text: str) -> str:
+        return re.sub(r"(?<![\d.])(\d{6,})(?![\d])", lambda m: ids.get(m.group(1), m.group(1)), text)
+
+    out = {renumber(name): data for name, data in members.items() if name != "schema.json"}
+    out["schema.json"] = renumber(schema).encode("utf-8")
+    return _normalised_zip(out)
+
+
+def load_skops(data: bytes, *, trusted: Iterable[str] = (), where: str = "the .skops file") -> Any:
+    """Load a ``.skops`` payload, refusing types that are neither skops-trusted nor in ``trusted``.
+
+    Raises
+    ------
+    UntrustedTypesError
+        Listing every undeclared type (nothing is constructed).
+    ValueError
+        The payload is not a readable skops file (corrupt, truncated, another format).
+    """
+    import skops.io as sio
+
+    if not zipfile.is_zipfile(io.BytesIO(data)):
+        raise ValueError(f"{where} is not a skops file (not a zip archive; corrupt, truncated or another format).")
+    try:
+        found = sio.get_untrusted_types(data=data)
+    except Exception as exc:  # skops raises many types on malformed schemas
+        raise ValueError(f"{where} is corrupt or not a skops file ({type(exc).__name__}: {exc}).") from exc
+    allowed = set(trusted)
+    missing = [t for t in found if t not in allowed]
+    if missing:
+        raise UntrustedTypesError(where, missing)
+    try:
+        return sio.loads(data, trusted=list(found))
+    except Exception as exc:
+        raise ValueError(f"{where} could not be loaded ({type(exc).__name__}: {exc}).") from exc
+
+
+# --------------------------------------------------------------------------------------------
+# Families
+# --------------------------------------------------------------------------------------------
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _classes_array(values: list[Any]) -> np.ndarray:
+    return np.asarray(values) if all(not isinstance(v, str) for v in values) else np.asarray(values, dtype=object)
+
+
+class BoosterClassifier:
+    """``predict_proba`` over a loaded LightGBM booster (binary or multi-class).
+
+    Parameters
+    ----------
+    booster : lightgbm.Booster
+    classes : sequence
+        Labels of the probability columns, in order.
+    """
+
+    def __init__(self, booster: Any, classes: Iterable[Any]) -> None:
+        self.booster_ = booster
+        self.classes_ = _classes_array(list(classes))
+        self.n_features_in_ = int(booster.num_feature())
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Probabilities of shape (n_samples, n_classes), columns in ``classes_`` order."""
+        p = np.asarray(self.booster_.predict(np.asarray(X, dtype=np.float64), num_threads=1), dtype=np.float64)
+        return np.column_stack([1.0 - p, p]) if p.ndim == 1 else p
+
+    def predict(self, X: Any) -> np.ndarray:
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+
+def _module_of(model: Any) -> str:
+    return type(model).__module__.split(".")[0]
+
+
+def _save_xgboost(model: Any) -> tuple[dict[str, bytes], dict]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "model.json"
+        model.save_model(path)
+        data = path.read_bytes()
+    # Scalar constructor parameters only (the model file holds the trees); `missing` is NaN by
+    # default and JSON has no NaN, so non-finite numbers keep the library default.
+    params = {k: v for k, v in model.get_params().items()
+              if isinstance(v, (int, str, bool, type(None))) or (isinstance(v, float) and np.isfinite(v))}
+    return {"model.json": data}, {"class": type(model).__name__, "params": _jsonable(params)}
+
+
+def _load_xgboost(members: Mapping[str, bytes], meta: Mapping, trusted: Iterable[str]) -> Any:
+    import xgboost
+
+    if meta.get("class") != "XGBClassifier":
+        raise ValueError(f"xgboost model class {meta.get('class')!r} is not supported (XGBClassifier only).")
+    model = xgboost.XGBClassifier(**dict(meta.get("params", {})))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "model.json"
+        path.write_bytes(members["model.json"])
+        try:
+            model.load_model(path)
+        except xgboost.core.XGBoostError as exc:
+            raise ValueError(f"the XGBoost model is corrupt or truncated ({exc}).") from exc
+    return model
+
+
+def _save_lightgbm(model: Any) -> tuple[dict[str, bytes], dict]:
+    booster = model.booster_ if hasattr(model, "booster_") else model
+    return {"model.txt": booster.model_to_string().encode("utf-8")}, {"classes": _jsonable(model.classes_)}
+
+
+def _load_lightgbm(members: Mapping[str, bytes], meta: Mapping, trusted: Iterable[str]) -> Any:
+    import lightgbm
+
+    try:
+        booster = lightgbm.Booster(model_str=members["model.txt"].decode("utf-8"))
+    except (lightgbm.basic.LightGBMError, UnicodeDecodeError) as exc:
+        raise ValueError(f"the LightGBM model is corrupt or truncated ({exc}).") from exc
+    return BoosterClassifier(booster, meta["classes"])
+
+
+def _is_torch_model(model: Any) -> bool:
+    return type(model).__module__ == "core.tabular.resmlp"
+
+
+def _save_torch(model: Any) -> tuple[dict[str, bytes], dict]:
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(model.module_.state_dict(), buf)
+    return {"state_dict.pt": buf.getvalue()}, {
+        "class": type(model).__name__, "params": _jsonable(model.get_params()),
+        "classes": _jsonable(model.classes_), "n_features_in": int(model.n_features_in_),
+    }
+
+
+def _load_torch(members: Mapping[str, bytes], meta: Mapping, trusted: Iterable[str]) -> Any:
+    import torch
+
+    from core.tabular import resmlp
+
+    classes = {"ResMLPClassifier": resmlp.ResMLPClassifier,
+               "FragilityRegularizedResMLPClassifier": resmlp.FragilityRegularizedResMLPClassifier}
+    if meta.get("class") not in classes:
+        raise ValueError(f"torch model class {meta.get('class')!r} is not one of {sorted(classes)}.")
+    params = dict(meta["params"])
+    if params.get("baseline") is not None:
+        params["baseline"] = np.asarray(params["baseline"], dtype=np.float64)
+    model = classes[meta["class"]](**params)
+    model.classes_ = _classes_array(list(meta["classes"]))
+    model.n_features_in_ = int(meta["n_features_in"])
+    module = resmlp._ResMLP(model.n_features_in_, len(model.classes_), model.width, model.n_blocks, model.dropout)
+    try:
+        state = torch.load(io.BytesIO(members["state_dict.pt"]), weights_only=True)
+        module.load_state_dict(state)
+    except Exception as exc:  # torch raises RuntimeError / UnpicklingError / EOFError on bad files
+        raise ValueError(f"the torch state_dict is corrupt, truncated or not weights-only ({exc}).") from exc
+    module.eval()
+    model.module_ = module
+    return model
+
+
+def _is_onnx_model(model: Any) -> bool:
+    return type(model).__module__ == "core.tabular.onnx_model"
+
+
+def _save_onnx(model: Any) -> tuple[dict[str, bytes], dict]:
+    return {"model.onnx": model.model_bytes}, model.config()
+
+
+def _load_onnx(members: Mapping[str, bytes], meta: Mapping, trusted: Iterable[str]) -> Any:
+    from core.tabular.onnx_model import OnnxClassifier
+
+    return OnnxClassifier.from_config(members["model.onnx"], meta)
+
+
+def _save_sklearn(model: Any) -> tuple[dict[str, bytes], dict]:
+    try:
+        data = dump_skops(model)
+    except Exception as exc:
+        raise ValueError(f"the model ({type(model).__name__}) cannot be saved with skops ({exc}).") from exc
+    return {"model.skops": data}, {"class": f"{type(model).__module__}.{type(model).__qualname__}"}
+
+
+def _load_sklearn(members: Mapping[str, bytes], meta: Mapping, trusted: Iterable[str]) -> Any:
+    return load_skops(members["model.skops"], trusted=set(trusted) | OWN_TRUSTED_TYPES, where="the saved model")
+
+
+@dataclass(frozen=True)
+class Family:
+    """How one kind of model is saved and loaded.
+
+    Attributes
+    ----------
+    matches : callable(model) -> bool
+    save : callable(model) -> (members, meta)
+        Byte members (name -> bytes) and a JSON-ready dict.
+    load : callable(members, meta, trusted) -> model
+    """
+
+    matches: Callable[[Any], bool]
+    save: Callable[[Any], tuple[dict[str, bytes], dict]]
+    load: Callable[[Mapping[str, bytes], Mapping, Iterable[str]], Any]
+
+
+#: Model families in detection order (the first whose ``matches`` accepts a model saves it).
+FAMILIES: Mapping[str, Family] = {
+    "xgboost": Family(lambda m: _module_of(m) == "xgboost", _save_xgboost, _load_xgboost),
+    "lightgbm": Family(lambda m: _module_of(m) == "lightgbm" or isinstance(m, BoosterClassifier),
+                       _save_lightgbm, _load_lightgbm),
+    "torch": Family(_is_torch_model, _save_torch, _load_torch),
+    "onnx": Family(_is_onnx_model, _save_onnx, _load_onnx),
+    "sklearn": Family(lambda m: True, _save_sklearn, _load_sklearn),
+}
+
+
+def family_of(model: Any) -> str:
+    """Name of the family in :data:`FAMILIES` that saves ``model``."""
+    return next(name for name, fam in FAMILIES.items() if fam.matches(model))
+
+
+def save_estimator(model: Any, prefix: str) -> tuple[dict[str, bytes], dict]:
+    """Members (names prefixed with ``prefix``) and the JSON spec ``{"family", "meta"}`` of ``model``."""
+    family = family_of(model)
+    members, meta = FAMILIES[family].save(model)
+    return {f"{prefix}{k}": v for k, v in members.items()}, {"family": family, "meta": _jsonable(meta)}
+
+
+def load_estimator(members: Mapping[str, bytes], spec: Mapping, prefix: str, *, trusted: Iterable[str] = ()) -> Any:
+    """Inverse of :func:`save_estimator`; ``trusted`` extends the skops allowance."""
+    family = spec.get("family") if isinstance(spec, Mapping) else None
+    if family not in FAMILIES:
+        raise ValueError(f"unknown model family {family!r}; known: {list(FAMILIES)}.")
+    own = {k[len(prefix):]: v for k, v in members.items() if k.startswith(prefix)}
+    if not own:
+        raise ValueError(f"the saved {family} model has no files (members starting with {prefix!r}).")
+    return FAMILIES[family].load(own, spec.get("meta", {}), trusted)
+
+
+def json_member(data: Any) -> bytes:
+    """JSON bytes of a member (no NaN). Keys keep their order: group order is meaningful."""
+    return json.dumps(_jsonable(data), indent=1, allow_nan=False).encode("utf-8")

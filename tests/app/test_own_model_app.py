@@ -1,0 +1,138 @@
+"""AppTest: the dashboard on your own model — ``--audit DIR``, an upload, an unloadable folder."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import skops.io as sio
+
+from core import audit_model
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tabular"))
+from own_models import default_tables, hist_gb_pipeline, wine_tables  # noqa: E402
+
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+ROOT = Path(__file__).resolve().parents[2]
+APP, TIMEOUT = str(ROOT / "app.py"), 180
+PAGES = ["overview", "explorer", "triage", "comparison", "calibration", "paired_bounds", "recapture"]
+
+
+def _wine_pipeline():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    train, test = wine_tables()
+    pipe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000)).fit(
+        train.drop(columns="target"), train["target"])
+    return pipe, train, test
+
+
+@pytest.fixture(scope="module")
+def wine_audit(tmp_path_factory):
+    pipe, train, test = _wine_pipeline()
+    return audit_model(pipe, train, test, target="target").save(tmp_path_factory.mktemp("audits") / "wine")
+
+
+def _app(monkeypatch, *args):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setattr(sys, "argv", ["app.py", *args])
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.run()
+    return at
+
+
+def _ok(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_every_page_renders_a_saved_multiclass_audit(monkeypatch, reviews_db, wine_audit):
+    at = _app(monkeypatch, "--audit", str(wine_audit))
+    _ok(at)
+    assert any("Saved audit: wine" in s.value for s in at.subheader)
+    assert any("saved audit wine" in c.value for c in at.caption)
+    for page in PAGES:
+        at.switch_page(f"pages/{page}.py").run()
+        _ok(at)
+        assert at.title
+    at.switch_page("pages/explorer.py").run()
+    assert any("class_" in str(m.value) or "class_" in str(m.label) for m in at.metric) or \
+        any("class_" in md.value for md in at.markdown)
+
+
+def test_a_folder_without_a_loadable_model_says_why(monkeypatch, reviews_db, wine_audit, tmp_path):
+    import shutil
+
+    folder = shutil.copytree(wine_audit, tmp_path / "old")
+    (folder / "_task.zip").unlink()
+    (folder / "_task.pkl").write_bytes(b"\x80\x04not read")
+    at = _app(monkeypatch, "--audit", str(folder))
+    assert not at.exception
+    assert any("never loaded" in w.value for w in at.warning)
+    assert at.dataframe, "the saved certificate table is still shown"
+    at.switch_page("pages/explorer.py").run()
+    assert not at.exception
+    assert any("need the audit's model" in e.value and "_task.pkl" in e.value for e in at.error)
+
+
+def test_an_uploaded_model_is_audited_on_every_page(monkeypatch, reviews_db, tmp_path):
+    train, test = default_tables(n_train=1500, n_test=200)
+    pipe = hist_gb_pipeline(train)
+    at = _app(monkeypatch)
+    at.session_state["own_audit"] = {
+        "kind": "upload", "target": "default",
+        "trust": ["sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor"], "feature_order": None,
+        "files": {"model": ("pipe.skops", sio.dumps(pipe)), "test": ("test.csv", test.to_csv(index=False).encode()),
+                  "train": ("train.csv", train.to_csv(index=False).encode())}}
+    at.run()
+    _ok(at)
+    assert any("your model pipe.skops" in c.value for c in at.caption)
+    for page in PAGES:
+        at.switch_page(f"pages/{page}.py").run()
+        _ok(at)
+
+
+def test_an_upload_with_untrusted_types_lists_them(monkeypatch, reviews_db):
+    train, test = default_tables(n_train=800, n_test=100)
+    at = _app(monkeypatch)
+    at.session_state["own_audit"] = {
+        "kind": "upload", "target": "default", "trust": [], "feature_order": None,
+        "files": {"model": ("pipe.skops", sio.dumps(hist_gb_pipeline(train))),
+                  "test": ("test.csv", test.to_csv(index=False).encode()), "train": None}}
+    at.run()
+    assert not at.exception
+    assert any("TreePredictor" in e.value and "--trust" in e.value for e in at.error)
+
+
+def test_audits_dir_lists_saved_audits_and_opens_one(monkeypatch, reviews_db, wine_audit):
+    at = _app(monkeypatch, "--audits-dir", str(wine_audit.parent))
+    _ok(at)
+    assert at.sidebar.selectbox(key="own_folder").options == ["wine"]
+    at.sidebar.button(key="own_open").click().run()
+    _ok(at)
+    assert at.session_state["own_audit"] == {"kind": "folder", "path": str(wine_audit)}
+    assert any("Saved audit: wine" in s.value for s in at.subheader)
+    at.sidebar.button(key="own_close").click().run()
+    _ok(at)
+    assert at.session_state["own_audit"] is None
+    assert at.sidebar.selectbox(key="dataset").value == "credit_data"
+
+
+def test_an_uploaded_onnx_model_is_audited(monkeypatch, reviews_db):
+    from own_models import pipeline_to_onnx
+
+    train, test = default_tables(n_train=1500, n_test=200)
+    at = _app(monkeypatch)
+    at.session_state["own_audit"] = {
+        "kind": "upload", "target": "default", "trust": [], "feature_order": None,
+        "files": {"model": ("pipe.onnx", pipeline_to_onnx(hist_gb_pipeline(train))),
+                  "test": ("test.csv", test.to_csv(index=False).encode()), "train": None}}
+    at.run()
+    _ok(at)
+    at.switch_page("pages/explorer.py").run()
+    _ok(at)
+    assert any("your model pipe.onnx" in c.value for c in at.caption)

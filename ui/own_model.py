@@ -1,0 +1,176 @@
+""""Your model": audit an uploaded ``.skops`` / ``.onnx`` model or open a saved audit folder.
+
+The source lives in ``st.session_state["own_audit"]``: None (the tool's own models), ``{"kind":
+"folder", "path": DIR}`` (``--audit DIR`` or a folder of the audits directory) or ``{"kind":
+"upload", "files": {role: (file name, bytes)}, "target", "trust", "feature_order"}``. Every
+tabular page then shows that audit (:func:`ui.data.current_audit`). Nothing is unpickled:
+models are read by :func:`core.tabular.model_files.load_model_bytes` and folders by
+:func:`core.tabular.audit_folder.open_audit_folder`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+
+from core.dashboard import UPLOAD_LIMIT_MB, table_columns
+from core.tabular.audit import AuditResult
+from core.tabular.audit_folder import SavedAudit, list_audit_folders, open_audit_folder, reopen_audit
+from core.tabular.model_files import load_model_bytes, read_table
+from core.tabular.own_model import audit_model
+from ui.components import guarded
+
+__all__ = ["default_audits_dir", "own_audit", "own_label", "own_mode", "render_own_model_sidebar", "saved_folder"]
+
+
+def default_audits_dir() -> Path:
+    """``audits`` in the user data directory (beside the review database)."""
+    import platformdirs
+
+    return platformdirs.user_data_path("reliability-audit", appauthor=False) / "audits"
+
+
+def own_mode() -> bool:
+    """Whether the tabular pages show a model brought by the user."""
+    return st.session_state.get("own_audit") is not None
+
+
+def _stamp(path: Path) -> str:
+    files = [path / n for n in ("protocol.json", "_task.zip", "certificates.parquet")]
+    return ":".join(f"{f.stat().st_mtime_ns}-{f.stat().st_size}" if f.exists() else "-" for f in files)
+
+
+@st.cache_resource(show_spinner="Opening the saved audit…", max_entries=8)
+def _folder(path: str, stamp: str) -> SavedAudit:
+    return open_audit_folder(path)
+
+
+@st.cache_resource(show_spinner="Re-certifying the saved audit with its model…", max_entries=8)
+def _folder_result(path: str, stamp: str) -> AuditResult:
+    return reopen_audit(_folder(path, stamp))
+
+
+def _holdout(test, target: str):
+    """Stratified half of the test table as the training (baseline) rows, seed 0."""
+    rng = np.random.default_rng(0)
+    labels = test[target].astype(str).to_numpy()
+    base = np.zeros(len(test), dtype=bool)
+    for c in np.unique(labels):
+        idx = np.flatnonzero(labels == c)
+        base[rng.permutation(idx)[: len(idx) // 2]] = True
+    return test[base], test[~base]
+
+
+@st.cache_resource(show_spinner="Auditing your model…", max_entries=4)
+def _upload_result(key: str, target: str, trust: tuple[str, ...], order: tuple[str, ...] | None, *,
+                   _files: dict) -> AuditResult:
+    model_name, model_bytes = _files["model"]
+    test = read_table(_files["test"][1], _files["test"][0])
+    if target not in test.columns:
+        raise ValueError(f"target {target!r} is not a column of {_files['test'][0]}.")
+    if _files.get("train") is not None:
+        train = read_table(_files["train"][1], _files["train"][0])
+    else:
+        train, test = _holdout(test, target)
+    labels = sorted({v.item() if isinstance(v, np.generic) else v for v in train[target].dropna().unique()},
+                    key=str)
+    model = load_model_bytes(model_bytes, model_name, trust=trust, feature_order=order, default_classes=labels)
+    return audit_model(model, train, test, target=target, name=model_name)
+
+
+def saved_folder() -> SavedAudit | None:
+    """The open audit folder, or None (no folder is open)."""
+    source = st.session_state.get("own_audit")
+    if not source or source["kind"] != "folder":
+        return None
+    path = Path(source["path"])
+    return _folder(str(path), _stamp(path))
+
+
+def own_audit() -> AuditResult:
+    """The audit of the user's model.
+
+    Raises
+    ------
+    ValueError
+        The folder's model cannot be loaded (the message says why), or the upload is invalid.
+    """
+    source = st.session_state["own_audit"]
+    if source["kind"] == "folder":
+        saved = saved_folder()
+        if saved.task is None:
+            raise ValueError(f"the what-if, live certificates and per-prediction pages need the audit's model, and "
+                             f"{saved.unavailable}. The saved summary and certificate table are on the Overview page.")
+        return _folder_result(str(saved.path), _stamp(saved.path))
+    files = {role: tuple(v) for role, v in source["files"].items() if v is not None}
+    from ui.data import upload_digest
+
+    return _upload_result(upload_digest(files), source["target"], tuple(source["trust"]),
+                          tuple(source["feature_order"]) if source["feature_order"] else None, _files=files)
+
+
+def own_label() -> str:
+    source = st.session_state["own_audit"]
+    if source["kind"] == "folder":
+        return f"saved audit {Path(source['path']).name}"
+    return f"your model {source['files']['model'][0]}"
+
+
+def _names(text: str) -> list[str]:
+    return [v.strip() for v in text.replace("\n", ",").split(",") if v.strip()]
+
+
+def render_own_model_sidebar() -> None:
+    """The sidebar's "Your model" section."""
+    st.subheader("Your model")
+    if own_mode():
+        st.caption(f"Showing **{own_label()}** on the tabular pages.")
+        if st.button("Back to the tool's models", key="own_close", icon=":material/close:"):
+            st.session_state["own_audit"] = None
+            st.rerun()
+    with st.expander("Audit a fitted model (.skops / .onnx)", icon=":material/upload_file:"):
+        st.caption("Only .skops (skops, trusted types) and .onnx (onnxruntime) are read — never pickles. "
+                   f"At most {UPLOAD_LIMIT_MB} MB a file.")
+        model = st.file_uploader("Model", type=["skops", "onnx"], key="own_model_file",
+                                 max_upload_size=UPLOAD_LIMIT_MB)
+        test = st.file_uploader("Test table (CSV / Parquet)", type=["csv", "parquet"], key="own_test_file",
+                                max_upload_size=UPLOAD_LIMIT_MB)
+        train = st.file_uploader("Training table (optional)", type=["csv", "parquet"], key="own_train_file",
+                                 max_upload_size=UPLOAD_LIMIT_MB,
+                                 help="Supplies the baseline and the noise scales. Without it, a stratified "
+                                      "half of the test table (seed 0) is held out for that.")
+        if model is not None and test is not None:
+            with guarded(f"Reading {test.name}"):
+                columns = table_columns(test.getvalue(), test.name)
+                if st.session_state["own_target"] not in columns:
+                    st.session_state["own_target"] = None
+                st.selectbox("Target column", columns, key="own_target", placeholder="choose the label column")
+                st.text_input("Trusted skops types (comma-separated)", key="own_trust",
+                              help="Types outside skops' trusted set; the error lists them if needed.")
+                st.text_input("ONNX feature order (comma-separated)", key="own_feature_order",
+                              help="Only for an ONNX model with one 2-D input and no 'feature_order' metadata.")
+                if st.button("Audit my model", type="primary", key="own_run",
+                             disabled=st.session_state["own_target"] is None):
+                    st.session_state["own_audit"] = {
+                        "kind": "upload", "target": st.session_state["own_target"],
+                        "trust": _names(st.session_state["own_trust"]),
+                        "feature_order": _names(st.session_state["own_feature_order"]) or None,
+                        "files": {"model": (model.name, model.getvalue()), "test": (test.name, test.getvalue()),
+                                  "train": (train.name, train.getvalue()) if train is not None else None}}
+                    st.rerun()
+    with st.expander("Open a saved audit", icon=":material/folder_open:"):
+        root = Path(st.session_state["audits_dir"])
+        folders = list_audit_folders(root)
+        st.caption(f"Audit folders in `{root}` (`--audits-dir`); write one with `python -m core audit ... --out` "
+                   "or `AuditResult.save`.")
+        if not folders:
+            st.caption("No audit folder there yet.")
+            return
+        names = [p.name for p in folders]
+        if st.session_state["own_folder"] not in names:
+            st.session_state["own_folder"] = names[0]
+        st.selectbox("Audit folder", names, key="own_folder")
+        if st.button("Open", key="own_open"):
+            st.session_state["own_audit"] = {"kind": "folder", "path": str(root / st.session_state["own_folder"])}
+            st.rerun()
