@@ -46,6 +46,7 @@ __all__ = [
     "load_audit_folder",
     "load_paired",
     "load_reviews",
+    "report_for_result",
     "write_report",
 ]
 
@@ -686,6 +687,30 @@ def build_report(audits: AuditInputs | Sequence[AuditInputs], *, reviews: Review
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>" + "".join(body)
             + f"<!-- figures: {figure.count} --></body></html>\n")
+
+
+def report_for_result(result: Any, *, reviews_db: str | os.PathLike[str] | None = None,
+                      paired_dir: str | os.PathLike[str] | None = None, budget: float = 0.2) -> str:
+    """The report of an in-memory audit (the dashboard's "Download report").
+
+    Parameters
+    ----------
+    result : core.tabular.audit.AuditResult
+    reviews_db : path, optional
+        Review database; left out (and said so) when None or when the file does not exist yet.
+    paired_dir : path, optional
+        Demo pool or ``python -m core paired`` output folder.
+    """
+    audit = audit_inputs(result)
+    reviews, note = None, "no review database is configured."
+    if reviews_db is not None:
+        if Path(reviews_db).expanduser().is_file():
+            reviews = load_reviews(reviews_db, audit.fingerprint)
+        else:
+            note = f"the review database {str(reviews_db)!r} holds no decision yet (the file does not exist)."
+    paired = load_paired(paired_dir) if paired_dir is not None else None
+    return build_report(audit, reviews=reviews, reviews_note=note, paired=paired,
+                        paired_note="no paired folder was given.", budget=budget)
 
 
 def write_report(text: str, out: str | os.PathLike[str]) -> Path:
