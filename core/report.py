@@ -546,7 +546,7 @@ def _triage_section(a: AuditInputs, reviews: ReviewInputs | None, reviews_note: 
     scope = "high-confidence test predictions"
     if len(population) == 0:
         population, scope = cert, "test predictions (none is high-confidence)"
-    frame = pd.DataFrame({"sample_id": population["row_id"].to_numpy(), "confidence": population["confidence"],
+    frame = pd.DataFrame({"sample_id": population["row_id"].map(str).to_numpy(), "confidence": population["confidence"],
                           "fds": population["fds"], "flip_budget": population["flip_budget"],
                           "brittle": population["brittle"].astype(bool), "u": population["score_fds"]})
     queue = rank_queue(frame, "u", budget=budget)
@@ -597,7 +597,7 @@ def _examples_section(a: AuditInputs, figure: _Figures) -> str:
         # Binary margins are log-odds of the clipped probabilities, so p = sigmoid(m) exactly.
         proba = 1.0 / (1.0 + np.exp(-margins)) if binary else np.full(margins.shape, np.nan)
         k = int(row["flip_budget"])
-        facts = (f"sample {_fmt(row['row_id'])}: confidence {row['confidence']:.3f}, FDS {row['fds']:.3f}, "
+        facts = (f"sample {row['row_id']}: confidence {row['confidence']:.3f}, FDS {row['fds']:.3f}, "
                  f"k* {k if k <= len(path) else f'> {len(path)} (no flip)'}, RCMA {row['rcma']:.3f}, "
                  f"held-out brittle: {'yes' if row['brittle'] else 'no'}; path: {' → '.join(path)}")
         out.append(f"<h3>{_e(name.capitalize())}</h3><p>{_e(facts)}</p><div class='grid'>")

@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, strategies as st
+from hypothesis.extra.numpy import arrays
 
 from core.cli import main
 from core.report import (audit_inputs, build_report, collapse_from_margins, load_audit_folder, load_paired,
@@ -140,9 +142,9 @@ def test_triage_summary_with_reviewers_decisions(audit, tmp_path, capsys):
     text = out.read_text(encoding="utf-8")
     triage = text[text.index("id='triage'"):text.index("id='examples'")]
     assert f"4 decision(s) on 3 sample(s) of this audit; 2 of the {len(queue)} queued cases are reviewed" in triage
-    rows = re.findall(r"<tr><td class=num>(\d+)</td><td class=num>([\d,]+)</td>(.*?)</tr>", triage)
-    assert [r[1].replace(",", "") for r in rows] == queue  # the queue, in rank order
-    decisions = {sid.replace(",", ""): rest for _, sid, rest in rows}
+    rows = re.findall(r"<tr><td class=num>(\d+)</td><td>(\d+)</td>(.*?)</tr>", triage)
+    assert [r[1] for r in rows] == queue  # the queue, in rank order
+    decisions = {sid: rest for _, sid, rest in rows}
     assert "Confirmed brittle" in decisions[queue[0]] and "bo" in decisions[queue[0]]
     assert "Needs evidence re-acquisition" in decisions[queue[1]]
     assert "not reviewed" in decisions[queue[2]]  # the other audit's decision does not leak in
@@ -310,3 +312,25 @@ def test_report_renders_offline_in_chromium(audit, tmp_path, capsys):
             assert errors == [] and blocked == []
         finally:
             browser.close()
+
+
+def test_text_from_the_folder_is_escaped(audit):
+    import dataclasses
+
+    inputs = load_audit_folder(audit[1])
+    cert = inputs.certificates.copy()
+    evil = "<script>alert(1)</script>"
+    cert["path"] = [np.array([evil, *p[1:]], dtype=object) for p in cert["path"]]
+    text = build_report(dataclasses.replace(inputs, certificates=cert, label=evil))
+    assert evil not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+
+
+@given(arrays(np.float64, st.integers(1, 8), elements=st.floats(-50, 50)))
+def test_collapse_invariants(margins):
+    c = collapse_from_margins(margins)
+    m0 = margins[0]
+    assert c[0] == 0 and (c >= 0).all()
+    # The margin is at least gone (c >= 1) exactly when m_k <= 0 for a positive start margin.
+    if m0 > 1e-6:
+        gone = margins <= 0
+        assert (c[gone] >= 1 - 1e-6).all() and (c[~gone] < 1 + 1e-6).all()
