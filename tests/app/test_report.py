@@ -334,3 +334,12 @@ def test_collapse_invariants(margins):
     if m0 > 1e-6:
         gone = margins <= 0
         assert (c[gone] >= 1 - 1e-6).all() and (c[~gone] < 1 + 1e-6).all()
+
+
+def test_report_module_imports_no_streamlit():
+    import subprocess
+    import sys
+
+    code = "import sys, core.report, core.report_cli; assert 'streamlit' not in sys.modules, 'streamlit imported'"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
