@@ -275,7 +275,11 @@ def _paired_from_pool(path: Path, coverage: float) -> PairedInputs:
     model = sorted(evaluation["model"].unique())[0]
     source = sorted(evaluation["source"].unique())[-1] if "synthetic" not in set(evaluation["source"]) \
         else "synthetic"
-    condition = sorted(evaluation.loc[(evaluation["source"] == source), "condition"].unique())[0]
+    mine = evaluation[(evaluation["model"] == model) & (evaluation["source"] == source)]
+    # The condition that hurts the model most (lowest perturbed accuracy; ties by name) shows
+    # the widest spread of outcomes.
+    accuracy = (mine["pert_pred"] == mine["true_label"]).groupby(mine["condition"]).mean()
+    condition = sorted(accuracy.index, key=lambda c: (accuracy[c], c))[0]
     thresholds = development_thresholds(records, [coverage])
     tau = float(thresholds.loc[thresholds["model"] == model, "tau"].iloc[0])
     cell = evaluation[(evaluation["model"] == model) & (evaluation["condition"] == condition)
@@ -284,8 +288,9 @@ def _paired_from_pool(path: Path, coverage: float) -> PairedInputs:
         warnings.simplefilter("ignore", UserWarning)  # dM_k undefined when no pair stays correct: drawn as such
         intervals = identified_intervals(cell, tau)
     outcomes = records[records["source"] == "simulated-recapture"]
-    notes = [f"Interval bars: model {model}, condition {condition} ({source}), τ = {tau:.4f} (accepts "
-             f"{coverage:.0%} of the model's clean development images), evaluation images only."]
+    notes = [f"Interval bars: model {model} (first by name) on {condition} ({source}), the condition with its "
+             f"lowest perturbed accuracy ({accuracy[condition]:.1%}); τ = {tau:.4f} accepts {coverage:.0%} of the "
+             "model's clean development images; evaluation images only."]
     queue = None
     if len(pool.probes) and len(outcomes):
         with warnings.catch_warnings():
@@ -631,6 +636,8 @@ def _paired_section(paired: PairedInputs | None, note: str, figure: _Figures) ->
         cols = [c for c in ("k", "n", "queue_expected_failures", "total_failures", "coverage", "ceiling")
                 if c in q.columns]
         summary = q.groupby("model", sort=True)[cols].first().reset_index()
+        if "queue_expected_failures" in summary:  # an expectation over tied places: one decimal is honest
+            summary["queue_expected_failures"] = [f"{v:,.1f}" for v in summary["queue_expected_failures"]]
         out.append("<h3>Recapture queue</h3><p>Images to re-test physically, per model: k re-tests among n "
                    "clean-correct images; coverage = expected share of the real failures the queue re-tests, "
                    "ceiling = the best any ranking could do at this budget.</p>")
@@ -641,7 +648,7 @@ def _paired_section(paired: PairedInputs | None, note: str, figure: _Figures) ->
 
 def build_report(audits: AuditInputs | Sequence[AuditInputs], *, reviews: ReviewInputs | None = None,
                  reviews_note: str = "no review database was given.", paired: PairedInputs | None = None,
-                 paired_note: str = "no paired data was given (pass --paired DIR).", budget: float = 0.2,
+                 paired_note: str = "no paired data was given (pass --paired DIR).", budget: float = 0.1,
                  title: str | None = None) -> str:
     """The report as one self-contained HTML document.
 
@@ -653,8 +660,9 @@ def build_report(audits: AuditInputs | Sequence[AuditInputs], *, reviews: Review
         Decisions of the first audit; ``reviews_note`` says why they are absent otherwise.
     paired : PairedInputs, optional
         Paired evaluations; ``paired_note`` says why they are absent otherwise.
-    budget : float, default=0.2
-        Review budget of the triage queue, as a fraction of the high-confidence predictions.
+    budget : float, default=0.1
+        Review budget of the triage queue, as a fraction of the high-confidence predictions
+        (the Triage page's default).
 
     Returns
     -------
@@ -690,7 +698,7 @@ def build_report(audits: AuditInputs | Sequence[AuditInputs], *, reviews: Review
 
 
 def report_for_result(result: Any, *, reviews_db: str | os.PathLike[str] | None = None,
-                      paired_dir: str | os.PathLike[str] | None = None, budget: float = 0.2) -> str:
+                      paired_dir: str | os.PathLike[str] | None = None, budget: float = 0.1) -> str:
     """The report of an in-memory audit (the dashboard's "Download report").
 
     Parameters

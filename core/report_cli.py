@@ -47,7 +47,8 @@ def register(subparsers) -> None:
                    help=f"review database (default: ${ENV_VAR} or the dashboard's default, when the file exists)")
     p.add_argument("--no-reviews", action="store_true", help="leave the reviewers' decisions out")
     p.add_argument("--paired", metavar="DIR", help="demo pool or `python -m core paired` output folder")
-    p.add_argument("--budget", type=_budget, default=0.2, help="triage review budget, fraction (default 0.2)")
+    p.add_argument("--budget", type=_budget, default=0.1,
+                   help="triage review budget, fraction of the high-confidence predictions (default 0.1)")
     p.set_defaults(func=_report)
 
 

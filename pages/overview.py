@@ -184,7 +184,9 @@ def _glance_section() -> None:
     st.subheader("The audit at a glance")
     # Built only on click (on Streamlit's download thread): the file inlines plotly.js (~5 MB).
     db, paired = st.session_state["reviews_db"], os.environ.get("PAIRED_DEMO_DIR") or PAIRED_DEMO_DIR
-    st.download_button("Download report", lambda: report_for_result(result, reviews_db=db, paired_dir=paired),
+    budget = st.session_state["triage_budget"] / 100
+    st.download_button("Download report", lambda: report_for_result(result, reviews_db=db, paired_dir=paired,
+                                                                       budget=budget),
                        file_name=f"report_{result.dataset.name}_{result.model_name}_seed{result.seed}.html",
                        mime="text/html", icon=":material/download:", on_click="ignore", key="overview_report",
                        help="One self-contained HTML file for stakeholders (opens offline): protocol, metrics, "

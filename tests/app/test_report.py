@@ -49,7 +49,7 @@ def _run(argv, capsys):
     return code, capsys.readouterr().err
 
 
-def _queue_ids(result, budget=0.2) -> list[str]:
+def _queue_ids(result, budget=0.1) -> list[str]:
     """Independent reference: the top round(q n) high-confidence predictions by u (stable order)."""
     table = result.certificates.table
     hc = np.asarray(result.labels.high_confidence, bool)
@@ -343,3 +343,30 @@ def test_report_module_imports_no_streamlit():
     code = "import sys, core.report, core.report_cli; assert 'streamlit' not in sys.modules, 'streamlit imported'"
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_multiclass_audit_reports_what_it_cannot_show(tmp_path):
+    from sklearn.datasets import load_iris
+
+    from core.tabular.audit import run_audit, write_audit
+
+    iris = load_iris(as_frame=True).frame.rename(columns=lambda c: c.replace(" (cm)", "").replace(" ", "_"))
+    result = run_audit(iris, target="target", model="logreg", seed=0)
+    write_audit(result, tmp_path)
+    text = build_report(load_audit_folder(tmp_path))
+    assert "the probability panel of the trajectories" in text
+    assert len(re.findall(r'class="plotly-graph-div"', text)) == 10
+
+
+def test_paired_pool_cell_is_the_hardest_condition_of_the_first_model():
+    from core.dashboard import evaluation_records
+    from core.paired.demo import load_demo_pool
+
+    paired = load_paired(PAIRED_DEMO)
+    ev = evaluation_records(load_demo_pool(PAIRED_DEMO).records)
+    mine = ev[(ev["model"] == paired.cell["model"]) & (ev["source"] == paired.cell["source"])]
+    accuracy = {c: float(np.mean(g["pert_pred"] == g["true_label"])) for c, g in mine.groupby("condition")}
+    assert paired.cell["model"] == sorted(ev["model"].unique())[0]
+    assert accuracy[paired.cell["condition"]] == min(accuracy.values())
+    assert set(paired.intervals["target"]) == {"H", "L", "dM_k"}
+    assert (paired.intervals["low"].dropna() <= paired.intervals["high"].dropna()).all()
