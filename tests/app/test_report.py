@@ -370,3 +370,65 @@ def test_paired_pool_cell_is_the_hardest_condition_of_the_first_model():
     assert accuracy[paired.cell["condition"]] == min(accuracy.values())
     assert set(paired.intervals["target"]) == {"H", "L", "dM_k"}
     assert (paired.intervals["low"].dropna() <= paired.intervals["high"].dropna()).all()
+
+
+@pytest.mark.browser
+def test_download_report_button_serves_the_report(tmp_path):
+    """The button's deferred builder runs on Streamlit's download thread in a real server."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from playwright.sync_api import sync_playwright
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "AUDIT_REVIEWS_DB": str(tmp_path / "reviews.sqlite3")}
+    log = open(tmp_path / "server.log", "w+")
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                             "--browser.gatherUsageStats", "false", "--server.port", str(port),
+                             "--server.address", "127.0.0.1", "--server.fileWatcherType", "none"],
+                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    log.seek(0)
+                    pytest.fail(f"streamlit server did not start:\n{log.read()[-3000:]}")
+                time.sleep(0.3)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
+            try:
+                page = browser.new_page(accept_downloads=True, viewport={"width": 1400, "height": 900})
+                page.goto(f"http://127.0.0.1:{port}/")
+                button = page.get_by_role("button", name="Download report")
+                button.wait_for(timeout=180_000)
+                with page.expect_download(timeout=180_000) as info:
+                    button.click()
+                download = info.value
+                assert download.suggested_filename == "report_credit_data_hist_gb_seed0.html"
+                download.save_as(tmp_path / "report.html")
+            finally:
+                browser.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+    text = (tmp_path / "report.html").read_text(encoding="utf-8")
+    for section in SECTIONS:
+        assert f"id='{section}'" in text, section
+    assert "Fragility audit: credit_data / hist_gb / seed 0" in text
+    assert "Recapture queue" in text  # the shipped demo pool
+    # The sidebar opened (created) the fresh database; it holds no decision of this audit.
+    assert "the database holds none for this audit's fingerprint" in text
