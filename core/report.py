@@ -34,6 +34,7 @@ import plotly.io as pio
 
 from core import viz
 from core.dashboard import attach_decisions, capture_curves, evaluation_records, rank_queue
+from core.reviews import DECISION_LABELS, ReviewStore
 
 __all__ = [
     "AUDIT_FILES",
@@ -225,8 +226,6 @@ def load_reviews(path: str | os.PathLike[str], fingerprint: str) -> ReviewInputs
     ValueError
         When ``path`` is not an existing file or cannot be read as a review database.
     """
-    from core.reviews import ReviewStore
-
     db = Path(path).expanduser()
     if not db.is_file():
         raise ValueError(f"review database {str(db)!r} does not exist.")
@@ -544,8 +543,6 @@ def _fds_section(a: AuditInputs, figure: _Figures) -> str:
 
 
 def _triage_section(a: AuditInputs, reviews: ReviewInputs | None, reviews_note: str, budget: float) -> str:
-    from core.reviews import DECISION_LABELS
-
     cert = a.certificates
     population = cert[cert["high_confidence"].astype(bool)]
     scope = "high-confidence test predictions"

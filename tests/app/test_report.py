@@ -432,3 +432,16 @@ def test_download_report_button_serves_the_report(tmp_path):
     assert "Recapture queue" in text  # the shipped demo pool
     # The sidebar opened (created) the fresh database; it holds no decision of this audit.
     assert "the database holds none for this audit's fingerprint" in text
+
+
+def test_default_review_database_is_found_and_can_be_left_out(audit, tmp_path, monkeypatch, capsys):
+    result, folder = audit
+    db = tmp_path / "default.sqlite3"
+    ReviewStore(db).record(result.fingerprint, _queue_ids(result)[0], reviewer="ana", decision="acceptable")
+    monkeypatch.setenv("AUDIT_REVIEWS_DB", str(db))
+    out = tmp_path / "r.html"
+    assert _run(["report", str(folder), "--out", str(out)], capsys)[0] == 0
+    assert f"Review database <code>{db}</code>: 1 decision(s) on 1 sample(s)" in out.read_text(encoding="utf-8")
+    assert _run(["report", str(folder), "--out", str(out), "--no-reviews"], capsys)[0] == 0
+    text = out.read_text(encoding="utf-8")
+    assert "left out on request (--no-reviews)" in text and str(db) not in text
