@@ -272,8 +272,8 @@ def _paired_from_pool(path: Path, coverage: float) -> PairedInputs:
     records = pool.records
     evaluation = evaluation_records(records)
     model = sorted(evaluation["model"].unique())[0]
-    source = sorted(evaluation["source"].unique())[-1] if "synthetic" not in set(evaluation["source"]) \
-        else "synthetic"
+    sources = sorted(evaluation["source"].unique())
+    source = "synthetic" if "synthetic" in sources else sources[0]
     mine = evaluation[(evaluation["model"] == model) & (evaluation["source"] == source)]
     # The condition that hurts the model most (lowest perturbed accuracy; ties by name) shows
     # the widest spread of outcomes.

@@ -445,3 +445,22 @@ def test_default_review_database_is_found_and_can_be_left_out(audit, tmp_path, m
     assert _run(["report", str(folder), "--out", str(out), "--no-reviews"], capsys)[0] == 0
     text = out.read_text(encoding="utf-8")
     assert "left out on request (--no-reviews)" in text and str(db) not in text
+
+
+def test_report_needs_only_the_tables_not_the_model(audit, tmp_path, capsys):
+    import shutil
+
+    folder = tmp_path / "tables_only"
+    folder.mkdir()
+    for name in ("certificates.parquet", "evaluation.json", "protocol.json"):
+        shutil.copy(audit[1] / name, folder / name)
+    out = tmp_path / "r.html"
+    assert _run(["report", str(folder), "--out", str(out)], capsys)[0] == 0
+    # The CSV alone (list cells as JSON text) gives the same report body.
+    csv_only = tmp_path / "csv_only"
+    csv_only.mkdir()
+    for name in ("certificates.csv", "evaluation.json", "protocol.json"):
+        shutil.copy(audit[1] / name, csv_only / name)
+    a, b = load_audit_folder(folder), load_audit_folder(csv_only)
+    strip = lambda t: re.sub(r"Built .*? UTC from <code>.*?</code>", "", t)  # noqa: E731
+    assert strip(build_report(a)) == strip(build_report(b))
