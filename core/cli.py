@@ -15,7 +15,7 @@ import sys
 import warnings
 
 # Modules that register sub-commands, in the order they appear in ``--help``.
-_COMMAND_MODULES = ("core.tabular.cli", "core.paired.cli", "core.scale.cli", "core.reviews.cli")
+_COMMAND_MODULES = ("core.tabular.cli", "core.paired.cli", "core.scale.cli", "core.reviews.cli", "core.report_cli")
 
 
 class InputError(ValueError):

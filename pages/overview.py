@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import os
 
 import streamlit as st
 
@@ -9,6 +10,8 @@ from core import viz
 from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, OPERATORS, PATH_RULES, Protocol
 from core.dashboard import (LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, cli_commands, column_summary, groups_table,
                             parse_blocks, parse_float_list, table_columns)
+from core.paired.demo import DEFAULT_DIR as PAIRED_DEMO_DIR
+from core.report import report_for_result
 from core.tabular.datasets import DATASET_NAMES, load_user_data
 from core.tabular.own_model import feature_origins
 from ui.components import audit_line, figure, guarded, page_header, run_page, table
@@ -180,6 +183,15 @@ def _glance_section() -> None:
     result = current_audit()
     audit_line(result)
     st.subheader("The audit at a glance")
+    # Built only on click (on Streamlit's download thread): the file inlines plotly.js (~5 MB).
+    db, paired = st.session_state["reviews_db"], os.environ.get("PAIRED_DEMO_DIR") or PAIRED_DEMO_DIR
+    budget = st.session_state["triage_budget"] / 100
+    st.download_button("Download report", lambda: report_for_result(result, reviews_db=db, paired_dir=paired,
+                                                                       budget=budget),
+                       file_name=f"report_{result.dataset.name}_{result.model_name}_seed{result.seed}.html",
+                       mime="text/html", icon=":material/download:", on_click="ignore", key="overview_report",
+                       help="One self-contained HTML file for stakeholders (opens offline): protocol, metrics, "
+                            "FDS vs confidence, triage decisions, example certificates, paired demo summary.")
     cert = result.certificates.table
     ev = result.evaluation.set_index("score")
     conf = ev[ev["kind"] == "confidence"]

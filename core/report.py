@@ -1,0 +1,751 @@
+"""A stakeholder report of one audit: one self-contained HTML file, built without the model.
+
+:func:`build_report` turns what an audit wrote to disk (:func:`load_audit_folder`: the
+certificate table, ``evaluation.json``, ``protocol.json``) — or the same tables of an audit
+held in memory (:func:`audit_inputs`, used by the dashboard) — plus, optionally, the review
+decisions (:func:`load_reviews`) and paired evaluations (:func:`load_paired`) into one HTML
+page: protocol and fingerprints, nominal vs fragility metrics per model, FDS against the
+confidence scores, the triage queue with the reviewers' decisions, three example
+certificates with their charts, and the paired interval bars and recapture-queue summary.
+
+The page needs no network: plotly's JavaScript is inlined once and every figure reuses it;
+there are no external fonts, style sheets or images. The report never loads the fitted model
+(everything it shows is stored in the audit's tables), so it works on any machine that has
+the folder. :func:`write_report` writes atomically (temporary file + ``os.replace``).
+"""
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+import tempfile
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from core import viz
+from core.dashboard import attach_decisions, capture_curves, evaluation_records, rank_queue
+from core.reviews import DECISION_LABELS, ReviewStore
+
+__all__ = [
+    "AUDIT_FILES",
+    "AuditInputs",
+    "PairedInputs",
+    "ReviewInputs",
+    "audit_inputs",
+    "build_report",
+    "collapse_from_margins",
+    "load_audit_folder",
+    "load_paired",
+    "load_reviews",
+    "report_for_result",
+    "write_report",
+]
+
+#: Files of an audit folder the report reads (the certificate table may be Parquet or CSV).
+AUDIT_FILES = ("certificates.parquet", "evaluation.json", "protocol.json")
+#: Certificate-table columns the report needs.
+_CERT_COLUMNS = ("row_id", "y_true", "brittle", "high_confidence", "pred", "confidence", "margin", "flip_budget",
+                 "rcma", "fds", "path", "path_margins", "score_fds")
+_EPS = 1e-8  # the collapse denominator's guard, as in core.cfc.certificate (SPEC A.3)
+_BUDGETS = np.arange(1, 101) / 100
+_COVERAGE = 0.8  # clean coverage that sets the paired acceptance threshold (the dashboard's default)
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class AuditInputs:
+    """The stored tables of one audit, as the report reads them.
+
+    Attributes
+    ----------
+    label : str
+        Where the audit came from (folder path, or "dashboard").
+    certificates : DataFrame
+        :func:`core.tabular.audit.certificate_export`: one row per test prediction.
+    evaluation : dict
+        :func:`core.tabular.audit.evaluation_json`.
+    protocol : dict
+        :func:`core.tabular.audit.protocol_json`.
+    """
+
+    label: str
+    certificates: pd.DataFrame
+    evaluation: dict
+    protocol: dict
+
+    @property
+    def fingerprint(self) -> str:
+        """Certificate fingerprint: the key the review decisions are stored under."""
+        return str(self.protocol.get("certificate_fingerprint") or self.evaluation.get("fingerprint"))
+
+
+@dataclass(frozen=True, eq=False)
+class ReviewInputs:
+    """Review decisions of one audit.
+
+    Attributes
+    ----------
+    path : str
+        The review database.
+    latest : DataFrame
+        :meth:`core.reviews.ReviewStore.latest` of the audit's fingerprint.
+    n_decisions : int
+        Every stored decision of the audit (history length, all samples).
+    """
+
+    path: str
+    latest: pd.DataFrame
+    n_decisions: int
+
+
+@dataclass(frozen=True, eq=False)
+class PairedInputs:
+    """Paired evaluations for the report.
+
+    Attributes
+    ----------
+    label : str
+        The folder read.
+    cell : dict
+        ``model, condition, source, tau`` of the cell whose interval bars are drawn.
+    intervals : DataFrame
+        ``target, level, low, high, observed`` of that cell.
+    queue : DataFrame or None
+        :func:`core.paired.screening.recapture_queue` (None when the folder has no screening).
+    notes : tuple of str
+        What was chosen or is missing, for people.
+    """
+
+    label: str
+    cell: dict
+    intervals: pd.DataFrame
+    queue: pd.DataFrame | None
+    notes: tuple[str, ...] = field(default=())
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"cannot read {str(path)!r}: expected a JSON object, got {type(data).__name__}.")
+    return data
+
+
+def _read_certificates(directory: Path) -> pd.DataFrame:
+    parquet, csv = directory / "certificates.parquet", directory / "certificates.csv"
+    path = parquet if parquet.is_file() else csv
+    try:
+        if path is parquet:
+            table = pd.read_parquet(path)
+        else:
+            table = pd.read_csv(path)
+            for col in ("path", "path_margins"):  # list cells are JSON text in the CSV
+                if col in table.columns:
+                    table[col] = [np.asarray(json.loads(v), dtype=object if col == "path" else float)
+                                  for v in table[col]]
+    except Exception as exc:  # pyarrow / parser errors have no common base class
+        raise ValueError(f"cannot read {str(path)!r}: {type(exc).__name__}: {exc}") from None
+    missing = [c for c in _CERT_COLUMNS if c not in table.columns]
+    if missing:
+        raise ValueError(f"{str(path)!r} lacks the column(s) {missing}; expected the certificate table written "
+                         "by `python -m core audit`.")
+    if len(table) == 0:
+        raise ValueError(f"{str(path)!r} has no rows.")
+    return table
+
+
+def load_audit_folder(directory: str | os.PathLike[str]) -> AuditInputs:
+    """Read an audit folder written by ``python -m core audit`` (never its model file).
+
+    Parameters
+    ----------
+    directory : path
+        Holds ``certificates.parquet`` (or ``certificates.csv``), ``evaluation.json`` and
+        ``protocol.json``.
+
+    Raises
+    ------
+    ValueError
+        Naming the path: missing folder, not an audit folder, or an unreadable file.
+    """
+    path = Path(directory)
+    if not path.exists():
+        raise ValueError(f"audit folder {str(path)!r} does not exist.")
+    if not path.is_dir():
+        raise ValueError(f"{str(path)!r} is not a folder; expected an audit folder written by `python -m core audit`.")
+    missing = [name for name in ("evaluation.json", "protocol.json") if not (path / name).is_file()]
+    if not (path / "certificates.parquet").is_file() and not (path / "certificates.csv").is_file():
+        missing.insert(0, "certificates.parquet")
+    if missing:
+        hint = (" (a sweep folder: pass one of its <dataset>/<model>/seed<k> folders)"
+                if (path / "sweep_table.csv").is_file() else "")
+        raise ValueError(f"{str(path)!r} is not an audit folder: missing {', '.join(missing)}{hint}; expected the "
+                         "output of `python -m core audit --out DIR`.")
+    evaluation = _read_json(path / "evaluation.json")
+    protocol = _read_json(path / "protocol.json")
+    for name, data, keys in (("evaluation.json", evaluation, ("scores", "nominal", "fragility")),
+                             ("protocol.json", protocol, ("protocol", "certificate_fingerprint"))):
+        absent = [k for k in keys if k not in data]
+        if absent:
+            raise ValueError(f"{str(path / name)!r} lacks the key(s) {absent}; expected the file written by "
+                             "`python -m core audit`.")
+    return AuditInputs(str(path), _read_certificates(path), evaluation, protocol)
+
+
+def audit_inputs(result: Any, *, label: str = "dashboard") -> AuditInputs:
+    """The same tables as an audit folder, from an in-memory :class:`~core.tabular.audit.AuditResult`.
+
+    Goes through the very functions that write the folder, so the report of an audit is the
+    same whether it is built from the dashboard or from ``python -m core report``.
+    """
+    from core.tabular.audit import certificate_export, evaluation_json, protocol_json
+
+    return AuditInputs(label, certificate_export(result), json.loads(json.dumps(evaluation_json(result))),
+                       json.loads(json.dumps(protocol_json(result))))
+
+
+def load_reviews(path: str | os.PathLike[str], fingerprint: str) -> ReviewInputs:
+    """Review decisions of one audit from an existing review database.
+
+    Raises
+    ------
+    ValueError
+        When ``path`` is not an existing file or cannot be read as a review database.
+    """
+    db = Path(path).expanduser()
+    if not db.is_file():
+        raise ValueError(f"review database {str(db)!r} does not exist.")
+    try:
+        store = ReviewStore(db)
+        latest = store.latest(fingerprint)
+        n = len(store.history(fingerprint))
+    except Exception as exc:  # sqlite3.DatabaseError on a file that is not a database
+        raise ValueError(f"cannot read the review database {str(db)!r}: {exc}") from None
+    return ReviewInputs(str(db), latest, n)
+
+
+def load_paired(directory: str | os.PathLike[str], *, coverage: float = _COVERAGE) -> PairedInputs:
+    """Paired evaluations from a demo-pool folder or the output of ``python -m core paired``.
+
+    A demo-pool folder (``records.parquet``, ``probes.parquet``, ``clean.parquet``, … as in
+    ``assets/paired_demo``) gives the identified intervals of its first model on its first
+    condition (sorted), at the threshold ``τ`` accepting ``coverage`` of the model's clean
+    development images, and the recapture queue ranked by ``U`` at a 10 % budget with the
+    simulated recaptures as outcomes. A ``paired`` output folder gives the first cell of its
+    ``intervals.csv`` and its ``recapture_queue.csv`` when present.
+    """
+    path = Path(directory)
+    if not path.is_dir():
+        raise ValueError(f"paired folder {str(path)!r} does not exist or is not a folder.")
+    if (path / "records.parquet").is_file() and (path / "manifest.json").is_file():
+        return _paired_from_pool(path, coverage)
+    if (path / "intervals.csv").is_file():
+        return _paired_from_output(path)
+    raise ValueError(f"{str(path)!r} is not a paired folder: expected records.parquet + manifest.json (a demo pool "
+                     "such as assets/paired_demo) or intervals.csv (the output of `python -m core paired --out`).")
+
+
+def _paired_from_pool(path: Path, coverage: float) -> PairedInputs:
+    from core.paired.bounds import identified_intervals
+    from core.paired.demo import load_demo_pool
+    from core.paired.screening import recapture_queue, screening_scores
+    from core.paired.states import development_thresholds
+
+    try:
+        pool = load_demo_pool(path)
+    except Exception as exc:
+        raise ValueError(f"cannot read the paired folder {str(path)!r}: {type(exc).__name__}: {exc}") from None
+    records = pool.records
+    evaluation = evaluation_records(records)
+    model = sorted(evaluation["model"].unique())[0]
+    sources = sorted(evaluation["source"].unique())
+    source = "synthetic" if "synthetic" in sources else sources[0]
+    mine = evaluation[(evaluation["model"] == model) & (evaluation["source"] == source)]
+    # The condition that hurts the model most (lowest perturbed accuracy; ties by name) shows
+    # the widest spread of outcomes.
+    accuracy = (mine["pert_pred"] == mine["true_label"]).groupby(mine["condition"]).mean()
+    condition = sorted(accuracy.index, key=lambda c: (accuracy[c], c))[0]
+    thresholds = development_thresholds(records, [coverage])
+    tau = float(thresholds.loc[thresholds["model"] == model, "tau"].iloc[0])
+    cell = evaluation[(evaluation["model"] == model) & (evaluation["condition"] == condition)
+                      & (evaluation["source"] == source)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # dM_k undefined when no pair stays correct: drawn as such
+        intervals = identified_intervals(cell, tau)
+    outcomes = records[records["source"] == "simulated-recapture"]
+    notes = [f"Interval bars: model {model} (first by name) on {condition} ({source}), the condition with its "
+             f"lowest perturbed accuracy ({accuracy[condition]:.1%}); τ = {tau:.4f} accepts {coverage:.0%} of the "
+             "model's clean development images; evaluation images only."]
+    queue = None
+    if len(pool.probes) and len(outcomes):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # scores undefined for the pool come back as NaN
+            scores = screening_scores(pool.probes, pool.clean, outcomes=outcomes)
+        queue = recapture_queue(scores, score="U", budget=0.1, outcomes=outcomes)
+        notes.append("Recapture queue: ranked by U (larger = riskier) at a 10 % re-test budget; failures are the "
+                     "simulated recapture conditions of the pool.")
+    else:
+        notes.append("Recapture queue: this pool has no per-probe outputs or no recapture conditions.")
+    return PairedInputs(str(path), {"model": model, "condition": condition, "source": source, "tau": tau},
+                        intervals.reset_index(drop=True), queue, tuple(notes))
+
+
+def _paired_from_output(path: Path) -> PairedInputs:
+    def read(name: str) -> pd.DataFrame:
+        try:
+            return pd.read_csv(path / name)
+        except Exception as exc:
+            raise ValueError(f"cannot read {str(path / name)!r}: {type(exc).__name__}: {exc}") from None
+
+    grid = read("intervals.csv")
+    need = ["target", "level", "low", "high", "observed"]
+    missing = [c for c in need if c not in grid.columns]
+    if missing or len(grid) == 0:
+        raise ValueError(f"{str(path / 'intervals.csv')!r} lacks the column(s) {missing or need} or has no rows; "
+                         "expected the intervals written by `python -m core paired`.")
+    keys = [c for c in ("model", "condition", "source") if c in grid.columns]
+    cell_of = grid[keys].drop_duplicates().sort_values(keys).iloc[0].to_dict() if keys else {}
+    mask = np.ones(len(grid), bool)
+    for k, v in cell_of.items():
+        mask &= (grid[k] == v).to_numpy()
+    cell = grid[mask]
+    tau = float(cell["tau"].iloc[0]) if "tau" in cell.columns else float("nan")
+    n_cells = len(grid[keys].drop_duplicates()) if keys else 1
+    notes = [f"Interval bars: the first of {n_cells} cell(s) of intervals.csv ("
+             + (", ".join(f"{k} {v}" for k, v in cell_of.items()) or "a single cell") + ")."]
+    queue = None
+    if (path / "recapture_queue.csv").is_file():
+        queue = read("recapture_queue.csv")
+    else:
+        notes.append("Recapture queue: the folder has no recapture_queue.csv (run `python -m core paired` with "
+                     "--probes and --clean-outputs to get one).")
+    return PairedInputs(str(path), {**cell_of, "tau": tau}, cell[need].reset_index(drop=True), queue, tuple(notes))
+
+
+# --------------------------------------------------------------------------------------------
+# Computations from the stored tables
+# --------------------------------------------------------------------------------------------
+def collapse_from_margins(path_margins: Sequence[float]) -> np.ndarray:
+    """Margin-collapse curve ``c_k = max(0, (m_0 − m_k) / (|m_0| + 1e-8))`` (SPEC A.3).
+
+    Parameters
+    ----------
+    path_margins : array-like of shape (K + 1,)
+        Margins of the original class along the removal path, ``k = 0 … K`` (nats).
+
+    Returns
+    -------
+    ndarray of shape (K + 1,)
+        Unitless; ``c_0 = 0``; its mean is the certificate's RCMA.
+    """
+    m = np.asarray(path_margins, dtype=float)
+    if m.ndim != 1 or m.size == 0:
+        raise ValueError(f"`path_margins` must be a non-empty 1-D array; got shape {m.shape}.")
+    return np.maximum(0.0, (m[0] - m) / (abs(m[0]) + _EPS))
+
+
+def _n_classes(cert: pd.DataFrame) -> int:
+    return int(max(cert["y_true"].max(), cert["pred"].max())) + 1
+
+
+def _examples(cert: pd.DataFrame, n: int = 3) -> list[tuple[str, int]]:
+    """Most fragile, median and most stable high-confidence predictions by FDS (positions)."""
+    pool = cert[cert["high_confidence"].astype(bool)]
+    if len(pool) < n:
+        pool = cert
+    # u orders as FDS without saturation; ties broken by row id for a deterministic pick.
+    order = pool.assign(_u=pool["score_fds"].astype(float)).sort_values(["_u", "row_id"], ascending=[False, True],
+                                                                          kind="stable")
+    picks = [("most fragile", 0), ("median", len(order) // 2), ("most stable", len(order) - 1)][:n]
+    out, seen = [], set()
+    for name, i in picks:
+        pos = int(cert.index.get_loc(order.index[i]))
+        if pos not in seen:
+            seen.add(pos)
+            out.append((name, pos))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# HTML
+# --------------------------------------------------------------------------------------------
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;margin:0 auto;
+max-width:1180px;padding:24px;color:#1a1a1a;line-height:1.45}
+h1{font-size:1.7em;margin-bottom:.2em}h2{border-bottom:2px solid #0072B2;padding-bottom:4px;margin-top:2em}
+h3{margin-top:1.4em}table{border-collapse:collapse;margin:8px 0 16px;font-size:.9em}
+th,td{border:1px solid #d0d0d0;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f2f2f2}td.num{text-align:right;font-variant-numeric:tabular-nums}
+code{background:#f4f4f4;padding:1px 4px;border-radius:3px;font-size:.88em;word-break:break-all}
+.missing{background:#fff4e5;border-left:4px solid #E69F00;padding:8px 12px;margin:8px 0}
+.note{color:#555;font-size:.9em}.fig{margin:8px 0 24px}.grid{display:grid;grid-template-columns:1fr 1fr;gap:12px}
+@media (max-width:900px){.grid{grid-template-columns:1fr}}
+"""
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _fmt(value: object, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
+    if isinstance(value, (float, np.floating)):
+        if math.isinf(value):
+            return "none" if value > 0 else "−∞"
+        return f"{float(value):.{digits}f}"
+    return str(value)
+
+
+def _table(frame: pd.DataFrame, *, digits: int = 3, headers: Mapping[str, str] | None = None) -> str:
+    headers = headers or {}
+    head = "".join(f"<th>{_e(headers.get(c, c))}</th>" for c in frame.columns)
+    rows = []
+    for row in frame.itertuples(index=False):
+        cells = []
+        for v in row:
+            numeric = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+            cells.append(f"<td{' class=num' if numeric else ''}>{_e(_fmt(v, digits))}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _missing(text: str) -> str:
+    return f'<div class="missing"><strong>Not in this report:</strong> {text}</div>'
+
+
+class _Figures:
+    """Renders figures to HTML divs; plotly.js is inlined with the first one only."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, fig: go.Figure, caption: str) -> str:
+        div = pio.to_html(fig, full_html=False, include_plotlyjs=self.count == 0, include_mathjax=False,
+                          config={"displaylogo": False, "responsive": True}, div_id=f"figure-{self.count}")
+        self.count += 1
+        return f'<div class="fig">{div}<p class="note">{_e(caption)}</p></div>'
+
+
+def _model_rows(audits: Sequence[AuditInputs]) -> pd.DataFrame:
+    rows = []
+    for a in audits:
+        ev, scores = a.evaluation, a.evaluation.get("scores") or {}
+        conf = {k: v for k, v in scores.items() if v.get("kind") == "confidence" and v.get("auroc") is not None}
+        best = max(conf, key=lambda k: conf[k]["auroc"]) if conf else None
+        fds = scores.get("fds", {})
+        nominal, frag = ev.get("nominal", {}), ev.get("fragility", {})
+        rows.append({
+            "dataset": ev.get("dataset"), "model": ev.get("model"), "seed": ev.get("seed"),
+            "accuracy": nominal.get("accuracy"), "AUROC (class)": nominal.get("auroc"), "NLL": nominal.get("nll"),
+            "ECE": nominal.get("ece"), "mean RCMA": frag.get("mean_rcma"), "share k* ≤ 2": frag.get("share_k_le_2"),
+            "share brittle": frag.get("share_brittle"), "FDS AUROC": fds.get("auroc"),
+            "best confidence score": best, "its AUROC": conf[best]["auroc"] if best else None,
+            "FDS Capture@20": fds.get("capture@20"),
+            "its Capture@20": conf[best].get("capture@20") if best else None,
+        })
+    return pd.DataFrame(rows).astype(object).where(lambda f: f.notna(), None)
+
+
+def _protocol_section(a: AuditInputs) -> str:
+    p, proto = a.protocol, a.protocol.get("protocol", {})
+    split = p.get("split", {})
+    facts = pd.DataFrame([
+        ("dataset", f"{p.get('dataset')} ({p.get('source', '')})"), ("model", p.get("model")), ("seed", p.get("seed")),
+        ("split", ", ".join(f"{k} {v}" for k, v in split.items())),
+        ("grouping", f"{proto.get('grouping')} ({len(p.get('groups', {}))} evidence groups)"),
+        ("baseline", proto.get("baseline")), ("depth K", p.get("depth")), ("path rule", proto.get("path")),
+        ("operators", ", ".join(proto.get("operators", []))),
+        ("severities Λ", ", ".join(f"{v:g}" for v in proto.get("severities", []))),
+        ("FDS weights (w1, w2, w3)", ", ".join(f"{v:.4g}" for v in proto.get("weights", []))),
+        ("label channel", json.dumps(p.get("label_channel", {}), ensure_ascii=False)),
+    ], columns=["item", "value"]).astype({"value": str})
+    prints = pd.DataFrame([("protocol fingerprint", p.get("protocol_fingerprint")),
+                           ("certificate fingerprint", a.fingerprint)], columns=["fingerprint", "SHA-256"])
+    notes = a.evaluation.get("notes") or []
+    return ("<h2 id='protocol'>Protocol and fingerprints</h2>"
+            "<p>A certificate is only meaningful relative to its declared protocol. The certificate fingerprint "
+            "covers the protocol, the groups, the baseline and the model's outputs on a fixed probe; review "
+            "decisions are stored under it.</p>" + _table(facts) + _table(prints)
+            + "".join(f"<p class='note'>Audit note: {_e(n)}</p>" for n in notes))
+
+
+def _metrics_section(audits: Sequence[AuditInputs]) -> str:
+    return ("<h2 id='models'>Nominal vs fragility metrics per model</h2>"
+            "<p>Nominal metrics (test split) say how often the model is right; the fragility metrics say how much "
+            "of its confident support survives when evidence goes missing. Mean RCMA: mean normalised margin "
+            "loss along the removal path (0 = none; above 1 = the prediction flipped, and it can be large when "
+            "the original margin is close to 0). Share k* ≤ 2: predictions that flip after removing at most two "
+            "evidence groups. Share brittle: test predictions that are confident and break under the held-out "
+            "stressors.</p>" + _table(_model_rows(audits))
+            + ("" if len(audits) > 1 else
+               "<p class='note'>One audit was given; pass several audit folders to "
+               "<code>python -m core report</code> for one row per model.</p>"))
+
+
+def _fds_section(a: AuditInputs, figure: _Figures) -> str:
+    scores = a.evaluation.get("scores") or {}
+    frame = pd.DataFrame([{"score": k, **v} for k, v in scores.items()])
+    cols = [c for c in ("score", "kind", "auroc", "capture@5", "capture@10", "capture@20", "aurc") if c in frame]
+    cert = a.certificates
+    population = cert[cert["high_confidence"].astype(bool)]
+    pop_text = "high-confidence test predictions"
+    if len(population) == 0 or str(frame.get("population", pd.Series(["high_confidence"])).iloc[0]) == "all":
+        population, pop_text = cert, "all test predictions"
+    score_cols = [c for c in cert.columns if c.startswith("score_")]
+    brittle = population["brittle"].to_numpy(dtype=bool)
+    out = ["<h2 id='fds'>FDS against the confidence scores</h2>",
+           f"<p>Every score is a risk score (larger = riskier), evaluated on the {len(population):,} {pop_text} "
+           f"against the held-out brittle labels ({int(brittle.sum()):,} brittle), which come from a separate "
+           "stress channel and never enter the scores. AUROC: chance that a brittle prediction outranks a sound "
+           "one (0.5 = chance). Capture@q: share of the brittle predictions among the top q % by the score.</p>",
+           _table(frame[cols], headers={"auroc": "AUROC", "aurc": "AURC"})]
+    if {"auroc", "capture@20"} <= set(frame.columns):
+        out.append(figure(viz.score_metrics_figure(frame, capture_column="capture@20", highlight="fds"),
+                          "Orange: FDS. Left AUROC, right the share of brittle predictions in the top 20 %."))
+    if brittle.any():
+        curves, ceiling, random = capture_curves(
+            population[score_cols].rename(columns=lambda c: c.removeprefix("score_")).reset_index(drop=True),
+            brittle, _BUDGETS)
+        out.append(figure(viz.coverage_figure(_BUDGETS, curves, ceiling=ceiling, random=random, selected=0.2,
+                                              highlight="fds", title="Brittle predictions found within the budget",
+                                              y_title="share of held-out brittle found (0–1)"),
+                          "Each line ranks the predictions by one score. Dashed grey: best possible; dotted grey: "
+                          "random. Scores that order the predictions identically draw on top of each other."))
+    else:
+        out.append(_missing("coverage curves — no held-out brittle prediction in this population."))
+    tau_p = float(a.protocol.get("label_channel", {}).get("tau_p", 0.9))
+    out.append("<div class='grid'>" + figure(
+        viz.confidence_fds_figure(cert["confidence"].to_numpy(float), cert["fds"].to_numpy(float),
+                                  brittle=cert["brittle"].to_numpy(bool), threshold=tau_p),
+        "Each dot is a test prediction; high up = fragile. Confident predictions spread over the whole FDS range.")
+        + figure(viz.flip_budget_histogram(cert["flip_budget"].to_numpy(int), depth=int(a.protocol.get("depth"))),
+                 "Groups removed (most supportive first) until the prediction flips.") + "</div>")
+    return "".join(out)
+
+
+def _triage_section(a: AuditInputs, reviews: ReviewInputs | None, reviews_note: str, budget: float) -> str:
+    cert = a.certificates
+    population = cert[cert["high_confidence"].astype(bool)]
+    scope = "high-confidence test predictions"
+    if len(population) == 0:
+        population, scope = cert, "test predictions (none is high-confidence)"
+    frame = pd.DataFrame({"sample_id": population["row_id"].map(str).to_numpy(), "confidence": population["confidence"],
+                          "fds": population["fds"], "flip_budget": population["flip_budget"],
+                          "brittle": population["brittle"].astype(bool), "u": population["score_fds"]})
+    queue = rank_queue(frame, "u", budget=budget)
+    out = [f"<h2 id='triage'>Triage summary</h2><p>The review queue: the top {budget:.0%} of the {len(frame):,} "
+           f"{scope} by FDS — {len(queue):,} cases, {int(queue['brittle'].sum()):,} of them held-out brittle.</p>"]
+    shown = queue.drop(columns="u")
+    if reviews is None:
+        out.append(_missing(f"reviewers' decisions — {reviews_note}"))
+    else:
+        latest = reviews.latest
+        decided = latest.assign(label=latest["decision"].map(lambda d: DECISION_LABELS.get(d, d)))
+        counts = decided["label"].value_counts().rename_axis("decision").reset_index(name="samples")
+        in_queue = decided["sample_id"].isin(queue["sample_id"].map(str))
+        out.append(f"<p>Review database <code>{_e(reviews.path)}</code>: {reviews.n_decisions:,} decision(s) on "
+                   f"{len(latest):,} sample(s) of this audit; {int(in_queue.sum()):,} of the {len(queue):,} queued "
+                   "cases are reviewed (latest decision per sample below).</p>")
+        if len(latest):
+            out.append(_table(counts))
+        else:
+            out.append(_missing("reviewers' decisions — the database holds none for this audit's fingerprint."))
+        shown = attach_decisions(queue, latest).drop(columns=["u", "reviewed_at"])
+        shown["decision"] = shown["decision"].astype(object).where(shown["decision"].notna(), "not reviewed")
+    depth = int(a.protocol.get("depth") or cert["flip_budget"].max())
+    shown["flip_budget"] = [f"> {depth} (no flip)" if int(k) > depth else str(int(k)) for k in shown["flip_budget"]]
+    limit = 50
+    out.append(_table(shown.head(limit), headers={"sample_id": "sample id", "flip_budget": "k*", "fds": "FDS",
+                                                   "rank": "rank"}))
+    if len(shown) > limit:
+        out.append(f"<p class='note'>First {limit} of {len(shown):,} queued cases.</p>")
+    return "".join(out)
+
+
+def _examples_section(a: AuditInputs, figure: _Figures) -> str:
+    cert = a.certificates
+    binary = _n_classes(cert) == 2
+    out = ["<h2 id='examples'>Example certificates</h2>",
+           "<p>Three high-confidence predictions: the most fragile, the median and the most stable by FDS. The "
+           "trajectory removes the most supportive evidence group at each step (replaced by the baseline); the "
+           "collapse curve shows the share of the original margin lost, whose mean is RCMA.</p>"]
+    if not binary:
+        out.append(_missing("the probability panel of the trajectories — the audit folder stores the margins "
+                            "along the path, and for more than two classes the probabilities cannot be recovered "
+                            "from them."))
+    for name, pos in _examples(cert):
+        row = cert.iloc[pos]
+        path = [str(g) for g in row["path"]]
+        margins = np.asarray(row["path_margins"], dtype=float)
+        # Binary margins are log-odds of the clipped probabilities, so p = sigmoid(m) exactly.
+        proba = 1.0 / (1.0 + np.exp(-margins)) if binary else np.full(margins.shape, np.nan)
+        k = int(row["flip_budget"])
+        facts = (f"sample {row['row_id']}: confidence {row['confidence']:.3f}, FDS {row['fds']:.3f}, "
+                 f"k* {k if k <= len(path) else f'> {len(path)} (no flip)'}, RCMA {row['rcma']:.3f}, "
+                 f"held-out brittle: {'yes' if row['brittle'] else 'no'}; path: {' → '.join(path)}")
+        out.append(f"<h3>{_e(name.capitalize())}</h3><p>{_e(facts)}</p><div class='grid'>")
+        out.append(figure(viz.trajectory_figure(path, margins, proba, flip_budget=k,
+                                                class_label=f"class {int(row['pred'])}"),
+                          "Margin (nats) and probability of the original class after each removal; vermillion = "
+                          "flipped."))
+        out.append(figure(viz.collapse_figure(collapse_from_margins(margins), rcma=float(row["rcma"]), path=path),
+                          "Share of the original margin lost after k removals (1 = all of it)."))
+        out.append("</div>")
+    return "".join(out)
+
+
+def _paired_section(paired: PairedInputs | None, note: str, figure: _Figures) -> str:
+    out = ["<h2 id='paired'>Paired evaluations</h2>"]
+    if paired is None:
+        return out[0] + _missing(f"interval bars and the recapture queue — {note}")
+    out.append(f"<p>From <code>{_e(paired.label)}</code>. Identified intervals: every value of the transition "
+               "metrics (H harmful accepted flips, L lost acceptances, dM_k confidence drop) that some pairing "
+               "consistent with the information level allows.</p>")
+    out += [f"<p class='note'>{_e(n)}</p>" for n in paired.notes]
+    out.append(figure(viz.intervals_figure(paired.intervals), "Narrower bars = better identified; ◆ = the observed "
+                      "pairing."))
+    out.append(_table(paired.intervals, digits=4))
+    q = paired.queue
+    if q is None:
+        out.append(_missing("the recapture-queue summary — no screening in the paired folder."))
+    elif len(q) == 0:
+        out.append(_missing("the recapture-queue summary — the queue is empty."))
+    else:
+        cols = [c for c in ("k", "n", "queue_expected_failures", "total_failures", "coverage", "ceiling")
+                if c in q.columns]
+        summary = q.groupby("model", sort=True)[cols].first().reset_index()
+        if "queue_expected_failures" in summary:  # an expectation over tied places: one decimal is honest
+            summary["queue_expected_failures"] = [f"{v:,.1f}" for v in summary["queue_expected_failures"]]
+        out.append("<h3>Recapture queue</h3><p>Images to re-test physically, per model: k re-tests among n "
+                   "clean-correct images; coverage = expected share of the real failures the queue re-tests, "
+                   "ceiling = the best any ranking could do at this budget.</p>")
+        out.append(_table(summary, headers={"queue_expected_failures": "expected failures found",
+                                            "total_failures": "failures"}))
+    return "".join(out)
+
+
+def build_report(audits: AuditInputs | Sequence[AuditInputs], *, reviews: ReviewInputs | None = None,
+                 reviews_note: str = "no review database was given.", paired: PairedInputs | None = None,
+                 paired_note: str = "no paired data was given (pass --paired DIR).", budget: float = 0.1,
+                 title: str | None = None) -> str:
+    """The report as one self-contained HTML document.
+
+    Parameters
+    ----------
+    audits : AuditInputs or sequence of AuditInputs
+        The first is reported in full; all appear in the per-model table.
+    reviews : ReviewInputs, optional
+        Decisions of the first audit; ``reviews_note`` says why they are absent otherwise.
+    paired : PairedInputs, optional
+        Paired evaluations; ``paired_note`` says why they are absent otherwise.
+    budget : float, default=0.1
+        Review budget of the triage queue, as a fraction of the high-confidence predictions
+        (the Triage page's default).
+
+    Returns
+    -------
+    str
+        HTML5 with plotly.js inlined once; nothing is fetched when it is opened.
+    """
+    audits = [audits] if isinstance(audits, AuditInputs) else list(audits)
+    if not audits:
+        raise ValueError("`audits` must hold at least one audit.")
+    if not 0 < budget <= 1:
+        raise ValueError(f"`budget` must be a fraction in (0, 1]; got {budget!r}.")
+    a = audits[0]
+    ev = a.evaluation
+    title = title or f"Fragility audit: {ev.get('dataset')} / {ev.get('model')} / seed {ev.get('seed')}"
+    figure = _Figures()
+    body = [
+        f"<h1>{_e(title)}</h1>",
+        f"<p class='note'>Built {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from <code>{_e(a.label)}</code>. "
+        f"{ev.get('n_test', len(a.certificates)):,} test predictions, {ev.get('n_high_confidence', 0):,} "
+        f"high-confidence, {ev.get('n_brittle', 0):,} held-out brittle. This file is self-contained and works "
+        "offline.</p>",
+        "<nav><a href='#protocol'>Protocol</a> · <a href='#models'>Metrics per model</a> · <a href='#fds'>FDS vs "
+        "confidence</a> · <a href='#triage'>Triage</a> · <a href='#examples'>Example certificates</a> · "
+        "<a href='#paired'>Paired evaluations</a></nav>",
+        _protocol_section(a), _metrics_section(audits), _fds_section(a, figure),
+        _triage_section(a, reviews, reviews_note, budget), _examples_section(a, figure),
+        _paired_section(paired, paired_note, figure),
+    ]
+    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+            f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>" + "".join(body)
+            + f"<!-- figures: {figure.count} --></body></html>\n")
+
+
+def report_for_result(result: Any, *, reviews_db: str | os.PathLike[str] | None = None,
+                      paired_dir: str | os.PathLike[str] | None = None, budget: float = 0.1) -> str:
+    """The report of an in-memory audit (the dashboard's "Download report").
+
+    Parameters
+    ----------
+    result : core.tabular.audit.AuditResult
+    reviews_db : path, optional
+        Review database; left out (and said so) when None or when the file does not exist yet.
+    paired_dir : path, optional
+        Demo pool or ``python -m core paired`` output folder.
+    """
+    audit = audit_inputs(result)
+    reviews, note = None, "no review database is configured."
+    if reviews_db is not None:
+        if Path(reviews_db).expanduser().is_file():
+            reviews = load_reviews(reviews_db, audit.fingerprint)
+        else:
+            note = f"the review database {str(reviews_db)!r} holds no decision yet (the file does not exist)."
+    paired = load_paired(paired_dir) if paired_dir is not None else None
+    return build_report(audit, reviews=reviews, reviews_note=note, paired=paired,
+                        paired_note="no paired folder was given.", budget=budget)
+
+
+def write_report(text: str, out: str | os.PathLike[str]) -> Path:
+    """Write ``text`` to ``out`` atomically: a temporary file in the same folder, then ``os.replace``.
+
+    Raises
+    ------
+    ValueError
+        When the folder of ``out`` does not exist or ``out`` is a folder.
+    """
+    out = Path(out)
+    if out.is_dir():
+        raise ValueError(f"--out {str(out)!r} is a folder; expected a file path such as report.html.")
+    if not out.parent.is_dir():
+        raise ValueError(f"the folder of --out {str(out)!r} does not exist.")
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,80 @@
+"""The ``report`` command: a self-contained HTML report of an audit folder, for stakeholders.
+
+``python -m core report AUDIT_DIR --out report.html``
+    Protocol and fingerprints, nominal vs fragility metrics, FDS against the confidence scores,
+    the triage queue, three example certificates. ``AUDIT_DIR`` is the output of
+    ``python -m core audit``; more folders after the first add rows to the per-model table.
+``... --reviews-db PATH``
+    The reviewers' decisions of this audit (default: the dashboard's database when it exists).
+``... --paired DIR``
+    Interval bars and the recapture-queue summary, from a demo pool (``assets/paired_demo``)
+    or the output of ``python -m core paired --out``.
+
+The model file of the audit folder is never read. The report is written to a temporary file
+beside ``--out`` and renamed into place; bad input exits with code 2 and one line on stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["register"]
+
+
+def _budget(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1]; got {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1]; got {text!r}")
+    return value
+
+
+def register(subparsers) -> None:
+    """Add the ``report`` command to ``python -m core``."""
+    from core.reviews import ENV_VAR
+
+    p = subparsers.add_parser(
+        "report", help="self-contained HTML report of an audit folder (works offline)",
+        description="Build one self-contained HTML report (plotly inlined, no network needed) from the tables of "
+                    "an audit folder; the audit's model file is never read.")
+    p.add_argument("audit_dirs", nargs="+", metavar="AUDIT_DIR",
+                   help="folder(s) written by `python -m core audit`; the first is reported in full")
+    p.add_argument("--out", required=True, help="HTML file to write (replaced atomically)")
+    p.add_argument("--reviews-db", metavar="PATH",
+                   help=f"review database (default: ${ENV_VAR} or the dashboard's default, when the file exists)")
+    p.add_argument("--no-reviews", action="store_true", help="leave the reviewers' decisions out")
+    p.add_argument("--paired", metavar="DIR", help="demo pool or `python -m core paired` output folder")
+    p.add_argument("--budget", type=_budget, default=0.1,
+                   help="triage review budget, fraction of the high-confidence predictions (default 0.1)")
+    p.set_defaults(func=_report)
+
+
+def _report(args) -> int:
+    from core.report import build_report, load_audit_folder, load_paired, load_reviews, write_report
+    from core.reviews import default_db_path
+
+    out = Path(args.out)
+    if out.is_dir():
+        raise ValueError(f"--out {str(out)!r} is a folder; expected a file path such as report.html.")
+    if not out.parent.is_dir():
+        raise ValueError(f"the folder of --out {str(out)!r} does not exist.")
+    audits = [load_audit_folder(d) for d in args.audit_dirs]
+    reviews, reviews_note = None, "no review database was given."
+    if args.no_reviews:
+        reviews_note = "left out on request (--no-reviews)."
+    elif args.reviews_db is not None:
+        reviews = load_reviews(args.reviews_db, audits[0].fingerprint)
+    else:
+        db = default_db_path()
+        if db.is_file():
+            reviews = load_reviews(db, audits[0].fingerprint)
+        else:
+            reviews_note = f"no review database was given (--reviews-db PATH) and none exists at {db}."
+    paired = load_paired(args.paired) if args.paired else None
+    html = build_report(audits, reviews=reviews, reviews_note=reviews_note, paired=paired, budget=args.budget)
+    write_report(html, out)
+    print(f"wrote {out} ({len(html.encode('utf-8')) / 1e6:.1f} MB)", file=sys.stderr)
+    return 0
