@@ -9,6 +9,7 @@ family          members
 ``xgboost``     ``model.json``: XGBoost's own JSON model (``save_model`` / ``load_model``)
 ``lightgbm``    ``model.txt``: LightGBM's text model (``model_to_string``); loaded as a
                 :class:`BoosterClassifier` (``predict_proba`` over the booster)
+``catboost``    ``model.cbm``: CatBoost's own binary model (``save_model`` / ``load_model``)
 ``torch``       ``state_dict.pt``: the module's ``state_dict``, read with
                 ``torch.load(weights_only=True)``; constructor parameters in ``meta``
 ``onnx``        ``model.onnx``: run with onnxruntime (:mod:`core.tabular.onnx_model`)
@@ -34,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from core.atomic import atomic_write_bytes
 
 __all__ = [
     "FAMILIES",
@@ -105,10 +108,7 @@ def _unzip(data: bytes, where: str) -> dict[str, bytes]:
 def write_archive(path: str | Path, members: Mapping[str, bytes]) -> Path:
     """Write ``members`` (name -> bytes) as one deterministic zip file, atomically."""
     path = Path(path)
-    data = _normalised_zip(members)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    atomic_write_bytes(path, _normalised_zip(members))
     return path
 
 
@@ -263,6 +263,29 @@ def _load_lightgbm(members: Mapping[str, bytes], meta: Mapping, trusted: Iterabl
     return BoosterClassifier(booster, meta["classes"])
 
 
+def _save_catboost(model: Any) -> tuple[dict[str, bytes], dict]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "model.cbm"
+        model.save_model(str(path), format="cbm")
+        data = path.read_bytes()
+    if type(model).__name__ != "CatBoostClassifier":
+        raise ValueError(f"catboost model class {type(model).__name__!r} is not supported (CatBoostClassifier only).")
+    return {"model.cbm": data}, {"class": "CatBoostClassifier"}
+
+
+def _load_catboost(members: Mapping[str, bytes], meta: Mapping, trusted: Iterable[str]) -> Any:
+    from catboost import CatBoostClassifier, CatBoostError
+
+    if meta.get("class") != "CatBoostClassifier":
+        raise ValueError(f"catboost model class {meta.get('class')!r} is not supported (CatBoostClassifier only).")
+    model = CatBoostClassifier(thread_count=1, verbose=False, allow_writing_files=False)
+    try:
+        model.load_model(blob=members["model.cbm"], format="cbm")
+    except CatBoostError as exc:
+        raise ValueError(f"the CatBoost model is corrupt or truncated ({exc}).") from exc
+    return model
+
+
 def _is_torch_model(model: Any) -> bool:
     return type(model).__module__ == "core.tabular.resmlp"
 
@@ -352,6 +375,7 @@ FAMILIES: Mapping[str, Family] = {
     "xgboost": Family(lambda m: _module_of(m) == "xgboost", _save_xgboost, _load_xgboost),
     "lightgbm": Family(lambda m: _module_of(m) == "lightgbm" or isinstance(m, BoosterClassifier),
                        _save_lightgbm, _load_lightgbm),
+    "catboost": Family(lambda m: _module_of(m) == "catboost", _save_catboost, _load_catboost),
     "torch": Family(_is_torch_model, _save_torch, _load_torch),
     "onnx": Family(_is_onnx_model, _save_onnx, _load_onnx),
     "sklearn": Family(lambda m: True, _save_sklearn, _load_sklearn),

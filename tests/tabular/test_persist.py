@@ -13,8 +13,9 @@ from core.tabular.persist import FAMILIES, family_of
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 FAST = {"resmlp": {"epochs": 3}, "fr_resmlp": {"epochs": 3}, "random_forest": {"n_estimators": 20},
         "extra_trees": {"n_estimators": 20}, "xgboost": {"n_estimators": 30}, "lightgbm": {"n_estimators": 30},
-        "mlp": {"max_iter": 50}}
-EXPECTED_FAMILY = {"xgboost": "xgboost", "lightgbm": "lightgbm", "resmlp": "torch", "fr_resmlp": "torch"}
+        "mlp": {"max_iter": 50}, "catboost": {"iterations": 30}}
+EXPECTED_FAMILY = {"xgboost": "xgboost", "lightgbm": "lightgbm", "catboost": "catboost", "resmlp": "torch",
+                   "fr_resmlp": "torch"}
 
 
 @pytest.mark.parametrize("name", MODEL_NAMES)
