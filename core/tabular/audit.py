@@ -40,7 +40,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from core._rng import as_generator
-from core.atomic import atomic_path, atomic_write_text
+from core.atomic import atomic_folder, atomic_path, atomic_write_text
 from core.cfc.baselines import baseline_vector
 from core.cfc.calibration import CalibrationReport, calibration_report
 from core.cfc.certificate import CertificateSet, certify
@@ -221,24 +221,11 @@ class AuditResult:
         Path
             The folder.
         """
-        import shutil
-
         directory = Path(directory)
         if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
             raise ValueError(f"{str(directory)!r} already exists and is not an empty folder; choose a new one.")
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        tmp = directory.with_name(f".{directory.name}.partial")
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir()
-        try:
+        with atomic_folder(directory) as tmp:
             write_audit(self, tmp)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        if directory.exists():
-            directory.rmdir()
-        tmp.replace(directory)
         return directory
 
     @property

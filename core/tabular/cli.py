@@ -209,7 +209,7 @@ def _audit(args) -> int:
 def _audit_own(args) -> int:
     """``audit --model-file``: load the model safely, audit it, publish the folder atomically."""
     from core.cfc.stressors import LabelChannel
-    from core.tabular.audit import summary_markdown
+    from core.tabular.audit import summary_markdown, write_audit
     from core.tabular.model_files import load_model_file, read_feature_order, read_table
     from core.tabular.own_model import audit_model
 
@@ -246,14 +246,8 @@ def _audit_own(args) -> int:
     result = audit_model(model, train, test, target=args.target, protocol=protocol, label_channel=channel,
                          blocks=blocks, population=args.population, batch_size=args.batch_size,
                          name=Path(args.model_file).name)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex}"
-    try:
-        result.save(tmp)
-        publish_folder(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with atomic_folder(out) as tmp:
+        write_audit(result, tmp)
     print(summary_markdown(result))
     print(f"wrote {out}", file=sys.stderr)
     return 0

@@ -24,7 +24,8 @@ protocols = st.builds(
     path=st.sampled_from(["static", "adaptive"]),
     operators=st.sampled_from([(), ("attenuate_single",), ("attenuate_all",), ("attenuate_single", "attenuate_all")]),
     severities=st.lists(st.floats(0.01, 1.0), min_size=1, max_size=4, unique=True),
-    weights=st.tuples(*[st.floats(0, 2)] * 3),
+    # all-zero weights are refused by Protocol (FDS would carry no information)
+    weights=st.tuples(*[st.floats(0, 2)] * 3).filter(any),
 )
 
 
