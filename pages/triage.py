@@ -68,15 +68,14 @@ def _evidence(result, frame, sample_id: int) -> None:
     depth = result.certificates.depth
     with st.expander(f"Evidence for sample {sample_id}: predicted {row['predicted']} "
                      f"(true class {row['true_class']})", expanded=True, icon=":material/troubleshoot:"):
-        m = st.columns([1, 1, 1, 1, 2])
+        m = st.columns(4)
         m[0].metric("Confidence", f"{cert.confidence:.3f}")
         m[1].metric("FDS (risk)", f"{cert.fds:.3f}", help="1 − exp(−u); larger = more fragile")
         m[2].metric("Flip budget k*", flip_budget_text(cert, depth),
                     help="Groups removed along the greedy path until the prediction flips")
         m[3].metric("RCMA (risk)", f"{cert.rcma:.3f}", help="Mean normalised margin loss along the path")
-        m[4].metric("λ* per operator", lambda_text(cert),
-                    help="First blend severity towards the baseline that flips the prediction (none = never)")
-        st.caption("Path (most supportive group first): " + " → ".join(cert.path))
+        st.caption(f"Removal path (most supportive group first): {' → '.join(cert.path)} · λ* per operator, the "
+                   f"first blend severity towards the baseline that flips the prediction: {lambda_text(cert)}.")
         certificate_figures(result, cert, key="triage")
         evidence_tables(result, cert, key="triage", height=220)
         if st.button("Open in explorer", key="triage_open_explorer", icon=":material/open_in_new:",
