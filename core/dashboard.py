@@ -496,7 +496,7 @@ def path_evidence_table(x: np.ndarray, baseline: np.ndarray, groups: Mapping[str
     DataFrame
         One row per transformed column of every path group, in path order: ``step`` (1 =
         removed first), ``group``, ``raw column``, ``raw value`` (text, floats rounded to 3
-        decimals), ``feature``, ``value`` and ``baseline`` (model space, rounded to 3 decimals).
+        decimals, ``"missing"`` when missing), ``feature``, ``value`` and ``baseline`` (model space, rounded to 3 decimals).
     """
     x = np.asarray(x, dtype=float).ravel()
     b = np.asarray(baseline, dtype=float).ravel()
@@ -510,8 +510,10 @@ def path_evidence_table(x: np.ndarray, baseline: np.ndarray, groups: Mapping[str
     rows = []
     for step, name in enumerate(path, start=1):
         for c in groups[name]:
+            raw = raw_row.get(origins[c])
             rows.append({"step": step, "group": str(name), "raw column": str(origins[c]),
-                         "raw value": _rounded(raw_row.get(origins[c])), "feature": str(feature_names[c]),
+                         "raw value": "missing" if _missing(raw) else _rounded(raw),
+                         "feature": str(feature_names[c]),
                          "value": round(float(x[c]), 3), "baseline": round(float(b[c]), 3)})
     return pd.DataFrame(rows, columns=["step", "group", "raw column", "raw value", "feature", "value", "baseline"])
 

@@ -8,7 +8,7 @@ from core import viz
 from core.cfc.evaluation import SCORES
 from core.dashboard import attach_decisions, capture_curves, prediction_table, rank_queue, score_summary
 from core.reviews import DECISION_LABELS, DECISIONS
-from ui.certificate import certificate_figures, evidence_tables, flip_budget_text, lambda_text
+from ui.certificate import certificate_panel, flip_budget_text, lambda_text
 from ui.components import audit_line, figure, guarded, page_header, run_page, table
 from ui.data import current_audit, review_store
 from ui.entry import ensure_entrypoint
@@ -76,11 +76,10 @@ def _evidence(result, frame, sample_id: int) -> None:
         m[3].metric("RCMA (risk)", f"{cert.rcma:.3f}", help="Mean normalised margin loss along the path")
         st.caption(f"Removal path (most supportive group first): {' → '.join(cert.path)} · λ* per operator, the "
                    f"first blend severity towards the baseline that flips the prediction: {lambda_text(cert)}.")
-        certificate_figures(result, cert, key="triage")
-        evidence_tables(result, cert, key="triage", height=220)
         if st.button("Open in explorer", key="triage_open_explorer", icon=":material/open_in_new:",
                      help="The full certificate of this sample: flip-set search, what-if, raw values, JSON."):
             open_in_explorer(sample_id, high_confidence=bool(row["high_confidence"]))
+        certificate_panel(result, cert, key="triage")
 
 
 def _review_panel(result, sample_id: int) -> None:

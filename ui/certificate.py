@@ -24,7 +24,11 @@ def flip_budget_text(cert: Any, depth: int) -> str:
 
 def certificate_figures(result: Any, cert: Any, *, key: str) -> None:
     """Removal trajectory, collapse with RCMA, degradation with λ*, one-step drops (2 × 2)."""
-    classes = [str(c) for c in result.dataset.classes]
+    _trajectory_row(cert, [str(c) for c in result.dataset.classes], key=key)
+    _operator_row(cert, key=key)
+
+
+def _trajectory_row(cert: Any, classes: list[str], *, key: str) -> None:
     left, right = st.columns([3, 2])
     with left:
         figure(viz.trajectory_figure(cert.path, cert.path_margins, cert.proba[:, cert.pred],
@@ -37,6 +41,9 @@ def certificate_figures(result: Any, cert: Any, *, key: str) -> None:
         figure(viz.collapse_figure(cert.collapse, rcma=cert.rcma, path=cert.path),
                "Bars: share of the original margin lost after k removals along the path above (1 = all of "
                "it, above 1 = flipped). RCMA is their mean — the dashed line.", key=f"{key}_collapse")
+
+
+def _operator_row(cert: Any, *, key: str) -> None:
     left, right = st.columns(2)
     with left:
         figure(viz.degradation_figure(cert.severities, cert.operator_margins, cert.lambda_star, margin0=cert.margin),
@@ -49,19 +56,41 @@ def certificate_figures(result: Any, cert: Any, *, key: str) -> None:
                key=f"{key}_drops")
 
 
-def evidence_tables(result: Any, cert: Any, *, key: str, height: int = 260) -> None:
-    """The prediction after each removal, and the path groups' values beside their baseline."""
+def steps_table(result: Any, cert: Any, *, key: str, height: int | str = "auto") -> None:
+    """The prediction after each removal along the certificate's path."""
     classes = [str(c) for c in result.dataset.classes]
+    table(removal_steps_table(cert, classes), name=f"sample {cert.index} removal steps", key=f"{key}_steps",
+          height=height, caption="The prediction after each removal along the path; P is the probability of the "
+          "originally predicted class, the margin its centred pseudo-logit margin (nats; below 0 = flipped).")
+
+
+def path_values_table(result: Any, cert: Any, *, key: str, height: int | str = "auto") -> None:
+    """The path groups' values (raw and as the model sees them) beside the baseline replacing them."""
     origins = feature_origins(result.preprocessor)
     names = getattr(result.preprocessor, "feature_names", None) or [f"x{j}" for j in range(len(origins))]
-    left, right = st.columns([2, 3])
-    with left:
-        table(removal_steps_table(cert, classes), name=f"sample {cert.index} removal steps", key=f"{key}_steps",
-              height=height, caption="The prediction after each removal along the path (margin in nats; below 0 "
-              "= flipped).")
-    with right:
-        evidence = path_evidence_table(result.X_test[cert.position], result.baseline, result.groups, cert.path,
-                                       feature_names=names, origins=origins, raw_row=result.raw_test.loc[cert.index])
-        table(evidence, name=f"sample {cert.index} path evidence", key=f"{key}_evidence", height=height,
-              caption="The groups on the path, removed in this order: the raw value, its value as the model sees "
-              "it, and the baseline that replaces it when the group is removed.")
+    evidence = path_evidence_table(result.X_test[cert.position], result.baseline, result.groups, cert.path,
+                                   feature_names=names, origins=origins, raw_row=result.raw_test.loc[cert.index])
+    table(evidence, name=f"sample {cert.index} path evidence", key=f"{key}_evidence", height=height,
+          caption="The groups on the path in removal order: the raw value, its value as the model sees it "
+          "(after preprocessing), and the baseline value that replaces it when the group is removed.")
+
+
+def evidence_tables(result: Any, cert: Any, *, key: str) -> None:
+    """Both evidence tables, one under the other (each needs the full width)."""
+    path_values_table(result, cert, key=key)
+    steps_table(result, cert, key=key)
+
+
+def certificate_panel(result: Any, cert: Any, *, key: str) -> None:
+    """The whole certificate of one sample in four tabs: a compact panel for the triage page."""
+    classes = [str(c) for c in result.dataset.classes]
+    tabs = st.tabs(["Trajectory and collapse", "λ* per operator and one-step drops", "Path values vs baseline",
+                    "Prediction after each removal"])
+    with tabs[0]:
+        _trajectory_row(cert, classes, key=key)
+    with tabs[1]:
+        _operator_row(cert, key=key)
+    with tabs[2]:
+        path_values_table(result, cert, key=key, height=250)
+    with tabs[3]:
+        steps_table(result, cert, key=key, height=250)

@@ -107,7 +107,7 @@ def test_path_evidence_table_lists_path_groups_in_order_with_their_baseline():
     raw_missing = pd.Series({"age": np.nan})
     t = path_evidence_table(x, baseline, groups, ["age"], feature_names=["a", "b", "c", "d"],
                             origins=["age", "colour", "colour", "income"], raw_row=raw_missing)
-    assert t["raw value"].tolist() == [None]
+    assert t["raw value"].tolist() == ["missing"]
     with pytest.raises(ValueError, match=r"not in `groups`: \['zip'\]"):
         path_evidence_table(x, baseline, groups, ["zip"], feature_names=["a", "b", "c", "d"],
                             origins=["age", "colour", "colour", "income"], raw_row=raw)
@@ -161,7 +161,9 @@ def test_triage_panel_shows_the_evidence_of_the_selected_case(app, audit):
     raw = audit.raw_test.loc[sample_id]
     first = evidence.iloc[0]
     value = raw[first["raw column"]]
-    if isinstance(value, (float, np.floating)):
+    if pd.isna(value):
+        assert first["raw value"] == "missing"
+    elif isinstance(value, (float, np.floating)):
         assert float(first["raw value"]) == pytest.approx(float(value), abs=5e-4)
     else:
         assert first["raw value"] == str(value)
