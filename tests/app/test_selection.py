@@ -12,6 +12,8 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.cfc.operators import remove
 from core.dashboard import path_evidence_table, removal_steps_table
@@ -297,3 +299,41 @@ def test_whatif_toggles_reset_when_the_sample_changes(app):
     _select(app, "explorer_table", 1)
     assert app.button_group(key="whatif_groups").value == []
     assert any("with 0 group(s)" in m.value for m in app.markdown)
+
+
+def test_model_comparison_opens_on_the_shared_sample(app):
+    app.switch_page("pages/explorer.py").run()
+    table = app.dataframe(key="explorer_table").value
+    _select(app, "explorer_table", 4)
+    chosen = int(table.iloc[4]["sample_id"])
+    app.switch_page("pages/comparison.py").run()
+    _ok(app)
+    box = app.selectbox(key="compare_sample")
+    assert box.value == chosen
+    other = next(o for o in box.options if int(o.split(" ")[0]) != chosen)
+    box.select(int(other.split(" ")[0])).run()
+    _ok(app)
+    assert app.session_state["selected_sample"] == int(other.split(" ")[0])
+    app.switch_page("pages/explorer.py").run()
+    assert _explorer_sample(app) == int(other.split(" ")[0])
+
+
+@settings(max_examples=40, deadline=None)
+@given(sizes=st.lists(st.integers(1, 3), min_size=1, max_size=5), data=st.data())
+def test_path_evidence_table_has_one_row_per_column_of_each_path_group(sizes, data):
+    d = sum(sizes)
+    names = [f"g{i}" for i in range(len(sizes))]
+    bounds = np.cumsum([0, *sizes])
+    groups = {n: list(range(bounds[i], bounds[i + 1])) for i, n in enumerate(names)}
+    path = data.draw(st.permutations(names))[: data.draw(st.integers(0, len(names)))]
+    x = np.arange(d, dtype=float) / 7
+    baseline = -np.arange(d, dtype=float) / 3
+    origins = [n for n in names for _ in groups[n]]
+    t = path_evidence_table(x, baseline, groups, path, feature_names=[f"f{j}" for j in range(d)],
+                            origins=origins, raw_row=pd.Series({n: i for i, n in enumerate(names)}))
+    cols = [c for g in path for c in groups[g]]
+    assert len(t) == len(cols)
+    assert t["feature"].tolist() == [f"f{c}" for c in cols]
+    assert t["step"].tolist() == [path.index(g) + 1 for g in path for _ in groups[g]]
+    np.testing.assert_array_equal(t["baseline"].to_numpy(float), np.round(baseline[cols], 3))
+    assert t["raw value"].tolist() == [str(names.index(g)) for g in path for _ in groups[g]]
