@@ -70,13 +70,15 @@ DEFAULTS: dict[str, object] = {
     "upload_target": None,
     "audit_sample_rows": LARGE_TABLE_ROWS,  # interactive audit sample of uploads above that many rows
     "overview_column": None,
+    # the sample selected on the tabular pages (dataset sample id, not a row position; ui/selection.py)
+    "selected_sample": None,  # None = each page starts on its most fragile case
     # certificate explorer
     "explorer_sort": "fds",
     "explorer_search": "",
     "explorer_hc": True,
     "explorer_table": {"selection": {"rows": [], "columns": [], "cells": []}},
-    "explorer_sample": None,  # sample id shown in the explorer (None = the most fragile)
     "whatif_groups": [],
+    "whatif_sample": None,    # sample id the what-if toggles belong to (reset when it changes)
     # triage queue
     "triage_score": "fds",
     "triage_budget": 10,

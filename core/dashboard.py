@@ -48,10 +48,12 @@ __all__ = [
     "model_comparison_table",
     "parse_blocks",
     "parse_float_list",
+    "path_evidence_table",
     "policy_matrix",
     "prediction_table",
     "rank_queue",
     "raw_values_table",
+    "removal_steps_table",
     "sample_bundle",
     "score_summary",
     "table_columns",
@@ -415,6 +417,105 @@ def raw_values_table(raw_row: pd.Series, groups: dict[str, list[int]], origins: 
             value = raw_row.get(column)
             rows.append({"group": name, "column": column, "value": None if _missing(value) else str(value)})
     return pd.DataFrame(rows, columns=["group", "column", "value"])
+
+
+def _rounded(value: object, digits: int = 3) -> object:
+    """A raw cell as people read it: floats rounded (trailing zeros dropped), missing kept missing."""
+    if _missing(value):
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        text = f"{float(value):.{digits}f}".rstrip("0").rstrip(".")
+        return "0" if text in ("-0", "") else text
+    return _text(value)
+
+
+def removal_steps_table(certificate: Any, classes: Sequence[object]) -> pd.DataFrame:
+    """The prediction after each removal along one certificate's path, for people.
+
+    Parameters
+    ----------
+    certificate : core.cfc.certificate.SampleCertificate
+        ``path`` (K group names) and the step arrays ``preds``, ``proba`` and ``path_margins``
+        of shape (K+1, ...) with step 0 the intact input.
+    classes : sequence
+        Class names in encoded order.
+
+    Returns
+    -------
+    DataFrame
+        One row per step 0..K: ``step``, ``group removed`` (``"none (intact)"`` at step 0),
+        ``prediction`` (class name after the removals so far), ``P(original class)`` and
+        ``margin`` (centred pseudo-logit margin of the original class, nats; below 0 =
+        flipped), both rounded to 3 decimals, and ``flipped`` (``"yes"`` / ``"no"``).
+    """
+    cert = certificate
+    names = np.asarray([str(c) for c in classes], dtype=object)
+    steps = len(cert.path_margins)
+    if len(cert.path) != steps - 1:
+        raise ValueError(f"`certificate` has {len(cert.path)} path groups but {steps} steps; expected one step "
+                         "more than groups (step 0 is the intact input).")
+    preds = np.asarray(cert.preds, dtype=int)
+    return pd.DataFrame({
+        "step": np.arange(steps),
+        "group removed": ["none (intact)", *map(str, cert.path)],
+        "prediction": names[preds],
+        "P(original class)": np.round(np.asarray(cert.proba, dtype=float)[:, cert.pred], 3),
+        "margin": np.round(np.asarray(cert.path_margins, dtype=float), 3),
+        "flipped": np.where(preds != cert.pred, "yes", "no"),
+    })
+
+
+def path_evidence_table(x: np.ndarray, baseline: np.ndarray, groups: Mapping[str, Sequence[int]],
+                        path: Sequence[str], *, feature_names: Sequence[str], origins: Sequence[str],
+                        raw_row: pd.Series) -> pd.DataFrame:
+    """The values of the groups on a removal path next to the baseline that replaces them.
+
+    Parameters
+    ----------
+    x : ndarray of shape (d,)
+        The sample's transformed features (model space).
+    baseline : ndarray of shape (d,)
+        The protocol's baseline (model space); removing a group sets its columns to it.
+    groups : mapping of str -> sequence of int
+        Evidence groups over the ``d`` transformed columns.
+    path : sequence of str
+        Group names in removal order (most supportive first).
+    feature_names : sequence of str, length d
+        Name of every transformed column.
+    origins : sequence of str, length d
+        Raw column of origin of every transformed column.
+    raw_row : Series
+        The sample's raw row (raw values are looked up by origin; absent ones are missing).
+
+    Returns
+    -------
+    DataFrame
+        One row per transformed column of every path group, in path order: ``step`` (1 =
+        removed first), ``group``, ``raw column``, ``raw value`` (text, floats rounded to 3
+        decimals, ``"missing"`` when missing), ``feature``, ``value`` and ``baseline`` (model space, rounded to 3 decimals).
+    """
+    x = np.asarray(x, dtype=float).ravel()
+    b = np.asarray(baseline, dtype=float).ravel()
+    d = x.size
+    if b.size != d or len(feature_names) != d or len(origins) != d:
+        raise ValueError(f"`x` has {d} features but `baseline` has {b.size}, `feature_names` {len(feature_names)} "
+                         f"and `origins` {len(origins)}; expected the same length.")
+    unknown = [g for g in path if g not in groups]
+    if unknown:
+        raise ValueError(f"`path` names groups that are not in `groups`: {unknown!r} (groups: {list(groups)}).")
+    rows = []
+    for step, name in enumerate(path, start=1):
+        for c in groups[name]:
+            raw = raw_row.get(origins[c])
+            rows.append({"step": step, "group": str(name), "raw column": str(origins[c]),
+                         "raw value": "missing" if _missing(raw) else _rounded(raw),
+                         "feature": str(feature_names[c]),
+                         "value": round(float(x[c]), 3), "baseline": round(float(b[c]), 3)})
+    return pd.DataFrame(rows, columns=["step", "group", "raw column", "raw value", "feature", "value", "baseline"])
 
 
 def capture_curves(scores: pd.DataFrame, positives: np.ndarray,

@@ -12,6 +12,7 @@ from ui.components import audit_line, figure, page_header, run_page, table
 from ui.data import audits_for, current_audit, model_label
 from ui.entry import ensure_entrypoint
 from ui.own_model import own_mode
+from ui.selection import sample_in, select_sample, selected_sample
 
 ensure_entrypoint()
 
@@ -71,10 +72,13 @@ def _body() -> None:
     confident = np.asarray(primary.labels.high_confidence, dtype=bool)
     pool = np.flatnonzero(confident) if confident.any() else np.arange(len(ids))
     options = [int(i) for i in ids[pool[np.argsort(-fds[pool], kind="stable")]]]
+    if sample_in(options):  # the sample selected on another tabular page
+        st.session_state["compare_sample"] = selected_sample()
     if st.session_state["compare_sample"] not in options:
         st.session_state["compare_sample"] = options[0]
     fds_by_id = dict(zip(ids.tolist(), fds.tolist()))
     st.selectbox("Sample shown under every model", options, key="compare_sample", persist_state="session",
+                 on_change=lambda: select_sample(st.session_state["compare_sample"]),
                  format_func=lambda i: f"{i} — FDS {fds_by_id[i]:.3f} under {model_label(primary.model_name)}",
                  help="High-confidence test predictions of the model selected in the sidebar, most fragile first.")
     sample = st.session_state["compare_sample"]

@@ -10,9 +10,11 @@ from core import viz
 from core.cfc.search import flip_search
 from core.tabular.own_model import feature_origins
 from core.dashboard import prediction_table, raw_values_table, sample_bundle, whatif_probabilities
+from ui.certificate import certificate_figures, evidence_tables, flip_budget_text
 from ui.components import audit_line, figure, page_header, run_page, table
 from ui.data import current_audit
 from ui.entry import ensure_entrypoint
+from ui.selection import apply_table_selection, sample_in, select_sample, selected_sample
 
 ensure_entrypoint()
 
@@ -45,8 +47,12 @@ def _clear_selection() -> None:
     st.session_state.pop("explorer_table", None)
 
 
-def _pick_sample(frame) -> int:
-    """Sample table with search and sort; returns the position of the chosen sample."""
+def _pick_sample(frame) -> int | None:
+    """Sample table with search and sort; returns the position of the chosen sample.
+
+    The chosen sample is always a row of the table as filtered (``None`` when no row matches),
+    and it is the shared selection of the tabular pages (:mod:`ui.selection`).
+    """
     c1, c2, c3 = st.columns([2, 2, 1])
     c3.toggle("High confidence only", key="explorer_hc", persist_state="session", on_change=_clear_selection,
               help="Only predictions with confidence p̂ ≥ 0.9 — confident yet fragile ones are the risky cases.")
@@ -63,21 +69,24 @@ def _pick_sample(frame) -> int:
                 + shown["predicted"].astype(str)).str.lower()
         shown = shown[text.str.contains(query, regex=False)]
     if shown.empty:
-        st.warning(f"No prediction matches {query!r}; showing all of them.", icon=":material/search_off:")
-        shown = pool.sort_values([column, "sample_id"], ascending=[ascending, True], kind="stable")
-    event = table(shown.drop(columns="position"), name="test predictions", key="explorer_table", select=True,
-                  height=320, caption="Click a row to open its certificate. Brittle = broke under the held-out "
-                  "stressors (evaluation only).", download=frame.drop(columns="position"),
-                  column_config={"confidence": st.column_config.NumberColumn(format="%.3f"),
-                                 "fds": st.column_config.NumberColumn("FDS", format="%.3f"),
-                                 "rcma": st.column_config.NumberColumn("RCMA", format="%.3f"),
-                                 "flip_budget": st.column_config.NumberColumn("k*")})
-    rows = event.selection.rows if event is not None else []
-    if rows:
-        st.session_state["explorer_sample"] = int(shown.iloc[rows[0]]["sample_id"])
-    if st.session_state["explorer_sample"] not in set(pool["sample_id"]):
-        st.session_state["explorer_sample"] = int(shown.iloc[0]["sample_id"])
-    return int(frame.index[frame["sample_id"] == st.session_state["explorer_sample"]][0])
+        st.warning(f"No prediction matches {query!r}{' among the high-confidence ones' if len(pool) < len(frame) else ''}"
+                   "; clear the search to see a certificate.", icon=":material/search_off:")
+        return None
+    visible = shown.drop(columns="position")
+    table(visible, name="test predictions", key="explorer_table", select=True,
+          height=320, caption="Click a row to open its certificate. Brittle = broke under the held-out "
+          "stressors (evaluation only). The CSV holds the rows as filtered.",
+          column_config={"confidence": st.column_config.NumberColumn(format="%.3f"),
+                         "fds": st.column_config.NumberColumn("FDS", format="%.3f"),
+                         "rcma": st.column_config.NumberColumn("RCMA", format="%.3f"),
+                         "flip_budget": st.column_config.NumberColumn("k*")})
+    apply_table_selection("explorer_table", shown)
+    if not sample_in(shown["sample_id"]):
+        hidden = selected_sample()
+        if hidden is not None and hidden in set(frame["sample_id"]):
+            st.caption(f"Sample {hidden} (selected before) is outside this filter; showing the first match.")
+        select_sample(shown.iloc[0]["sample_id"])
+    return int(frame.index[frame["sample_id"] == selected_sample()][0])
 
 
 def _body() -> None:
@@ -85,6 +94,8 @@ def _body() -> None:
     audit_line(result)
     frame = prediction_table(result)
     position = _pick_sample(frame)
+    if position is None:
+        return
     cert = result.certificates.certificate(position)
     row = frame.iloc[position]
     classes = [str(c) for c in result.dataset.classes]
@@ -94,34 +105,16 @@ def _body() -> None:
     m = st.columns(6)
     m[0].metric("True class", str(row["true_class"]))
     m[1].metric("FDS (risk)", f"{cert.fds:.3f}", help="1 − exp(−u); larger = more fragile")
-    m[2].metric("Flip budget k*", f"{cert.flip_budget}" if cert.flip_budget <= depth else f"> {depth}",
+    m[2].metric("Flip budget k*", flip_budget_text(cert, depth),
                 help="Groups removed along the greedy path until the prediction flips")
     m[3].metric("RCMA (risk)", f"{cert.rcma:.3f}", help="Mean normalised margin loss along the path")
     m[4].metric("Margin m(x)", f"{cert.margin:.3f}", help="Centred pseudo-logit margin of the prediction, in nats")
     m[5].metric("Held-out brittle", "yes" if row["brittle"] else "no",
                 help="Evaluation label from the separate label channel; never used by the certificate")
 
-    left, right = st.columns([3, 2])
-    with left:
-        proba_y = cert.proba[:, cert.pred]
-        figure(viz.trajectory_figure(cert.path, cert.path_margins, proba_y, flip_budget=cert.flip_budget,
-                                     predicted=[classes[p] for p in cert.preds], class_label=classes[cert.pred]),
-               "Read left to right: each step removes one more evidence group. Blue points keep the original "
-               "prediction, vermillion ones have flipped; the dashed line marks the flip point k*.")
-    with right:
-        figure(viz.collapse_figure(cert.collapse, rcma=cert.rcma, path=cert.path),
-               "Bars: share of the original margin lost after k removals along the path above (1 = all of "
-               "it, above 1 = flipped). RCMA is their mean — the dashed line.")
-    left, right = st.columns(2)
-    with left:
-        lam_text = ", ".join(f"{op}: {'none' if not np.isfinite(v) else f'{v:g}'}" for op, v in cert.lambda_star.items())
-        figure(viz.degradation_figure(cert.severities, cert.operator_margins, cert.lambda_star, margin0=cert.margin),
-               f"Margin as the evidence is blended towards the baseline with severity λ. ★ marks λ*, the "
-               f"first severity that flips the prediction ({lam_text}). attenuate_single shows the weakest "
-               "single group at each λ.")
-    with right:
-        figure(viz.drops_figure(cert.group_names, cert.drops, path=cert.path),
-               "Margin lost when only that group is removed. The path removes them in this order (largest first).")
+    certificate_figures(result, cert, key="explorer")
+    with st.expander("Prediction after each removal, and the path's values beside their baseline"):
+        evidence_tables(result, cert, key="explorer")
 
     st.subheader("Is the greedy path minimal?")
     search = _search(result.fingerprint, position, result)
@@ -140,6 +133,10 @@ def _body() -> None:
 
     st.subheader("What if?")
     st.markdown("Set evidence groups to their baseline value and see the live prediction of the model.")
+    if st.session_state["whatif_sample"] != int(cert.index):
+        # Toggles belong to one sample: carrying them to the next one would silently edit it.
+        st.session_state["whatif_groups"] = []
+        st.session_state["whatif_sample"] = int(cert.index)
     st.pills("Groups set to the baseline", list(cert.group_names), selection_mode="multi", key="whatif_groups",
              persist_state="session")
     chosen = [g for g in st.session_state["whatif_groups"] if g in cert.group_names]

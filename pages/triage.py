@@ -8,9 +8,11 @@ from core import viz
 from core.cfc.evaluation import SCORES
 from core.dashboard import attach_decisions, capture_curves, prediction_table, rank_queue, score_summary
 from core.reviews import DECISION_LABELS, DECISIONS
+from ui.certificate import certificate_panel, flip_budget_text, lambda_text
 from ui.components import audit_line, figure, guarded, page_header, run_page, table
 from ui.data import current_audit, review_store
 from ui.entry import ensure_entrypoint
+from ui.selection import apply_table_selection, open_in_explorer, sample_in, select_sample, selected_sample
 
 ensure_entrypoint()
 
@@ -46,10 +48,42 @@ def _save_review(fingerprint: str, sample_id: int) -> None:
                                         f"{DECISION_LABELS[review.decision]} by {review.reviewer}.")
 
 
-def _review_panel(result, queue) -> None:
+def _case(result, frame, queue) -> int:
+    """The sample under review: the shared selection when it is in this audit, else the queue's top."""
+    apply_table_selection("triage_table", queue)
+    if not sample_in(frame["sample_id"]):
+        select_sample(queue.iloc[0]["sample_id"])
+    sample_id = selected_sample()
+    if not sample_in(queue["sample_id"]):
+        st.info(f"Sample {sample_id}, selected on another page, is not in this queue; it can be reviewed all the "
+                "same. Select a row in the queue to review one of its cases.", icon=":material/info:")
+    return sample_id
+
+
+def _evidence(result, frame, sample_id: int) -> None:
+    """The certificate of the case under review, compactly, with a link to the full explorer."""
+    position = int(frame.index[frame["sample_id"] == sample_id][0])
+    cert = result.certificates.certificate(position)
+    row = frame.iloc[position]
+    depth = result.certificates.depth
+    with st.expander(f"Evidence for sample {sample_id}: predicted {row['predicted']} "
+                     f"(true class {row['true_class']})", expanded=True, icon=":material/troubleshoot:"):
+        m = st.columns(4)
+        m[0].metric("Confidence", f"{cert.confidence:.3f}")
+        m[1].metric("FDS (risk)", f"{cert.fds:.3f}", help="1 − exp(−u); larger = more fragile")
+        m[2].metric("Flip budget k*", flip_budget_text(cert, depth),
+                    help="Groups removed along the greedy path until the prediction flips")
+        m[3].metric("RCMA (risk)", f"{cert.rcma:.3f}", help="Mean normalised margin loss along the path")
+        st.caption(f"Removal path (most supportive group first): {' → '.join(cert.path)} · λ* per operator, the "
+                   f"first blend severity towards the baseline that flips the prediction: {lambda_text(cert)}.")
+        if st.button("Open in explorer", key="triage_open_explorer", icon=":material/open_in_new:",
+                     help="The full certificate of this sample: flip-set search, what-if, raw values, JSON."):
+            open_in_explorer(sample_id, high_confidence=bool(row["high_confidence"]))
+        certificate_panel(result, cert, key="triage")
+
+
+def _review_panel(result, sample_id: int) -> None:
     st.subheader("Review")
-    rows = st.session_state["triage_table"]["selection"]["rows"] if st.session_state.get("triage_table") else []
-    sample_id = int(queue.iloc[rows[0]]["sample_id"]) if rows and rows[0] < len(queue) else int(queue.iloc[0]["sample_id"])
     store = review_store(st.session_state["reviews_db"])
     flash, st.session_state["review_flash"] = st.session_state["review_flash"], None
     if flash:
@@ -130,7 +164,9 @@ def _body() -> None:
               column_config={"confidence": st.column_config.NumberColumn(format="%.3f"),
                              "fds": st.column_config.NumberColumn("FDS", format="%.3f"),
                              "flip_budget": st.column_config.NumberColumn("k*")})
-        _review_panel(result, queue)
+        sample_id = _case(result, frame, queue)
+        _evidence(result, frame, sample_id)
+        _review_panel(result, sample_id)
 
 
 run_page(_body, "Triage queue")
