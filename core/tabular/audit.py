@@ -288,6 +288,17 @@ def _unavailable_groups(pre: FittedPreprocessor, groups: Mapping[str, Sequence[i
     return tuple(g for g, cols in groups.items() if any(origins[c] in wanted for c in cols))
 
 
+def _naturalistic_stage(stages, predict, X_test, groups, baseline, unavailable_groups, label_channel,
+                        batch_size, notes):
+    """Naturalistic labels over the groups with genuinely missing values, or None (and a note)."""
+    if not unavailable_groups:
+        notes.append("no raw column has missing / unknown / special-code values: no naturalistic labels")
+        return None
+    return stages.run("naturalistic channel", naturalistic_labels, predict, X_test, groups, baseline,
+                      unavailable_groups, tau_p=label_channel.tau_p, tau_kappa=label_channel.tau_kappa,
+                      batch_size=batch_size)
+
+
 class _Stages:
     """Times the stages and forwards progress to the caller."""
 
@@ -480,13 +491,8 @@ def _run_audit(data, *, target, model, seed, protocol, label_channel, blocks, ma
     unavailable = detect_unavailable_fields(dataset.frame, dataset.features, markers=dataset.markers,
                                             real_values=dataset.real_values)
     unavailable_groups = _unavailable_groups(pre, groups, unavailable["column"].tolist())
-    natural = None
-    if unavailable_groups:
-        natural = stages.run("naturalistic channel", naturalistic_labels, predict, X_test, groups, baseline,
-                             unavailable_groups, tau_p=label_channel.tau_p, tau_kappa=label_channel.tau_kappa,
-                             batch_size=batch_size)
-    else:
-        notes.append("no raw column has missing / unknown / special-code values: no naturalistic labels")
+    natural = _naturalistic_stage(stages, predict, X_test, groups, baseline, unavailable_groups, label_channel,
+                                  batch_size, notes)
 
     # 7. Scores and their evaluation.
     scores = certificate_scores(cert) | confidence_scores(P_test)

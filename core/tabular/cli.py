@@ -105,6 +105,16 @@ def register(subparsers) -> None:
     p.set_defaults(func=_audit)
 
 
+def _label_channel(args):
+    """The label channel declared by the label-channel options; unset options keep its defaults."""
+    from core.cfc.stressors import LabelChannel
+
+    given = {"masking_rates": args.masking_rates, "dropout_rates": args.dropout_rates,
+             "noise_scales": args.noise_scales, "n_draws": args.draws, "tau_p": args.tau_p,
+             "tau_kappa": args.tau_kappa}
+    return LabelChannel(**{k: v for k, v in given.items() if v is not None})
+
+
 def _check_out(out: Path, force: bool) -> None:
     check_output_folder(out, force=force)
 
@@ -120,7 +130,6 @@ def _bar_progress(bar):
 
 
 def _audit(args) -> int:
-    from core.cfc.stressors import LabelChannel
     from core.tabular.audit import markdown_table, run_audit, run_sweep, summary_markdown, write_audit
     from core.tabular.datasets import DATASET_NAMES, load_blocks, load_user_data
     from core.tabular.models import MODEL_NAMES
@@ -152,10 +161,7 @@ def _audit(args) -> int:
     out = Path(args.out)
     _check_out(out, args.force)
     protocol = protocol_from_args(args)
-    given = {"masking_rates": args.masking_rates, "dropout_rates": args.dropout_rates,
-             "noise_scales": args.noise_scales, "n_draws": args.draws, "tau_p": args.tau_p,
-             "tau_kappa": args.tau_kappa}
-    channel = LabelChannel(**{k: v for k, v in given.items() if v is not None})  # unset: the declared defaults
+    channel = _label_channel(args)
     blocks = load_blocks(args.blocks) if args.blocks else None
     if args.data is not None:
         datasets = [load_user_data(args.data, args.target, blocks=blocks)]
@@ -208,7 +214,6 @@ def _audit(args) -> int:
 
 def _audit_own(args) -> int:
     """``audit --model-file``: load the model safely, audit it, publish the folder atomically."""
-    from core.cfc.stressors import LabelChannel
     from core.tabular.audit import summary_markdown, write_audit
     from core.tabular.model_files import load_model_file, read_feature_order, read_table
     from core.tabular.own_model import audit_model
@@ -228,10 +233,7 @@ def _audit_own(args) -> int:
     out = Path(args.out)
     _check_out(out, args.force)
     protocol = protocol_from_args(args)
-    given = {"masking_rates": args.masking_rates, "dropout_rates": args.dropout_rates,
-             "noise_scales": args.noise_scales, "n_draws": args.draws, "tau_p": args.tau_p,
-             "tau_kappa": args.tau_kappa}
-    channel = LabelChannel(**{k: v for k, v in given.items() if v is not None})
+    channel = _label_channel(args)
     blocks = None
     if args.blocks:
         from core.tabular.datasets import load_blocks

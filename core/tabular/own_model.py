@@ -44,7 +44,7 @@ from core.cfc.grouping import (build_groups, domain_block_groups, redundancy_mer
                                trace_feature_origins)
 from core.cfc.operators import stack_removals
 from core.cfc.protocol import Protocol
-from core.cfc.stressors import LabelChannel, brittle_labels, naturalistic_labels
+from core.cfc.stressors import LabelChannel, brittle_labels
 from core.tabular.datasets import Dataset, DatasetSplit
 from core.tabular.metrics import nominal_metrics
 from core.tabular.preprocessing import detect_unavailable_fields
@@ -484,7 +484,7 @@ def _audit_space(space, predictor, kind, notes, stages, streams, train, test, ta
                  source_model):
     """The audit once the feature space, groups and baseline are fixed (shared by
     :func:`audit_model` and :func:`audit_task`)."""
-    from core.tabular.audit import AuditResult, _noise_scale
+    from core.tabular.audit import AuditResult, _naturalistic_stage, _noise_scale
 
     predict = predictor.predict_proba
     try:
@@ -527,13 +527,8 @@ def _audit_space(space, predictor, kind, notes, stages, streams, train, test, ta
     unavailable = detect_unavailable_fields(frame, columns)
     wanted = set(unavailable["column"])
     unavailable_groups = tuple(g for g, cols in groups.items() if any(origins[c] in wanted for c in cols))
-    natural = None
-    if unavailable_groups:
-        natural = stages.run("naturalistic channel", naturalistic_labels, predict, X_test, groups, baseline,
-                             unavailable_groups, tau_p=label_channel.tau_p, tau_kappa=label_channel.tau_kappa,
-                             batch_size=batch_size)
-    else:
-        notes.append("no raw column has missing / unknown / special-code values: no naturalistic labels")
+    natural = _naturalistic_stage(stages, predict, X_test, groups, baseline, unavailable_groups, label_channel,
+                                  batch_size, notes)
 
     scores = certificate_scores(cert) | confidence_scores(P_test)
     evaluation = evaluate_scores(scores, labels, y_test, population=population)
