@@ -88,12 +88,9 @@ SEVERITY_PARAMETERS: Mapping[str, tuple] = MappingProxyType({
 def _batch_iv(images, *, colour: bool = False) -> tuple[np.ndarray, bool]:
     """Validate ``images`` and return a float64 batch ``(n, H, W[, C])`` plus "was a single image"."""
     arr = np.asarray(images)
-    if colour and arr.ndim == 4:
-        if arr.shape[-1] not in (1, 3) or arr.size == 0:
-            raise ValueError(f"a colour batch `images` must have shape (n, H, W, C) with C = 1 or 3, "
-                             f"non-empty; got shape {arr.shape}.")
-    elif arr.ndim not in (2, 3) or arr.size == 0:
-        also = " or a colour batch (n, H, W, C)" if colour else ""
+    colour_ok = colour and arr.ndim == 4 and arr.shape[-1] in (1, 3)
+    if not (arr.ndim in (2, 3) or colour_ok) or arr.size == 0:
+        also = " or a colour batch (n, H, W, C) with C = 1 or 3" if colour else ""
         raise ValueError(
             f"`images` must be one image (H, W) or a batch (n, H, W){also}, non-empty; got shape {arr.shape}."
         )
