@@ -35,11 +35,16 @@ from core.paired.images import ImageSet
 
 __all__ = [
     "DEFAULT_PROBES",
+    "UPLOAD_UNPACKED_MB",
     "ModelInput",
     "OnnxImageClassifier",
     "ProbeResult",
+    "parse_floats",
+    "parse_natural",
     "parse_probes",
     "probe_image",
+    "probe_name",
+    "probe_uploaded",
     "run_probes",
     "write_probe_outputs",
 ]
@@ -494,3 +499,63 @@ def write_probe_outputs(result: ProbeResult, out) -> list[str]:
         (tmp / "manifest.json").write_text(json.dumps({**result.manifest, "files": names}, indent=2) + "\n",
                                            encoding="utf-8")
     return names
+
+
+UPLOAD_UNPACKED_MB = 1024
+"""An uploaded image archive may unpack to at most this many MB."""
+
+
+def parse_floats(text: str | None, flag: str) -> tuple[float, ...] | None:
+    """``"0.485, 0.456, 0.406"`` -> floats; empty -> None (the default normalisation)."""
+    if text is None or not str(text).strip():
+        return None
+    try:
+        return tuple(float(v) for v in str(text).split(",") if v.strip())
+    except ValueError:
+        raise ValueError(f"{flag}: expected comma-separated numbers; got {text!r}.") from None
+
+
+def probe_uploaded(model_file: tuple[str, bytes], images_zip: tuple[str, bytes],
+                   labels_file: tuple[str, bytes] | None = None, *, mean=None, std=None, limit_mb: int = 50,
+                   batch_size: int = 64, seed: int = 0,
+                   progress: Callable[[str, int, int], None] | None = None) -> tuple[ProbeResult, ImageSet]:
+    """:func:`run_probes` on an uploaded ``.onnx`` model and ``.zip`` of labelled images.
+
+    Parameters
+    ----------
+    model_file, images_zip : (file name, bytes)
+        As uploaded; each at most ``limit_mb`` MB. The archive unpacks to at most
+        :data:`UPLOAD_UNPACKED_MB` MB, keeps every member inside its root and holds only
+        PNG / JPEG images and (unless ``labels_file`` is given) one labels CSV.
+    labels_file : (file name, bytes), optional
+        The labels CSV uploaded alongside the archive.
+    mean, std : sequence of float, optional
+    limit_mb, batch_size, seed, progress
+        See :func:`run_probes`.
+
+    Returns
+    -------
+    (ProbeResult, ImageSet)
+        The outputs and the images (for thumbnails and :func:`probe_image`).
+
+    Raises
+    ------
+    ValueError
+        Naming the uploaded file.
+    """
+    from core.dashboard import check_upload_size
+    from core.paired.images import open_zip_images
+
+    files = [("model", model_file, ".onnx"), ("images", images_zip, ".zip")]
+    if labels_file is not None:
+        files.append(("labels", labels_file, ".csv"))
+    for role, (name, data), suffix in files:
+        if not str(name).lower().endswith(suffix):
+            raise ValueError(f"{name!r}: the {role} upload must be a {suffix} file.")
+        check_upload_size(data, str(name), limit_mb=limit_mb)
+    model = OnnxImageClassifier(model_file[1], where=str(model_file[0]), mean=mean, std=std)
+    images = open_zip_images(images_zip[1], where=str(images_zip[0]), labels=None if labels_file is None else
+                             (labels_file[1], str(labels_file[0])), max_bytes=UPLOAD_UNPACKED_MB * 1024**2)
+    name = Path(str(model_file[0])).stem or "model"
+    result = run_probes(model, images, model_name=name, batch_size=batch_size, seed=seed, progress=progress)
+    return result, images
