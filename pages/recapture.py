@@ -12,9 +12,20 @@ from core.dashboard import UPLOAD_LIMIT_MB, coverage_by_budget
 from core.paired.demo import render_condition
 from core.paired.images import png_data_uri
 from core.paired.probe import parse_floats, probe_image, probe_uploaded
-from core.paired.screening import recapture_queue, risk_column, screening_metrics, screening_scores
+from core.paired.screening import (
+    recapture_queue,
+    risk_column,
+    screening_metrics,
+    screening_scores,
+)
 from ui.components import figure, guarded, page_header, run_page, table
-from ui.data import ScreeningData, demo_pool, paired_data, screening_data, screening_for_pool, upload_digest
+from ui.data import (
+    ScreeningData,
+    demo_pool,
+    paired_data,
+    screening_data,
+    upload_digest,
+)
 from ui.entry import ensure_entrypoint
 
 ensure_entrypoint()
@@ -141,7 +152,7 @@ def _probe_widgets() -> None:
                 "the 18 corruption probes (9 types × severities 2 and 4) and the 18 natural transforms. Nothing is "
                 "unpickled; archive members outside the zip's root, links and non-image files are refused. The same "
                 f"as `python -m core probe`. Limits: {UPLOAD_LIMIT_MB} MB per file.")
-    kwargs = dict(max_upload_size=UPLOAD_LIMIT_MB)
+    kwargs = {"max_upload_size": UPLOAD_LIMIT_MB}
     c1, c2, c3 = st.columns(3)
     model_f = c1.file_uploader("ONNX model (.onnx)", type=["onnx"], key="recap_onnx_file", **kwargs)
     zip_f = c2.file_uploader("Images (.zip of PNG / JPEG)", type=["zip"], key="recap_zip_file", **kwargs)

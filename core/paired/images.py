@@ -24,9 +24,9 @@ from __future__ import annotations
 import io
 import stat
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Callable
 
 import numpy as np
 import pandas as pd

@@ -75,7 +75,13 @@ def register(subparsers) -> None:
 def run(args) -> int:
     """Execute ``python -m core probe``; returns the exit code."""
     from core.paired.images import open_images
-    from core.paired.probe import OnnxImageClassifier, parse_natural, parse_probes, run_probes, write_probe_outputs
+    from core.paired.probe import (
+        OnnxImageClassifier,
+        parse_natural,
+        parse_probes,
+        run_probes,
+        write_probe_outputs,
+    )
 
     probes, natural = parse_probes(args.probes), parse_natural(args.natural)
     model_path = check_input_file(args.model, what="--model")

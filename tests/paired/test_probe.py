@@ -17,7 +17,13 @@ from PIL import Image
 from core.cli import main
 from core.paired import corruptions
 from core.paired.images import open_images, open_zip_images, png_data_uri
-from core.paired.probe import DEFAULT_PROBES, OnnxImageClassifier, parse_probes, probe_image, run_probes
+from core.paired.probe import (
+    DEFAULT_PROBES,
+    OnnxImageClassifier,
+    parse_probes,
+    probe_image,
+    run_probes,
+)
 
 SIZE, N_CLASSES, N_IMAGES = 16, 4, 14
 MEAN, STD = (0.5, 0.4, 0.3), (0.2, 0.25, 0.3)
