@@ -26,7 +26,10 @@ def test_one_channel_batch_equals_the_grey_batch(name, grey):
     a = f(grey, 3, np.random.default_rng(1))
     b = f(grey[..., None], 3, np.random.default_rng(1))
     assert b.shape == grey.shape + (1,) and b.dtype == np.float32
-    np.testing.assert_array_equal(a, b[..., 0])
+    if name == "pixelate":  # colour uses two matrix products, grey one einsum loop: float rounding only
+        np.testing.assert_allclose(a, b[..., 0], rtol=0, atol=1e-6)
+    else:
+        np.testing.assert_array_equal(a, b[..., 0])
 
 
 @pytest.mark.parametrize("name", list(NATURAL_TRANSFORMS))
