@@ -364,3 +364,21 @@ def test_png_data_uri_enlarges_to_a_readable_size(data):
     decoded = Image.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1])))
     assert decoded.size == (96, 96) and decoded.mode == "RGB"
     np.testing.assert_array_equal(np.asarray(decoded)[::6, ::6], data[0][0])
+
+
+def test_progress_counts_every_batch_of_every_variant(folder, cnn, capsys, tmp_path):
+    model = OnnxImageClassifier(cnn[1].read_bytes(), where="cnn.onnx")
+    images = open_images(folder / "images", folder / "images_labels.csv")
+    screen = open_images(folder / "screen", folder / "images_labels.csv")
+    events = []
+    run_probes(model, images, probes=DEFAULT_PROBES[:3], natural=("hflip", "gamma_0.8"), perturbed={"screen": screen},
+               batch_size=4, progress=lambda *e: events.append(e))
+    batches = -(-N_IMAGES // 4)
+    total = batches * (1 + 3 + 2 + 1)
+    assert [e[1] for e in events] == list(range(1, total + 1)) and {e[2] for e in events} == {total}
+    assert [e[0] for e in events[:batches]] == ["clean"] * batches and events[-1][0] == "screen"
+    # The command line shows it as a bar on stderr.
+    code = main(["probe", "--model", str(cnn[1]), "--images", str(folder / "images"), "--labels",
+                 str(folder / "images_labels.csv"), "--out", str(tmp_path / "o"), "--probes", "contrast:1",
+                 "--natural", "none"])
+    assert code == 0 and "100%" in capsys.readouterr().err
