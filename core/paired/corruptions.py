@@ -226,9 +226,11 @@ def motion_blur(images, severity, rng):
     x, single, (radius, sigma) = _prepare(images, severity, rng, "motion_blur")
     n = x.shape[0]
     angle = np.deg2rad(rng.uniform(-45.0, 45.0, size=n))
-    if x.ndim == 4:  # colour: every channel of an image streaked along the same angle
-        return _finish(np.stack([_streak(x[..., c], angle, radius, sigma) for c in range(x.shape[-1])], -1),
-                       single)
+    if x.ndim == 4:  # colour: every channel of an image streaked along the same angle, channels as images
+        _, h, w, c = x.shape
+        planes = x.transpose(0, 3, 1, 2).reshape(n * c, h, w)
+        out = _streak(planes, np.repeat(angle, c), radius, sigma).reshape(n, c, h, w).transpose(0, 2, 3, 1)
+        return _finish(out, single)
     return _finish(_streak(x, angle, radius, sigma), single)
 
 

@@ -94,3 +94,11 @@ def test_jpeg_encodes_colour_images(grey):
 def test_bad_colour_shapes_are_refused():
     with pytest.raises(ValueError, match=r"colour batch \(n, H, W, C\) with C = 1 or 3.*got shape \(2, 4, 4, 2\)"):
         CORRUPTIONS["contrast"](np.zeros((2, 4, 4, 2)), 1, np.random.default_rng(0))
+
+
+def test_motion_blur_streaks_every_channel_along_the_image_angle(grey):
+    """The angle is the only draw (one per image), so each channel equals a grey call with the same stream."""
+    rgb = np.stack([grey, grey**2, 1 - grey], axis=-1)
+    out = CORRUPTIONS["motion_blur"](rgb, 4, np.random.default_rng(3))
+    for c in range(3):
+        np.testing.assert_array_equal(out[..., c], CORRUPTIONS["motion_blur"](rgb[..., c], 4, np.random.default_rng(3)))
