@@ -353,11 +353,20 @@ def _queue(data: ScreeningData) -> None:
 def _gallery(data: ScreeningData, queue: pd.DataFrame, score: str) -> None:
     top = queue.head(_GALLERY)
     st.markdown(f"**Top of the queue** ({len(top)} of {len(queue)}), as the model sees them:")
-    cols = st.columns(6)
-    for i, row in enumerate(top.itertuples(index=False)):
+    tiles = []
+    for row in top.itertuples(index=False):
         img = _image(data, row.record_id)
         if img is not None:
-            cols[i % 6].image(_large(img), caption=f"#{row.rank} · {row.record_id} · {score} {getattr(row, score):.2f}")
+            tiles.append((img, f"#{row.rank} · {row.record_id} · {score} {getattr(row, score):.2f}"))
+    _tiles(tiles)
+
+
+def _tiles(tiles: list[tuple[np.ndarray, str]], per_row: int = 6) -> None:
+    """Images with captions in aligned rows of ``per_row``."""
+    for start in range(0, len(tiles), per_row):
+        cols = st.columns(per_row)
+        for col, (img, caption) in zip(cols, tiles[start:start + per_row]):
+            col.image(_large(img), caption=caption)
 
 
 def _inspect(data: ScreeningData, model: str, queue: pd.DataFrame, score: str) -> None:
@@ -383,14 +392,13 @@ def _inspect(data: ScreeningData, model: str, queue: pd.DataFrame, score: str) -
         if part.empty:
             continue
         with st.expander(f"{title}: {len(part)}", expanded=kind == "corruption"):
-            cols = st.columns(6)
-            cols[0].image(_large(image), caption=f"clean · p(true) {scored['S']:.2f}")
-            for i, row in enumerate(part.itertuples(index=False), start=1):
+            tiles = [(image, f"clean · p(true) {scored['S']:.2f}")]
+            for row in part.itertuples(index=False):
                 view = _probe_view(data, record, row.probe)
-                if view is None:
-                    continue
-                wrong = " ✗" if int(row.pred) != int(row.true_label) else ""
-                cols[i % 6].image(_large(view), caption=f"{row.probe} · p(true) {row.true_prob:.2f}{wrong}")
+                if view is not None:
+                    wrong = " ✗" if int(row.pred) != int(row.true_label) else ""
+                    tiles.append((view, f"{row.probe} · p(true) {row.true_prob:.2f}{wrong}"))
+            _tiles(tiles, per_row=7)
 
 
 def _why_no_outcomes(data: ScreeningData) -> str:
