@@ -898,7 +898,6 @@ PROBE = ("probe", "--model", "{t}/m.onnx", "--images", "{t}/imgs", "--labels", "
 
 def _onnx_image_model(ctx: Ctx, *, name: str = "m.onnx", dynamic_size: bool = False) -> None:
     """A 3-class linear image classifier (N, 3, 8, 8) -> (N, 3), written with onnx.helper (no torch)."""
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     h = "h" if dynamic_size else 8
