@@ -15,7 +15,7 @@ import sys
 import warnings
 
 # Modules that register sub-commands, in the order they appear in ``--help``.
-_COMMAND_MODULES = ("core.tabular.cli", "core.paired.cli", "core.scale.cli", "core.reviews.cli", "core.report_cli")
+_COMMAND_MODULES = ("core.tabular.cli", "core.paired.cli", "core.paired.probe_cli", "core.scale.cli", "core.reviews.cli", "core.report_cli")
 
 
 class InputError(ValueError):
@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
 # Options whose value is a comma-separated list of numbers that may start with "-": argparse
 # would otherwise take "-1,1,1" for an option and answer "expected one argument".
 _NUMBER_LIST_OPTIONS = frozenset({"--weights", "--severities", "--coverages", "--lambdas", "--masking-rates",
-                                  "--dropout-rates", "--noise-scales"})
+                                  "--dropout-rates", "--noise-scales", "--mean", "--std"})
 _NUMBERS = re.compile(r"^-[0-9.,eE+\-\s]*$|^-(?:inf|nan)", re.IGNORECASE)
 
 

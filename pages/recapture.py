@@ -1,15 +1,31 @@
 """Recapture queue: which images deserve a real (physical) re-test under a limited budget?"""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from core import viz
-from core.dashboard import UPLOAD_LIMIT_MB, coverage_by_budget, thumbnail_uri
-from core.paired.screening import recapture_queue, risk_column, screening_metrics
+from core.dashboard import UPLOAD_LIMIT_MB, coverage_by_budget
+from core.paired.demo import render_condition
+from core.paired.images import png_data_uri
+from core.paired.probe import parse_floats, probe_image, probe_uploaded
+from core.paired.screening import (
+    recapture_queue,
+    risk_column,
+    screening_metrics,
+    screening_scores,
+)
 from ui.components import figure, guarded, page_header, run_page, table
-from ui.data import ScreeningData, demo_pool, paired_data, screening_data, screening_for_pool
+from ui.data import (
+    ScreeningData,
+    demo_pool,
+    paired_data,
+    screening_data,
+    upload_digest,
+)
 from ui.entry import ensure_entrypoint
 
 ensure_entrypoint()
@@ -28,6 +44,9 @@ page_header(
 _CURVE_SCORES = ("U", "S", "delta", "ret", "A3", "TTA")
 _BUDGETS = np.arange(1, 51) / 50
 _POOLED = "all recapture conditions (mean)"
+_RUN = "recapture_probe_run"  # {"key", "label", "result": ProbeResult, "images": ImageSet} of an ONNX upload
+_GALLERY = 12  # queue images shown large
+_SIDE = 112  # px: thumbnails and probe images are enlarged (nearest neighbour) to at least this
 
 
 # Caches are keyed by the data's key ("demo" or the upload's content hash and outcomes); the
@@ -44,12 +63,133 @@ def _defined(scores: pd.DataFrame) -> list[str]:
     return [s for s in _CURVE_SCORES if risk_column(s) in scores.columns and scores[risk_column(s)].notna().any()]
 
 
-@st.cache_data(max_entries=8)
-def _thumbnails(model: str) -> dict[int, str]:
+def _run() -> dict | None:
+    return st.session_state.get(_RUN)
+
+
+def _image(data: ScreeningData, record_id) -> np.ndarray | None:
+    """The image behind ``record_id`` as the model saw it (uint8, (H, W) or (H, W, C)), or None."""
+    if data.key == "demo":
+        pool = demo_pool()
+        where = np.flatnonzero(pool.image_ids == record_id)
+        return pool.images[where[0]] if where.size else None
+    run = _run()
+    if run is None or not data.key.startswith("probe:"):
+        return None
+    images, spec = run["images"], run["result"].manifest["input"]
+    position = run["positions"].get(record_id)
+    if position is None:
+        return None
+    return images.read([position], size=(spec["height"], spec["width"]), channels=spec["channels"])[0]
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _thumbnails(key: str, model: str, ids: tuple, *, _data: ScreeningData) -> dict:
+    out = {}
+    for r in ids:
+        img = _image(_data, r)
+        if img is not None:
+            out[r] = png_data_uri(img, min_side=64)
+    return out
+
+
+def _large(image: np.ndarray) -> np.ndarray:
+    """Nearest-neighbour enlargement to at least ``_SIDE`` px (crisp pixels, nothing invented)."""
+    image = image[..., 0] if image.ndim == 3 and image.shape[-1] == 1 else image
+    factor = max(1, -(-_SIDE // min(image.shape[:2])))
+    return image.repeat(factor, axis=0).repeat(factor, axis=1)
+
+
+@st.cache_resource(max_entries=40, show_spinner="Rendering the probe images of the demo pool…")
+def _demo_condition(condition: str) -> np.ndarray:
     pool = demo_pool()
-    ids = screening_for_pool().loc[lambda s: s["model"] == model, "record_id"].to_numpy()
-    position = {int(r): i for i, r in enumerate(pool.image_ids)}
-    return {int(r): thumbnail_uri(pool.images[position[int(r)]]) for r in ids if int(r) in position}
+    return render_condition(pool.images, condition, seed=int(pool.manifest.get("seed", 0)))
+
+
+def _probe_view(data: ScreeningData, record_id, probe: str) -> np.ndarray | None:
+    """What the model saw of ``record_id`` under ``probe``."""
+    if data.key == "demo":
+        pool = demo_pool()
+        where = np.flatnonzero(pool.image_ids == record_id)
+        return _demo_condition(probe)[where[0]] if where.size else None
+    run = _run()
+    image = _image(data, record_id)
+    if image is None:
+        return None
+    return probe_image(image, probe, position=run["positions"][record_id], seed=int(run["result"].manifest["seed"]))
+
+
+def _probe_rows(data: ScreeningData) -> pd.DataFrame | None:
+    if data.key == "demo":
+        return demo_pool().probes
+    run = _run()
+    if run is not None and data.key.startswith("probe:"):
+        return pd.concat([run["result"].probes, run["result"].natural], ignore_index=True)
+    return None
+
+
+@st.cache_data(max_entries=4, show_spinner="Scoring every clean-correct image from its probe outputs…")
+def _run_scores(key: str, *, _probes: pd.DataFrame, _clean: pd.DataFrame) -> pd.DataFrame:
+    with warnings.catch_warnings():
+        # Without development images and real outcomes, class_delta and g_SU are NaN.
+        warnings.simplefilter("ignore", UserWarning)
+        return screening_scores(_probes, _clean)
+
+
+def _probe_run_data(run: dict) -> ScreeningData:
+    result = run["result"]
+    probes = pd.concat([result.probes, result.natural], ignore_index=True)
+    scores = _run_scores(run["key"], _probes=probes, _clean=result.clean)
+    return ScreeningData(f"probe:{run['key']}", run["label"], scores, None, images=True)
+
+
+def _probe_widgets() -> None:
+    """Uploaders of an ONNX model and an image zip; "Run the probes" stores the run in ``recapture_probe_run``."""
+    st.markdown("Upload an **ONNX image classifier** (one float input, NCHW or NHWC, with a fixed height and width; "
+                "output logits or probabilities) and a **zip of PNG / JPEG test images** with a labels CSV (columns "
+                "`file,label`, optional `split` = `dev`/`eval`) inside the zip or alongside. Every image is resized "
+                "to the model's input, scaled to [0, 1], normalised with the mean and std below, and run clean, under "
+                "the 18 corruption probes (9 types × severities 2 and 4) and the 18 natural transforms. Nothing is "
+                "unpickled; archive members outside the zip's root, links and non-image files are refused. The same "
+                f"as `python -m core probe`. Limits: {UPLOAD_LIMIT_MB} MB per file.")
+    kwargs = {"max_upload_size": UPLOAD_LIMIT_MB}
+    c1, c2, c3 = st.columns(3)
+    model_f = c1.file_uploader("ONNX model (.onnx)", type=["onnx"], key="recap_onnx_file", **kwargs)
+    zip_f = c2.file_uploader("Images (.zip of PNG / JPEG)", type=["zip"], key="recap_zip_file", **kwargs)
+    labels_f = c3.file_uploader("Labels CSV (if not inside the zip)", type=["csv"], key="recap_labels_file", **kwargs)
+    c1, c2 = st.columns(2)
+    c1.text_input("Mean per channel (after scaling to [0, 1])", key="recap_mean", placeholder="0  (e.g. 0.485,0.456,0.406)")
+    c2.text_input("Std per channel", key="recap_std", placeholder="1  (e.g. 0.229,0.224,0.225)")
+    if st.button("Run the probes", type="primary", icon=":material/play_arrow:", key="recap_run_probes",
+                 disabled=model_f is None or zip_f is None):
+        files = {"model": (model_f.name, model_f.getvalue()), "images": (zip_f.name, zip_f.getvalue()),
+                 "labels": None if labels_f is None else (labels_f.name, labels_f.getvalue())}
+        bar = st.progress(0.0, text="Reading the model and the images…")
+
+        def progress(label: str, done: int, total: int) -> None:
+            bar.progress(done / total, text=f"Probing: {label} (batch {done} of {total})")
+
+        with guarded("Probing the uploaded model"):
+            mean = parse_floats(st.session_state.get("recap_mean"), "Mean per channel")
+            std = parse_floats(st.session_state.get("recap_std"), "Std per channel")
+            result, images = probe_uploaded(files["model"], files["images"], files["labels"], mean=mean, std=std,
+                                            limit_mb=UPLOAD_LIMIT_MB, progress=progress)
+            key = upload_digest(files) + f":{mean}:{std}"
+            names = ", ".join(f[0] for f in files.values() if f is not None)
+            st.session_state[_RUN] = {"key": key, "label": names, "result": result, "images": images,
+                                      "positions": {r: i for i, r in enumerate(result.clean["record_id"])}}
+            st.session_state["recap_inspect"] = None
+        bar.empty()
+    run = _run()
+    if run:
+        m = run["result"].manifest
+        c1, c2 = st.columns([5, 1])
+        c1.caption(f"Ranking **{run['label']}**: {m['n_images']} images, input {m['input']['layout']} "
+                   f"{m['input']['height']}×{m['input']['width']}×{m['input']['channels']}, output {m['output']}, "
+                   f"clean accuracy {m['clean_accuracy']:.1%}. It lives in this browser session only.")
+        if c2.button("Forget the run", type="tertiary", icon=":material/delete:", key="recap_forget_run"):
+            st.session_state[_RUN] = None
+            st.rerun()
 
 
 def _upload_widgets() -> None:
@@ -101,9 +241,21 @@ def _uploaded_outcomes() -> tuple[pd.DataFrame | None, str | None]:
 
 
 def _body() -> None:
+    with st.expander("Probe your own ONNX model on your images", expanded=bool(_run()),
+                     icon=":material/model_training:"):
+        _probe_widgets()
     with st.expander("Your per-probe outputs", expanded=bool(st.session_state["recapture_upload"]),
                      icon=":material/upload_file:"):
         _upload_widgets()
+    run = _run()
+    if run:
+        data = None
+        with guarded("Scoring the probed images"):
+            data = _probe_run_data(run)
+        if data is not None:
+            st.caption(f"Images: **{data.label}** (probed here).")
+            _queue(data)
+        return
     uploaded = bool(st.session_state["recapture_upload"])
     if not uploaded and st.session_state["paired_data_source"] != "demo":
         st.info("**This page shows the shipped demo pool, not your uploaded records.** Ranking images for a "
@@ -179,8 +331,8 @@ def _queue(data: ScreeningData) -> None:
     st.subheader(f"Queue: re-test these {int(queue['k'].iloc[0])} images first")
     shown = queue
     if data.images:
-        thumbs = _thumbnails(model)
-        shown = queue.assign(image=queue["record_id"].map(lambda r: thumbs.get(int(r))))
+        thumbs = _thumbnails(data.key, model, tuple(queue["record_id"].tolist()), _data=data)
+        shown = queue.assign(image=queue["record_id"].map(thumbs.get))
     columns = ["rank", "image", "record_id", "true_label", score, "risk", "selection_prob", "n_failed", "n_conditions"]
     shown = shown[[c for c in columns if c in shown.columns]]
     caption = "selection_prob < 1 marks images tied at the cut-off (they share the last places)."
@@ -193,9 +345,67 @@ def _queue(data: ScreeningData) -> None:
                          "risk": st.column_config.NumberColumn("risk (larger = riskier)", format="%.3f")})
     if data.key == "demo" and not data.images:
         st.caption("These records ship no images; the queue lists record ids only.")
+    if data.images:
+        _gallery(data, queue, score)
+        _inspect(data, model, queue, score)
+
+
+def _gallery(data: ScreeningData, queue: pd.DataFrame, score: str) -> None:
+    top = queue.head(_GALLERY)
+    st.markdown(f"**Top of the queue** ({len(top)} of {len(queue)}), as the model sees them:")
+    tiles = []
+    for row in top.itertuples(index=False):
+        img = _image(data, row.record_id)
+        if img is not None:
+            tiles.append((img, f"#{row.rank} · {row.record_id} · {score} {getattr(row, score):.2f}"))
+    _tiles(tiles)
+
+
+def _tiles(tiles: list[tuple[np.ndarray, str]], per_row: int = 6) -> None:
+    """Images with captions in aligned rows of ``per_row``."""
+    for start in range(0, len(tiles), per_row):
+        cols = st.columns(per_row)
+        for col, (img, caption) in zip(cols, tiles[start:start + per_row]):
+            col.image(_large(img), caption=caption)
+
+
+def _inspect(data: ScreeningData, model: str, queue: pd.DataFrame, score: str) -> None:
+    """The selected image under every probe, with the model's true-class probability under each."""
+    rows = _probe_rows(data)
+    if rows is None:
+        return
+    st.subheader("Why is it queued?")
+    ids = queue["record_id"].tolist()
+    if st.session_state.get("recap_inspect") not in ids:
+        st.session_state["recap_inspect"] = ids[0]
+    rank = dict(zip(queue["record_id"], queue["rank"]))
+    record = st.selectbox("Image of the queue", ids, key="recap_inspect", format_func=lambda r: f"#{rank[r]} · {r}")
+    mine = rows[(rows["model"].astype(str) == model) & (rows["record_id"] == record)]
+    scored = data.scores[(data.scores["model"] == model) & (data.scores["record_id"] == record)].iloc[0]
+    image = _image(data, record)
+    st.caption(f"Clean: the model is right with probability **S = {scored['S']:.3f}**; under the probes its mean "
+               f"true-class probability is **U = {scored['U']:.3f}**. Each probe image below is exactly what the "
+               "model was given, with its true-class probability; ✗ marks a probe on which it is wrong.")
+    for kind, title in (("corruption", "Corruption probes (behind U, δ, ret, A3)"),
+                        ("transform", "Natural transforms (behind TTA)")):
+        part = mine[mine["kind"] == kind]
+        if part.empty:
+            continue
+        with st.expander(f"{title}: {len(part)}", expanded=kind == "corruption"):
+            tiles = [(image, f"clean · p(true) {scored['S']:.2f}")]
+            for row in part.itertuples(index=False):
+                view = _probe_view(data, record, row.probe)
+                if view is not None:
+                    wrong = " ✗" if int(row.pred) != int(row.true_label) else ""
+                    tiles.append((view, f"{row.probe} · p(true) {row.true_prob:.2f}{wrong}"))
+            _tiles(tiles, per_row=7)
 
 
 def _why_no_outcomes(data: ScreeningData) -> str:
+    if data.key.startswith("probe:"):
+        return ("a probe run has no real re-captures. Re-capture the images (print / screen and photograph), then "
+                "run `python -m core probe ... --perturbed DIR2` and `python -m core paired --outcome-source "
+                "recapture ...`, or upload its records on *Paired bounds* and its probe tables here.")
     if data.outcomes is None:
         return ("upload paired records on the *Paired bounds* page (*Upload paired records*) whose perturbed side "
                 "holds the real re-tests of these images.")

@@ -69,7 +69,9 @@ def register(subparsers) -> None:
     pol.add_argument("--lambdas", type=float_list, default=None, help="cost weights (default 0,0.1,...,1)")
     pol.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo I5 feasible mean (large classes)")
     scr = p.add_argument_group("screening (optional)")
-    scr.add_argument("--probes", metavar="FILE", help="per-probe outputs (model,record_id,probe,kind,...)")
+    scr.add_argument("--probes", metavar="FILE", nargs="+",
+                     help="per-probe outputs (model,record_id,probe,kind,...); several files are concatenated "
+                          "(e.g. probes.parquet natural.parquet of `python -m core probe`)")
     scr.add_argument("--clean-outputs", metavar="FILE", help="clean outputs per model and image, for screening")
     scr.add_argument("--outcome-source", metavar="SOURCE",
                      help="source of --records whose conditions are the real outcomes (fits g(S,U), fills the queue)")
@@ -91,7 +93,8 @@ def _check_args(args) -> None:
     if args.probes and not args.records:
         raise ValueError("screening (--probes) needs paired --records.")
     for flag, path in (("--records", args.records), ("--clean", args.clean), ("--perturbed", args.perturbed),
-                       ("--counts", args.counts), ("--probes", args.probes), ("--clean-outputs", args.clean_outputs)):
+                       ("--counts", args.counts), ("--clean-outputs", args.clean_outputs),
+                       *(("--probes", f) for f in args.probes or ())):
         if path is not None:
             check_input_file(path, what=flag)
     check_output_folder(args.out, force=args.force)
@@ -154,7 +157,7 @@ def _paired(args):
                                 "threshold_scope": sorted(set(report.thresholds["scope"]))}
     if args.probes:
         tables.update(_screening(args, records, _read_table))
-        manifest["screening"] = {"probes": str(args.probes), "clean_outputs": str(args.clean_outputs),
+        manifest["screening"] = {"probes": [str(f) for f in args.probes], "clean_outputs": str(args.clean_outputs),
                                  "outcome_source": args.outcome_source, "score": args.score, "budget": args.budget}
     return tables, manifest
 
@@ -164,7 +167,9 @@ def _screening(args, records, read_table):
         from core.paired.screening import recapture_queue, screening_scores
     except ImportError as exc:  # pragma: no cover - depends on the build
         raise ValueError(f"screening is not available in this build ({exc}).") from None
-    probes, _ = read_table(args.probes)
+    import pandas as pd
+
+    probes = pd.concat([read_table(f)[0] for f in args.probes], ignore_index=True)
     clean, _ = read_table(args.clean_outputs)
     outcomes = None
     if args.outcome_source is not None:

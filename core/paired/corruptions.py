@@ -1,8 +1,12 @@
 """Image perturbations for paired evaluations: corruptions, natural transforms, simulated recaptures.
 
-Three families, all on grey-scale images stored as floats in ``[0, 1]`` (0 = black ink,
-1 = white paper), either one image ``(H, W)`` or a batch ``(n, H, W)``; every function returns
-``float32`` of the same shape, clipped to ``[0, 1]``.
+Three families, on images stored as floats in ``[0, 1]`` (0 = black ink, 1 = white paper):
+one grey image ``(H, W)``, a grey batch ``(n, H, W)`` or, for the corruptions and natural
+transforms, a colour batch ``(n, H, W, C)`` (channels last, ``C`` = 1 or 3; a single colour
+image is passed as a batch of one). Every function returns ``float32`` of the same shape,
+clipped to ``[0, 1]``. Colour follows ImageNet-C: noise is drawn per channel, blur and
+resampling act on each channel alike, contrast keeps each channel's mean, brightness adds to
+the HSV value channel (hue and saturation kept), JPEG encodes the RGB image.
 
 * **Corruptions** (SPEC B.5 synthetic probes): ``f(images, severity, rng) -> images`` with
   ``severity`` in 1..5. Parameters follow Hendrycks & Dietterich's ImageNet-C severity tables
@@ -81,12 +85,14 @@ SEVERITY_PARAMETERS: Mapping[str, tuple] = MappingProxyType({
 })
 
 
-def _batch_iv(images) -> tuple[np.ndarray, bool]:
-    """Validate ``images`` and return a float64 batch ``(n, H, W)`` plus "was a single image"."""
+def _batch_iv(images, *, colour: bool = False) -> tuple[np.ndarray, bool]:
+    """Validate ``images`` and return a float64 batch ``(n, H, W[, C])`` plus "was a single image"."""
     arr = np.asarray(images)
-    if arr.ndim not in (2, 3) or arr.size == 0:
+    colour_ok = colour and arr.ndim == 4 and arr.shape[-1] in (1, 3)
+    if not (arr.ndim in (2, 3) or colour_ok) or arr.size == 0:
+        also = " or a colour batch (n, H, W, C) with C = 1 or 3" if colour else ""
         raise ValueError(
-            f"`images` must be one image (H, W) or a batch (n, H, W), non-empty; got shape {arr.shape}."
+            f"`images` must be one image (H, W) or a batch (n, H, W){also}, non-empty; got shape {arr.shape}."
         )
     if not np.issubdtype(arr.dtype, np.floating):
         raise ValueError(f"`images` must be floats in [0, 1]; got dtype {arr.dtype}.")
@@ -105,7 +111,7 @@ def _finish(batch: np.ndarray, single: bool) -> np.ndarray:
 
 
 def _prepare(images, severity, rng, name: str):
-    batch, single = _batch_iv(images)
+    batch, single = _batch_iv(images, colour=True)
     if isinstance(severity, (bool, np.bool_)) or not isinstance(severity, (int, np.integer)) \
             or not 1 <= severity <= 5:
         raise ValueError(f"`severity` must be an int in 1..5; got {severity!r}.")
@@ -125,10 +131,12 @@ def _jpeg(batch: np.ndarray, quality: int) -> np.ndarray:
     out = np.empty(batch.shape, dtype=np.float64)
     for i, img in enumerate(_to_uint8(batch)):
         buffer = io.BytesIO()
-        Image.fromarray(img).save(buffer, format="JPEG", quality=int(quality))
+        # A one-channel colour image is encoded as grey (Pillow has no (H, W, 1) mode).
+        Image.fromarray(img[..., 0] if img.ndim == 3 and img.shape[-1] == 1 else img).save(
+            buffer, format="JPEG", quality=int(quality))
         buffer.seek(0)
         with Image.open(buffer) as decoded:
-            out[i] = np.asarray(decoded, dtype=np.float64) / 255.0
+            out[i] = np.asarray(decoded, dtype=np.float64).reshape(out.shape[1:]) / 255.0
     return out
 
 
@@ -140,8 +148,8 @@ def gaussian_noise(images, severity, rng):
 
     Parameters
     ----------
-    images : ndarray of shape (H, W) or (n, H, W)
-        Floats in [0, 1].
+    images : ndarray of shape (H, W), (n, H, W) or (n, H, W, C)
+        Floats in [0, 1]; a colour batch has its channels last (C = 1 or 3).
     severity : int
         1 (mildest) .. 5 (strongest).
     rng : numpy.random.Generator
@@ -203,7 +211,8 @@ def defocus_blur(images, severity, rng):
     """
     x, single, (radius, alias_sigma) = _prepare(images, severity, rng, "defocus_blur")
     kernel = _disk_kernel(radius, alias_sigma)
-    return _finish(ndimage.convolve(x, kernel[None], mode="mirror"), single)
+    kernel = kernel[None] if x.ndim == 3 else kernel[None, :, :, None]
+    return _finish(ndimage.convolve(x, kernel, mode="mirror"), single)
 
 
 def motion_blur(images, severity, rng):
@@ -215,8 +224,19 @@ def motion_blur(images, severity, rng):
     Same parameters and return value as :func:`gaussian_noise`.
     """
     x, single, (radius, sigma) = _prepare(images, severity, rng, "motion_blur")
-    n, h, w = x.shape
+    n = x.shape[0]
     angle = np.deg2rad(rng.uniform(-45.0, 45.0, size=n))
+    if x.ndim == 4:  # colour: every channel of an image streaked along the same angle, channels as images
+        _, h, w, c = x.shape
+        planes = x.transpose(0, 3, 1, 2).reshape(n * c, h, w)
+        out = _streak(planes, np.repeat(angle, c), radius, sigma).reshape(n, c, h, w).transpose(0, 2, 3, 1)
+        return _finish(out, single)
+    return _finish(_streak(x, angle, radius, sigma), single)
+
+
+def _streak(x: np.ndarray, angle: np.ndarray, radius: float, sigma: float) -> np.ndarray:
+    """Motion-blur taps of a grey batch ``(n, H, W)`` along one angle per image."""
+    n, h, w = x.shape
     dist = np.arange(2 * int(np.ceil(radius)) + 1, dtype=np.float64)
     weights = np.exp(-(dist**2) / (2.0 * sigma**2))
     weights /= weights.sum()
@@ -231,7 +251,7 @@ def motion_blur(images, severity, rng):
         np.broadcast_to(cols, shape),
     ])
     taps = ndimage.map_coordinates(x, coords, order=1, mode="nearest")
-    return _finish(np.tensordot(taps, weights, axes=([1], [0])), single)
+    return np.tensordot(taps, weights, axes=([1], [0]))
 
 
 def contrast(images, severity, rng):
@@ -250,6 +270,12 @@ def brightness(images, severity, rng):
     Deterministic. Same parameters and return value as :func:`gaussian_noise`.
     """
     x, single, shift = _prepare(images, severity, rng, "brightness")
+    if x.ndim == 4 and x.shape[-1] == 3:
+        # HSV with hue and saturation fixed: RGB scales with V = max channel; black (V = 0,
+        # saturation 0) turns grey V + c.
+        value = x.max(axis=-1, keepdims=True)
+        lifted = np.minimum(value + shift, 1.0)
+        return _finish(np.where(value > 0, x * (lifted / np.where(value > 0, value, 1.0)), lifted), single)
     return _finish(x + shift, single)
 
 
@@ -275,10 +301,12 @@ def pixelate(images, severity, rng):
     Same parameters and return value as :func:`gaussian_noise`.
     """
     x, single, fraction = _prepare(images, severity, rng, "pixelate")
-    _, h, w = x.shape
+    h, w = x.shape[1:3]
     sh, sw = max(1, int(h * fraction)), max(1, int(w * fraction))
     rows = _box_matrix(h, sh) @ _box_matrix(sh, h)
     cols = _box_matrix(w, sw) @ _box_matrix(sw, w)
+    if x.ndim == 4:  # colour: two matrix products per channel (einsum's plain loop is O(H^2 W^2))
+        return _finish(np.matmul(np.matmul(rows, x.transpose(0, 3, 1, 2)), cols.T).transpose(0, 2, 3, 1), single)
     return _finish(np.einsum("ij,njk,lk->nil", rows, x, cols), single)
 
 
@@ -314,6 +342,8 @@ def _affine(x: np.ndarray, matrix: np.ndarray, *, shift=(0.0, 0.0), cval: float 
 
     Bilinear; outside the image ``mirror`` (torchvision's "reflect") unless ``cval`` is given.
     """
+    if x.ndim == 4:  # colour: each channel alike (a 4-D bilinear resampling would cost 4x the taps)
+        return np.stack([_affine(x[..., c], matrix, shift=shift, cval=cval) for c in range(x.shape[-1])], -1)
     _, h, w = x.shape
     centre = np.array([(h - 1) / 2.0, (w - 1) / 2.0])
     full = np.eye(3)
@@ -332,7 +362,7 @@ def _rotation(degrees: float) -> np.ndarray:
 
 def _shift(fy: float, fx: float):
     def transform(x):
-        _, h, w = x.shape
+        h, w = x.shape[1:3]
         return _affine(x, np.eye(2), shift=(fy * h, fx * w))
     return transform
 
@@ -384,7 +414,7 @@ def natural_transform(images, name: str) -> np.ndarray:
 
     Parameters
     ----------
-    images : ndarray of shape (H, W) or (n, H, W)
+    images : ndarray of shape (H, W), (n, H, W) or (n, H, W, C)
         Floats in [0, 1].
     name : str
         Transform name, e.g. ``"rotate+5"`` or ``"shift_x-2%"``.
@@ -401,7 +431,7 @@ def natural_transform(images, name: str) -> np.ndarray:
     """
     if name not in NATURAL_TRANSFORMS:
         raise ValueError(f"`name` must be one of {sorted(NATURAL_TRANSFORMS)}; got {name!r}.")
-    batch, single = _batch_iv(images)
+    batch, single = _batch_iv(images, colour=True)
     return _finish(NATURAL_TRANSFORMS[name](batch), single)
 
 

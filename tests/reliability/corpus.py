@@ -892,9 +892,84 @@ def _api_cases() -> list[Case]:
     ]
 
 
+PROBE = ("probe", "--model", "{t}/m.onnx", "--images", "{t}/imgs", "--labels", "{t}/labels.csv", "--out", "{t}/out",
+         "--probes", "contrast:2", "--natural", "none", "--no-progress")
+
+
+def _onnx_image_model(ctx: Ctx, *, name: str = "m.onnx", dynamic_size: bool = False) -> None:
+    """A 3-class linear image classifier (N, 3, 8, 8) -> (N, 3), written with onnx.helper (no torch)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    h = "h" if dynamic_size else 8
+    w = "w" if dynamic_size else 8
+    weights = np.random.default_rng(0).normal(size=(3, 3)).astype(np.float32)
+    nodes = [helper.make_node("ReduceMean", ["x"], ["m"], axes=[2, 3], keepdims=0),
+             helper.make_node("MatMul", ["m", "W"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, h, w])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 3])],
+                              [numpy_helper.from_array(weights, "W")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    (ctx / name).write_bytes(model.SerializeToString())
+
+
+def _pngs(ctx: Ctx, n: int = 4, labels=None, folder: str = "imgs", listed: int | None = None) -> None:
+    from PIL import Image
+
+    (ctx / folder).mkdir(exist_ok=True)
+    rng = np.random.default_rng(1)
+    names = [f"im{i}.png" for i in range(n)]
+    for name in names:
+        Image.fromarray(rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)).save(ctx / folder / name)
+    labels = list(labels) if labels is not None else [i % 3 for i in range(n)]
+    k = n if listed is None else listed
+    ctx.csv("labels.csv", pd.DataFrame({"file": names[:k], "label": labels[:k]}))
+
+
+def _probe_zip(ctx: Ctx, member: str) -> None:
+    import zipfile
+
+    _pngs(ctx)
+    with zipfile.ZipFile(ctx / "imgs.zip", "w") as zf:
+        for f in sorted((ctx / "imgs").iterdir()):
+            zf.write(f, f.name)
+        zf.write(ctx / "labels.csv", "labels.csv")
+        zf.writestr(member, b"\x89PNG")
+
+
+def _probe_cases() -> list[Case]:
+    good = _both(_onnx_image_model, _pngs)
+    zipped = _drop(_replace(PROBE, "--images", "{t}/imgs.zip"), "--labels")
+    return [
+        Case("probe-good", good, PROBE, code=0,
+             state=has_files("out", "clean.parquet", "probes.parquet", "natural.parquet", "records.parquet")),
+        Case("probe-non-image-file", _both(good, _write("imgs/notes.txt", "hello")), PROBE,
+             match=(r"imgs/notes\.txt", r"not an image file"), state=absent()),
+        Case("probe-corrupt-png", _both(good, _write("imgs/im1.png", b"\x89PNG broken")), PROBE,
+             match=(r"imgs/im1\.png", r"not a readable PNG or JPEG"), state=absent()),
+        Case("probe-count-differs", _both(_onnx_image_model, lambda ctx: _pngs(ctx, 5, listed=4)), PROBE,
+             match=(r"holds 5 image", r"labels\.csv lists 4", r"im4\.png"), state=absent()),
+        Case("probe-input-size-unreadable", _both(lambda ctx: _onnx_image_model(ctx, dynamic_size=True), _pngs), PROBE,
+             match=(r"m\.onnx", r"cannot read the image size"), state=absent()),
+        Case("probe-model-not-onnx", _both(_write("m.onnx", b"junk"), _pngs), PROBE,
+             match=(r"m\.onnx", r"not a readable ONNX model"), state=absent()),
+        Case("probe-wrong-classes", _both(_onnx_image_model, lambda ctx: _pngs(ctx, labels=[0, 1, 5, 2])), PROBE,
+             match=(r"m\.onnx", r"outputs 3 classes", r"im2\.png has label 5"), state=absent()),
+        Case("probe-labels-no-file-column", _both(good, _write("labels.csv", "name,label\nim0.png,0\n")), PROBE,
+             match=(r"labels\.csv", r"'file'"), state=absent()),
+        Case("probe-zip-slip", _both(_onnx_image_model, lambda ctx: _probe_zip(ctx, "../evil.png")), zipped,
+             match=(r"imgs\.zip", r"'\.\./evil\.png'", r"outside the archive"), state=absent()),
+        Case("probe-npz-object-array", _both(_onnx_image_model, lambda ctx: np.savez(
+            ctx / "x.npz", images=np.array([object()] * 2), labels=np.zeros(2, int))),
+             _drop(_replace(PROBE, "--images", "{t}/x.npz"), "--labels"),
+             match=(r"x\.npz", r"pickled|Python objects"), state=absent()),
+    ]
+
+
 def build_cases() -> list[Case]:
     cases = (_table_cases("audit", AUDIT) + _audit_only() + _table_cases("certify", CERTIFY) + _certify_only()
-             + _paired_cases() + _grid_cases() + _synth_cases() + _review_cases() + _api_cases())
+             + _paired_cases() + _grid_cases() + _synth_cases() + _review_cases() + _api_cases()
+             + _probe_cases())
     ids = [c.id for c in cases]
     assert len(set(ids)) == len(ids), [i for i in ids if ids.count(i) > 1]
     return cases

@@ -1,0 +1,410 @@
+"""Labelled test images for ``python -m core probe``: a folder, a zip archive or an ``.npz``.
+
+Three sources give the same :class:`ImageSet` (images read lazily, a batch at a time, so
+memory stays bounded by the batch size):
+
+* a **folder** of PNG / JPEG files (sub-folders allowed) plus a labels CSV with columns
+  ``file, label`` (and optionally ``split`` = ``dev`` / ``eval``); ``file`` is the path
+  relative to the folder and becomes the ``record_id``;
+* a **zip archive** of the same (read in place, never extracted); its labels CSV is the one
+  ``.csv`` inside it, or given alongside. File names are relative to the folder holding the
+  CSV (or to the archive's single top folder);
+* an **.npz** with ``images`` (``(N, H, W)`` or ``(N, H, W, C)``, ``uint8``, C = 1 or 3) and
+  ``labels`` (``(N,)`` non-negative integers); the ``record_id`` is the row index. Read with
+  ``allow_pickle=False``.
+
+Everything is validated up front, before any model runs: every listed file exists, every
+image file is listed (hidden files and ``__MACOSX/`` are ignored), every image opens as PNG or
+JPEG within :data:`MAX_PIXELS`, archive members stay inside the archive's root (no absolute
+paths, no ``..``, no links) and the archive stays within its size limits. Errors are
+``ValueError`` naming the file.
+"""
+from __future__ import annotations
+
+import io
+import stat
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+import pandas as pd
+from PIL import Image, UnidentifiedImageError
+
+from core.validation import check_input_file, csv_header_duplicate
+
+__all__ = [
+    "IMAGE_SUFFIXES",
+    "MAX_PIXELS",
+    "ImageSet",
+    "open_images",
+    "open_zip_images",
+    "png_data_uri",
+]
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+MAX_PIXELS = 40_000_000
+"""Largest image accepted (pixels); larger files are refused before they are decoded."""
+_FORMATS = {"PNG", "JPEG", "MPO"}  # MPO: a JPEG with extra frames, as many phone cameras write
+ZIP_LIMITS = {"max_members": 200_000, "max_bytes": 4 * 1024**3, "max_ratio": 200}
+"""Default archive limits: members, total uncompressed bytes, compression ratio of a member."""
+
+
+@dataclass(frozen=True)
+class ImageSet:
+    """Labelled images, read a batch at a time.
+
+    Attributes
+    ----------
+    record_ids : tuple
+        ``record_id`` of every image: the relative file name (folder, zip) or the row index
+        (npz), in the order of the labels.
+    labels : ndarray of int64, shape (n,)
+        True class of every image.
+    splits : ndarray of str, shape (n,), or None
+        ``"dev"`` / ``"eval"`` when the labels carry a ``split`` column.
+    where : str
+        The source, as messages name it.
+    channels : int
+        1 (grey) or 3 (colour) as stored in the source (the first image for folders).
+    """
+
+    record_ids: tuple
+    labels: np.ndarray
+    splits: np.ndarray | None
+    where: str
+    channels: int
+    _open: Callable[[int], Image.Image] = field(repr=False, compare=False)
+
+    def __len__(self) -> int:
+        return len(self.record_ids)
+
+    def name(self, i: int) -> str:
+        """How messages name image ``i`` (the file inside its source)."""
+        return f"{self.where}/{self.record_ids[i]}" if not isinstance(self.record_ids[i], (int, np.integer)) \
+            else f"{self.where}[{self.record_ids[i]}]"
+
+    def read(self, index, *, size: tuple[int, int], channels: int) -> np.ndarray:
+        """Decode images ``index`` at ``size = (H, W)`` with ``channels`` (1 or 3).
+
+        Resizing is bilinear (Pillow) and only when the stored size differs; grey becomes
+        RGB by repetition, RGB becomes grey by ITU-R 601 luma; transparency is dropped.
+
+        Returns
+        -------
+        ndarray of uint8, shape (len(index), H, W, channels)
+        """
+        h, w = size
+        out = np.empty((len(index), h, w, channels), dtype=np.uint8)
+        mode = "L" if channels == 1 else "RGB"
+        for j, i in enumerate(index):
+            try:
+                img = self._open(int(i))
+                img = img.convert(mode) if img.mode != mode else img
+                if img.size != (w, h):
+                    img = img.resize((w, h), Image.BILINEAR)
+                out[j] = np.asarray(img, dtype=np.uint8).reshape(h, w, channels)
+            except (OSError, ValueError, SyntaxError) as exc:
+                raise ValueError(f"{self.name(int(i))}: could not be decoded as an image ({exc}).") from None
+        return out
+
+
+# ------------------------------------------------------------------------------------------
+# labels
+# ------------------------------------------------------------------------------------------
+def _read_labels(raw: bytes, where: str) -> pd.DataFrame:
+    if b"\x00" in raw[:8192]:
+        raise ValueError(f"{where}: binary content; expected a CSV with columns file,label.")
+    dup = csv_header_duplicate(raw)
+    if dup is not None:
+        raise ValueError(f"{where}: column name {dup!r} occurs more than once in the header.")
+    try:
+        frame = pd.read_csv(io.BytesIO(raw), dtype={"file": str}, keep_default_na=False)
+    except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{where}: could not be read as a CSV ({exc}).") from None
+    frame.columns = [str(c).strip() for c in frame.columns]
+    missing = [c for c in ("file", "label") if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{where}: missing column(s) {missing}; expected columns file,label (optional split); "
+                         f"it has {list(frame.columns)}.")
+    if frame.empty:
+        raise ValueError(f"{where}: has no rows; expected one row per image.")
+    files = frame["file"].astype(str).str.strip()
+    for i, name in enumerate(files):
+        parts = PurePosixPath(name.replace("\\", "/")).parts
+        if not name or name.startswith(("/", "\\")) or ".." in parts or (len(name) > 1 and name[1] == ":"):
+            raise ValueError(f"{where} row {i + 1}, column 'file': {name!r} is not a relative file name inside "
+                             "the image folder.")
+    dup_rows = files.duplicated().to_numpy()
+    if dup_rows.any():
+        i = int(np.flatnonzero(dup_rows)[0])
+        raise ValueError(f"{where} row {i + 1}, column 'file': {files.iloc[i]!r} is listed twice.")
+    labels = pd.to_numeric(frame["label"], errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(labels) | (labels < 0) | (labels != np.round(labels))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{where} row {i + 1}, column 'label': {frame['label'].iloc[i]!r} is not a class index; "
+                         "expected a non-negative integer (the model's output column).")
+    out = pd.DataFrame({"file": files.str.replace("\\", "/", regex=False), "label": labels.astype(np.int64)})
+    if "split" in frame.columns:
+        split = frame["split"].astype(str).str.strip()
+        wrong = ~split.isin(["dev", "eval"]).to_numpy()
+        if wrong.any():
+            i = int(np.flatnonzero(wrong)[0])
+            raise ValueError(f"{where} row {i + 1}, column 'split': {split.iloc[i]!r}; expected 'dev' or 'eval'.")
+        out["split"] = split
+    return out
+
+
+def _check_membership(listed: list[str], found: list[str], where: str, labels_where: str) -> None:
+    """The image files found must be exactly the files the labels list."""
+    listed_set, found_set = set(listed), set(found)
+    if listed_set == found_set:
+        return
+    absent = [f for f in listed if f not in found_set]
+    extra = sorted(found_set - listed_set)
+    parts = []
+    if absent:
+        parts.append(f"listed but not found: {absent[:5]}{' …' if len(absent) > 5 else ''}")
+    if extra:
+        parts.append(f"found but not listed: {extra[:5]}{' …' if len(extra) > 5 else ''}")
+    raise ValueError(f"{where} holds {len(found)} image(s) but {labels_where} lists {len(listed)}; "
+                     + "; ".join(parts) + ". Every image needs exactly one row of labels.")
+
+
+def _ignored(rel: str) -> bool:
+    parts = PurePosixPath(rel).parts
+    return any(p.startswith(".") for p in parts) or (parts and parts[0] == "__MACOSX")
+
+
+def _check_image(opener: Callable[[], Image.Image], name: str) -> int:
+    """Open, check format and size, verify; returns the number of channels (1 or 3)."""
+    try:
+        with opener() as img:
+            if img.format not in _FORMATS:
+                raise ValueError(f"{name}: is a {img.format} image; expected PNG or JPEG.")
+            w, h = img.size
+            if w * h > MAX_PIXELS:
+                raise ValueError(f"{name}: is {w} x {h} pixels; images are limited to {MAX_PIXELS:,} pixels.")
+            channels = 1 if img.mode in ("1", "L", "I", "I;16", "I;16B", "F", "LA") else 3
+            img.verify()
+            return channels
+    except UnidentifiedImageError:
+        raise ValueError(f"{name}: is not a readable PNG or JPEG image (unrecognised content).") from None
+    except (OSError, SyntaxError, Image.DecompressionBombError) as exc:
+        raise ValueError(f"{name}: is not a readable PNG or JPEG image ({exc}).") from None
+
+
+def _non_image(rel: str, where: str) -> ValueError:
+    return ValueError(f"{where}/{rel}: is not an image file (expected {', '.join(IMAGE_SUFFIXES)}); remove it "
+                      "or move it out of the image folder.")
+
+
+# ------------------------------------------------------------------------------------------
+# sources
+# ------------------------------------------------------------------------------------------
+def open_images(images, labels=None) -> ImageSet:
+    """Open and validate a folder, ``.zip`` or ``.npz`` of labelled images.
+
+    Parameters
+    ----------
+    images : str or Path
+        A folder of PNG / JPEG files, a ``.zip`` of them, or an ``.npz`` with ``images`` and
+        ``labels``.
+    labels : str or Path, optional
+        CSV with columns ``file, label`` (optional ``split``). Required for a folder; for a
+        zip, optional when the archive holds exactly one ``.csv``; refused for an ``.npz``
+        (which carries its labels).
+
+    Returns
+    -------
+    ImageSet
+
+    Raises
+    ------
+    ValueError
+        Anything the module docstring lists, naming the file.
+    """
+    path = check_input_file(images, what="--images", allow_folder=True)
+    if path.is_dir():
+        if labels is None:
+            raise ValueError(f"--labels is required with an image folder ({path}); a CSV with columns file,label.")
+        lpath = check_input_file(labels, what="--labels")
+        return _folder_images(path, _read_labels(lpath.read_bytes(), str(lpath)), str(lpath), skip=lpath)
+    suffix = path.suffix.lower()
+    if suffix == ".npz":
+        if labels is not None:
+            raise ValueError(f"--labels is for image folders and archives; {path} is an .npz that carries its own "
+                             "`labels` array.")
+        return _npz_images(path)
+    if suffix == ".zip":
+        extra = None
+        if labels is not None:
+            lpath = check_input_file(labels, what="--labels")
+            extra = (lpath.read_bytes(), str(lpath))
+        return open_zip_images(path.read_bytes(), where=str(path), labels=extra)
+    raise ValueError(f"--images {str(images)!r}: expected a folder of PNG/JPEG files, a .zip or an .npz; "
+                     f"got a {suffix or 'suffix-less'} file.")
+
+
+def _folder_images(root: Path, table: pd.DataFrame, labels_where: str, *, skip: Path | None) -> ImageSet:
+    where = str(root)
+    skip = skip.resolve() if skip is not None else None
+    found = []
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if p.is_dir() or _ignored(rel) or (skip is not None and p.resolve() == skip):
+            continue
+        if p.is_symlink() and not p.resolve().is_relative_to(root.resolve()):
+            raise ValueError(f"{where}/{rel}: links outside the image folder; copy the file in instead.")
+        if p.suffix.lower() not in IMAGE_SUFFIXES:
+            raise _non_image(rel, where)
+        found.append(rel)
+    listed = table["file"].tolist()
+    _check_membership(listed, found, where, labels_where)
+    channels = {_check_image(lambda f=f: Image.open(root / f), f"{where}/{f}") for f in listed}
+    return ImageSet(tuple(listed), table["label"].to_numpy(), _splits(table), where, max(channels),
+                    lambda i: Image.open(root / listed[i]))
+
+
+def _splits(table: pd.DataFrame):
+    return table["split"].to_numpy(dtype=object) if "split" in table.columns else None
+
+
+def _npz_images(path: Path) -> ImageSet:
+    where = str(path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            missing = [k for k in ("images", "labels") if k not in data.files]
+            if missing:
+                raise ValueError(f"{where}: has no array(s) {missing}; expected `images` (N, H, W[, C]) uint8 and "
+                                 f"`labels` (N,); it has {sorted(data.files)}.")
+            images, labels = data["images"], data["labels"]
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"{where}: could not be read as an .npz ({exc}).") from None
+    except ValueError as exc:
+        if "pickle" in str(exc).lower():
+            raise ValueError(f"{where}: holds Python objects (pickled); expected plain uint8 / integer arrays.") \
+                from None
+        raise
+    if images.dtype != np.uint8 or images.ndim not in (3, 4) or (images.ndim == 4 and images.shape[-1] not in (1, 3)) \
+            or images.shape[0] == 0:
+        raise ValueError(f"{where}: `images` must be uint8 of shape (N, H, W) or (N, H, W, C) with C = 1 or 3, N > 0; "
+                         f"got {images.dtype} {images.shape}.")
+    if labels.ndim != 1 or labels.shape[0] != images.shape[0]:
+        raise ValueError(f"{where}: `images` holds {images.shape[0]} image(s) but `labels` has shape "
+                         f"{labels.shape}; expected one label per image.")
+    if not np.issubdtype(labels.dtype, np.integer) or (labels < 0).any():
+        raise ValueError(f"{where}: `labels` must be non-negative integers; got dtype {labels.dtype}"
+                         f"{'' if not np.issubdtype(labels.dtype, np.number) else f', min {labels.min()}'}.")
+    images = images[..., 0] if images.ndim == 4 and images.shape[-1] == 1 else images
+    channels = 1 if images.ndim == 3 else 3
+    return ImageSet(tuple(range(images.shape[0])), labels.astype(np.int64), None, where, channels,
+                    lambda i: Image.fromarray(images[i]))
+
+
+def open_zip_images(data: bytes, *, where: str, labels: tuple[bytes, str] | None = None,
+                    max_members: int = ZIP_LIMITS["max_members"], max_bytes: int = ZIP_LIMITS["max_bytes"],
+                    max_ratio: int = ZIP_LIMITS["max_ratio"]) -> ImageSet:
+    """Validate a zip archive of labelled images and read its members in place.
+
+    Parameters
+    ----------
+    data : bytes
+        The archive.
+    where : str
+        Its name in messages (the uploaded file name or path).
+    labels : (bytes, str), optional
+        A labels CSV given alongside, and its name; otherwise the one ``.csv`` inside.
+    max_members, max_bytes, max_ratio : int
+        Refuse archives with more members, more uncompressed bytes in total, or a member
+        compressed more than ``max_ratio`` : 1 (zip bombs).
+
+    Returns
+    -------
+    ImageSet
+        ``record_id`` = member path relative to the labels' folder.
+    """
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        infos = archive.infolist()
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ValueError(f"{where}: is not a readable zip archive ({exc}).") from None
+    if len(infos) > max_members:
+        raise ValueError(f"{where}: has {len(infos):,} members; archives are limited to {max_members:,}.")
+    total = 0
+    members: dict[str, zipfile.ZipInfo] = {}
+    for info in infos:
+        name = info.filename
+        parts = PurePosixPath(name.replace("\\", "/")).parts
+        if name.startswith(("/", "\\")) or ".." in parts or (len(name) > 1 and name[1] == ":"):
+            raise ValueError(f"{where}: member {name!r} points outside the archive's root; refused.")
+        if stat.S_ISLNK(info.external_attr >> 16):
+            raise ValueError(f"{where}: member {name!r} is a symbolic link; refused.")
+        if info.flag_bits & 0x1:
+            raise ValueError(f"{where}: member {name!r} is encrypted; give an unencrypted archive.")
+        total += info.file_size
+        if total > max_bytes:
+            raise ValueError(f"{where}: unpacks to more than {max_bytes / 1024**2:,.0f} MB; refused.")
+        if info.compress_size and info.file_size / info.compress_size > max_ratio:
+            raise ValueError(f"{where}: member {name!r} is compressed {info.file_size / info.compress_size:,.0f}:1 "
+                             f"(more than {max_ratio}:1, a zip bomb?); refused.")
+        rel = PurePosixPath(name.replace("\\", "/")).as_posix()
+        if not info.is_dir() and not _ignored(rel):
+            members[rel] = info
+    csvs = [m for m in members if m.lower().endswith(".csv")]
+    if labels is None:
+        if len(csvs) != 1:
+            raise ValueError(f"{where}: holds {len(csvs)} .csv file(s) {csvs[:5]}; put exactly one labels CSV "
+                             "(columns file,label) in the archive or upload it alongside.")
+        labels_member = csvs[0]
+        labels_where = f"{where}/{labels_member}"
+        table = _read_labels(archive.read(members[labels_member]), labels_where)
+        base = PurePosixPath(labels_member).parent.as_posix()
+    else:
+        labels_member = None
+        table = _read_labels(labels[0], labels[1])
+        labels_where = labels[1]
+        tops = {PurePosixPath(m).parts[0] for m in members}
+        single_top = len(tops) == 1 and all(len(PurePosixPath(m).parts) > 1 for m in members)
+        base = next(iter(tops)) if single_top else "."
+    prefix = "" if base in ("", ".") else base + "/"
+    found = []
+    for m in members:
+        if m == labels_member:
+            continue
+        if not m.startswith(prefix):
+            raise ValueError(f"{where}/{m}: lies outside {base!r}, the folder of the labels; keep every image "
+                             "under it.")
+        rel = m[len(prefix):]
+        if not rel.lower().endswith(IMAGE_SUFFIXES):
+            raise _non_image(m, where)
+        found.append(rel)
+    listed = table["file"].tolist()
+    _check_membership(listed, found, where, labels_where)
+
+    def opener(rel: str) -> Image.Image:
+        return Image.open(io.BytesIO(archive.read(members[prefix + rel])))
+
+    channels = {_check_image(lambda f=f: opener(f), f"{where}/{prefix}{f}") for f in listed}
+    return ImageSet(tuple(listed), table["label"].to_numpy(), _splits(table), where, max(channels),
+                    lambda i: opener(listed[i]))
+
+
+def png_data_uri(image: np.ndarray, *, min_side: int = 96) -> str:
+    """A ``uint8`` image ``(H, W)`` or ``(H, W, C)`` as a PNG data URI, enlarged to at least ``min_side`` px.
+
+    Enlargement is by an integer nearest-neighbour factor (crisp pixels, nothing invented).
+    """
+    import base64
+
+    arr = np.asarray(image)
+    if arr.dtype != np.uint8 or arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[-1] not in (1, 3)):
+        raise ValueError(f"`image` must be uint8 (H, W) or (H, W, C) with C = 1 or 3; got {arr.dtype} {arr.shape}.")
+    arr = arr[..., 0] if arr.ndim == 3 and arr.shape[-1] == 1 else arr
+    factor = max(1, -(-int(min_side) // min(arr.shape[:2])))
+    big = arr.repeat(factor, axis=0).repeat(factor, axis=1)
+    buffer = io.BytesIO()
+    Image.fromarray(big).save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")

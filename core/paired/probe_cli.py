@@ -1,0 +1,124 @@
+"""``python -m core probe``: run a user's ONNX image classifier on clean, corrupted and transformed images.
+
+``python -m core probe --model MODEL.onnx --images IMAGES [--labels LABELS.csv] --out DIR``
+``    [--probes default] [--natural default] [--mean M,... --std S,...] [--batch-size 256]``
+``    [--perturbed DIR2 ...] [--seed 0] [--name NAME] [--force] [--no-progress]``
+
+``IMAGES`` is a folder of PNG / JPEG files (names in ``LABELS.csv``, columns ``file,label``),
+a ``.zip`` of them or an ``.npz`` (``images``, ``labels``). Writes ``DIR/clean.parquet``,
+``DIR/probes.parquet``, ``DIR/natural.parquet``, ``DIR/records.parquet`` and
+``DIR/manifest.json`` (:mod:`core.paired.probe`); then
+
+``python -m core paired --records DIR/records.parquet --probes DIR/probes.parquet DIR/natural.parquet``
+``    --clean-outputs DIR/clean.parquet --tau 0.8 --out QUEUE``
+
+gives the bounds and the recapture queue. Everything is validated before the model runs;
+the output folder appears only when complete. Bad input exits with code 2 and one line.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from core.atomic import check_output_folder
+from core.validation import check_input_file
+
+__all__ = ["register"]
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got {text!r}")
+    return values
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}")
+    return value
+
+
+def register(subparsers) -> None:
+    """Add the ``probe`` command to ``python -m core``."""
+    p = subparsers.add_parser(
+        "probe", help="run your ONNX image classifier on corruption probes and natural transforms",
+        description="Clean, corrupted (9 types x 2 severities) and transformed (18 natural transforms) outputs of an "
+                    "ONNX image classifier, in the tables `python -m core paired --probes ... --clean-outputs ...` "
+                    "and the dashboard's Recapture page read.")
+    p.add_argument("--model", required=True, metavar="MODEL.onnx", help="ONNX image classifier (NCHW or NHWC float input)")
+    p.add_argument("--images", required=True, metavar="IMAGES", help="folder of PNG/JPEG, .zip of them, or .npz")
+    p.add_argument("--labels", metavar="LABELS.csv", help="columns file,label (optional split); folders and zips")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    p.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
+    p.add_argument("--probes", default="default", help="'default' (9 corruptions x severities 2,4) or NAME:SEVERITY,...")
+    p.add_argument("--natural", default="default", help="'default' (18 natural transforms), 'none', or names")
+    p.add_argument("--mean", type=_floats, default=None, help="per-channel mean subtracted after scaling to [0, 1]")
+    p.add_argument("--std", type=_floats, default=None, help="per-channel std divided by after the mean")
+    p.add_argument("--batch-size", type=_positive, default=256, help="images per model call (bounds memory)")
+    p.add_argument("--perturbed", action="append", default=[], metavar="DIR2",
+                   help="the same images after a real re-capture (same file names); repeatable")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random corruptions")
+    p.add_argument("--name", help="model name in the tables (default: the model file's stem)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    """Execute ``python -m core probe``; returns the exit code."""
+    from core.paired.images import open_images
+    from core.paired.probe import (
+        OnnxImageClassifier,
+        parse_natural,
+        parse_probes,
+        run_probes,
+        write_probe_outputs,
+    )
+
+    probes, natural = parse_probes(args.probes), parse_natural(args.natural)
+    model_path = check_input_file(args.model, what="--model")
+    if model_path.suffix.lower() != ".onnx":
+        raise ValueError(f"--model {args.model!r}: expected an .onnx file (nothing else is read: no pickles).")
+    check_output_folder(args.out, force=args.force)
+    model = OnnxImageClassifier(model_path.read_bytes(), where=str(model_path), mean=args.mean, std=args.std)
+    images = open_images(args.images, args.labels)
+    perturbed = {}
+    for path in args.perturbed:
+        cond = Path(path).name if Path(path).is_dir() else Path(path).stem
+        if cond in perturbed:
+            raise ValueError(f"--perturbed {path!r}: a second re-capture named {cond!r}; give each a distinct name.")
+        perturbed[cond] = open_images(path, args.labels) if Path(path).suffix.lower() != ".npz" else open_images(path)
+    bar = None
+    if not args.no_progress:
+        from tqdm import tqdm
+        bar = tqdm(file=sys.stderr, leave=False, bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} "
+                                                            "[{elapsed}<{remaining}]")
+
+    def progress(label: str, done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.set_description(label)
+
+    try:
+        result = run_probes(model, images, model_name=args.name or model_path.stem, probes=probes, natural=natural,
+                            perturbed=perturbed, batch_size=args.batch_size, seed=args.seed,
+                            progress=None if bar is None else progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    write_probe_outputs(result, args.out)
+    m = result.manifest
+    print(f"{m['n_images']} images, {m['n_classes']} classes, input {m['input']['layout']} "
+          f"{m['input']['height']}x{m['input']['width']}x{m['input']['channels']}, output {m['output']}; "
+          f"clean accuracy {m['clean_accuracy']:.3f}; {len(m['probes'])} probes, {len(m['natural'])} transforms, "
+          f"{len(m['recaptures'])} re-capture(s)")
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0

@@ -1,0 +1,384 @@
+"""``python -m core probe`` on a torch CNN exported to ONNX: probe -> paired -> recapture queue.
+
+The reference outputs are torch's own forward passes on images decoded independently with
+Pillow; ONNX Runtime and torch run different kernels, so they are compared within 1e-5.
+"""
+import io
+import json
+import warnings
+import zipfile
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from PIL import Image
+
+from core.cli import main
+from core.paired import corruptions
+from core.paired.images import open_images, open_zip_images, png_data_uri
+from core.paired.probe import (
+    DEFAULT_PROBES,
+    OnnxImageClassifier,
+    parse_probes,
+    probe_image,
+    run_probes,
+)
+
+SIZE, N_CLASSES, N_IMAGES = 16, 4, 14
+MEAN, STD = (0.5, 0.4, 0.3), (0.2, 0.25, 0.3)
+TOL = 1e-5  # torch vs onnxruntime float32 kernels
+
+
+class Net(torch.nn.Module):
+    def __init__(self, *, nhwc=False, softmax=False, channels=3):
+        super().__init__()
+        self.nhwc, self.softmax = nhwc, softmax
+        self.body = torch.nn.Sequential(
+            torch.nn.Conv2d(channels, 6, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(6, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(2),
+            torch.nn.Flatten(), torch.nn.Linear(32, N_CLASSES))
+
+    def forward(self, x):
+        if self.nhwc:
+            x = x.permute(0, 3, 1, 2)
+        out = self.body(x) * 4.0  # spread the logits so that the classes differ
+        return torch.softmax(out, dim=1) if self.softmax else out
+
+
+def export(net, path, *, shape, dynamic=None):
+    torch.manual_seed(0)
+    net.eval()
+    with warnings.catch_warnings():
+        # torch 2.13's default exporter needs onnxscript; the TorchScript exporter does not.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.onnx.export(net, (torch.zeros(shape),), str(path), dynamo=False, input_names=["x"],
+                          output_names=["out"], dynamic_axes=dynamic or {"x": {0: "n"}, "out": {0: "n"}})
+    return path
+
+
+def make_net(**kwargs):
+    torch.manual_seed(0)
+    return Net(**kwargs).eval()
+
+
+def torch_probs(net, images_u8, *, nhwc=False):
+    """torch's probabilities on uint8 images (n, H, W, C), normalised as the probe command does."""
+    x = (images_u8.astype(np.float64) / 255.0 - np.array(MEAN)) / np.array(STD)
+    x = torch.from_numpy(x.astype(np.float32))
+    with torch.no_grad():
+        out = net(x if nhwc else x.permute(0, 3, 1, 2))
+        return (out if net.softmax else torch.softmax(out.double(), dim=1)).numpy()
+
+
+def write_pngs(folder, images, labels, *, csv=True):
+    folder.mkdir(parents=True, exist_ok=True)
+    names = [f"img_{i:02d}.png" for i in range(len(images))]
+    for name, img in zip(names, images):
+        Image.fromarray(img).save(folder / name)
+    if csv:
+        pd.DataFrame({"file": names, "label": labels}).to_csv(folder.parent / f"{folder.name}_labels.csv", index=False)
+    return names
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(3)
+    base = rng.integers(0, 256, size=(N_CLASSES, SIZE, SIZE, 3))
+    labels = np.arange(N_IMAGES) % N_CLASSES
+    noise = rng.integers(-40, 41, size=(N_IMAGES, SIZE, SIZE, 3))
+    images = np.clip(base[labels] + noise, 0, 255).astype(np.uint8)
+    return images, labels
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory, data):
+    images, labels = data
+    root = tmp_path_factory.mktemp("probe")
+    write_pngs(root / "images", images, labels)
+    # A "re-capture": darker, blurred copies under the same names.
+    dark = np.clip(images.astype(float) * 0.6, 0, 255).astype(np.uint8)
+    write_pngs(root / "screen", dark, labels, csv=False)
+    return root
+
+
+@pytest.fixture(scope="module")
+def cnn(folder):
+    net = make_net()
+    return net, export(net, folder / "cnn.onnx", shape=(1, 3, SIZE, SIZE))
+
+
+@pytest.fixture(scope="module")
+def probed(folder, cnn, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out") / "probe"
+    code = main(["probe", "--model", str(cnn[1]), "--images", str(folder / "images"),
+                 "--labels", str(folder / "images_labels.csv"), "--out", str(out), "--mean", ",".join(map(str, MEAN)),
+                 "--std", ",".join(map(str, STD)), "--batch-size", "5", "--perturbed", str(folder / "screen"),
+                 "--no-progress"])
+    assert code == 0
+    return out
+
+
+def test_clean_outputs_equal_torch_within_tolerance(probed, cnn, folder, data, cross_machine_note):
+    net, _ = cnn
+    clean = pd.read_parquet(probed / "clean.parquet")
+    names = pd.read_csv(folder / "images_labels.csv")["file"]
+    # Decode the PNGs independently of core.paired.images.
+    decoded = np.stack([np.asarray(Image.open(folder / "images" / n).convert("RGB")) for n in names])
+    np.testing.assert_array_equal(decoded, data[0])
+    expected = torch_probs(net, decoded)
+    got = clean[[f"prob_{c}" for c in range(N_CLASSES)]].to_numpy()
+    gap = float(np.abs(got - expected).max())
+    cross_machine_note(f"probe clean outputs vs torch: max |diff| {gap:.2e} (tolerance {TOL})")
+    assert gap <= TOL
+    assert clean["record_id"].tolist() == names.tolist()
+    np.testing.assert_array_equal(clean["pred"], expected.argmax(axis=1))
+    np.testing.assert_allclose(clean["max_prob"], expected.max(axis=1), atol=TOL)
+    np.testing.assert_allclose(clean["true_prob"], expected[np.arange(N_IMAGES), data[1]], atol=TOL)
+    manifest = json.loads((probed / "manifest.json").read_text())
+    assert manifest["output"] == "logits (soft-maxed)"
+    assert manifest["input"] == {"name": "x", "layout": "NCHW", "height": SIZE, "width": SIZE, "channels": 3,
+                                 "batch": None}
+
+
+def test_probe_rows_are_torch_on_independently_corrupted_images(probed, cnn, data):
+    net, _ = cnn
+    images, labels = data
+    probes = pd.read_parquet(probed / "probes.parquet")
+    natural = pd.read_parquet(probed / "natural.parquet")
+    assert len(probes) == N_IMAGES * 18 and set(probes["kind"]) == {"corruption"}
+    assert len(natural) == N_IMAGES * 18 and set(natural["kind"]) == {"transform"}
+    assert sorted(probes["probe"].unique()) == sorted(f"{c} s{s}" for c in corruptions.CORRUPTIONS for s in (2, 4))
+    x = images.astype(np.float32) / 255.0
+    # Deterministic probes recomputed here from the corruption functions, quantised to 8 bits.
+    for probe, variant in [("contrast s2", corruptions.contrast(x.astype(np.float64), 2, np.random.default_rng(0))),
+                           ("pixelate s4", corruptions.pixelate(x.astype(np.float64), 4, np.random.default_rng(0))),
+                           ("hflip", x[:, :, ::-1])]:
+        table = natural if probe == "hflip" else probes
+        rows = table[table["probe"] == probe]
+        u8 = np.rint(np.clip(variant, 0, 1) * 255).astype(np.uint8)
+        expected = torch_probs(net, u8)
+        np.testing.assert_allclose(rows["true_prob"], expected[np.arange(N_IMAGES), labels], atol=TOL)
+        np.testing.assert_array_equal(rows["pred"], expected.argmax(axis=1))
+    # A random probe: probe_image re-draws exactly what the model saw for image 3.
+    row = probes[(probes["probe"] == "gaussian_noise s4") & (probes["record_id"] == "img_03.png")].iloc[0]
+    shown = probe_image(images[3], "gaussian_noise s4", position=3, seed=0)
+    assert not np.array_equal(shown, images[3])
+    assert abs(torch_probs(net, shown[None])[0, labels[3]] - row["true_prob"]) <= TOL
+
+
+def test_paired_command_builds_the_queue_ranked_by_u(probed, tmp_path, data):
+    out = tmp_path / "queue"
+    code = main(["paired", "--records", str(probed / "records.parquet"), "--probes", str(probed / "probes.parquet"),
+                 str(probed / "natural.parquet"), "--clean-outputs", str(probed / "clean.parquet"), "--tau", "0.5",
+                 "--outcome-source", "recapture", "--budget", "0.5", "--out", str(out), "--no-policies"])
+    assert code == 0
+    queue = pd.read_csv(out / "recapture_queue.csv")
+    scores = pd.read_csv(out / "screening_scores.csv")
+    clean = pd.read_parquet(probed / "clean.parquet")
+    probes = pd.read_parquet(probed / "probes.parquet")
+    correct = clean.loc[clean["pred"] == clean["true_label"], "record_id"]
+    assert sorted(scores["record_id"]) == sorted(correct)
+    # U by hand: mean true-class probability over the 18 corruption probes.
+    u = probes[probes["record_id"].isin(correct)].groupby("record_id")["true_prob"].mean()
+    np.testing.assert_allclose(scores.set_index("record_id")["U"].loc[u.index], u, rtol=0, atol=1e-7)  # float32 sums
+    assert scores["TTA"].notna().all()
+    k = max(1, int(np.floor(0.5 * len(correct) + 0.5)))
+    assert queue["selection_prob"].sum() == pytest.approx(k)
+    worst = u.sort_values(kind="stable").index[:k]
+    assert set(queue.loc[queue["selection_prob"] == 1, "record_id"]) <= set(worst)
+    records = pd.read_parquet(probed / "records.parquet")
+    assert set(records["source"]) == {"synthetic", "recapture"}
+    assert set(records.loc[records["source"] == "recapture", "condition"]) == {"screen"}
+    failed = records[(records["source"] == "recapture") & records["record_id"].isin(correct)]
+    assert queue["total_failures"].iloc[0] == int((failed["pert_pred"] != failed["true_label"]).sum())
+
+
+def test_batch_size_and_source_do_not_change_the_outputs(folder, cnn, data, tmp_path):
+    model = OnnxImageClassifier(cnn[1].read_bytes(), where="cnn.onnx", mean=MEAN, std=STD)
+    images = open_images(folder / "images", folder / "images_labels.csv")
+    probes = parse_probes("gaussian_noise:3,motion_blur:2,jpeg_compression:4")
+    a = run_probes(model, images, probes=probes, natural=("rotate+5",), batch_size=3)
+    b = run_probes(model, images, probes=probes, natural=("rotate+5",), batch_size=64)
+    np.savez(tmp_path / "set.npz", images=data[0], labels=data[1])
+    c = run_probes(model, open_images(tmp_path / "set.npz"), probes=probes, natural=("rotate+5",), batch_size=64)
+    for frame in ("clean", "probes", "natural"):
+        x, y, z = (getattr(r, frame) for r in (a, b, c))
+        np.testing.assert_array_equal(x["pred"], y["pred"])
+        np.testing.assert_allclose(x["true_prob"], y["true_prob"], atol=1e-6)  # batch shapes may pick other kernels
+        np.testing.assert_array_equal(y["true_prob"], z["true_prob"])  # same batches, same inputs: exact
+    assert c.clean["record_id"].tolist() == list(range(N_IMAGES))
+
+
+def test_nhwc_model_with_probability_output(folder, data, tmp_path, cross_machine_note):
+    net = make_net(nhwc=True, softmax=True)
+    path = export(net, tmp_path / "nhwc.onnx", shape=(1, SIZE, SIZE, 3))
+    model = OnnxImageClassifier(path.read_bytes(), where="nhwc.onnx", mean=MEAN, std=STD)
+    assert (model.input.layout, model.input.channels) == ("NHWC", 3)
+    result = run_probes(model, open_images(folder / "images", folder / "images_labels.csv"),
+                        probes=DEFAULT_PROBES[:2], natural=())
+    assert result.manifest["output"] == "probabilities"
+    expected = torch_probs(net, data[0], nhwc=True)
+    gap = float(np.abs(result.clean[[f"prob_{c}" for c in range(N_CLASSES)]].to_numpy() - expected).max())
+    cross_machine_note(f"probe NHWC probabilities vs torch: max |diff| {gap:.2e}")
+    assert gap <= TOL
+    assert result.natural.empty
+
+
+def test_grey_model_reads_colour_pngs_as_luma(folder, data, tmp_path):
+    net = make_net(channels=1)
+    path = export(net, tmp_path / "grey.onnx", shape=(1, 1, SIZE, SIZE))
+    model = OnnxImageClassifier(path.read_bytes(), where="grey.onnx", mean=(0.5,), std=(0.25,))
+    images = open_images(folder / "images", folder / "images_labels.csv")
+    grey = images.read(np.arange(3), size=(SIZE, SIZE), channels=1)
+    luma = np.stack([np.asarray(Image.fromarray(im).convert("L")) for im in data[0][:3]])
+    np.testing.assert_array_equal(grey[..., 0], luma)
+    assert run_probes(model, images, probes=DEFAULT_PROBES[:1], natural=()).clean.shape[0] == N_IMAGES
+
+
+# ------------------------------------------------------------------------------------------
+# bad input: one clear error naming the file
+# ------------------------------------------------------------------------------------------
+def run_cli(capsys, *argv):
+    code = main(["probe", *map(str, argv), "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    return code, err
+
+
+def test_non_image_file_in_the_folder_is_named(tmp_path, data, cnn, capsys):
+    write_pngs(tmp_path / "imgs", data[0][:4], data[1][:4])
+    (tmp_path / "imgs" / "notes.txt").write_text("not an image")
+    code, err = run_cli(capsys, "--model", cnn[1], "--images", tmp_path / "imgs", "--labels",
+                        tmp_path / "imgs_labels.csv", "--out", tmp_path / "out")
+    assert code == 2 and len(err) == 1 and "notes.txt" in err[0] and "is not an image file" in err[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_png_that_is_not_an_image_is_named(tmp_path, data):
+    write_pngs(tmp_path / "imgs", data[0][:4], data[1][:4])
+    (tmp_path / "imgs" / "img_02.png").write_bytes(b"GIF89a not really")
+    with pytest.raises(ValueError, match=r"img_02\.png: is not a readable PNG or JPEG image"):
+        open_images(tmp_path / "imgs", tmp_path / "imgs_labels.csv")
+
+
+def test_image_count_that_differs_from_the_labels_is_named(tmp_path, data, cnn, capsys):
+    write_pngs(tmp_path / "imgs", data[0][:5], data[1][:5])
+    pd.DataFrame({"file": [f"img_{i:02d}.png" for i in range(4)], "label": data[1][:4]}).to_csv(
+        tmp_path / "short.csv", index=False)
+    code, err = run_cli(capsys, "--model", cnn[1], "--images", tmp_path / "imgs", "--labels", tmp_path / "short.csv",
+                        "--out", tmp_path / "out")
+    assert code == 2 and len(err) == 1
+    assert "holds 5 image(s) but" in err[0] and "short.csv lists 4" in err[0] and "img_04.png" in err[0]
+    np.savez(tmp_path / "bad.npz", images=data[0][:5], labels=data[1][:4])
+    with pytest.raises(ValueError, match=r"bad\.npz: `images` holds 5 image\(s\) but `labels` has shape \(4,\)"):
+        open_images(tmp_path / "bad.npz")
+
+
+def test_model_whose_input_size_cannot_be_read_is_named(tmp_path, cnn, folder, capsys):
+    class AnySize(torch.nn.Module):  # global mean pooling: exports with symbolic height and width
+        def __init__(self):
+            super().__init__()
+            self.conv, self.fc = torch.nn.Conv2d(3, 4, 3), torch.nn.Linear(4, N_CLASSES)
+
+        def forward(self, x):
+            return self.fc(self.conv(x).mean(dim=(2, 3)))
+
+    path = export(AnySize(), tmp_path / "dynamic.onnx", shape=(1, 3, SIZE, SIZE),
+                  dynamic={"x": {0: "n", 2: "h", 3: "w"}, "out": {0: "n"}})
+    code, err = run_cli(capsys, "--model", path, "--images", folder / "images", "--labels",
+                        folder / "images_labels.csv", "--out", tmp_path / "out")
+    assert code == 2 and len(err) == 1
+    assert "dynamic.onnx" in err[0] and "cannot read the image size" in err[0]
+    (tmp_path / "junk.onnx").write_bytes(b"not a model")
+    with pytest.raises(ValueError, match=r"junk\.onnx: is not a readable ONNX model"):
+        OnnxImageClassifier((tmp_path / "junk.onnx").read_bytes(), where="junk.onnx")
+
+
+def test_model_with_the_wrong_number_of_classes_is_named(tmp_path, data, cnn, capsys):
+    labels = data[1][:4].copy()
+    labels[2] = 7
+    write_pngs(tmp_path / "imgs", data[0][:4], labels)
+    code, err = run_cli(capsys, "--model", cnn[1], "--images", tmp_path / "imgs", "--labels",
+                        tmp_path / "imgs_labels.csv", "--out", tmp_path / "out")
+    assert code == 2 and len(err) == 1
+    assert "cnn.onnx: outputs 4 classes" in err[0] and "img_02.png has label 7" in err[0]
+    assert not (tmp_path / "out").exists()
+
+
+def zip_bytes(members):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, payload in members.items():
+            zf.writestr(name, payload)
+    return buffer.getvalue()
+
+
+def png(img):
+    buffer = io.BytesIO()
+    Image.fromarray(img).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def test_zip_with_labels_inside_reads_like_the_folder(folder, data):
+    names = [f"img_{i:02d}.png" for i in range(N_IMAGES)]
+    members = {f"set/{n}": png(img) for n, img in zip(names, data[0])}
+    members["set/labels.csv"] = (folder / "images_labels.csv").read_bytes()
+    members["__MACOSX/._img_00.png"] = b"resource fork"
+    zipped = open_zip_images(zip_bytes(members), where="upload.zip")
+    plain = open_images(folder / "images", folder / "images_labels.csv")
+    assert zipped.record_ids == plain.record_ids
+    idx = np.arange(N_IMAGES)
+    np.testing.assert_array_equal(zipped.read(idx, size=(SIZE, SIZE), channels=3),
+                                  plain.read(idx, size=(SIZE, SIZE), channels=3))
+
+
+def test_zip_slip_and_non_images_in_zips_are_refused(data):
+    good = {"labels.csv": b"file,label\na.png,0\n", "a.png": png(data[0][0])}
+    with pytest.raises(ValueError, match=r"upload\.zip: member '\.\./evil\.png' points outside the archive's root"):
+        open_zip_images(zip_bytes({**good, "../evil.png": png(data[0][1])}), where="upload.zip")
+    with pytest.raises(ValueError, match=r"member '/etc/evil\.png' points outside"):
+        open_zip_images(zip_bytes({**good, "/etc/evil.png": png(data[0][1])}), where="upload.zip")
+    with pytest.raises(ValueError, match=r"upload\.zip/readme\.md: is not an image file"):
+        open_zip_images(zip_bytes({**good, "readme.md": b"# hi"}), where="upload.zip")
+    with pytest.raises(ValueError, match=r"holds 0 \.csv file"):
+        open_zip_images(zip_bytes({"a.png": png(data[0][0])}), where="upload.zip")
+    bomb = zip_bytes({"labels.csv": b"file,label\na.png,0\n", "a.png": b"\0" * 5_000_000})
+    with pytest.raises(ValueError, match=r"zip bomb"):
+        open_zip_images(bomb, where="upload.zip")
+
+
+def test_labels_table_errors_name_row_and_column(tmp_path, data):
+    write_pngs(tmp_path / "imgs", data[0][:2], data[1][:2])
+    for text, message in [("name,label\na,0\n", r"missing column\(s\) \['file'\]"),
+                          ("file,label\nimg_00.png,cat\nimg_01.png,1\n", r"row 1, column 'label': 'cat'"),
+                          ("file,label\nimg_00.png,0\nimg_00.png,1\n", r"row 2, column 'file': 'img_00.png' is listed twice"),
+                          ("file,label\n../img_00.png,0\n", r"row 1, column 'file': '\.\./img_00\.png' is not a relative")]:
+        (tmp_path / "l.csv").write_text(text)
+        with pytest.raises(ValueError, match=message):
+            open_images(tmp_path / "imgs", tmp_path / "l.csv")
+
+
+def test_png_data_uri_enlarges_to_a_readable_size(data):
+    import base64
+    uri = png_data_uri(data[0][0], min_side=96)
+    decoded = Image.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1])))
+    assert decoded.size == (96, 96) and decoded.mode == "RGB"
+    np.testing.assert_array_equal(np.asarray(decoded)[::6, ::6], data[0][0])
+
+
+def test_progress_counts_every_batch_of_every_variant(folder, cnn, capsys, tmp_path):
+    model = OnnxImageClassifier(cnn[1].read_bytes(), where="cnn.onnx")
+    images = open_images(folder / "images", folder / "images_labels.csv")
+    screen = open_images(folder / "screen", folder / "images_labels.csv")
+    events = []
+    run_probes(model, images, probes=DEFAULT_PROBES[:3], natural=("hflip", "gamma_0.8"), perturbed={"screen": screen},
+               batch_size=4, progress=lambda *e: events.append(e))
+    batches = -(-N_IMAGES // 4)
+    total = batches * (1 + 3 + 2 + 1)
+    assert [e[1] for e in events] == list(range(1, total + 1)) and {e[2] for e in events} == {total}
+    assert [e[0] for e in events[:batches]] == ["clean"] * batches and events[-1][0] == "screen"
+    # The command line shows it as a bar on stderr.
+    code = main(["probe", "--model", str(cnn[1]), "--images", str(folder / "images"), "--labels",
+                 str(folder / "images_labels.csv"), "--out", str(tmp_path / "o"), "--probes", "contrast:1",
+                 "--natural", "none"])
+    assert code == 0 and "100%" in capsys.readouterr().err
