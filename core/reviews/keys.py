@@ -41,6 +41,12 @@ def data_fingerprint(frame: pd.DataFrame) -> str:
 
 
 def audit_key(result) -> AuditKey:
-    """The :class:`AuditKey` of a tabular audit (:class:`core.tabular.audit.AuditResult`)."""
-    return AuditKey(result.fingerprint, data_fingerprint=data_fingerprint(result.dataset.frame),
+    """The :class:`AuditKey` of a tabular audit (:class:`core.tabular.audit.AuditResult`).
+
+    An audit without its dataset (none attached) gets an empty data fingerprint: its
+    decisions are then shown under that audit only.
+    """
+    frame = getattr(getattr(result, "dataset", None), "frame", None)
+    data = data_fingerprint(frame) if isinstance(frame, pd.DataFrame) else ""
+    return AuditKey(result.fingerprint, data_fingerprint=data,
                     model=str(result.model_name), protocol_fingerprint=result.protocol.fingerprint)

@@ -49,12 +49,12 @@ import os
 import shutil
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterator, Literal, get_args
+from typing import Literal, get_args
 
 import pandas as pd
 
@@ -276,7 +276,7 @@ class Review:
     submission_id: str | None = None
 
     @classmethod
-    def _from_row(cls, row: tuple) -> "Review":
+    def _from_row(cls, row: tuple) -> Review:
         values = dict(zip(REVIEW_COLUMNS, row))
         values["reasons"] = _split_reasons(values["reasons"])
         return cls(**values)
@@ -298,7 +298,7 @@ def _reasons_iv(value: object) -> str:
     return ",".join(code for code in REASONS if code in codes)
 
 
-def _key_iv(audit: "str | AuditKey") -> AuditKey:
+def _key_iv(audit: str | AuditKey) -> AuditKey:
     if isinstance(audit, AuditKey):
         return audit
     _text_iv(audit, "audit_fingerprint", max_len=512, allow_empty=False)
@@ -635,7 +635,7 @@ class ReviewStore:
             return done
         # Inside the write lock: the clock is read in review_id order, and never earlier than
         # the previous row (a clock stepped back must not reorder the history).
-        created = datetime.now(timezone.utc).isoformat(timespec="microseconds")
+        created = datetime.now(UTC).isoformat(timespec="microseconds")
         last = conn.execute("SELECT created_at FROM reviews ORDER BY review_id DESC LIMIT 1").fetchone()
         if last is not None and last[0] > created:
             created = last[0]
