@@ -139,4 +139,4 @@ def minutes(timestamps: pd.Series) -> pd.Series:
     Missing values stay missing (``None``).
     """
     parsed = pd.to_datetime(timestamps, utc=True, errors="coerce", format="ISO8601")
-    return parsed.dt.strftime("%Y-%m-%d %H:%M UTC").where(parsed.notna(), None)
+    return parsed.dt.strftime("%Y-%m-%d %H:%M UTC").astype(object).where(parsed.notna(), None)
