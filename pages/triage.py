@@ -99,7 +99,7 @@ def _review_panel(key, sample_id: int, queue, shown) -> None:
         (st.success if flash[0] == "success" else st.error)(flash[1])
     left, right = st.columns([2, 3])
     with left:
-        st.markdown(f"**Sample {sample_id}** — Alt+1/2/3 pick a decision, Alt+Enter saves and opens the next "
+        st.markdown(f"**Sample {sample_id}** — Alt+1/2/3 pick a decision, Alt+S saves and opens the next "
                     "unreviewed case, Alt+N / Alt+P step through the shown queue.")
         with st.container(border=True):
             review_form(key, sample_id, queue_order=[int(s) for s in queue["sample_id"]],

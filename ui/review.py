@@ -12,7 +12,7 @@ State (``st.session_state``):
 
 The form is no ``st.form``: Enter in the reviewer field only commits the name, it never
 submits a decision. Keyboard shortcuts (``streamlit-shortcuts``) click the keyed buttons:
-Alt+1/2/3 pick a decision, Alt+Enter saves and moves to the next unreviewed case, Alt+N / Alt+P
+Alt+1/2/3 pick a decision, Alt+S saves and moves to the next unreviewed case, Alt+N / Alt+P
 move to the next / previous case of the shown queue.
 """
 from __future__ import annotations
@@ -45,7 +45,7 @@ from ui.selection import select_sample, selected_sample
 #: Keyboard shortcut of every keyed control (streamlit-shortcuts syntax).
 SHORTCUTS: dict[str, str] = {
     **{f"review_pick_{i}": f"alt+{i + 1}" for i in range(len(DECISIONS))},
-    "review_save_next": "alt+enter",
+    "review_save_next": "alt+s",
     "review_next": "alt+n",
     "review_previous": "alt+p",
 }
@@ -112,7 +112,7 @@ def queue_filter(latest: pd.DataFrame) -> QueueFilter:
     c[0].selectbox("Show", list(_STATUS), key="review_filter_status", format_func=_STATUS.get, **clear)
     c[1].multiselect("Latest decision", list(DECISIONS), key="review_filter_decisions",
                      format_func=DECISION_LABELS.get, placeholder="any decision", **clear)
-    c[2].multiselect("Reviewer", sorted(set(latest["reviewer"])), key="review_filter_reviewers",
+    c[2].multiselect("Decided by", sorted(set(latest["reviewer"])), key="review_filter_reviewers",
                      placeholder="anyone", **clear)
     c[3].multiselect("Reason", list(REASONS), key="review_filter_reasons", format_func=REASONS.get,
                      placeholder="any reason", **clear)
@@ -282,7 +282,7 @@ def review_form(key: AuditKey, sample_id: int, *, queue_order: Sequence[int], sh
     b = st.columns(2)
     b[0].button("Save decision", type="secondary", key="review_save", on_click=_save,
                 args=(key, sample_id, token, list(queue_order), False), width="stretch")
-    b[1].button("Save & next (Alt+Enter)", type="primary", key="review_save_next", on_click=_save,
+    b[1].button("Save & next (Alt+S)", type="primary", key="review_save_next", on_click=_save,
                 args=(key, sample_id, token, list(queue_order), True), width="stretch",
                 help="Save, then open the next unreviewed case in queue order (wrapping to the top).")
     n = st.columns(3)

@@ -49,7 +49,7 @@ def test_reviewer_walks_the_queue_and_finds_it_again_after_a_restart(new_app, re
     app.radio(key="review_decision").set_value("acceptable")
     app.multiselect(key="review_reasons").select("evidence_sufficient")
     app.text_area(key="review_note").input("path is plausible")
-    _button(app, "Save & next (Alt+Enter)").click().run()
+    _button(app, "Save & next (Alt+S)").click().run()
     _ok(app)
     assert _stored(reviews_db) == [(ids[0], "ana", "acceptable")]
     assert app.session_state["selected_sample"] == int(ids[1])
