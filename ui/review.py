@@ -11,7 +11,7 @@ State (``st.session_state``):
   button carries the same id and the store appends nothing (:meth:`ReviewStore.record`).
 
 The form is no ``st.form``: Enter in the reviewer field only commits the name, it never
-submits a decision. Keyboard shortcuts (``streamlit-shortcuts``) click the keyed buttons:
+submits a decision. Keyboard shortcuts (:mod:`ui.shortcuts`) click the keyed buttons:
 Alt+1/2/3 pick a decision, Alt+S saves and moves to the next unreviewed case, Alt+N / Alt+P
 move to the next / previous case of the shown queue.
 """
@@ -41,8 +41,9 @@ from core.reviews import (
 from core.reviews.queue import UNREVIEWED, minutes
 from ui.data import review_store
 from ui.selection import select_sample, selected_sample
+from ui.shortcuts import shortcuts
 
-#: Keyboard shortcut of every keyed control (streamlit-shortcuts syntax).
+#: Keyboard shortcut of every keyed control (:func:`ui.shortcuts.shortcuts`).
 SHORTCUTS: dict[str, str] = {
     **{f"review_pick_{i}": f"alt+{i + 1}" for i in range(len(DECISIONS))},
     "review_save_next": "alt+s",
@@ -258,11 +259,9 @@ def _bulk(key: AuditKey, sample_ids: Sequence[int], token: str) -> None:
 
 
 def _shortcuts() -> None:
-    from streamlit_shortcuts import add_shortcuts
-
     # The decision buttons are clicked by their shortcuts only; the radio shows the choice.
     st.html("<style>.st-key-review_keys {display: none;}</style>")
-    add_shortcuts(**SHORTCUTS)
+    shortcuts(SHORTCUTS)
 
 
 def review_form(key: AuditKey, sample_id: int, *, queue_order: Sequence[int], shown_order: Sequence[int]) -> None:

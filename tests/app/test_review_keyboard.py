@@ -1,7 +1,7 @@
 """Real browser: a reviewer walks five cases of the triage queue with the keyboard only.
 
 Alt+1/2/3 pick a decision and Alt+S saves and opens the next unreviewed case (the
-``streamlit-shortcuts`` bindings of :mod:`ui.review`); the review database then holds the five
+bindings of :mod:`ui.review`, :mod:`ui.shortcuts`); the review database then holds the five
 decisions, in the order they were made, for the five cases that were shown.
 """
 from __future__ import annotations
@@ -49,8 +49,7 @@ def test_five_cases_with_the_keyboard_only(server, browser):  # noqa: F811
     assert len(ReviewStore(db).export()) == before
 
     # The bindings are installed by a component's script once the page has rendered.
-    page.wait_for_function("() => (window.__streamlitShortcutsMap || {})['review_save_next'] === 'alt+s'"
-                           " || ((window.__streamlitShortcutsMap || {})['review_save_next'] || [])[0] === 'alt+s'",
+    page.wait_for_function("() => ((window.__auditShortcuts || {})['review_save_next'] || [])[0] === 'alt+s'",
                            timeout=30_000)
     shown, pressed = [], []
     for i in range(5):
