@@ -7,7 +7,6 @@ import streamlit as st
 from core import viz
 from core.cfc.evaluation import SCORES
 from core.dashboard import capture_curves, prediction_table, rank_queue, score_summary
-from core.reviews import audit_key as audit_key_of
 from core.reviews import filter_queue
 from core.reviews.queue import UNREVIEWED
 from ui.certificate import certificate_panel, flip_budget_text, lambda_text
@@ -17,6 +16,7 @@ from ui.entry import ensure_entrypoint
 from ui.review import (
     bulk_form,
     history_panel,
+    key_of,
     prepare_case,
     queue_display,
     queue_filter,
@@ -157,7 +157,7 @@ def _body() -> None:
 
     st.subheader(f"Queue: top {len(queue)} by {score}")
     with guarded("Review database"):
-        key = audit_key_of(result)
+        key = key_of(result)
         seed_reviewer()
         latest = review_store(st.session_state["reviews_db"]).latest(result.fingerprint)
         criteria = queue_filter(latest)

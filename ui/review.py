@@ -17,7 +17,6 @@ move to the next / previous case of the shown queue.
 """
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Sequence
 
@@ -32,6 +31,7 @@ from core.reviews import (
     AuditKey,
     QueueFilter,
     ReviewStore,
+    audit_key,
     next_unreviewed,
     reason_labels,
     remember_reviewer,
@@ -51,9 +51,6 @@ SHORTCUTS: dict[str, str] = {
     "review_previous": "alt+p",
 }
 _STATUS = {"all": "All cases", "unreviewed": "Unreviewed", "reviewed": "Reviewed"}
-# A save identical to the one just stored (same case, decision, reasons, note) within this many
-# seconds is the same click arriving twice (e.g. a double click racing the rerun).
-_SAME_CLICK_SECONDS = 3.0
 #: Display names of the queue table's columns (the data keeps its snake_case names).
 COLUMN_LABELS = {
     "rank": "Rank", "sample_id": "Sample", "true_class": "True class", "predicted": "Predicted",
@@ -67,6 +64,17 @@ def clear_table_selection() -> None:
     """Forget the queue table's row selection (after a filter change, a bulk decision, save & next)."""
     st.session_state.pop("triage_table", None)
     st.session_state.pop("_triage_table_applied", None)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _audit_key(fingerprint: str, result_id: int, _result) -> AuditKey:
+    # Hashing the dataset costs ~0.5 s for 200,000 x 30 values: once per cached audit object.
+    return audit_key(_result)
+
+
+def key_of(result) -> AuditKey:
+    """The :class:`AuditKey` of an audit (data fingerprint computed once per audit object)."""
+    return _audit_key(result.fingerprint, id(result), result)
 
 
 def _store() -> ReviewStore:
@@ -185,9 +193,11 @@ def _save(key: AuditKey, sample_id: int, token: str, order: Sequence[int], then_
     decision, reasons = st.session_state.get("review_decision"), list(st.session_state.get("review_reasons") or [])
     note, who = st.session_state.get("review_note") or "", st.session_state.get("review_reviewer") or ""
     fingerprint = (key.fingerprint, int(sample_id), decision, tuple(reasons), note.strip(), who.strip())
-    last = st.session_state.get("_review_last_saved")
-    if last is not None and last[0] == fingerprint and time.monotonic() - last[1] < _SAME_CLICK_SECONDS:
-        return  # the same click delivered twice: already stored
+    if st.session_state.get("_review_last_saved") == fingerprint:
+        # Identical to this session's previous save, with nothing stored or undone since: the same
+        # click delivered twice (a double click racing the rerun), not a new decision.
+        _flash("success", f"Already saved: sample {sample_id} — {DECISION_LABELS[decision]} by {who.strip()}.")
+        return
     try:
         review = store.record(key, sample_id, reviewer=who, decision=decision, note=note, reasons=reasons,
                               submission_id=token)
@@ -197,7 +207,7 @@ def _save(key: AuditKey, sample_id: int, token: str, order: Sequence[int], then_
         else:
             _flash("error", f"Decision not saved: {exc}")
         return
-    st.session_state["_review_last_saved"] = (fingerprint, time.monotonic())
+    st.session_state["_review_last_saved"] = fingerprint
     _remember()
     st.session_state["review_note"] = ""
     _new_token()
@@ -221,6 +231,7 @@ def _retract(key: AuditKey, sample_id: int, token: str) -> None:
     except ValueError as exc:
         _flash("error", f"Nothing retracted: {exc}")
         return
+    st.session_state.pop("_review_last_saved", None)
     _remember()
     latest = _store().latest(key.fingerprint, [sample_id])
     st.session_state.pop("_review_case", None)  # the form takes the case's new latest decision
@@ -249,6 +260,7 @@ def _bulk(key: AuditKey, sample_ids: Sequence[int], token: str) -> None:
     except ValueError as exc:
         _flash("error", f"Bulk decision not saved: {exc}")
         return
+    st.session_state.pop("_review_last_saved", None)
     _remember()
     st.session_state["review_bulk_note"] = ""
     st.session_state.pop("_review_case", None)

@@ -369,3 +369,12 @@ def test_reviewer_name_is_remembered_beside_the_database(tmp_path):
     assert remembered_reviewer(tmp_path / "other.sqlite3") == ""
     with pytest.raises(ValueError, match="`name` must be a string"):
         remember_reviewer(db, None)
+
+
+def test_shortcut_bindings_are_validated():
+    from ui.shortcuts import shortcuts
+
+    with pytest.raises(ValueError, match=r"'alt\+' must be modifiers plus one key"):
+        shortcuts({"review_next": "alt+"})
+    with pytest.raises(ValueError, match=r"shortcut 'bad key'"):
+        shortcuts({"bad key": "alt+1"})
