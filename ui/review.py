@@ -121,13 +121,15 @@ def queue_filter(latest: pd.DataFrame) -> QueueFilter:
     c[0].selectbox("Show", list(_STATUS), key="review_filter_status", format_func=_STATUS.get, **clear)
     c[1].multiselect("Latest decision", list(DECISIONS), key="review_filter_decisions",
                      format_func=DECISION_LABELS.get, placeholder="any decision", **clear)
-    c[2].multiselect("Decided by", sorted(set(latest["reviewer"])), key="review_filter_reviewers",
+    # A chosen name stays an option after its last decision in force was retracted.
+    names = sorted(set(latest["reviewer"]) | set(st.session_state.get("review_filter_reviewers") or ()))
+    c[2].multiselect("Decided by", names, key="review_filter_reviewers",
                      placeholder="anyone", **clear)
     c[3].multiselect("Reason", list(REASONS), key="review_filter_reasons", format_func=REASONS.get,
                      placeholder="any reason", **clear)
     return QueueFilter(st.session_state.get("review_filter_status") or "all",
                        tuple(st.session_state.get("review_filter_decisions") or ()),
-                       tuple(r for r in st.session_state.get("review_filter_reviewers") or () if r in set(latest["reviewer"])),
+                       tuple(st.session_state.get("review_filter_reviewers") or ()),
                        tuple(st.session_state.get("review_filter_reasons") or ()))
 
 

@@ -555,9 +555,9 @@ class ReviewStore:
         """Append the same decision for several samples in one transaction (all or none).
 
         Parameters are those of :meth:`record`; ``sample_ids`` is a non-empty iterable (a
-        repeated id is stored once). With ``submission_id``, sample ``i`` of the batch is
-        stored under ``"{submission_id}#{sample_id}"``, so resubmitting the batch appends
-        nothing.
+        repeated id is stored once). With ``submission_id``, each sample of a batch of several
+        is stored under ``"{submission_id}#{sample_id}"`` (a batch of one under
+        ``submission_id`` itself, as :meth:`record`), so resubmitting the batch appends nothing.
 
         Returns
         -------
