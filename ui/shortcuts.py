@@ -16,6 +16,7 @@ Mac (``key`` = "¡") still means Alt+1. A binding whose button is not on the pag
 """
 from __future__ import annotations
 
+import inspect
 import json
 import re
 
@@ -63,4 +64,7 @@ def shortcuts(bindings: dict[str, str]) -> None:
         if not _KEY.match(key) or len(mains) != 1 or not mains[0]:
             raise ValueError(f"shortcut {key!r}: {combo!r} must be modifiers plus one key, e.g. 'alt+1'.")
         clean[key] = [combo.lower()]
+    if "unsafe_allow_javascript" not in inspect.signature(st.html).parameters:  # Streamlit too old to run it
+        st.caption("Keyboard shortcuts need a newer Streamlit (st.html with JavaScript); use the buttons.")
+        return
     st.html(_SCRIPT % json.dumps(clean), unsafe_allow_javascript=True)
