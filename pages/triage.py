@@ -6,13 +6,31 @@ import streamlit as st
 
 from core import viz
 from core.cfc.evaluation import SCORES
-from core.dashboard import attach_decisions, capture_curves, prediction_table, rank_queue, score_summary
-from core.reviews import DECISION_LABELS, DECISIONS
+from core.dashboard import capture_curves, prediction_table, rank_queue, score_summary
+from core.reviews import filter_queue
+from core.reviews.queue import UNREVIEWED
 from ui.certificate import certificate_panel, flip_budget_text, lambda_text
-from ui.components import audit_line, figure, guarded, page_header, run_page, table
+from ui.components import audit_line, figure, guarded, page_header, run_page
 from ui.data import current_audit, review_store
 from ui.entry import ensure_entrypoint
-from ui.selection import apply_table_selection, open_in_explorer, sample_in, select_sample, selected_sample
+from ui.review import (
+    bulk_form,
+    history_panel,
+    key_of,
+    prepare_case,
+    queue_display,
+    queue_filter,
+    queue_table,
+    review_form,
+    seed_reviewer,
+)
+from ui.selection import (
+    apply_table_selection,
+    open_in_explorer,
+    sample_in,
+    select_sample,
+    selected_sample,
+)
 
 ensure_entrypoint()
 
@@ -34,30 +52,22 @@ def _score_label(name: str) -> str:
     return f"{name} — {info.orientation}" if info else name
 
 
-def _save_review(fingerprint: str, sample_id: int) -> None:
-    # Runs as the submit callback, before the rerun, so it may clear the note widget.
-    store = review_store(st.session_state["reviews_db"])
-    try:
-        review = store.record(fingerprint, sample_id, reviewer=st.session_state["review_reviewer"],
-                              decision=st.session_state["review_decision"], note=st.session_state["review_note"])
-    except ValueError as exc:
-        st.session_state["review_flash"] = ("error", f"Decision not saved: {exc}")
-        return
-    st.session_state["review_note"] = ""
-    st.session_state["review_flash"] = ("success", f"Saved: sample {review.sample_id} — "
-                                        f"{DECISION_LABELS[review.decision]} by {review.reviewer}.")
+def _case(frame, queue, shown) -> tuple[int, list[int]]:
+    """The sample under review and the sample ids selected for a bulk decision.
 
-
-def _case(result, frame, queue) -> int:
-    """The sample under review: the shared selection when it is in this audit, else the queue's top."""
-    apply_table_selection("triage_table", queue)
+    The case is the shared selection when it is in this audit (the first selected row of the
+    queue table when the selection changes), else the queue's top.
+    """
+    rows = st.session_state.get("triage_table") or {}
+    rows = [r for r in list((rows.get("selection") or {}).get("rows") or []) if r < len(shown)]
+    apply_table_selection("triage_table", shown)
     if not sample_in(frame["sample_id"]):
         select_sample(queue.iloc[0]["sample_id"])
     sample_id = selected_sample()
     if not sample_in(queue["sample_id"]):
         st.info(f"Sample {sample_id}, selected on another page, is not in this queue; it can be reviewed all the "
                 "same. Select a row in the queue to review one of its cases.", icon=":material/info:")
-    return sample_id
+    return sample_id, [int(shown.iloc[r]["sample_id"]) for r in rows]
 
 
 def _evidence(result, frame, sample_id: int) -> None:
@@ -82,31 +92,24 @@ def _evidence(result, frame, sample_id: int) -> None:
         certificate_panel(result, cert, key="triage")
 
 
-def _review_panel(result, sample_id: int) -> None:
+def _review_panel(key, sample_id: int, queue, shown) -> None:
     st.subheader("Review")
-    store = review_store(st.session_state["reviews_db"])
     flash, st.session_state["review_flash"] = st.session_state["review_flash"], None
     if flash:
         (st.success if flash[0] == "success" else st.error)(flash[1])
     left, right = st.columns([2, 3])
     with left:
-        st.markdown(f"**Sample {sample_id}** (select a row in the queue to review another one)")
-        with st.form("review_form", border=True):
-            st.text_input("Reviewer", key="review_reviewer", placeholder="your name")
-            st.radio("Decision", DECISIONS, key="review_decision", format_func=DECISION_LABELS.get)
-            st.text_area("Note", key="review_note", placeholder="why — what did you check?", height=90)
-            st.form_submit_button("Save decision", type="primary", on_click=_save_review,
-                                  args=(result.fingerprint, sample_id))
+        st.markdown(f"**Sample {sample_id}** — Alt+1/2/3 pick a decision, Alt+S saves and opens the next "
+                    "unreviewed case, Alt+N / Alt+P step through the shown queue.")
+        with st.container(border=True):
+            review_form(key, sample_id, queue_order=[int(s) for s in queue["sample_id"]],
+                        shown_order=[int(s) for s in shown["sample_id"]])
     with right:
-        history = store.history(result.fingerprint, sample_id)
-        st.markdown(f"**History of sample {sample_id}** ({len(history)} decision(s), newest last)")
-        shown = history.assign(decision=history["decision"].map(DECISION_LABELS))
-        table(shown[["created_at", "reviewer", "decision", "note"]], name=f"sample {sample_id} history",
-              key="triage_history", height=200)
-        everything = store.export(audit_fingerprint=result.fingerprint)
-        st.download_button(f"Export all {len(everything)} decisions of this audit (CSV)",
+        history_panel(key, sample_id)
+        everything = review_store(st.session_state["reviews_db"]).export(audit_fingerprint=key.fingerprint)
+        st.download_button(f"Export all {len(everything)} entries of this audit (CSV)",
                            everything.to_csv(index=False).encode("utf-8"),
-                           file_name=f"reviews_{result.fingerprint[:12]}.csv", mime="text/csv",
+                           file_name=f"reviews_{key.fingerprint[:12]}.csv", mime="text/csv",
                            icon=":material/download:", on_click="ignore", key="triage_export_reviews")
 
 
@@ -154,19 +157,31 @@ def _body() -> None:
 
     st.subheader(f"Queue: top {len(queue)} by {score}")
     with guarded("Review database"):
+        key = key_of(result)
+        seed_reviewer()
         latest = review_store(st.session_state["reviews_db"]).latest(result.fingerprint)
-        shown = attach_decisions(queue, latest)[["rank", "sample_id", "true_class", "predicted", "confidence", "fds",
-                                                 "flip_budget", "score_value", "brittle", "decision", "reviewer", "note"]]
+        criteria = queue_filter(latest)
+        decided = queue_display(queue, latest, key)
+        shown = filter_queue(decided, latest, criteria)
+        columns = [c for c in ("rank", "sample_id", "true_class", "predicted", "confidence", "fds", "flip_budget",
+                               "score_value", "brittle", "decision", "reviewer", "reasons", "note", "reviewed_at",
+                               "elsewhere") if c in shown.columns]
+        if not decided["elsewhere"].astype(bool).any():
+            columns.remove("elsewhere")
         value_name = "u (orders as FDS)" if score == "fds" else f"{score} (risk)"
-        table(shown.rename(columns={"score_value": value_name}), name=f"triage queue {score} {budget:.0%}",
-              key="triage_table", select=True, height=300,
-              caption="Select a row to review it below. The CSV holds the queue with the latest decisions.",
-              column_config={"confidence": st.column_config.NumberColumn(format="%.3f"),
-                             "fds": st.column_config.NumberColumn("FDS", format="%.3f"),
-                             "flip_budget": st.column_config.NumberColumn("k*")})
-        sample_id = _case(result, frame, queue)
+        n_open = int((decided["decision"] == UNREVIEWED).sum())
+        queue_table(shown[columns].reset_index(drop=True), score_label=value_name,
+                    caption=f"{n_open} of {len(queue)} queued cases unreviewed"
+                            + (f"; the filter shows {len(shown)}" if criteria.active else "")
+                            + ". Select a row to review it below; select several for a bulk decision.")
+        if shown.empty:
+            st.info("No queued case matches the filter.", icon=":material/filter_alt_off:")
+        sample_id, chosen = _case(frame, queue, shown.reset_index(drop=True))
+        prepare_case(key, sample_id, latest)
+        if len(chosen) > 1:
+            bulk_form(key, chosen)
         _evidence(result, frame, sample_id)
-        _review_panel(result, sample_id)
+        _review_panel(key, sample_id, queue, shown)
 
 
 run_page(_body, "Triage queue")

@@ -14,7 +14,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    description="Work with the review decisions stored by the dashboard (SQLite).")
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     export = actions.add_parser("export", help="write the decision history as CSV",
-                                description="Write the full decision history (oldest first) as CSV.")
+                                description="Write the full history (oldest first) as CSV: decisions and "
+                                            "retractions, reason codes, notes, and the audit each entry was made "
+                                            "under (audit, data and protocol fingerprints, model).")
     export.add_argument("--db", type=Path, default=None,
                         help=f"review database (default: $AUDIT_REVIEWS_DB or {default_db_path()})")
     export.add_argument("--audit", default=None, metavar="FINGERPRINT",

@@ -20,6 +20,24 @@ history is append-only in the schema itself: triggers abort any ``UPDATE`` or ``
 ``created_at`` is taken inside the write transaction (and never earlier than the previous
 row's), so time order and ``review_id`` order agree.
 
+Schema version 3 (this version) adds structured reason codes (:data:`REASONS`), the audit
+context of every entry (data fingerprint, model, protocol fingerprint: decisions are shown
+across audits of the same data), retractions and a submission id. An older file (version 1
+or 2) is migrated in place in one transaction on first open: every row is copied verbatim
+(same ``review_id``, timestamps, reviewer, decision, note; the new fields empty), so its
+history is intact; a failure leaves the old file as it was.
+
+**Retractions (undo).** Nothing is ever removed: undo appends an entry whose ``decision`` is
+``"retracted"`` and whose ``retracts`` names the decision it cancels, always the case's most
+recent decision not yet retracted (a stack). The *latest decision* of a case is therefore its
+most recent decision that no retraction names: after ``A, B, retract`` it is ``A``; after
+``A, B, retract, retract`` the case is unreviewed again; after ``A, retract, C`` it is ``C``.
+Retracting an unreviewed case is refused.
+
+**Double submission.** An entry may carry a ``submission_id`` (unique in the file): recording
+the same submission twice returns the stored entry instead of appending a second one, so a
+double click, a resent request or a rerun never duplicates a decision.
+
 Concurrency: the database runs in WAL mode (readers never block the writer), every connection
 waits up to ``timeout`` seconds on a lock (``busy_timeout``), and each write is one
 ``BEGIN IMMEDIATE`` transaction. A connection is opened per operation, so one store object is
@@ -31,12 +49,12 @@ import os
 import shutil
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterator, Literal, get_args
+from typing import Literal, get_args
 
 import pandas as pd
 
@@ -46,13 +64,18 @@ __all__ = [
     "APPLICATION_ID",
     "DECISIONS",
     "DECISION_LABELS",
+    "ENTRY_LABELS",
     "ENV_VAR",
+    "REASONS",
+    "RETRACTED",
     "REVIEW_COLUMNS",
+    "AuditKey",
     "Decision",
     "Review",
     "ReviewStore",
     "ReviewStoreError",
     "default_db_path",
+    "reason_labels",
 ]
 
 Decision = Literal["confirmed_brittle", "acceptable", "needs_reacquisition"]
@@ -64,12 +87,30 @@ DECISION_LABELS: dict[str, str] = {
     "acceptable": "Acceptable",
     "needs_reacquisition": "Needs evidence re-acquisition",
 }
+#: ``decision`` of an undo entry (never offered as a decision, never a case's latest decision).
+RETRACTED = "retracted"
+#: Labels of every kind of stored entry: the decisions plus retractions.
+ENTRY_LABELS: dict[str, str] = {**DECISION_LABELS, RETRACTED: "Retracted (undo)"}
+#: Structured reason codes a reviewer may attach to a decision (any number of them, plus a
+#: free note), in the order they are offered.
+REASONS: dict[str, str] = {
+    "data_quality": "Data-quality issue",
+    "missing_field": "Missing field",
+    "over_reliance": "Model over-relies on one group",
+    "label_doubt": "True label looks wrong",
+    "out_of_distribution": "Unusual case (outside the training data)",
+    "evidence_sufficient": "Acceptable: the evidence supports it",
+    "other": "Other (see the note)",
+}
 #: Environment variable that overrides the default database location.
 ENV_VAR = "AUDIT_REVIEWS_DB"
 #: Columns of every DataFrame this module returns, in order.
 REVIEW_COLUMNS: tuple[str, ...] = (
     "review_id", "created_at", "audit_fingerprint", "sample_id", "reviewer", "decision", "note",
+    "reasons", "retracts", "data_fingerprint", "model", "protocol_fingerprint", "submission_id",
 )
+# The columns of versions 1 and 2 (copied verbatim by the migration).
+_V1_COLUMNS: tuple[str, ...] = REVIEW_COLUMNS[:7]
 
 _MAX_REVIEWER = 200
 _MAX_NOTE = 10_000
@@ -77,33 +118,65 @@ _MAX_NOTE = 10_000
 APPLICATION_ID = 0x52417564
 _MARKER_TABLE = "reliability_audit_marker"
 _MARKER = "reliability-audit review store"
-#: Version 1: the table only (files from before the marker); version 2: marker + triggers.
-_SCHEMA_VERSION = 2
+#: Version 1: the table only (files from before the marker); version 2: marker + triggers;
+#: version 3: reasons, retractions, audit context, submission ids (see the module docstring).
+_SCHEMA_VERSION = 3
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-_TABLE = f"""
-CREATE TABLE IF NOT EXISTS reviews (
-    review_id         INTEGER PRIMARY KEY AUTOINCREMENT,
-    created_at        TEXT    NOT NULL,
-    audit_fingerprint TEXT    NOT NULL CHECK (length(audit_fingerprint) > 0),
-    sample_id         TEXT    NOT NULL CHECK (length(sample_id) > 0),
-    reviewer          TEXT    NOT NULL CHECK (length(trim(reviewer)) > 0),
-    decision          TEXT    NOT NULL CHECK (decision IN ({", ".join(f"'{d}'" for d in DECISIONS)})),
-    note              TEXT    NOT NULL DEFAULT ''
+_ENTRY_KINDS = ", ".join(f"'{d}'" for d in (*DECISIONS, RETRACTED))
+
+
+def _table_sql(name: str) -> str:
+    return f"""
+CREATE TABLE {name} (
+    review_id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at           TEXT    NOT NULL,
+    audit_fingerprint    TEXT    NOT NULL CHECK (length(audit_fingerprint) > 0),
+    sample_id            TEXT    NOT NULL CHECK (length(sample_id) > 0),
+    reviewer             TEXT    NOT NULL CHECK (length(trim(reviewer)) > 0),
+    decision             TEXT    NOT NULL CHECK (decision IN ({_ENTRY_KINDS})),
+    note                 TEXT    NOT NULL DEFAULT '',
+    reasons              TEXT    NOT NULL DEFAULT '',
+    retracts             INTEGER CHECK ((decision = '{RETRACTED}') = (retracts IS NOT NULL)),
+    data_fingerprint     TEXT    NOT NULL DEFAULT '',
+    model                TEXT    NOT NULL DEFAULT '',
+    protocol_fingerprint TEXT    NOT NULL DEFAULT '',
+    submission_id        TEXT
 );
-CREATE INDEX IF NOT EXISTS reviews_by_sample ON reviews (audit_fingerprint, sample_id, review_id);
 """
-# Version 2 on top of the table: the marker, append-only triggers, the identity pragmas.
+
+
+# Indexes, the marker, append-only triggers and the identity pragmas of version 3.
 _UPGRADE = f"""
+CREATE INDEX IF NOT EXISTS reviews_by_sample ON reviews (audit_fingerprint, sample_id, review_id);
+CREATE INDEX IF NOT EXISTS reviews_by_data ON reviews (data_fingerprint, sample_id, review_id);
+CREATE UNIQUE INDEX IF NOT EXISTS reviews_one_submission ON reviews (submission_id) WHERE submission_id IS NOT NULL;
+CREATE UNIQUE INDEX IF NOT EXISTS reviews_retracted_once ON reviews (retracts) WHERE retracts IS NOT NULL;
 CREATE TABLE IF NOT EXISTS {_MARKER_TABLE} (marker TEXT NOT NULL);
 INSERT INTO {_MARKER_TABLE} (marker) SELECT '{_MARKER}' WHERE NOT EXISTS (SELECT 1 FROM {_MARKER_TABLE});
 CREATE TRIGGER IF NOT EXISTS reviews_append_only_update BEFORE UPDATE ON reviews
 BEGIN SELECT RAISE(ABORT, 'reviews are append-only: record a new decision instead of updating one'); END;
 CREATE TRIGGER IF NOT EXISTS reviews_append_only_delete BEFORE DELETE ON reviews
 BEGIN SELECT RAISE(ABORT, 'reviews are append-only: decisions cannot be deleted'); END;
+CREATE TRIGGER IF NOT EXISTS reviews_retraction_target BEFORE INSERT ON reviews WHEN NEW.retracts IS NOT NULL
+BEGIN SELECT RAISE(ABORT, 'a retraction must name an earlier decision of the same case') WHERE NOT EXISTS (
+    SELECT 1 FROM reviews WHERE review_id = NEW.retracts AND audit_fingerprint = NEW.audit_fingerprint
+    AND sample_id = NEW.sample_id AND decision != '{RETRACTED}'); END;
 PRAGMA application_id = {APPLICATION_ID};
 PRAGMA user_version = {_SCHEMA_VERSION};
 """
+# Versions 1 and 2 -> 3: the CHECK on `decision` must admit retractions, and SQLite cannot
+# alter a CHECK, so the table is rebuilt: rows copied verbatim (same review_id), the old table
+# (and its triggers) dropped, the new one renamed. All inside the caller's transaction.
+_MIGRATE = (_table_sql("reviews_v3")
+            + f"INSERT INTO reviews_v3 ({', '.join(_V1_COLUMNS)}) SELECT {', '.join(_V1_COLUMNS)} FROM reviews"
+            " ORDER BY review_id;\nDROP TABLE reviews;\nALTER TABLE reviews_v3 RENAME TO reviews;\n")
 _V1_TABLES = {"reviews", "sqlite_sequence"}
+_COLUMNS = ", ".join(REVIEW_COLUMNS)
+_COLUMNS_R = ", ".join(f"r.{c}" for c in REVIEW_COLUMNS)
+_COLUMNS_NO_ID = ", ".join(REVIEW_COLUMNS[1:])
+# A decision still in force: not a retraction, and named by no retraction.
+_ACTIVE = (f"decision != '{RETRACTED}' AND review_id NOT IN "
+           "(SELECT retracts FROM reviews WHERE retracts IS NOT NULL)")
 
 
 class ReviewStoreError(ValueError):
@@ -129,13 +202,43 @@ def default_db_path() -> Path:
 
 
 @dataclass(frozen=True)
+class AuditKey:
+    """The audit a decision is made under, and the data it is about.
+
+    Attributes
+    ----------
+    fingerprint : str
+        Certificate fingerprint of the audit (protocol + model outputs on a fixed probe):
+        the key decisions are stored and attached under.
+    data_fingerprint : str, default=""
+        Fingerprint of the dataset the sample ids refer to (:func:`core.reviews.data_fingerprint`):
+        audits of the same data (another model or protocol) share it, so their decisions can
+        be shown side by side. Empty when unknown (entries written before schema version 3).
+    model : str, default=""
+        Model of the audit (display name or key).
+    protocol_fingerprint : str, default=""
+        Fingerprint of the audit's protocol.
+    """
+
+    fingerprint: str
+    data_fingerprint: str = ""
+    model: str = ""
+    protocol_fingerprint: str = ""
+
+    def __post_init__(self) -> None:
+        _text_iv(self.fingerprint, "audit_fingerprint", max_len=512, allow_empty=False)
+        for name in ("data_fingerprint", "model", "protocol_fingerprint"):
+            _text_iv(getattr(self, name), name, max_len=512, allow_empty=True)
+
+
+@dataclass(frozen=True)
 class Review:
-    """One stored review decision.
+    """One stored entry: a decision, or the retraction of one.
 
     Attributes
     ----------
     review_id : int
-        Monotone id assigned by the database; a larger id is a later decision.
+        Monotone id assigned by the database; a larger id is a later entry.
     created_at : str
         UTC timestamp, ISO 8601 with microseconds (``2026-01-31T09:15:02.123456+00:00``).
     audit_fingerprint : str
@@ -144,10 +247,18 @@ class Review:
         Stable id of the sample within that audit.
     reviewer : str
         Who decided (stripped of surrounding white space).
-    decision : {"confirmed_brittle", "acceptable", "needs_reacquisition"}
-        The decision.
+    decision : {"confirmed_brittle", "acceptable", "needs_reacquisition", "retracted"}
+        The decision, or ``"retracted"`` for an undo entry.
     note : str
         Free-text justification (may be empty).
+    reasons : tuple of str
+        Reason codes (keys of :data:`REASONS`) in declared order; empty for a retraction.
+    retracts : int or None
+        For a retraction, the ``review_id`` of the decision it cancels; else None.
+    data_fingerprint, model, protocol_fingerprint : str
+        The :class:`AuditKey` context (empty for entries from before schema version 3).
+    submission_id : str or None
+        The submission that stored the entry (unique), if given.
     """
 
     review_id: int
@@ -155,8 +266,47 @@ class Review:
     audit_fingerprint: str
     sample_id: str
     reviewer: str
-    decision: Decision
+    decision: str
     note: str
+    reasons: tuple[str, ...] = ()
+    retracts: int | None = None
+    data_fingerprint: str = ""
+    model: str = ""
+    protocol_fingerprint: str = ""
+    submission_id: str | None = None
+
+    @classmethod
+    def _from_row(cls, row: tuple) -> Review:
+        values = dict(zip(REVIEW_COLUMNS, row))
+        values["reasons"] = _split_reasons(values["reasons"])
+        return cls(**values)
+
+
+def _split_reasons(text: str) -> tuple[str, ...]:
+    return tuple(code for code in text.split(",") if code)
+
+
+def _reasons_iv(value: object) -> str:
+    """Reason codes as stored: comma-joined, unique, in the declared order of :data:`REASONS`."""
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ValueError(f"`reasons` must be a list of reason codes from {list(REASONS)}; got "
+                         f"{type(value).__name__} {value!r}.")
+    codes = list(value)
+    unknown = [c for c in codes if c not in REASONS]
+    if unknown:
+        raise ValueError(f"`reasons` must be codes from {list(REASONS)}; got unknown {unknown!r}.")
+    return ",".join(code for code in REASONS if code in codes)
+
+
+def _key_iv(audit: str | AuditKey) -> AuditKey:
+    if isinstance(audit, AuditKey):
+        return audit
+    _text_iv(audit, "audit_fingerprint", max_len=512, allow_empty=False)
+    return AuditKey(audit.strip())
+
+
+def _submission_iv(value: object) -> str | None:
+    return None if value is None else _text_iv(value, "submission_id", max_len=200, allow_empty=False)
 
 
 def _text_iv(value: object, name: str, *, max_len: int, allow_empty: bool) -> str:
@@ -220,10 +370,9 @@ class ReviewStore:
             version = self._inspect() if self.path.exists() and self.path.stat().st_size > 0 else 0
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._enable_wal()
-            if version < _SCHEMA_VERSION:  # a new file, or ours at version 1: upgrade in one transaction
+            if version < _SCHEMA_VERSION:  # a new file, or ours at version 1 or 2: upgrade in one transaction
                 with self._transaction() as conn:
-                    for statement in _statements(_TABLE + _UPGRADE):
-                        conn.execute(statement)
+                    self._upgrade(conn)
         except ReviewStoreError:
             raise
         except (OSError, sqlite3.Error) as exc:
@@ -231,6 +380,18 @@ class ReviewStore:
                 f"Cannot open the review database at {str(self.path)!r} ({exc}); choose a writable "
                 f"file path (`--reviews-db` or the {ENV_VAR} environment variable)."
             ) from exc
+
+    @staticmethod
+    def _upgrade(conn: sqlite3.Connection) -> None:
+        # Re-read inside the write lock: another process may have upgraded the file since it
+        # was inspected, and migrating twice would copy only the old columns of newer rows.
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version >= _SCHEMA_VERSION:
+            return
+        has_table = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'reviews'").fetchone()
+        script = (_MIGRATE if has_table else _table_sql("reviews")) + _UPGRADE
+        for statement in _statements(script):
+            conn.execute(statement)
 
     def _enable_wal(self) -> None:
         # Switching the journal mode needs an exclusive lock, and SQLite answers "locked" at
@@ -276,7 +437,7 @@ class ReviewStore:
         if check != ["ok"]:
             raise ReviewStoreError(f"{where} is corrupted (PRAGMA quick_check: {'; '.join(check[:3])}); restore "
                                    "it from a backup or choose another file. It was not modified.")
-        ours_v1 = app_id == 0 and version == 1 and tables == _V1_TABLES and columns == list(REVIEW_COLUMNS)
+        ours_v1 = app_id == 0 and version == 1 and tables == _V1_TABLES and columns == list(_V1_COLUMNS)
         empty = app_id == 0 and version == 0 and not tables
         if empty:
             return 0
@@ -335,24 +496,29 @@ class ReviewStore:
                 rows = conn.execute(sql, tuple(params)).fetchall()
         except sqlite3.Error as exc:
             raise self._error(exc, "reading") from exc
-        return pd.DataFrame(rows, columns=list(REVIEW_COLUMNS)).astype({"review_id": "int64"})
+        frame = pd.DataFrame(rows, columns=list(REVIEW_COLUMNS)).astype({"review_id": "int64"})
+        # Nullable ints: a column of None must not turn into floats (17.0) in exports.
+        return frame.astype({"retracts": "Int64"})
 
     # ------------------------------------------------------------------------------------
     def record(
         self,
-        audit_fingerprint: str,
+        audit: str | AuditKey,
         sample_id: str | int,
         *,
         reviewer: str,
         decision: Decision,
         note: str = "",
+        reasons: Iterable[str] = (),
+        submission_id: str | None = None,
     ) -> Review:
         """Append one decision and return it as stored.
 
         Parameters
         ----------
-        audit_fingerprint : str
-            Fingerprint of the audit (non-empty).
+        audit : str or AuditKey
+            The audit: its fingerprint (non-empty), or an :class:`AuditKey` that also records
+            the data fingerprint, the model and the protocol fingerprint.
         sample_id : str or int
             Stable sample id within the audit; integers are stored as their decimal text.
         reviewer : str
@@ -361,38 +527,130 @@ class ReviewStore:
             The decision.
         note : str, default=""
             Justification (at most 10,000 characters).
+        reasons : iterable of str, default=()
+            Reason codes, keys of :data:`REASONS` (order and repeats do not matter).
+        submission_id : str, optional
+            Id of this submission (e.g. one per rendered form). When an entry with this id is
+            already stored, nothing is appended and that entry is returned.
 
         Returns
         -------
         Review
             The stored row, with its ``review_id`` and ``created_at``.
         """
-        fingerprint = _text_iv(audit_fingerprint, "audit_fingerprint", max_len=512, allow_empty=False)
-        sid = _sample_id_iv(sample_id)
+        return self.record_many(audit, [sample_id], reviewer=reviewer, decision=decision, note=note,
+                                reasons=reasons, submission_id=submission_id)[0]
+
+    def record_many(
+        self,
+        audit: str | AuditKey,
+        sample_ids: Iterable[str | int],
+        *,
+        reviewer: str,
+        decision: Decision,
+        note: str = "",
+        reasons: Iterable[str] = (),
+        submission_id: str | None = None,
+    ) -> list[Review]:
+        """Append the same decision for several samples in one transaction (all or none).
+
+        Parameters are those of :meth:`record`; ``sample_ids`` is a non-empty iterable (a
+        repeated id is stored once). With ``submission_id``, each sample of a batch of several
+        is stored under ``"{submission_id}#{sample_id}"`` (a batch of one under
+        ``submission_id`` itself, as :meth:`record`), so resubmitting the batch appends nothing.
+
+        Returns
+        -------
+        list of Review
+            One stored entry per distinct sample id, in the order given.
+        """
+        key = _key_iv(audit)
+        ids = list(dict.fromkeys(_sample_id_iv(s) for s in (
+            [sample_ids] if isinstance(sample_ids, (str, bytes)) else sample_ids)))
+        if not ids:
+            raise ValueError("`sample_ids` must name at least one sample; got none.")
         who = _text_iv(reviewer, "reviewer", max_len=_MAX_REVIEWER, allow_empty=False)
         if decision not in DECISIONS:
             raise ValueError(f"`decision` must be one of {list(DECISIONS)}; got {decision!r}.")
         text = _text_iv(note, "note", max_len=_MAX_NOTE, allow_empty=True)
+        codes = _reasons_iv(reasons)
+        token = _submission_iv(submission_id)
+        tokens = [token] if token is not None and len(ids) == 1 else (
+            [f"{token}#{sid}" for sid in ids] if token is not None else [None] * len(ids))
         try:
             with self._transaction() as conn:
-                # Inside the write lock: the clock is read in review_id order, and never earlier
-                # than the previous row (a clock stepped back must not reorder the history).
-                created = datetime.now(timezone.utc).isoformat(timespec="microseconds")
-                last = conn.execute("SELECT created_at FROM reviews ORDER BY review_id DESC LIMIT 1").fetchone()
-                if last is not None and last[0] > created:
-                    created = last[0]
-                cursor = conn.execute(
-                    "INSERT INTO reviews (created_at, audit_fingerprint, sample_id, reviewer, decision, note)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    (created, fingerprint, sid, who, decision, text),
-                )
-                review_id = int(cursor.lastrowid)
+                return [self._append(conn, key, sid, who, decision, text, codes, None, tok)
+                        for sid, tok in zip(ids, tokens)]
         except sqlite3.Error as exc:
             raise self._error(exc, "storing the decision") from exc
-        return Review(review_id, created, fingerprint, sid, who, decision, text)
+
+    def retract(
+        self,
+        audit: str | AuditKey,
+        sample_id: str | int,
+        *,
+        reviewer: str,
+        note: str = "",
+        submission_id: str | None = None,
+    ) -> Review:
+        """Undo the latest decision of a case by appending a ``"retracted"`` entry.
+
+        The entry names (``retracts``) the case's most recent decision that no earlier
+        retraction names; the case's latest decision becomes the one before it, or none
+        (unreviewed). Nothing is removed.
+
+        Raises
+        ------
+        ValueError
+            When the case has no decision left to retract.
+        """
+        key = _key_iv(audit)
+        sid = _sample_id_iv(sample_id)
+        who = _text_iv(reviewer, "reviewer", max_len=_MAX_REVIEWER, allow_empty=False)
+        text = _text_iv(note, "note", max_len=_MAX_NOTE, allow_empty=True)
+        token = _submission_iv(submission_id)
+        try:
+            with self._transaction() as conn:
+                if token is not None and (done := self._submitted(conn, token)) is not None:
+                    return done
+                # Under the write lock: two sessions undoing at once retract two decisions in turn.
+                target = conn.execute(
+                    f"SELECT review_id FROM reviews WHERE audit_fingerprint = ? AND sample_id = ? AND {_ACTIVE}"
+                    " ORDER BY review_id DESC LIMIT 1", (key.fingerprint, sid)).fetchone()
+                if target is None:
+                    raise _NothingToRetract(
+                        f"Sample {sid} of audit {key.fingerprint[:12]}… has no decision to retract (it is unreviewed).")
+                return self._append(conn, key, sid, who, RETRACTED, text, "", int(target[0]), token)
+        except sqlite3.Error as exc:
+            raise self._error(exc, "storing the retraction") from exc
+
+    @staticmethod
+    def _submitted(conn: sqlite3.Connection, token: str) -> Review | None:
+        row = conn.execute(f"SELECT {_COLUMNS} FROM reviews WHERE submission_id = ?", (token,)).fetchone()
+        return None if row is None else Review._from_row(row)
+
+    def _append(self, conn: sqlite3.Connection, key: AuditKey, sid: str, who: str, decision: str, note: str,
+                reasons: str, retracts: int | None, token: str | None) -> Review:
+        if token is not None and (done := self._submitted(conn, token)) is not None:
+            return done
+        # Inside the write lock: the clock is read in review_id order, and never earlier than
+        # the previous row (a clock stepped back must not reorder the history).
+        created = datetime.now(UTC).isoformat(timespec="microseconds")
+        last = conn.execute("SELECT created_at FROM reviews ORDER BY review_id DESC LIMIT 1").fetchone()
+        if last is not None and last[0] > created:
+            created = last[0]
+        values = (created, key.fingerprint, sid, who, decision, note, reasons, retracts, key.data_fingerprint,
+                  key.model, key.protocol_fingerprint, token)
+        cursor = conn.execute(f"INSERT INTO reviews ({_COLUMNS_NO_ID}) VALUES ({', '.join('?' * len(values))})",
+                              values)
+        return Review(int(cursor.lastrowid), *values[:6], _split_reasons(reasons), *values[7:])
 
     def latest(self, audit_fingerprint: str, sample_ids: Iterable[str | int] | None = None) -> pd.DataFrame:
         """Latest decision of every reviewed sample of one audit.
+
+        The latest decision of a case is its most recent decision that no retraction names
+        (see the module docstring); a case whose decisions are all retracted is absent, as an
+        unreviewed one.
 
         Parameters
         ----------
@@ -408,19 +666,32 @@ class ReviewStore:
             ``sample_id``.
         """
         fingerprint = _text_iv(audit_fingerprint, "audit_fingerprint", max_len=512, allow_empty=False)
-        frame = self._query(
-            "SELECT r.* FROM reviews r JOIN ("
-            "  SELECT MAX(review_id) AS review_id FROM reviews WHERE audit_fingerprint = ?"
-            "  GROUP BY sample_id) last USING (review_id) ORDER BY r.sample_id",
-            (fingerprint,),
-        )
+        frame = self._latest("audit_fingerprint = ?", (fingerprint,), order="r.sample_id")
         if sample_ids is not None:
             wanted = {_sample_id_iv(s) for s in sample_ids}
             frame = frame[frame["sample_id"].isin(wanted)].reset_index(drop=True)
         return frame
 
+    def latest_across(self, data_fingerprint: str) -> pd.DataFrame:
+        """Latest decision of every (audit, sample) of the audits of one dataset.
+
+        Returns
+        -------
+        DataFrame
+            Columns :data:`REVIEW_COLUMNS`, one row per reviewed (``audit_fingerprint``,
+            ``sample_id``), ordered by sample then audit.
+        """
+        data = _text_iv(data_fingerprint, "data_fingerprint", max_len=512, allow_empty=False)
+        return self._latest("data_fingerprint = ?", (data,), order="r.sample_id, r.audit_fingerprint")
+
+    def _latest(self, where: str, params: tuple, *, order: str) -> pd.DataFrame:
+        return self._query(
+            f"SELECT {_COLUMNS_R} FROM reviews r JOIN ("
+            f"  SELECT MAX(review_id) AS review_id FROM reviews WHERE {where} AND {_ACTIVE}"
+            f"  GROUP BY audit_fingerprint, sample_id) last USING (review_id) ORDER BY {order}", params)
+
     def history(self, audit_fingerprint: str, sample_id: str | int | None = None) -> pd.DataFrame:
-        """Every decision of one audit (or of one of its samples), oldest first.
+        """Every entry (decisions and retractions) of one audit or one of its samples, oldest first.
 
         Returns
         -------
@@ -430,17 +701,32 @@ class ReviewStore:
         fingerprint = _text_iv(audit_fingerprint, "audit_fingerprint", max_len=512, allow_empty=False)
         if sample_id is None:
             return self._query(
-                "SELECT * FROM reviews WHERE audit_fingerprint = ? ORDER BY review_id", (fingerprint,)
-            )
+                f"SELECT {_COLUMNS} FROM reviews WHERE audit_fingerprint = ? ORDER BY review_id", (fingerprint,))
         return self._query(
-            "SELECT * FROM reviews WHERE audit_fingerprint = ? AND sample_id = ? ORDER BY review_id",
+            f"SELECT {_COLUMNS} FROM reviews WHERE audit_fingerprint = ? AND sample_id = ? ORDER BY review_id",
             (fingerprint, _sample_id_iv(sample_id)),
         )
+
+    def history_across(self, data_fingerprint: str, sample_id: str | int) -> pd.DataFrame:
+        """Every entry about one sample of a dataset, under any audit of it, oldest first.
+
+        Entries from before schema version 3 carry no data fingerprint and are only found
+        through :meth:`history` of their own audit.
+
+        Returns
+        -------
+        DataFrame
+            Columns :data:`REVIEW_COLUMNS`, ordered by ``review_id``.
+        """
+        data = _text_iv(data_fingerprint, "data_fingerprint", max_len=512, allow_empty=False)
+        return self._query(
+            f"SELECT {_COLUMNS} FROM reviews WHERE data_fingerprint = ? AND sample_id = ? ORDER BY review_id",
+            (data, _sample_id_iv(sample_id)))
 
     def export(
         self, dest: str | os.PathLike[str] | None = None, *, audit_fingerprint: str | None = None
     ) -> pd.DataFrame:
-        """Full decision history (all audits, or one), optionally written to a CSV file.
+        """Full history (all audits, or one), optionally written to a CSV file.
 
         Parameters
         ----------
@@ -453,17 +739,30 @@ class ReviewStore:
         Returns
         -------
         DataFrame
-            Columns :data:`REVIEW_COLUMNS` plus ``decision_label``, ordered by ``review_id``.
+            Columns :data:`REVIEW_COLUMNS` plus ``decision_label`` and ``reason_labels``
+            (``"; "``-joined), ordered by ``review_id``. Retractions are rows with
+            ``decision == "retracted"`` and ``retracts`` = the cancelled ``review_id``.
         """
         if audit_fingerprint is None:
-            frame = self._query("SELECT * FROM reviews ORDER BY review_id")
+            frame = self._query(f"SELECT {_COLUMNS} FROM reviews ORDER BY review_id")
         else:
             frame = self.history(audit_fingerprint)
-        frame = frame.assign(decision_label=frame["decision"].map(DECISION_LABELS))
+        frame = frame.assign(decision_label=frame["decision"].map(ENTRY_LABELS),
+                             reason_labels=frame["reasons"].map(reason_labels))
         if dest is not None:
             with atomic_path(dest) as tmp:
                 frame.to_csv(tmp, index=False)
         return frame
+
+
+class _NothingToRetract(ValueError):
+    """Raised inside the transaction (rolled back) when a case has nothing to retract."""
+
+
+def reason_labels(codes: str | Iterable[str]) -> str:
+    """Human labels of stored reason codes (``"data_quality,missing_field"`` or a list), ``"; "``-joined."""
+    items = _split_reasons(codes) if isinstance(codes, str) else tuple(codes)
+    return "; ".join(REASONS.get(code, code) for code in items)
 
 
 def _free_bytes(folder: Path) -> int:

@@ -26,9 +26,12 @@ def test_record_returns_what_is_stored(store):
         "fp", "7", "ana", "acceptable", "fine")
     stored = store.history("fp", 7)
     assert list(stored.columns) == list(REVIEW_COLUMNS)
-    assert stored.iloc[0].to_dict() == {
+    row = stored.iloc[0].to_dict()
+    assert {k: row[k] for k in REVIEW_COLUMNS[:7]} == {
         "review_id": review.review_id, "created_at": review.created_at, "audit_fingerprint": "fp",
         "sample_id": "7", "reviewer": "ana", "decision": "acceptable", "note": "fine"}
+    assert pd.isna(row["retracts"]) and row["submission_id"] is None
+    assert (row["reasons"], row["data_fingerprint"], row["model"], row["protocol_fingerprint"]) == ("", "", "", "")
 
 
 def test_latest_is_last_decision_per_sample_and_fingerprint(store):
