@@ -22,7 +22,7 @@ import pandas as pd
 from core.cfc.evaluation import SCORES, auroc, expected_top_positives, review_budget
 from core.cfc.operators import remove
 from core.cfc.protocol import Protocol
-from core.paired.records import UnpairedRecords, _read_table, load_records, load_unpaired
+from core.paired.records import UnpairedRecords, read_table, load_records, load_unpaired
 from core.paired.screening import screening_scores
 from core.paired.summary import grid_summary as paired_grid_summary
 from core.reviews import DECISION_LABELS
@@ -860,7 +860,7 @@ def load_screening_upload(probes: tuple[str, bytes], clean: tuple[str, bytes], *
     def load(paths):
         frames, origins = {}, {}
         for role, path in paths.items():
-            frames[role], origins[role] = _read_table(path)
+            frames[role], origins[role] = read_table(path)
         try:
             return screening_scores(frames["probes"], frames["clean"], outcomes=outcomes)
         except ValueError as exc:

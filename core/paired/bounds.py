@@ -38,12 +38,13 @@ import pandas as pd
 
 from core.paired._fivestate import flip_ranges
 from core.paired.records import CELL_COLUMNS, UnpairedRecords, validate_records
-from core.paired.states import ClassTable, _tau_iv, _warn_undefined, class_table
+from core.paired.states import ClassTable, check_tau, _warn_undefined, class_table
 
 __all__ = [
     "LEVELS",
     "TARGETS",
     "accuracy_only_k",
+    "check_levels",
     "identified_intervals",
     "identified_intervals_grid",
     "unpaired_intervals",
@@ -95,7 +96,7 @@ def identified_intervals(records: pd.DataFrame, tau: float) -> pd.DataFrame:
     """
     records = _single_cell(records)
     table = class_table(records, validate=False)
-    return _long(table, _tau_iv(tau), LEVELS, observed=True).drop(columns=list(CELL_COLUMNS))
+    return _long(table, check_tau(tau), LEVELS, observed=True).drop(columns=list(CELL_COLUMNS))
 
 
 def identified_intervals_grid(records: pd.DataFrame, tau: float, *,
@@ -118,8 +119,8 @@ def identified_intervals_grid(records: pd.DataFrame, tau: float, *,
         One row per (cell, target, level): ``model, condition, source, target, level, low,
         high, observed`` (see :func:`identified_intervals`).
     """
-    tau = _tau_iv(tau)
-    levels = _levels_iv(levels)
+    tau = check_tau(tau)
+    levels = check_levels(levels)
     table = class_table(records)
     return _long(table, tau, levels, observed=True)
 
@@ -144,7 +145,7 @@ def unpaired_intervals(unpaired: UnpairedRecords, tau: float) -> pd.DataFrame:
     if not isinstance(unpaired, UnpairedRecords):
         raise ValueError("`unpaired` must be an UnpairedRecords (see core.paired.records.validate_unpaired); "
                          f"got {type(unpaired).__name__}.")
-    tau = _tau_iv(tau)
+    tau = check_tau(tau)
     table = class_table(unpaired)
     levels = LEVELS[:_LEVEL_RANK[table.level] + 1]
     return _long(table, tau, levels, observed=False).drop(columns=list(CELL_COLUMNS)).reset_index(drop=True)
@@ -190,7 +191,7 @@ def accuracy_only_k(records: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 # Validation helpers
 
-def _levels_iv(levels) -> tuple[str, ...]:
+def check_levels(levels) -> tuple[str, ...]:
     if isinstance(levels, str):
         levels = (levels,)
     levels = tuple(levels)

@@ -121,7 +121,7 @@ def run(args) -> int:
 def _paired(args):
     from core.paired.bounds import accuracy_only_k, identified_intervals_grid
     from core.paired.policies import LAMBDAS, evaluate_policies
-    from core.paired.records import _read_table, load_records
+    from core.paired.records import read_table, load_records
     from core.paired.states import five_state_counts, paired_targets, variance_ratios
     from core.paired.summary import grid_summary
 
@@ -153,7 +153,7 @@ def _paired(args):
                                 "lambdas": list(args.lambdas or LAMBDAS), "seed": args.seed,
                                 "threshold_scope": sorted(set(report.thresholds["scope"]))}
     if args.probes:
-        tables.update(_screening(args, records, _read_table))
+        tables.update(_screening(args, records, read_table))
         manifest["screening"] = {"probes": str(args.probes), "clean_outputs": str(args.clean_outputs),
                                  "outcome_source": args.outcome_source, "score": args.score, "budget": args.budget}
     return tables, manifest

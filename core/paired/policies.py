@@ -43,7 +43,7 @@ import pandas as pd
 
 from core._rng import as_generator
 from core.paired._fivestate import expected_flips, flip_ranges, sampled_flips
-from core.paired.bounds import LEVELS, _levels_iv
+from core.paired.bounds import LEVELS, check_levels
 from core.paired.records import CELL_COLUMNS, validate_records
 from core.paired.states import ClassTable, class_table, development_thresholds
 
@@ -232,7 +232,7 @@ def evaluate_policies(records: pd.DataFrame, *, thresholds: pd.DataFrame | None 
     """
     records = validate_records(records)
     lam = _lambdas_iv(lambdas)
-    levels = _levels_iv(levels)
+    levels = check_levels(levels)
     for name, value in (("n_draws", n_draws), ("max_placements", max_placements)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"`{name}` must be a positive integer; got {value!r}.")

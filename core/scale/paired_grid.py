@@ -51,7 +51,7 @@ import pyarrow.parquet as pq
 from core._rng import as_generator
 from core.paired.bounds import LEVELS, identified_intervals_grid
 from core.paired.policies import COVERAGES, LAMBDAS, evaluate_policies, policy_thresholds
-from core.paired.records import CELL_COLUMNS, PAIRED_COLUMNS, _Origin, _validate_records
+from core.paired.records import CELL_COLUMNS, PAIRED_COLUMNS, TableOrigin, validate_records_at
 from core.paired.summary import grid_summary
 from core.scale.cluster import check_worker_paths
 from core.scale.runner import Engine, RunResult, run_partitions
@@ -203,7 +203,7 @@ def scan_records(path: str | Path) -> tuple[CellSource, pd.DataFrame, bool]:
             frame = batch.to_pandas()
             # Every row checked here, during the one scan, so a bad value anywhere is refused
             # (naming its row) before the output folder is touched.
-            _validate_records(frame, _Origin(f"paired records {root}", offset=seen), None)
+            validate_records_at(frame, TableOrigin(f"paired records {root}", offset=seen), None)
             seen += len(frame)
             cells = frame[list(CELL_COLUMNS)].astype(str)
             counts.update(cells.itertuples(index=False, name=None))
