@@ -18,6 +18,7 @@ from __future__ import annotations
 __all__ = [
     "AuditWarning",
     "ConstantFeatureWarning",
+    "DatasetNoteWarning",
     "UndefinedMetricWarning",
     "UndefinedTargetWarning",
 ]
@@ -33,6 +34,10 @@ class UndefinedMetricWarning(AuditWarning):
 
 class UndefinedTargetWarning(AuditWarning):
     """A paired target (a bound, a rate) is undefined on legal data (e.g. ``n = 0``); ``NaN``."""
+
+
+class DatasetNoteWarning(AuditWarning):
+    """A dataset was loaded with a change worth knowing (rows dropped, a column that looks like an id)."""
 
 
 class ConstantFeatureWarning(AuditWarning):

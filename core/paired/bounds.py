@@ -36,9 +36,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from core.constants import LEVELS
 from core.paired._fivestate import flip_ranges
 from core.paired.records import CELL_COLUMNS, UnpairedRecords, validate_records
-from core.paired.states import ClassTable, check_tau, _warn_undefined, class_table
+from core.paired.states import ClassTable, check_tau, class_table, warn_undefined
 
 __all__ = [
     "LEVELS",
@@ -50,7 +51,6 @@ __all__ = [
     "unpaired_intervals",
 ]
 
-LEVELS = ("I0", "Ik", "I5")
 TARGETS = ("H", "L", "dM_k")
 _LEVEL_RANK = {level: i for i, level in enumerate(LEVELS)}
 # Dinkelbach stops once no choice improves the ratio by more than this (probability units).
@@ -335,8 +335,9 @@ def _dmk_fixed_support(sides, k: np.ndarray, table: ClassTable) -> tuple[np.ndar
     K = table.per_cell(k)
     undefined = K == 0
     if undefined.any():
-        _warn_undefined(f"dM_k is undefined (NaN) in {int(undefined.sum())} cell(s) with no retained-correct "
-                       "pair (K = 0).")
+        # stacklevel 5: _interval_arrays, _long, the public function, its caller.
+        warn_undefined(f"dM_k is undefined (NaN) in {int(undefined.sum())} cell(s) with no retained-correct "
+                       "pair (K = 0).", stacklevel=5)
     safe = np.where(undefined, 1, K)
     return np.where(undefined, np.nan, low / safe), np.where(undefined, np.nan, high / safe)
 
@@ -355,8 +356,8 @@ def _dmk_variable_support(sides, a: np.ndarray, b: np.ndarray, n: np.ndarray,
     high = 0.0 - _min_ratio(-high_num, opt_k, opt_group, opt_start, table.group_cell, table.n_cells)
     undefined = np.isnan(low)
     if undefined.any():
-        _warn_undefined(f"dM_k at I0 is undefined (NaN) in {int(undefined.sum())} cell(s): no class can retain a "
-                       "correct pair.")
+        warn_undefined(f"dM_k at I0 is undefined (NaN) in {int(undefined.sum())} cell(s): no class can retain a "
+                       "correct pair.", stacklevel=5)
     return low, high
 
 

@@ -345,7 +345,7 @@ def screening_scores(probes: pd.DataFrame, clean: pd.DataFrame, *,
 
     Warns
     -----
-    UserWarning
+    UndefinedMetricWarning
         When a whole score is undefined: A3 without probability vectors, class_delta / g_SU
         without development images, g_SU when a model's development outcomes are all one class.
 
@@ -479,7 +479,7 @@ def screening_scores(probes: pd.DataFrame, clean: pd.DataFrame, *,
         parts.append(pd.DataFrame(frame))
     for name in sorted(undefined):
         warnings.warn(f"screening score {name!r} is undefined (NaN) for at least one model: "
-                      + _UNDEFINED_REASON[name], UserWarning, stacklevel=2)
+                      + _UNDEFINED_REASON[name], UndefinedMetricWarning, stacklevel=2)
     return pd.concat(parts, ignore_index=True)
 
 

@@ -18,14 +18,13 @@ in :mod:`core.paired.bounds` and :mod:`core.paired.policies` starts from.
 """
 from __future__ import annotations
 
-import sys
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from core.exceptions import UndefinedTargetWarning
 from core.paired.grouped import ClassTable
 from core.paired.records import CELL_COLUMNS, UnpairedRecords, validate_records
 from core.validation import check_unit_interval
@@ -41,24 +40,19 @@ __all__ = [
     "five_state_counts",
     "paired_targets",
     "variance_ratios",
+    "warn_undefined",
 ]
 
 STATES = ("h", "r", "s", "w", "k")
 
 
-class UndefinedTargetWarning(UserWarning):
-    """A target is undefined on legal data (e.g. ``dM_k`` with no retained-correct pair): NaN."""
+def warn_undefined(message: str, *, stacklevel: int = 2) -> None:
+    """Warn with :class:`~core.exceptions.UndefinedTargetWarning`.
 
-
-_PACKAGE_DIR = str(Path(__file__).resolve().parent)
-
-
-def _warn_undefined(message: str) -> None:
-    """Warn with :class:`UndefinedTargetWarning`, attributed to the first caller outside this package."""
-    level, frame = 1, sys._getframe(0)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, UndefinedTargetWarning, stacklevel=level)
+    ``stacklevel`` as in :func:`warnings.warn`, counted from the function that calls this one
+    (2 = its caller): each call site states how deep below the public function it sits.
+    """
+    warnings.warn(message, UndefinedTargetWarning, stacklevel=stacklevel + 1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -361,8 +355,8 @@ def paired_targets(records: pd.DataFrame, tau: float) -> pd.DataFrame:
     out["Q"] = _cell_corr(table.clean_max_prob, table.pert_max_prob, cell, n_cells)
     undefined = {c: int(out[c].isna().sum()) for c in ("dM_k", "ds_s", "ds_w", "Q") if out[c].isna().any()}
     if undefined:
-        _warn_undefined(f"targets undefined (NaN) in some cells: {undefined} — dM_k needs a retained-correct pair "
-                       "(K > 0), ds_j a pair in state j, Q non-constant S and S′.")
+        warn_undefined(f"targets undefined (NaN) in some cells: {undefined} — dM_k needs a retained-correct pair "
+                       "(K > 0), ds_j a pair in state j, Q non-constant S and S′.", stacklevel=2)
     return out
 
 
@@ -416,5 +410,5 @@ def variance_ratios(records: pd.DataFrame) -> pd.DataFrame:
         out[f"ratio_{name}"] = np.where(den > 1e-15, var(x - y) / np.where(den > 1e-15, den, 1.0), np.nan)
     cols = [c for c in ("ratio_C", "ratio_S", "ratio_M") if out[c].isna().any()]
     if cols:
-        _warn_undefined(f"variance ratio undefined (both sides constant) for {cols} in some cells.")
+        warn_undefined(f"variance ratio undefined (both sides constant) for {cols} in some cells.", stacklevel=2)
     return out

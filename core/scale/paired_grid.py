@@ -49,6 +49,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from core._rng import as_generator
+from core.constants import CLEAN_COVERAGE
 from core.paired.bounds import LEVELS, identified_intervals_grid
 from core.paired.policies import COVERAGES, LAMBDAS, evaluate_policies, policy_thresholds
 from core.paired.records import CELL_COLUMNS, PAIRED_COLUMNS, TableOrigin, validate_records_at
@@ -314,7 +315,7 @@ def _summarize(out: Path, partitions: list[PartitionInfo], thresholds: pd.DataFr
 
 
 def paired_grid(records: str | Path, out: str | Path, *, tau: float, levels: Sequence[str] = LEVELS,
-                coverages: Sequence[float] = COVERAGES, clean_coverage: float = 0.8,
+                coverages: Sequence[float] = COVERAGES, clean_coverage: float = CLEAN_COVERAGE,
                 lambdas: Sequence[float] = LAMBDAS, seed: int = 0, n_draws: int = 4000,
                 max_placements: int = 20000, cells_per_task: int = 16, engine: Engine = "local",
                 client=None, progress: Callable[[PartitionInfo], None] | None = None) -> PairedGridRun:

@@ -62,6 +62,7 @@ from core.cfc.evaluation import (
 from core.cfc.grouping import build_groups, trace_feature_origins
 from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, Protocol
 from core.cfc.stressors import BrittleLabels, LabelChannel, brittle_labels, naturalistic_labels
+from core.exceptions import UndefinedMetricWarning
 from core.tabular.datasets import (
     Dataset,
     DatasetSplit,
@@ -531,7 +532,7 @@ def _run_audit(data, *, target, model, seed, protocol, label_channel, blocks, ma
 
     with warnings.catch_warnings():
         # An undefined AUROC / AP (one class in a small test split) is reported as NaN.
-        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
         nominal = nominal_metrics(y_test, P_test)
     # BATS normalises FDS itself (SPEC A.7), not its monotone pre-image u.
     calib = stages.run("calibration", calibration_report, P_val, y_val, cert_val.table["fds"].to_numpy(), P_test,

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from core.atomic import atomic_folder, check_output_folder
 from core.cli_options import add_protocol_options, float_list, names, positive_int, protocol_from_args
+from core.constants import TAU_KAPPA, TAU_P
 
 __all__ = ["register"]
 
@@ -78,8 +79,8 @@ def register(subparsers) -> None:
     proto = p.add_argument_group("protocol")
     add_protocol_options(proto)
     label = p.add_argument_group("held-out label channel")
-    label.add_argument("--tau-p", type=float, help="high-confidence threshold (default 0.90)")
-    label.add_argument("--tau-kappa", type=float, help="margin-collapse threshold (default 0.50)")
+    label.add_argument("--tau-p", type=float, help=f"high-confidence threshold (default {TAU_P:.2f})")
+    label.add_argument("--tau-kappa", type=float, help=f"margin-collapse threshold (default {TAU_KAPPA:.2f})")
     label.add_argument("--draws", type=positive_int, help="draws per stressor and severity (default 3)")
     label.add_argument("--masking-rates", type=float_list, help="group-masking probabilities (default 0.1,0.2)")
     label.add_argument("--dropout-rates", type=float_list, help="coordinate-dropout probabilities (default 0.1,0.2)")

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import average_precision_score, f1_score
 
+from core.exceptions import UndefinedMetricWarning
 from core.metrics import calibration as _calibration
 from core.metrics.calibration import check_probabilities
 from core.metrics.ranking import roc_auc_rows
@@ -130,14 +131,14 @@ def _one_vs_rest(y: np.ndarray, P: np.ndarray, score, label: str, *, need_negati
     if not defined:
         warnings.warn(
             f"{label} is undefined: y has {'only one class' if need_negatives else 'no positive rows'}; returning NaN.",
-            UserWarning,
+            UndefinedMetricWarning,
             stacklevel=3,
         )
         return float("nan")
     if skipped:
         warnings.warn(
             f"{label}: classes {skipped} lack positive or negative rows in y and are left out of the macro average.",
-            UserWarning,
+            UndefinedMetricWarning,
             stacklevel=3,
         )
     return float(np.mean([score(y == c, P[:, c]) for c in defined]))

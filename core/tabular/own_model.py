@@ -43,6 +43,7 @@ from core.cfc.grouping import (build_groups, domain_block_groups, redundancy_mer
 from core.cfc.operators import stack_removals
 from core.cfc.protocol import Protocol
 from core.cfc.stressors import LabelChannel, brittle_labels
+from core.exceptions import UndefinedMetricWarning
 from core.tabular.datasets import Dataset, DatasetSplit
 from core.tabular.metrics import nominal_metrics
 from core.tabular.preprocessing import detect_unavailable_fields
@@ -310,7 +311,7 @@ def _audit_space(space, predictor, kind, notes, stages, streams, train, test, ta
     evaluation = evaluate_scores(scores, labels, y_test, population=population)
     natural_eval = None if natural is None else evaluate_scores(scores, natural, y_test, population=population)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
         nominal = nominal_metrics(y_test, P_test)
     fit_half = _stratified_half(y_test, streams["calibration"])
     fds = cert.table["fds"].to_numpy()

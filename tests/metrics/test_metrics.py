@@ -184,7 +184,8 @@ def test_ece_matches_a_loop_over_bins(case, n_bins):
 def test_calibration_bad_input_names_the_parameter():
     with pytest.raises(ValueError, match=r"`y_prob` must have shape"):
         calibration.nll([0], [0.5, 0.5])
-    with pytest.raises(ValueError, match=r"`y_true` must hold class codes 0\.\.1 \(columns of `y_prob`\); y_true\[1\] = 2"):
+    with pytest.raises(ValueError,
+                       match=r"`y_true` must hold class codes 0\.\.1 \(columns of `y_prob`\); y_true\[1\] = 2"):
         calibration.brier([0, 2], [[0.5, 0.5], [0.5, 0.5]])
     with pytest.raises(ValueError, match=r"`n_bins` must be a positive int; got 0"):
         calibration.ece([0], [[0.5, 0.5]], n_bins=0)
