@@ -125,7 +125,7 @@ def fit_temperature(logits: ArrayLike, y: ArrayLike, *, bounds: tuple[float, flo
     return float(1.0 / best)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BATS:
     """A fitted brittleness-aware temperature: ``T(x) = t0 + eta · Norm(FDS(x))``.
 
@@ -260,7 +260,7 @@ def reliability_table(y: ArrayLike, proba: ArrayLike, *, n_bins: int = 15) -> pd
                          "confidence": mean_conf, "accuracy": acc})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CalibrationReport:
     """Calibration of one model on the test split (SPEC A.7).
 

@@ -126,7 +126,7 @@ class LabelChannel:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BrittleLabels:
     """Held-out brittle labels of a set of samples.
 

@@ -14,7 +14,7 @@ import pandas as pd
 __all__ = ["ClassTable"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ClassTable:
     """Records of one or many cells grouped by (cell, true class).
 

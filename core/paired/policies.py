@@ -133,7 +133,7 @@ def _lambdas_iv(lambdas) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # Result
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PolicyReport:
     """Policy costs, comparisons and selections for every cell, level and cost weight.
 

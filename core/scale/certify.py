@@ -300,7 +300,7 @@ def summarize_output(out: str | Path, partitions: list[PartitionInfo], *, operat
     return summary
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CertifyRun:
     """Outcome of :func:`certify_dataset`.
 

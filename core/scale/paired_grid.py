@@ -261,7 +261,7 @@ class PairedGridTask:
         return {name: pa.Table.from_pandas(frame, preserve_index=False) for name, frame in out.items()}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PairedGridRun:
     """Outcome of :func:`paired_grid`.
 

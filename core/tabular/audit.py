@@ -102,7 +102,7 @@ SplitRule = Literal["stratified", "official"]
 _STREAMS = ("label_channel", "random_order", "permutation", "shap_background")
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class AuditResult:
     """Everything an audit produced, ready for display without recomputation.
 
@@ -757,7 +757,7 @@ SWEEP_TABLE_COLUMNS = ("dataset", "model", "n_seeds", *NOMINAL_METRICS, "mean_rc
                        "fds_win_rate")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SweepResult:
     """Audits of many dataset–model–seed units.
 

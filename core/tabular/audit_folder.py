@@ -23,7 +23,7 @@ __all__ = ["SavedAudit", "list_audit_folders", "open_audit_folder", "reopen_audi
 _REQUIRED = ("protocol.json", "evaluation.json", "certificates.parquet")
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class SavedAudit:
     """The contents of an audit folder.
 

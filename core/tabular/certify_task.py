@@ -77,7 +77,7 @@ def fixed_lists(values: pa.Array, width: int) -> pa.ListArray:
     return pa.ListArray.from_arrays(offsets, values)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class CertifyTask:
     """Everything needed to certify raw rows; shipped to a Dask cluster once.
 
