@@ -220,3 +220,13 @@ if __name__ == "__main__":  # python tests/architecture/test_import_layers.py: p
     found = check(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT)
     print("\n".join(found) if found else "layers ok: no upward import, no cycle")
     raise SystemExit(1 if found else 0)
+
+
+def test_pytest_runs_every_docstring_example_of_core():
+    """The docstring examples run through pytest.ini, not a hand-kept module list."""
+    import configparser
+
+    ini = configparser.ConfigParser()
+    ini.read(ROOT / "pytest.ini")
+    assert "--doctest-modules" in ini["pytest"]["addopts"].split()
+    assert "core" in ini["pytest"]["testpaths"].split()

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import csv
-import doctest
 import errno
 import io
 import os
@@ -26,11 +25,6 @@ from core.validation import (
     csv_header_duplicate,
     warn_constant_features,
 )
-
-
-def test_doctests():
-    for module in (core.validation, core.atomic):
-        assert doctest.testmod(module).failed == 0
 
 
 # ------------------------------------------------------------------------------------------
