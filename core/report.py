@@ -33,7 +33,7 @@ import plotly.io as pio
 
 from core import viz
 from core.atomic import atomic_write_text
-from core.constants import TAU_P
+from core.cfc.stressors import LabelChannel
 from core.dashboard import attach_decisions, capture_curves, evaluation_records, rank_queue
 from core.exceptions import UndefinedMetricWarning, UndefinedTargetWarning
 from core.reviews import DECISION_LABELS, ReviewStore
@@ -535,7 +535,7 @@ def _fds_section(a: AuditInputs, figure: _Figures) -> str:
                           "random. Scores that order the predictions identically draw on top of each other."))
     else:
         out.append(_missing("coverage curves — no held-out brittle prediction in this population."))
-    tau_p = float(a.protocol.get("label_channel", {}).get("tau_p", TAU_P))
+    tau_p = float(a.protocol.get("label_channel", {}).get("tau_p", LabelChannel().tau_p))
     out.append("<div class='grid'>" + figure(
         viz.confidence_fds_figure(cert["confidence"].to_numpy(float), cert["fds"].to_numpy(float),
                                   brittle=cert["brittle"].to_numpy(bool), threshold=tau_p),

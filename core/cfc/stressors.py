@@ -32,7 +32,6 @@ from numpy.typing import ArrayLike
 from core._rng import as_generator
 from core.cfc.operators import GroupIndex, check_baseline, check_batch_size, check_features
 from core.cfc.scores import check_proba, class_margin, confidence_and_prediction, predicted_class
-from core.constants import TAU_KAPPA, TAU_P
 from core.validation import check_unit_interval
 
 __all__ = [
@@ -90,8 +89,8 @@ class LabelChannel:
     dropout_rates: tuple[float, ...] = (0.1, 0.2)
     noise_scales: tuple[float, ...] = (0.1, 0.25)
     n_draws: int = 3
-    tau_p: float = TAU_P
-    tau_kappa: float = TAU_KAPPA
+    tau_p: float = 0.90
+    tau_kappa: float = 0.50
 
     def __post_init__(self) -> None:
         stressors = tuple(self.stressors)
@@ -400,7 +399,7 @@ def brittle_labels(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLik
 
 def naturalistic_labels(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike,
                         groups: Mapping[str, Sequence[int]], baseline: ArrayLike,
-                        unavailable: Sequence[str], *, tau_p: float = TAU_P, tau_kappa: float = TAU_KAPPA,
+                        unavailable: Sequence[str], *, tau_p: float = LabelChannel.tau_p, tau_kappa: float = LabelChannel.tau_kappa,
                         batch_size: int = 65536) -> BrittleLabels:
     """Naturalistic brittle labels: replace the groups that are unavailable in the raw data.
 

@@ -56,7 +56,7 @@ import pyarrow.parquet as pq
 from core.atomic import atomic_write_bytes
 from core.cfc import Protocol, baseline_vector
 from core.cfc.grouping import build_groups
-from core.constants import TAU_P
+from core.cfc.stressors import LabelChannel
 from core.scale.cluster import check_worker_paths
 from core.scale.runner import Engine, RunResult, run_partitions
 from core.scale.sources import PartitionReadError, Source, open_source
@@ -94,7 +94,7 @@ __all__ = [
 DEFAULT_CHUNK_ROWS = 25_000
 _KIND = "certify"
 #: Confidence threshold of the summary's high-confidence share (SPEC A.5 ``τ_p``).
-_TAU_P = TAU_P
+_TAU_P = LabelChannel().tau_p
 _FDS_BINS = 20
 
 
