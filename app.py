@@ -15,6 +15,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from core.cfc.protocol import Protocol
 from core.dashboard import LARGE_TABLE_ROWS
 from core.reviews import default_db_path
 from core.tabular.datasets import DEFAULT_DATASET
@@ -40,6 +41,7 @@ st.set_page_config(page_title="Reliability audit", page_icon=str(Path(__file__).
 # Every session-state key of the app and its default. Widgets read their value from here
 # (none passes its own default), so a page always opens in a defined state. File uploaders and
 # buttons hold no settable value and are not listed.
+_PROTOCOL = Protocol()
 DEFAULTS: dict[str, object] = {
     # global selection (sidebar)
     "dataset": DEFAULT_DATASET,
@@ -57,16 +59,17 @@ DEFAULTS: dict[str, object] = {
     "uploads": {},            # name -> {"data", "file", "digest", "target", "blocks", "blocks_digest", "blocks_file"}
     "protocol": None,         # applied Protocol as a dict; None = the default protocol
     # overview: protocol form
-    "proto_grouping": "raw_origin",
-    "proto_baseline": "mean",
-    "proto_depth": "auto",
-    "proto_operators": ["attenuate_single", "attenuate_all"],
-    "proto_severities": "0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0",
-    "proto_w1": 1 / 3,
-    "proto_w2": 1 / 3,
-    "proto_w3": 1 / 3,
-    "proto_path_rule": "static",
-    "proto_merge_threshold": 0.7,
+    # (every proto_* default is the field of Protocol(): one source of the protocol defaults)
+    "proto_grouping": _PROTOCOL.grouping,
+    "proto_baseline": _PROTOCOL.baseline,
+    "proto_depth": "auto" if _PROTOCOL.depth is None else _PROTOCOL.depth,
+    "proto_operators": list(_PROTOCOL.operators),
+    "proto_severities": ", ".join(str(v) for v in _PROTOCOL.severities),
+    "proto_w1": _PROTOCOL.weights[0],
+    "proto_w2": _PROTOCOL.weights[1],
+    "proto_w3": _PROTOCOL.weights[2],
+    "proto_path_rule": _PROTOCOL.path,
+    "proto_merge_threshold": _PROTOCOL.merge_threshold,
     "upload_target": None,
     "audit_sample_rows": LARGE_TABLE_ROWS,  # interactive audit sample of uploads above that many rows
     "overview_column": None,

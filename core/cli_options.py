@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from core.atomic import publish_folder  # re-exported: the one atomic writer lives in core.atomic
+from core.constants import LEVELS
 
 __all__ = [
     "add_protocol_options",
+    "add_tau_levels_options",
     "float_list",
+    "levels_list",
     "names",
     "positive_int",
     "protocol_from_args",
@@ -61,20 +64,41 @@ def names(text: str) -> list[str]:
     return [v.strip() for v in text.split(",") if v.strip()]
 
 
-def add_protocol_options(group: argparse._ActionsContainer) -> None:
-    """The options of :class:`core.cfc.protocol.Protocol` (read back by :func:`protocol_from_args`)."""
-    from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, OPERATORS, PATH_RULES
+def levels_list(text: str) -> tuple[str, ...]:
+    """argparse type: comma-separated information levels among :data:`core.constants.LEVELS`."""
+    levels = tuple(v.strip() for v in text.split(",") if v.strip())
+    bad = [v for v in levels if v not in LEVELS]
+    if bad or not levels:
+        raise argparse.ArgumentTypeError(f"expected levels among {','.join(LEVELS)}; got {text!r}")
+    return levels
 
+
+def add_tau_levels_options(group: argparse._ActionsContainer, *, tau_help: str) -> None:
+    """``--tau`` (required, in [0, 1]) and ``--levels`` of the paired commands (``paired``, ``paired-grid``)."""
+    group.add_argument("--tau", type=unit_float, required=True, help=tau_help)
+    group.add_argument("--levels", type=levels_list, default=LEVELS,
+                       help=f"comma-separated information levels (default {','.join(LEVELS)})")
+
+
+def add_protocol_options(group: argparse._ActionsContainer) -> None:
+    """The options of :class:`core.cfc.protocol.Protocol` (read back by :func:`protocol_from_args`).
+
+    Every default is the field of ``Protocol()``: one source of the protocol defaults.
+    """
+    from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, OPERATORS, PATH_RULES, Protocol
+
+    d = Protocol()
     group.add_argument("--protocol", metavar="JSON", help="protocol file (canonical JSON); overrides the options below")
-    group.add_argument("--grouping", choices=GROUPING_RULES, default="raw_origin")
-    group.add_argument("--baseline", choices=BASELINE_RULES, default="mean")
+    group.add_argument("--grouping", choices=GROUPING_RULES, default=d.grouping)
+    group.add_argument("--baseline", choices=BASELINE_RULES, default=d.baseline)
     group.add_argument("--depth", type=positive_int, help="audit depth K (default min(G, 5))")
-    group.add_argument("--path", choices=PATH_RULES, default="static", help="removal path rule (default static)")
-    group.add_argument("--operators", default=",".join(OPERATORS),
+    group.add_argument("--path", choices=PATH_RULES, default=d.path, help=f"removal path rule (default {d.path})")
+    group.add_argument("--operators", default=",".join(d.operators),
                        help=f"comma-separated subset of {', '.join(OPERATORS)} ('' for none)")
-    group.add_argument("--severities", type=float_list, help="comma-separated severity grid (default 0.1..1.0)")
+    group.add_argument("--severities", type=float_list,
+                       help=f"comma-separated severity grid (default {d.severities[0]:g}..{d.severities[-1]:g})")
     group.add_argument("--weights", type=float_list, help="w1,w2,w3 of the FDS head (default 1/3 each)")
-    group.add_argument("--merge-threshold", type=float, default=0.7, help="|rho| of redundancy merging")
+    group.add_argument("--merge-threshold", type=float, default=d.merge_threshold, help="|rho| of redundancy merging")
 
 
 def protocol_from_args(args: argparse.Namespace):

@@ -6,6 +6,7 @@ that the page files only lay out widgets.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -22,7 +23,7 @@ import pandas as pd
 from core.cfc.evaluation import SCORES, auroc, expected_top_positives, review_budget
 from core.cfc.operators import remove
 from core.cfc.protocol import Protocol
-from core.paired.records import UnpairedRecords, _read_table, load_records, load_unpaired
+from core.paired.records import UnpairedRecords, read_table, load_records, load_unpaired
 from core.paired.screening import screening_scores
 from core.paired.summary import grid_summary as paired_grid_summary
 from core.reviews import DECISION_LABELS
@@ -347,28 +348,20 @@ def sample_bundle(certificates: Any, position: int, *, search: Any = None) -> di
     search : core.cfc.search.FlipSearchResult, optional
         Exact / beam search of this one sample, included when given.
     """
-    from core.cfc.certificate import CertificateSet, OperatorTrace
-
     n = len(certificates)
     if isinstance(position, bool) or not isinstance(position, (int, np.integer)) or not 0 <= position < n:
         raise ValueError(f"`position` must be a row in 0..{n - 1}; got {position!r}.")
     if search is not None and len(search) != 1:
         raise ValueError(f"`search` must hold exactly this one sample; got {len(search)} samples.")
-    rows = slice(int(position), int(position) + 1)
-    cs = certificates
-    table = cs.table.iloc[rows].copy()
+    one = certificates.take([int(position)])
+    table = one.table.copy()
     if search is not None:
         if search.method in ("exact", "both"):
             table["flip_budget_exact"] = search.k_exact
         if search.method in ("beam", "both"):
             table["flip_budget_beam"] = search.k_beam.astype(np.int64)
-    operators = {name: OperatorTrace(tr.name, tr.severities, tr.unit_names, tr.margins[rows], tr.preds[rows],
-                                     tr.flipped[rows]) for name, tr in cs.operators.items()}
-    one = CertificateSet(table, cs.protocol, cs.group_names, cs.group_columns, cs.baseline, cs.fingerprint,
-                         cs.depth, cs.path_rule, cs.order, cs.path_idx[rows], cs.traj_proba[rows],
-                         cs.traj_pred[rows], cs.traj_margin[rows], cs.collapse[rows], cs.drops[rows], operators,
-                         search)
-    return one.to_bundle()
+    # As before, the one-sample bundle carries this sample's search (or none) and no model probe.
+    return dataclasses.replace(one, table=table, search=search, probe_proba=None).to_bundle()
 
 
 def whatif_probabilities(result: Any, position: int, removed: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -860,7 +853,7 @@ def load_screening_upload(probes: tuple[str, bytes], clean: tuple[str, bytes], *
     def load(paths):
         frames, origins = {}, {}
         for role, path in paths.items():
-            frames[role], origins[role] = _read_table(path)
+            frames[role], origins[role] = read_table(path)
         try:
             return screening_scores(frames["probes"], frames["clean"], outcomes=outcomes)
         except ValueError as exc:

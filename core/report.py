@@ -11,7 +11,7 @@ certificates with their charts, and the paired interval bars and recapture-queue
 The page needs no network: plotly's JavaScript is inlined once and every figure reuses it;
 there are no external fonts, style sheets or images. The report never loads the fitted model
 (everything it shows is stored in the audit's tables), so it works on any machine that has
-the folder. :func:`write_report` writes atomically (temporary file + ``os.replace``).
+the folder. :func:`write_report` writes through the one atomic writer, :mod:`core.atomic`.
 """
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ import html
 import json
 import math
 import os
-import tempfile
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +32,10 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from core import viz
+from core.atomic import atomic_write_text
+from core.cfc.stressors import LabelChannel
 from core.dashboard import attach_decisions, capture_curves, evaluation_records, rank_queue
+from core.exceptions import UndefinedMetricWarning, UndefinedTargetWarning
 from core.reviews import DECISION_LABELS, ReviewStore
 
 __all__ = [
@@ -284,7 +286,8 @@ def _paired_from_pool(path: Path, coverage: float) -> PairedInputs:
     cell = evaluation[(evaluation["model"] == model) & (evaluation["condition"] == condition)
                       & (evaluation["source"] == source)]
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # dM_k undefined when no pair stays correct: drawn as such
+        # dM_k undefined when no pair stays correct: drawn as such
+        warnings.simplefilter("ignore", UndefinedTargetWarning)
         intervals = identified_intervals(cell, tau)
     outcomes = records[records["source"] == "simulated-recapture"]
     notes = [f"Interval bars: model {model} (first by name) on {condition} ({source}), the condition with its "
@@ -293,7 +296,7 @@ def _paired_from_pool(path: Path, coverage: float) -> PairedInputs:
     queue = None
     if len(pool.probes) and len(outcomes):
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # scores undefined for the pool come back as NaN
+            warnings.simplefilter("ignore", UndefinedMetricWarning)  # scores undefined for the pool come back as NaN
             scores = screening_scores(pool.probes, pool.clean, outcomes=outcomes)
         queue = recapture_queue(scores, score="U", budget=0.1, outcomes=outcomes)
         notes.append("Recapture queue: ranked by U (larger = riskier) at a 10 % re-test budget; failures are the "
@@ -532,7 +535,7 @@ def _fds_section(a: AuditInputs, figure: _Figures) -> str:
                           "random. Scores that order the predictions identically draw on top of each other."))
     else:
         out.append(_missing("coverage curves — no held-out brittle prediction in this population."))
-    tau_p = float(a.protocol.get("label_channel", {}).get("tau_p", 0.9))
+    tau_p = float(a.protocol.get("label_channel", {}).get("tau_p", LabelChannel().tau_p))
     out.append("<div class='grid'>" + figure(
         viz.confidence_fds_figure(cert["confidence"].to_numpy(float), cert["fds"].to_numpy(float),
                                   brittle=cert["brittle"].to_numpy(bool), threshold=tau_p),
@@ -731,21 +734,5 @@ def write_report(text: str, out: str | os.PathLike[str]) -> Path:
         raise ValueError(f"--out {str(out)!r} is a folder; expected a file path such as report.html.")
     if not out.parent.is_dir():
         raise ValueError(f"the folder of --out {str(out)!r} does not exist.")
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(out, text)  # the one atomic writer: temporary file, fsync, os.replace
     return out
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.exceptions import ConstantFeatureWarning
+
 __all__ = [
     "MAX_CLASSES",
     "ConstantFeatureWarning",
@@ -45,10 +47,6 @@ __all__ = [
 #: Most classes a target may have (more is almost always a continuous or identifier column).
 MAX_CLASSES = 50
 _SHOWN = 10
-
-
-class ConstantFeatureWarning(UserWarning):
-    """Feature columns that hold a single value on every row (they cannot carry evidence)."""
 
 
 def check_unit_interval(value: Any, name: str) -> float:

@@ -10,6 +10,8 @@ import streamlit as st
 from core import viz
 from core.dashboard import (UPLOAD_LIMIT_MB, evaluation_records, grid_summary, policy_matrix,
                             unpaired_class_summary)
+from core.constants import COVERAGES
+from core.exceptions import UndefinedTargetWarning
 from core.paired.bounds import identified_intervals, identified_intervals_grid, unpaired_intervals
 from core.paired.policies import LAMBDAS, evaluate_policies
 from core.paired.states import coverage_threshold, development_thresholds, five_state_counts
@@ -31,7 +33,7 @@ page_header(
     "of true-class probability on pairs correct on both sides.",
 )
 
-_COVERAGES = (0.6, 0.7, 0.8, 0.9, 1.0)
+_COVERAGES = COVERAGES
 _TAU_MODES = {"coverage": "from clean coverage", "fixed": "fixed value"}
 _SOURCES = {"demo": "Shipped demo pool", "paired": "Upload paired records",
             "unpaired": "Upload unpaired records (clean + perturbed tables)"}
@@ -51,7 +53,7 @@ def _grid(key: str, coverage: float, fixed_tau: float | None, *, _records: pd.Da
     thresholds = _thresholds(key, _records=_records)
     parts = []
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # dM_k undefined where no pair stays correct: NaN
+        warnings.simplefilter("ignore", UndefinedTargetWarning)  # dM_k undefined where no pair stays correct: NaN
         for model, part in evaluation.groupby("model", sort=True):
             tau = fixed_tau if fixed_tau is not None else float(
                 thresholds.loc[(thresholds["model"] == model) & (thresholds["coverage"] == coverage), "tau"].iloc[0])
@@ -168,7 +170,7 @@ def _paired_body(data: PairedData) -> None:
     m[3].metric("Perturbed accuracy", f"{(cell['pert_pred'] == cell['true_label']).mean():.1%}")
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("ignore", UndefinedTargetWarning)
         intervals = identified_intervals(cell, tau)
     figure(viz.intervals_figure(intervals),
            "Each bar spans every value some pairing consistent with that level allows; narrower is better "
@@ -229,7 +231,7 @@ def _unpaired_body(data: PairedData) -> None:
     m[3].metric("Clean accuracy", f"{(clean['pred'] == clean['true_label']).mean():.1%}")
     m[4].metric("Perturbed accuracy", f"{(pert['pred'] == pert['true_label']).mean():.1%}")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("ignore", UndefinedTargetWarning)
         intervals = unpaired_intervals(unpaired, tau)
     figure(viz.intervals_figure(intervals),
            f"Each bar spans every value some pairing consistent with that level allows; narrower is better "

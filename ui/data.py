@@ -21,6 +21,7 @@ import streamlit as st
 from core.cfc.protocol import Protocol
 from core.dashboard import (LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, load_paired_upload, load_screening_upload,
                             load_unpaired_upload)
+from core.exceptions import AuditWarning
 from core.paired.demo import DEFAULT_DIR, DemoPool, load_demo_pool
 from core.paired.records import UnpairedRecords
 from core.paired.screening import screening_scores
@@ -151,7 +152,7 @@ def screening_for_pool() -> pd.DataFrame:
     pool = demo_pool()
     with warnings.catch_warnings():
         # Scores undefined for the pool (e.g. A3 without probabilities) come back as NaN.
-        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("ignore", AuditWarning)
         return screening_scores(pool.probes, pool.clean, outcomes=recapture_outcomes())
 
 
@@ -240,7 +241,7 @@ def _screening_upload(content: str, outcomes_key: str | None, *, _files: dict,
                       _outcomes: pd.DataFrame | None) -> pd.DataFrame:
     with warnings.catch_warnings():
         # Scores the upload cannot define (A3 without prob_*, TTA without transforms) are NaN.
-        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("ignore", AuditWarning)
         return load_screening_upload(_files["probes"], _files["clean"], outcomes=_outcomes)
 
 

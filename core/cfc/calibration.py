@@ -24,9 +24,9 @@ from numpy.typing import ArrayLike
 from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax
 
-from core.cfc.evaluation import review_budget
 from core.cfc.scores import pseudo_logits
-from core.tabular.metrics import brier, ece, nll
+from core.metrics.calibration import brier, check_n_bins, ece, ece_bins, nll
+from core.metrics.ranking import review_budget
 
 __all__ = [
     "BATS",
@@ -125,7 +125,7 @@ def fit_temperature(logits: ArrayLike, y: ArrayLike, *, bounds: tuple[float, flo
     return float(1.0 / best)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BATS:
     """A fitted brittleness-aware temperature: ``T(x) = t0 + eta · Norm(FDS(x))``.
 
@@ -221,7 +221,7 @@ RELIABILITY_COLUMNS = ("bin", "lower", "upper", "count", "confidence", "accuracy
 def reliability_table(y: ArrayLike, proba: ArrayLike, *, n_bins: int = 15) -> pd.DataFrame:
     """Reliability-diagram data: accuracy against mean confidence per confidence bin.
 
-    The bins are those of :func:`core.tabular.metrics.ece`: ``n_bins`` equal-width bins
+    The bins are those of :func:`core.metrics.calibration.ece`: ``n_bins`` equal-width bins
     ``(k/B, (k+1)/B]`` of ``max_c p_c`` (the first also takes 0), so
     ``Σ_b count_b·|accuracy_b − confidence_b| / n`` is exactly the ECE.
 
@@ -243,8 +243,7 @@ def reliability_table(y: ArrayLike, proba: ArrayLike, *, n_bins: int = 15) -> pd
     >>> reliability_table([0, 1, 1], [[0.9, 0.1], [0.9, 0.1], [0.3, 0.7]], n_bins=2)[["count", "accuracy"]].values.tolist()
     [[0.0, nan], [3.0, 0.6666666666666666]]
     """
-    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
-        raise ValueError(f"`n_bins` must be a positive int; got {n_bins!r}.")
+    n_bins = check_n_bins(n_bins)
     P = np.asarray(proba, dtype=float)
     if P.ndim != 2 or P.shape[0] == 0:
         raise ValueError(f"`proba` must be a non-empty 2-D array; got shape {P.shape}.")
@@ -252,7 +251,7 @@ def reliability_table(y: ArrayLike, proba: ArrayLike, *, n_bins: int = 15) -> pd
     confidence = P.max(axis=1)
     correct = (P.argmax(axis=1) == y).astype(float)
     edges = np.linspace(0.0, 1.0, n_bins + 1)
-    b = np.searchsorted(edges[1:-1], confidence, side="left")
+    b = ece_bins(confidence, n_bins)
     count = np.bincount(b, minlength=n_bins).astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_conf = np.bincount(b, weights=confidence, minlength=n_bins) / count
@@ -261,7 +260,7 @@ def reliability_table(y: ArrayLike, proba: ArrayLike, *, n_bins: int = 15) -> pd
                          "confidence": mean_conf, "accuracy": acc})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CalibrationReport:
     """Calibration of one model on the test split (SPEC A.7).
 

@@ -29,7 +29,7 @@ import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -76,7 +76,7 @@ SearchOption = Literal["none", "exact", "beam", "both"]
 # --------------------------------------------------------------------------------------------
 # Result objects
 # --------------------------------------------------------------------------------------------
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class OperatorTrace:
     """One degradation operator over the severity grid, for every sample.
 
@@ -117,7 +117,7 @@ class OperatorTrace:
         return np.where(self.flipped.any(axis=1), self.severities[first], np.inf)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class SampleCertificate:
     """The full certificate of one sample (for the dashboard explorer).
 
@@ -157,7 +157,7 @@ class SampleCertificate:
     fingerprint: str
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class CertificateSet:
     """Certificates of a set of samples under one protocol, model, grouping and baseline.
 
@@ -311,16 +311,14 @@ class CertificateSet:
         n = len(self)
         if idx.size and (idx.min() < -n or idx.max() >= n):
             raise ValueError(f"`positions` must lie in 0..{n - 1}; got {idx.tolist()}.")
-        ops = {op: OperatorTrace(op, tr.severities, tr.unit_names, tr.margins[idx], tr.preds[idx], tr.flipped[idx])
+        ops = {op: replace(tr, margins=tr.margins[idx], preds=tr.preds[idx], flipped=tr.flipped[idx])
                for op, tr in self.operators.items()}
         s = self.search
-        search = None if s is None else FlipSearchResult(
-            s.method, s.depth, s.group_names, s.k_exact[idx], s.exact_subset[idx], s.exact_levels,
-            s.k_beam[idx], s.beam_subset[idx], s.exact_cap, s.beam_width)
-        return CertificateSet(self.table.iloc[idx], self.protocol, self.group_names, self.group_columns,
-                              self.baseline, self.fingerprint, self.depth, self.path_rule, self.order,
-                              self.path_idx[idx], self.traj_proba[idx], self.traj_pred[idx], self.traj_margin[idx],
-                              self.collapse[idx], self.drops[idx], ops, search, self.probe_proba)
+        search = None if s is None else replace(s, k_exact=s.k_exact[idx], exact_subset=s.exact_subset[idx],
+                                                k_beam=s.k_beam[idx], beam_subset=s.beam_subset[idx])
+        return replace(self, table=self.table.iloc[idx], path_idx=self.path_idx[idx], traj_proba=self.traj_proba[idx],
+                       traj_pred=self.traj_pred[idx], traj_margin=self.traj_margin[idx], collapse=self.collapse[idx],
+                       drops=self.drops[idx], operators=ops, search=search)
 
     @classmethod
     def concat(cls, parts: Sequence[CertificateSet], *, ignore_index: bool = False) -> CertificateSet:
@@ -370,30 +368,24 @@ class CertificateSet:
             return np.concatenate([getattr(p, name) for p in parts])
 
         ops = {
-            op: OperatorTrace(
-                op, tr.severities, tr.unit_names,
-                np.concatenate([p.operators[op].margins for p in parts]),
-                np.concatenate([p.operators[op].preds for p in parts]),
-                np.concatenate([p.operators[op].flipped for p in parts]),
-            )
+            op: replace(tr, margins=np.concatenate([p.operators[op].margins for p in parts]),
+                        preds=np.concatenate([p.operators[op].preds for p in parts]),
+                        flipped=np.concatenate([p.operators[op].flipped for p in parts]))
             for op, tr in first.operators.items()
         }
         search = None
         if first.search is not None:
             s = first.search
-            search = FlipSearchResult(
-                s.method, s.depth, s.group_names,
-                np.concatenate([p.search.k_exact for p in parts]),
-                np.concatenate([p.search.exact_subset for p in parts]),
-                min(p.search.exact_levels for p in parts),
-                np.concatenate([p.search.k_beam for p in parts]),
-                np.concatenate([p.search.beam_subset for p in parts]),
-                s.exact_cap, s.beam_width,
+            search = replace(
+                s, k_exact=np.concatenate([p.search.k_exact for p in parts]),
+                exact_subset=np.concatenate([p.search.exact_subset for p in parts]),
+                exact_levels=min(p.search.exact_levels for p in parts),
+                k_beam=np.concatenate([p.search.k_beam for p in parts]),
+                beam_subset=np.concatenate([p.search.beam_subset for p in parts]),
             )
-        return cls(table, first.protocol, first.group_names, first.group_columns, first.baseline,
-                   first.fingerprint, first.depth, first.path_rule, first.order, cat("path_idx"),
-                   cat("traj_proba"), cat("traj_pred"), cat("traj_margin"), cat("collapse"), cat("drops"),
-                   ops, search, first.probe_proba)
+        return replace(first, table=table, path_idx=cat("path_idx"), traj_proba=cat("traj_proba"),
+                       traj_pred=cat("traj_pred"), traj_margin=cat("traj_margin"), collapse=cat("collapse"),
+                       drops=cat("drops"), operators=ops, search=search)
 
     # ----------------------------------------------------------------------------------------
     # Serialisation
@@ -510,26 +502,31 @@ def _from_bundle(data: Mapping[str, Any]) -> CertificateSet:
     index = pd.RangeIndex(n) if data["index"] is None else pd.Index(data["index"])
     table = pd.DataFrame(cols, index=index, columns=list(tab["columns"]))
     ops = {
-        op: OperatorTrace(op, dec(o["severities"], where=f"operators.{op}.severities"), tuple(o["unit_names"]),
-                          dec(o["margins"], where=f"operators.{op}.margins"),
-                          dec(o["preds"], where=f"operators.{op}.preds"),
-                          dec(o["flipped"], where=f"operators.{op}.flipped"))
+        op: OperatorTrace(name=op, severities=dec(o["severities"], where=f"operators.{op}.severities"),
+                          unit_names=tuple(o["unit_names"]),
+                          margins=dec(o["margins"], where=f"operators.{op}.margins"),
+                          preds=dec(o["preds"], where=f"operators.{op}.preds"),
+                          flipped=dec(o["flipped"], where=f"operators.{op}.flipped"))
         for op, o in data["operators"].items()
     }
     s = data["search"]
     search = None if s is None else FlipSearchResult(
-        s["method"], int(s["depth"]), names, dec(s["k_exact"], where="search.k_exact"),
-        dec(s["exact_subset"], where="search.exact_subset"), int(s["exact_levels"]),
-        dec(s["k_beam"], where="search.k_beam"), dec(s["beam_subset"], where="search.beam_subset"),
-        int(s["exact_cap"]), int(s["beam_width"]),
+        method=s["method"], depth=int(s["depth"]), group_names=names,
+        k_exact=dec(s["k_exact"], where="search.k_exact"),
+        exact_subset=dec(s["exact_subset"], where="search.exact_subset"), exact_levels=int(s["exact_levels"]),
+        k_beam=dec(s["k_beam"], where="search.k_beam"),
+        beam_subset=dec(s["beam_subset"], where="search.beam_subset"),
+        exact_cap=int(s["exact_cap"]), beam_width=int(s["beam_width"]),
     )
     order = None if data["order"] is None else tuple(data["order"])
     probe = data.get("probe_proba")  # absent from bundles written before it was stored
-    return CertificateSet(table, protocol, names, columns, dec(data["baseline"], where="baseline"),
-                          str(data["fingerprint"]), int(data["depth"]), str(data["path_rule"]), order,
-                          arrays["path_idx"], arrays["traj_proba"], arrays["traj_pred"], arrays["traj_margin"],
-                          arrays["collapse"], arrays["drops"], ops, search,
-                          None if probe is None else dec(probe, where="probe_proba"))
+    return CertificateSet(table=table, protocol=protocol, group_names=names, group_columns=columns,
+                          baseline=dec(data["baseline"], where="baseline"), fingerprint=str(data["fingerprint"]),
+                          depth=int(data["depth"]), path_rule=str(data["path_rule"]), order=order,
+                          path_idx=arrays["path_idx"], traj_proba=arrays["traj_proba"],
+                          traj_pred=arrays["traj_pred"], traj_margin=arrays["traj_margin"],
+                          collapse=arrays["collapse"], drops=arrays["drops"], operators=ops, search=search,
+                          probe_proba=None if probe is None else dec(probe, where="probe_proba"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -853,7 +850,9 @@ def certify(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike, grou
     flips = traj_pred[:, 1:] != y[:, None]
     k_star = np.where(flips.any(axis=1), np.argmax(flips, axis=1) + 1, depth + 1)
     ops = {
-        op: OperatorTrace(op, lam.copy(), gi.names if op == "attenuate_single" else ("all",), *op_arrays[op])
+        op: OperatorTrace(name=op, severities=lam.copy(),
+                          unit_names=gi.names if op == "attenuate_single" else ("all",),
+                          margins=op_arrays[op][0], preds=op_arrays[op][1], flipped=op_arrays[op][2])
         for op in protocol.operators
     }
     lambda_stars = np.column_stack([tr.lambda_star for tr in ops.values()]) if ops else np.zeros((n, 0))
@@ -886,8 +885,10 @@ def certify(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike, grou
         if search in ("beam", "both"):
             columns["flip_budget_beam"] = result.k_beam.astype(np.int64)
     table = pd.DataFrame(columns, index=pd.RangeIndex(n) if index is None else index)
-    return CertificateSet(table, protocol, gi.names, gi.columns, b, fingerprint, depth, path_rule, order_names,
-                          path, traj, traj_pred, traj_margin, collapse, drops, ops, result, probe_proba)
+    return CertificateSet(table=table, protocol=protocol, group_names=gi.names, group_columns=gi.columns,
+                          baseline=b, fingerprint=fingerprint, depth=depth, path_rule=path_rule, order=order_names,
+                          path_idx=path, traj_proba=traj, traj_pred=traj_pred, traj_margin=traj_margin,
+                          collapse=collapse, drops=drops, operators=ops, search=result, probe_proba=probe_proba)
 
 
 # --------------------------------------------------------------------------------------------

@@ -41,6 +41,15 @@ from core.cfc.operators import GroupIndex, check_batch_size, check_features, pre
 from core.cfc.protocol import Protocol
 from core.cfc.scores import clip_renormalize, predicted_class, risk_scores
 from core.cfc.stressors import BrittleLabels
+from core.exceptions import UndefinedMetricWarning
+from core.metrics import ranking as _metrics
+from core.metrics.ranking import (
+    aurc_from_curve,
+    capture_from_curve,
+    check_ranking,
+    review_budget,
+    roc_auc_rows,
+)
 
 __all__ = [
     "BOOTSTRAP_COLUMNS",
@@ -71,69 +80,17 @@ __all__ = [
 ]
 
 
-class UndefinedMetricWarning(UserWarning):
-    """A metric is undefined on legal data (e.g. no brittle sample); the value is ``NaN``."""
-
-
 # --------------------------------------------------------------------------------------------
-# Ranking metrics
+# Ranking metrics: the formulas live in core.metrics.ranking; these keep the (scores, labels)
+# names that the evaluation tables, the dashboard and the tests use.
 # --------------------------------------------------------------------------------------------
 def _ranking_iv(scores: ArrayLike, labels: ArrayLike, *, name: str = "scores") -> tuple[np.ndarray, np.ndarray]:
-    s = np.asarray(scores, dtype=float)
-    y = np.asarray(labels)
-    if s.ndim != 1:
-        raise ValueError(f"`{name}` must be 1-D of shape (n_samples,); got shape {s.shape}.")
-    if y.shape != s.shape:
-        raise ValueError(f"`labels` must have the same shape as `{name}` {s.shape}; got {y.shape}.")
-    if s.size == 0:
-        raise ValueError(f"`{name}` is empty; at least one sample is needed.")
-    if np.isnan(s).any():
-        bad = int(np.flatnonzero(np.isnan(s))[0])
-        raise ValueError(f"`{name}` contains NaN (first at position {bad}); a ranking score must be defined for every sample.")
-    if y.dtype != bool:
-        if not np.isin(y, (0, 1)).all():
-            bad = y[~np.isin(y, (0, 1))][0].item()
-            raise ValueError(f"`labels` must be boolean or 0/1; got the value {bad!r}.")
-        y = y.astype(bool)
+    y, s, _ = check_ranking(labels, scores, label_name="labels", score_name=name)
     return s, y
 
 
-def review_budget(q: float, n: int) -> int:
-    """Number of samples reviewed under a budget of ``q`` (a fraction) of ``n`` samples.
-
-    ``k = max(1, ⌊q·n + ½⌋)`` (half-up rounding, unlike Python's round-half-even), capped at ``n``.
-
-    Examples
-    --------
-    >>> review_budget(0.05, 30), review_budget(0.2, 7), review_budget(0.01, 10)
-    (2, 1, 1)
-    """
-    if not (isinstance(q, (float, int, np.floating, np.integer)) and 0.0 < float(q) <= 1.0):
-        raise ValueError(f"`q` must be a fraction in (0, 1]; got {q!r}.")
-    if n < 1:
-        raise ValueError(f"`n` must be at least 1; got {n}.")
-    # The 1e-9 guards products such as 0.05 * 30 = 1.4999999999999998.
-    return int(min(n, max(1, math.floor(float(q) * n + 0.5 + 1e-9))))
-
-
 def expected_top_positives(scores: ArrayLike, labels: ArrayLike) -> np.ndarray:
-    """Expected number of positives among the ``k`` highest scores, for every ``k``.
-
-    Samples are ranked by ``scores`` descending; within a block of tied scores the order is
-    uniformly random, so a block of size ``t`` holding ``p`` positives contributes ``p/t``
-    expected positives per rank taken from it (prorating).
-
-    Parameters
-    ----------
-    scores : array-like of shape (n_samples,)
-        Risk scores, larger = riskier.
-    labels : array-like of shape (n_samples,)
-        Boolean (or 0/1) positives.
-
-    Returns
-    -------
-    ndarray of shape (n_samples + 1,)
-        Entry ``k`` is ``E[#positives in the top k]``; entry 0 is 0, entry ``n`` is ``Σ labels``.
+    """:func:`core.metrics.ranking.expected_top_positives` with the arguments ``(scores, labels)``.
 
     Examples
     --------
@@ -141,40 +98,17 @@ def expected_top_positives(scores: ArrayLike, labels: ArrayLike) -> np.ndarray:
     [0.0, 1.0, 1.5, 2.0, 2.0]
     """
     s, y = _ranking_iv(scores, labels)
-    order = np.argsort(-s, kind="stable")
-    s_sorted, y_sorted = s[order], y[order].astype(float)
-    n = s.size
-    # Tie blocks are maximal runs of equal sorted scores.
-    starts = np.flatnonzero(np.r_[True, s_sorted[1:] != s_sorted[:-1]])
-    sizes = np.diff(np.r_[starts, n])
-    block_pos = np.add.reduceat(y_sorted, starts)
-    pos_before = np.r_[0.0, np.cumsum(block_pos)[:-1]]
-    block_of_rank = np.repeat(np.arange(starts.size), sizes)  # block holding rank k (1-based) - 1
-    k = np.arange(1, n + 1)
-    b = block_of_rank
-    expected = pos_before[b] + (k - starts[b]) * block_pos[b] / sizes[b]
-    return np.r_[0.0, expected]
+    return _metrics.expected_top_positives(y, s)
 
 
 def _auroc(s: np.ndarray, y: np.ndarray) -> float:
-    n_pos = int(y.sum())
-    n_neg = y.size - n_pos
-    if n_pos == 0 or n_neg == 0:
-        return math.nan
-    # Mann–Whitney U with mid-ranks: a tie between a positive and a negative counts one half.
-    order = np.argsort(s, kind="stable")
-    s_sorted = s[order]
-    starts = np.flatnonzero(np.r_[True, s_sorted[1:] != s_sorted[:-1]])
-    ends = np.r_[starts[1:], s.size]
-    midrank = np.repeat((starts + ends + 1) / 2.0, ends - starts)
-    ranks = np.empty(s.size)
-    ranks[order] = midrank
-    u = ranks[y].sum() - n_pos * (n_pos + 1) / 2.0
-    return float(u / (n_pos * n_neg))
+    return float(roc_auc_rows(y.astype(float)[None], s, np.ones((1, s.size)))[0])
 
 
 def auroc(scores: ArrayLike, labels: ArrayLike) -> float:
     """Area under the ROC curve of a risk score against binary labels, ties counted ½.
+
+    :func:`core.metrics.ranking.roc_auc` with the arguments ``(scores, labels)``.
 
     Parameters
     ----------
@@ -201,19 +135,11 @@ def auroc(scores: ArrayLike, labels: ArrayLike) -> float:
     return value
 
 
-def _capture(top: np.ndarray, q: float) -> float:
-    n = top.size - 1
-    total = top[-1]
-    if total == 0:
-        return math.nan
-    return float(top[review_budget(q, n)] / total)
-
-
 def capture_at(scores: ArrayLike, labels: ArrayLike, q: float) -> float:
     """Share of the positives found by reviewing the top ``q`` fraction of a risk ranking.
 
     ``Capture@q = E|Top_k(s) ∩ ℬ| / |ℬ|`` with ``k = review_budget(q, n)``; samples tied at the
-    cut-off are prorated (expected value under random tie-breaking).
+    cut-off are prorated (:mod:`core.metrics.ranking`).
 
     Parameters
     ----------
@@ -236,39 +162,14 @@ def capture_at(scores: ArrayLike, labels: ArrayLike, q: float) -> float:
     """
     s, y = _ranking_iv(scores, labels)
     review_budget(q, s.size)  # validate q before the work
-    value = _capture(expected_top_positives(s, y), q)
+    value = capture_from_curve(_metrics.expected_top_positives(y, s), q)
     if math.isnan(value):
         warnings.warn("Capture@q is undefined: there is no positive sample.", UndefinedMetricWarning, stacklevel=2)
     return value
 
 
-def _aurc(top: np.ndarray) -> float:
-    n = top.size - 1
-    escalated = np.arange(n)
-    residual = (top[-1] - top[:-1]) / (n - escalated)
-    return float(residual.mean())
-
-
 def aurc(scores: ArrayLike, labels: ArrayLike) -> float:
-    """Area under the residual risk–coverage curve of an escalation ranking (lower is better).
-
-    Samples are escalated from the highest score down. After ``j`` escalations
-    (``j = 0 … n−1``) the residual risk is the expected positive rate among the ``n − j``
-    samples not yet escalated (ties prorated); AURC is the mean over these ``n`` coverages.
-    With ``p`` positives among ``n``, a perfect ranking gives ``(1/n) Σ_j (p−j)⁺/(n−j)`` and a
-    constant score (all tied) gives exactly the positive rate ``p/n``.
-
-    Parameters
-    ----------
-    scores : array-like of shape (n_samples,)
-        Risk scores, larger = riskier.
-    labels : array-like of shape (n_samples,)
-        Boolean (or 0/1) positives.
-
-    Returns
-    -------
-    float
-        In [0, 1]; 0 when there is no positive.
+    """:func:`core.metrics.ranking.aurc` (lower is better) with the arguments ``(scores, labels)``.
 
     Examples
     --------
@@ -276,7 +177,7 @@ def aurc(scores: ArrayLike, labels: ArrayLike) -> float:
     0.270833
     """
     s, y = _ranking_iv(scores, labels)
-    return _aurc(expected_top_positives(s, y))
+    return _metrics.aurc(y, s)
 
 
 # --------------------------------------------------------------------------------------------
@@ -429,12 +330,12 @@ def evaluate_scores(scores: Mapping[str, ArrayLike], labels: BrittleLabels, y_tr
             why.append(f"no sample with p̂ ≥ {labels.tau_p}")
         else:
             sv, bv = _ranking_iv(s[mask], b, name=f"scores[{name!r}]")
-            top = expected_top_positives(sv, bv)
+            top = _metrics.expected_top_positives(bv, sv)
             row["auroc"] = _auroc(sv, bv)
             for q in (5, 10, 20):
-                row[f"capture@{q}"] = _capture(top, q / 100)
-            row["aurc"] = _aurc(top)
-            row["false_conf_captured@20"] = _capture(expected_top_positives(sv, false_conf), 0.2)
+                row[f"capture@{q}"] = capture_from_curve(top, q / 100)
+            row["aurc"] = aurc_from_curve(top)
+            row["false_conf_captured@20"] = capture_from_curve(_metrics.expected_top_positives(false_conf, sv), 0.2)
             if not bv.any():
                 why.append("no brittle sample: AUROC and capture undefined")
             elif bv.all():

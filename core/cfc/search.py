@@ -46,7 +46,7 @@ SearchMethod = Literal["exact", "beam", "both"]
 SEARCH_METHODS: tuple[str, ...] = get_args(SearchMethod)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class FlipSearchResult:
     """Exact and/or beam flip budgets of a set of samples.
 
@@ -288,8 +288,9 @@ def run_search(predict_proba: PredictProba, A: np.ndarray, y: np.ndarray, gi: Gr
             RuntimeWarning,
             stacklevel=3,
         )
-    return FlipSearchResult(method, depth, gi.names, k_exact, exact_subset, levels, k_beam, beam_subset,
-                            protocol.exact_cap, protocol.beam_width)
+    return FlipSearchResult(method=method, depth=depth, group_names=gi.names, k_exact=k_exact,
+                            exact_subset=exact_subset, exact_levels=levels, k_beam=k_beam, beam_subset=beam_subset,
+                            exact_cap=protocol.exact_cap, beam_width=protocol.beam_width)
 
 
 def check_method(method: str) -> str:

@@ -125,7 +125,7 @@ class LabelChannel:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BrittleLabels:
     """Held-out brittle labels of a set of samples.
 
@@ -399,7 +399,7 @@ def brittle_labels(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLik
 
 def naturalistic_labels(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike,
                         groups: Mapping[str, Sequence[int]], baseline: ArrayLike,
-                        unavailable: Sequence[str], *, tau_p: float = 0.90, tau_kappa: float = 0.50,
+                        unavailable: Sequence[str], *, tau_p: float = LabelChannel.tau_p, tau_kappa: float = LabelChannel.tau_kappa,
                         batch_size: int = 65536) -> BrittleLabels:
     """Naturalistic brittle labels: replace the groups that are unavailable in the raw data.
 

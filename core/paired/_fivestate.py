@@ -39,7 +39,7 @@ from math import comb, factorial
 
 import numpy as np
 
-from core.paired.states import ClassTable
+from core.paired.grouped import ClassTable
 
 __all__ = ["expected_flips", "flip_endpoint_range", "flip_ranges", "placement_is_feasible", "sampled_flips"]
 

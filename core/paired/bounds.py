@@ -36,20 +36,21 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from core.constants import LEVELS
 from core.paired._fivestate import flip_ranges
 from core.paired.records import CELL_COLUMNS, UnpairedRecords, validate_records
-from core.paired.states import ClassTable, _tau_iv, _warn_undefined, class_table
+from core.paired.states import ClassTable, check_tau, class_table, warn_undefined
 
 __all__ = [
     "LEVELS",
     "TARGETS",
     "accuracy_only_k",
+    "check_levels",
     "identified_intervals",
     "identified_intervals_grid",
     "unpaired_intervals",
 ]
 
-LEVELS = ("I0", "Ik", "I5")
 TARGETS = ("H", "L", "dM_k")
 _LEVEL_RANK = {level: i for i, level in enumerate(LEVELS)}
 # Dinkelbach stops once no choice improves the ratio by more than this (probability units).
@@ -95,7 +96,7 @@ def identified_intervals(records: pd.DataFrame, tau: float) -> pd.DataFrame:
     """
     records = _single_cell(records)
     table = class_table(records, validate=False)
-    return _long(table, _tau_iv(tau), LEVELS, observed=True).drop(columns=list(CELL_COLUMNS))
+    return _long(table, check_tau(tau), LEVELS, observed=True).drop(columns=list(CELL_COLUMNS))
 
 
 def identified_intervals_grid(records: pd.DataFrame, tau: float, *,
@@ -118,8 +119,8 @@ def identified_intervals_grid(records: pd.DataFrame, tau: float, *,
         One row per (cell, target, level): ``model, condition, source, target, level, low,
         high, observed`` (see :func:`identified_intervals`).
     """
-    tau = _tau_iv(tau)
-    levels = _levels_iv(levels)
+    tau = check_tau(tau)
+    levels = check_levels(levels)
     table = class_table(records)
     return _long(table, tau, levels, observed=True)
 
@@ -144,7 +145,7 @@ def unpaired_intervals(unpaired: UnpairedRecords, tau: float) -> pd.DataFrame:
     if not isinstance(unpaired, UnpairedRecords):
         raise ValueError("`unpaired` must be an UnpairedRecords (see core.paired.records.validate_unpaired); "
                          f"got {type(unpaired).__name__}.")
-    tau = _tau_iv(tau)
+    tau = check_tau(tau)
     table = class_table(unpaired)
     levels = LEVELS[:_LEVEL_RANK[table.level] + 1]
     return _long(table, tau, levels, observed=False).drop(columns=list(CELL_COLUMNS)).reset_index(drop=True)
@@ -190,7 +191,7 @@ def accuracy_only_k(records: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 # Validation helpers
 
-def _levels_iv(levels) -> tuple[str, ...]:
+def check_levels(levels) -> tuple[str, ...]:
     if isinstance(levels, str):
         levels = (levels,)
     levels = tuple(levels)
@@ -334,8 +335,9 @@ def _dmk_fixed_support(sides, k: np.ndarray, table: ClassTable) -> tuple[np.ndar
     K = table.per_cell(k)
     undefined = K == 0
     if undefined.any():
-        _warn_undefined(f"dM_k is undefined (NaN) in {int(undefined.sum())} cell(s) with no retained-correct "
-                       "pair (K = 0).")
+        # stacklevel 5: _interval_arrays, _long, the public function, its caller.
+        warn_undefined(f"dM_k is undefined (NaN) in {int(undefined.sum())} cell(s) with no retained-correct "
+                       "pair (K = 0).", stacklevel=5)
     safe = np.where(undefined, 1, K)
     return np.where(undefined, np.nan, low / safe), np.where(undefined, np.nan, high / safe)
 
@@ -354,8 +356,8 @@ def _dmk_variable_support(sides, a: np.ndarray, b: np.ndarray, n: np.ndarray,
     high = 0.0 - _min_ratio(-high_num, opt_k, opt_group, opt_start, table.group_cell, table.n_cells)
     undefined = np.isnan(low)
     if undefined.any():
-        _warn_undefined(f"dM_k at I0 is undefined (NaN) in {int(undefined.sum())} cell(s): no class can retain a "
-                       "correct pair.")
+        warn_undefined(f"dM_k at I0 is undefined (NaN) in {int(undefined.sum())} cell(s): no class can retain a "
+                       "correct pair.", stacklevel=5)
     return low, high
 
 

@@ -20,26 +20,18 @@ stderr naming the file, row and column (see :mod:`core.cli`).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import warnings
 from pathlib import Path
 
 from core.atomic import atomic_folder, check_output_folder
-from core.cli_options import float_list
+from core.cli_options import add_tau_levels_options, float_list
 from core.cli_options import unit_float as _unit_float
+from core.constants import CLEAN_COVERAGE, COVERAGES
 from core.validation import check_input_file
 
 __all__ = ["register"]
-
-
-def _levels(text: str) -> tuple[str, ...]:
-    levels = tuple(v.strip() for v in text.split(",") if v.strip())
-    bad = [v for v in levels if v not in ("I0", "Ik", "I5")]
-    if bad or not levels:
-        raise argparse.ArgumentTypeError(f"expected levels among I0,Ik,I5; got {text!r}")
-    return levels
 
 
 def register(subparsers) -> None:
@@ -57,15 +49,15 @@ def register(subparsers) -> None:
                      help="unpaired: clean table (record_id,true_label,pred,max_prob,true_prob)")
     src.add_argument("--perturbed", metavar="FILE", help="unpaired: perturbed table (same columns)")
     src.add_argument("--counts", metavar="FILE", help="unpaired: per-class counts true_label,k or true_label,h,r,s,w,k")
-    p.add_argument("--tau", type=_unit_float, required=True, help="acceptance threshold on both sides (S >= tau)")
+    add_tau_levels_options(p, tau_help="acceptance threshold on both sides (S >= tau)")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder")
     p.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
-    p.add_argument("--levels", type=_levels, default=("I0", "Ik", "I5"), help="information levels (default all)")
     pol = p.add_argument_group("policies (paired records only)")
     pol.add_argument("--no-policies", action="store_true", help="skip the rejection-policy comparison")
-    pol.add_argument("--coverages", type=float_list, default=(0.6, 0.7, 0.8, 0.9, 1.0),
+    pol.add_argument("--coverages", type=float_list, default=COVERAGES,
                      help="clean-development coverages of the perturbed-side policies")
-    pol.add_argument("--clean-coverage", type=float, default=0.8, help="coverage of the fixed clean threshold")
+    pol.add_argument("--clean-coverage", type=float, default=CLEAN_COVERAGE,
+                     help="coverage of the fixed clean threshold")
     pol.add_argument("--lambdas", type=float_list, default=None, help="cost weights (default 0,0.1,...,1)")
     pol.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo I5 feasible mean (large classes)")
     scr = p.add_argument_group("screening (optional)")
@@ -124,7 +116,7 @@ def run(args) -> int:
 def _paired(args):
     from core.paired.bounds import accuracy_only_k, identified_intervals_grid
     from core.paired.policies import LAMBDAS, evaluate_policies
-    from core.paired.records import _read_table, load_records
+    from core.paired.records import load_records, read_table
     from core.paired.states import five_state_counts, paired_targets, variance_ratios
     from core.paired.summary import grid_summary
 
@@ -156,7 +148,7 @@ def _paired(args):
                                 "lambdas": list(args.lambdas or LAMBDAS), "seed": args.seed,
                                 "threshold_scope": sorted(set(report.thresholds["scope"]))}
     if args.probes:
-        tables.update(_screening(args, records, _read_table))
+        tables.update(_screening(args, records, read_table))
         manifest["screening"] = {"probes": [str(f) for f in args.probes], "clean_outputs": str(args.clean_outputs),
                                  "outcome_source": args.outcome_source, "score": args.score, "budget": args.budget}
     return tables, manifest

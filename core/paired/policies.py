@@ -42,8 +42,9 @@ import numpy as np
 import pandas as pd
 
 from core._rng import as_generator
+from core.constants import CLEAN_COVERAGE, COVERAGES
 from core.paired._fivestate import expected_flips, flip_ranges, sampled_flips
-from core.paired.bounds import LEVELS, _levels_iv
+from core.paired.bounds import LEVELS, check_levels
 from core.paired.records import CELL_COLUMNS, validate_records
 from core.paired.states import ClassTable, class_table, development_thresholds
 
@@ -56,7 +57,6 @@ __all__ = [
     "select_policy",
 ]
 
-COVERAGES = (0.6, 0.7, 0.8, 0.9, 1.0)
 LAMBDAS = tuple(round(0.1 * i, 1) for i in range(11))
 # Certificates and ties use the paper's numerical strictness.
 TOL = 1e-12
@@ -66,7 +66,7 @@ TOL = 1e-12
 # Thresholds and the tie rule
 
 def policy_thresholds(records: pd.DataFrame, *, coverages: Sequence[float] = COVERAGES,
-                      clean_coverage: float = 0.8) -> pd.DataFrame:
+                      clean_coverage: float = CLEAN_COVERAGE) -> pd.DataFrame:
     """Clean and perturbed-side thresholds of every model from clean development coverage.
 
     Parameters
@@ -133,7 +133,7 @@ def _lambdas_iv(lambdas) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # Result
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PolicyReport:
     """Policy costs, comparisons and selections for every cell, level and cost weight.
 
@@ -197,7 +197,7 @@ def _lemma1(h_lo, h_hi, l_lo, l_hi, u, lam):
 # Main entry point
 
 def evaluate_policies(records: pd.DataFrame, *, thresholds: pd.DataFrame | None = None,
-                      coverages: Sequence[float] = COVERAGES, clean_coverage: float = 0.8,
+                      coverages: Sequence[float] = COVERAGES, clean_coverage: float = CLEAN_COVERAGE,
                       lambdas: Sequence[float] = LAMBDAS, levels: Sequence[str] = LEVELS,
                       seed: int | np.random.Generator = 0, n_draws: int = 4000,
                       max_placements: int = 20000) -> PolicyReport:
@@ -232,7 +232,7 @@ def evaluate_policies(records: pd.DataFrame, *, thresholds: pd.DataFrame | None 
     """
     records = validate_records(records)
     lam = _lambdas_iv(lambdas)
-    levels = _levels_iv(levels)
+    levels = check_levels(levels)
     for name, value in (("n_draws", n_draws), ("max_placements", max_placements)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"`{name}` must be a positive integer; got {value!r}.")

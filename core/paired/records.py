@@ -35,11 +35,14 @@ __all__ = [
     "COUNT_COLUMNS",
     "PAIRED_COLUMNS",
     "SIDE_COLUMNS",
+    "TableOrigin",
     "UnpairedRecords",
     "load_records",
     "load_unpaired",
+    "read_table",
     "unpair",
     "validate_records",
+    "validate_records_at",
     "validate_unpaired",
 ]
 
@@ -63,7 +66,7 @@ def _show(value) -> str:
     return repr(value.item() if isinstance(value, np.generic) else value)
 
 @dataclass(frozen=True)
-class _Origin:
+class TableOrigin:
     """Where a table came from, to name rows the way the user sees them."""
 
     name: str
@@ -81,7 +84,7 @@ class _Origin:
         return where
 
 
-def _read_table(path: str | Path) -> tuple[pd.DataFrame, _Origin]:
+def read_table(path: str | Path) -> tuple[pd.DataFrame, TableOrigin]:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file.")
@@ -92,7 +95,7 @@ def _read_table(path: str | Path) -> tuple[pd.DataFrame, _Origin]:
         if suffixes.endswith((".parquet", ".pq")):
             frame = pd.read_parquet(path)
             check_unique_columns(frame.columns, str(path))
-            return frame, _Origin(str(path))
+            return frame, TableOrigin(str(path))
         if suffixes == ".csv" or suffixes.endswith(".csv"):
             with open(path, "rb") as fh:
                 head = fh.read(1 << 16)
@@ -103,7 +106,7 @@ def _read_table(path: str | Path) -> tuple[pd.DataFrame, _Origin]:
                 raise ValueError(f"column name {dup!r} occurs more than once in the header; column names must "
                                  "be unique")
         if suffixes.endswith((".csv", ".csv.gz", ".csv.bz2", ".csv.zip", ".csv.xz")):
-            return pd.read_csv(path, keep_default_na=True), _Origin(str(path), csv=True)
+            return pd.read_csv(path, keep_default_na=True), TableOrigin(str(path), csv=True)
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8 CSV "
                          "or Parquet.") from None
@@ -115,7 +118,7 @@ def _read_table(path: str | Path) -> tuple[pd.DataFrame, _Origin]:
 # ---------------------------------------------------------------------------------------------
 # Column-level checks shared by both forms
 
-def _require_columns(frame: pd.DataFrame, needed: Iterable[str], origin: _Origin) -> None:
+def _require_columns(frame: pd.DataFrame, needed: Iterable[str], origin: TableOrigin) -> None:
     if not isinstance(frame, pd.DataFrame):
         raise ValueError(f"{origin.name} must be a pandas DataFrame; got {type(frame).__name__}.")
     missing = [c for c in needed if c not in frame.columns]
@@ -125,7 +128,7 @@ def _require_columns(frame: pd.DataFrame, needed: Iterable[str], origin: _Origin
         raise ValueError(f"{origin.name}: has no rows.")
 
 
-def _no_empty_cells(frame: pd.DataFrame, columns: Iterable[str], origin: _Origin) -> None:
+def _no_empty_cells(frame: pd.DataFrame, columns: Iterable[str], origin: TableOrigin) -> None:
     for col in columns:
         values = frame[col]
         empty = values.isna().to_numpy()
@@ -141,7 +144,7 @@ def _no_empty_cells(frame: pd.DataFrame, columns: Iterable[str], origin: _Origin
                              "every record needs a value.")
 
 
-def _as_labels(frame: pd.DataFrame, col: str, origin: _Origin, known: np.ndarray | None) -> np.ndarray:
+def _as_labels(frame: pd.DataFrame, col: str, origin: TableOrigin, known: np.ndarray | None) -> np.ndarray:
     raw = frame[col]
     numeric = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
     bad = ~np.isfinite(numeric) | (numeric != np.round(numeric)) | (numeric < 0)
@@ -159,7 +162,7 @@ def _as_labels(frame: pd.DataFrame, col: str, origin: _Origin, known: np.ndarray
     return labels
 
 
-def _as_probs(frame: pd.DataFrame, col: str, origin: _Origin) -> np.ndarray:
+def _as_probs(frame: pd.DataFrame, col: str, origin: TableOrigin) -> np.ndarray:
     raw = frame[col]
     values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
     bad = ~np.isfinite(values) | (values < 0) | (values > 1)
@@ -170,7 +173,7 @@ def _as_probs(frame: pd.DataFrame, col: str, origin: _Origin) -> np.ndarray:
     return values
 
 
-def _check_side(frame: pd.DataFrame, origin: _Origin, label: np.ndarray, pred_col: str, max_col: str,
+def _check_side(frame: pd.DataFrame, origin: TableOrigin, label: np.ndarray, pred_col: str, max_col: str,
                 true_col: str, known: np.ndarray | None) -> dict[str, np.ndarray]:
     pred = _as_labels(frame, pred_col, origin, known)
     smax = _as_probs(frame, max_col, origin)
@@ -246,10 +249,10 @@ def validate_records(records: pd.DataFrame, *, labels: Iterable[int] | None = No
         than ``dev`` / ``eval``, or a ``record_id`` repeated within a cell. The message names
         the row and column.
     """
-    return _validate_records(records, _Origin(name), _known_labels(labels))
+    return validate_records_at(records, TableOrigin(name), _known_labels(labels))
 
 
-def _validate_records(records: pd.DataFrame, origin: _Origin, known: np.ndarray | None) -> pd.DataFrame:
+def validate_records_at(records: pd.DataFrame, origin: TableOrigin, known: np.ndarray | None) -> pd.DataFrame:
     _require_columns(records, PAIRED_COLUMNS, origin)
     optional = [c for c in ("split", "group") if c in records.columns]
     _no_empty_cells(records, [*PAIRED_COLUMNS, *optional], origin)
@@ -292,8 +295,8 @@ def load_records(path: str | Path, *, labels: Iterable[int] | None = None) -> pd
     DataFrame
         The validated, normalised records.
     """
-    frame, origin = _read_table(path)
-    return _validate_records(frame, origin, _known_labels(labels))
+    frame, origin = read_table(path)
+    return validate_records_at(frame, origin, _known_labels(labels))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -321,7 +324,7 @@ class UnpairedRecords:
     level: Literal["I0", "Ik", "I5"]
 
 
-def _validate_side_table(frame: pd.DataFrame, origin: _Origin, known) -> pd.DataFrame:
+def _validate_side_table(frame: pd.DataFrame, origin: TableOrigin, known) -> pd.DataFrame:
     _require_columns(frame, SIDE_COLUMNS, origin)
     _no_empty_cells(frame, SIDE_COLUMNS, origin)
     label = _as_labels(frame, "true_label", origin, known)
@@ -362,8 +365,8 @@ def validate_unpaired(clean: pd.DataFrame, perturbed: pd.DataFrame, counts: pd.D
         or counts that no within-class bijection can realise (naming the class and the violated
         constraint).
     """
-    return _validate_unpaired(clean, perturbed, counts, _Origin("`clean`"), _Origin("`perturbed`"),
-                              _Origin("`counts`"), _known_labels(labels))
+    return _validate_unpaired(clean, perturbed, counts, TableOrigin("`clean`"), TableOrigin("`perturbed`"),
+                              TableOrigin("`counts`"), _known_labels(labels))
 
 
 def _validate_unpaired(clean, perturbed, counts, o_clean, o_pert, o_counts, known) -> UnpairedRecords:
@@ -388,7 +391,7 @@ def _validate_unpaired(clean, perturbed, counts, o_clean, o_pert, o_counts, know
     return UnpairedRecords(clean, perturbed, table, level)
 
 
-def _validate_counts(counts: pd.DataFrame, origin: _Origin, clean: pd.DataFrame,
+def _validate_counts(counts: pd.DataFrame, origin: TableOrigin, clean: pd.DataFrame,
                      perturbed: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     from core.paired._fivestate import flip_endpoint_range
 
@@ -460,9 +463,9 @@ def _validate_counts(counts: pd.DataFrame, origin: _Origin, clean: pd.DataFrame,
 def load_unpaired(clean_path: str | Path, perturbed_path: str | Path, counts_path: str | Path | None = None, *,
                   labels: Iterable[int] | None = None) -> UnpairedRecords:
     """Read and validate an unpaired cell from CSV / Parquet files (see :func:`validate_unpaired`)."""
-    clean, o_clean = _read_table(clean_path)
-    perturbed, o_pert = _read_table(perturbed_path)
-    counts, o_counts = (None, _Origin("counts")) if counts_path is None else _read_table(counts_path)
+    clean, o_clean = read_table(clean_path)
+    perturbed, o_pert = read_table(perturbed_path)
+    counts, o_counts = (None, TableOrigin("counts")) if counts_path is None else read_table(counts_path)
     return _validate_unpaired(clean, perturbed, counts, o_clean, o_pert, o_counts, _known_labels(labels))
 
 

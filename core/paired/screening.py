@@ -53,6 +53,15 @@ import numpy as np
 import pandas as pd
 
 from core._rng import as_generator
+from core.exceptions import UndefinedMetricWarning
+from core.metrics.ranking import (
+    budget_sizes,
+    check_budget,
+    check_ranking,
+    roc_auc_rows,
+    tie_starts,
+    top_k_coverage_rows,
+)
 from core.paired.records import validate_records
 
 __all__ = [
@@ -336,7 +345,7 @@ def screening_scores(probes: pd.DataFrame, clean: pd.DataFrame, *,
 
     Warns
     -----
-    UserWarning
+    UndefinedMetricWarning
         When a whole score is undefined: A3 without probability vectors, class_delta / g_SU
         without development images, g_SU when a model's development outcomes are all one class.
 
@@ -470,7 +479,7 @@ def screening_scores(probes: pd.DataFrame, clean: pd.DataFrame, *,
         parts.append(pd.DataFrame(frame))
     for name in sorted(undefined):
         warnings.warn(f"screening score {name!r} is undefined (NaN) for at least one model: "
-                      + _UNDEFINED_REASON[name], UserWarning, stacklevel=2)
+                      + _UNDEFINED_REASON[name], UndefinedMetricWarning, stacklevel=2)
     return pd.concat(parts, ignore_index=True)
 
 
@@ -517,74 +526,10 @@ def _dev_failures(outcomes, c, split):
 # ------------------------------------------------------------------------------------------
 # ranking metrics (vectorised over rows of weights / outcomes)
 # ------------------------------------------------------------------------------------------
-def _budget_count(budget: float, n: np.ndarray) -> np.ndarray:
-    """``max(1, round(q n))`` with round-half-up (a tiny guard absorbs q n = 3.4999999...)."""
-    return np.maximum(1.0, np.floor(budget * np.asarray(n, dtype=np.float64) + 0.5 + 1e-9))
-
-
-def _tie_groups(sorted_risk: np.ndarray) -> np.ndarray:
-    return np.flatnonzero(np.r_[True, sorted_risk[1:] != sorted_risk[:-1]])
-
-
-def _auroc_rows(risk: np.ndarray, failed: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    """AUROC (failure positive, ties count 1/2) for every row of ``failed``/``weight`` ``(R, n)``."""
-    order = np.argsort(risk, kind="stable")
-    starts = _tie_groups(risk[order])
-    pos = np.add.reduceat((weight * failed)[:, order], starts, axis=1)
-    neg = np.add.reduceat((weight * (1.0 - failed))[:, order], starts, axis=1)
-    below = np.cumsum(neg, axis=1) - neg
-    n_pos, n_neg = pos.sum(axis=1), neg.sum(axis=1)
-    num = (pos * (below + 0.5 * neg)).sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where((n_pos > 0) & (n_neg > 0), num / (n_pos * n_neg), np.nan)
-
-
-def _coverage_rows(risk: np.ndarray, failed: np.ndarray, weight: np.ndarray, budget: float):
-    """Prorated failure coverage for every row; returns (coverage, ceiling, random, k, n, n_fail, found)."""
-    order = np.argsort(-risk, kind="stable")
-    starts = _tie_groups(risk[order])
-    size = np.add.reduceat(weight[:, order], starts, axis=1)
-    fails = np.add.reduceat((weight * failed)[:, order], starts, axis=1)
-    n = size.sum(axis=1)
-    n_fail = fails.sum(axis=1)
-    k = _budget_count(budget, n)
-    before = np.cumsum(size, axis=1) - size
-    take = np.clip(k[:, None] - before, 0.0, size)
-    # The cut-off tie group is selected in part: each member is equally likely to be chosen.
-    share = np.divide(take, size, out=np.zeros_like(take), where=size > 0)
-    found = (fails * share).sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        coverage = np.where(n_fail > 0, found / n_fail, np.nan)
-        ceiling = np.where(n_fail > 0, np.minimum(1.0, k / n_fail), np.nan)
-        random = np.where(n > 0, np.minimum(k, n) / n, np.nan)
-    return coverage, ceiling, random, k, n, n_fail, found
-
-
 def _ranking_iv(risk, failed, sample_weight) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    risk = np.asarray(risk, dtype=np.float64)
-    failed = np.asarray(failed)
-    if risk.ndim != 1 or risk.size == 0:
-        raise ValueError(f"`risk` must be a non-empty 1-D array; got shape {risk.shape}.")
-    if failed.shape != risk.shape:
-        raise ValueError(f"`failed` must have the shape of `risk` {risk.shape}; got {failed.shape}.")
-    if not np.all(np.isfinite(risk)):
-        i = int(np.flatnonzero(~np.isfinite(risk))[0])
-        raise ValueError(f"`risk` must be finite; element {i} is {_py(risk[i])!r} (drop images without a score first).")
-    if failed.dtype != bool:
-        if not np.all(np.isin(failed, (0, 1))):
-            raise ValueError(f"`failed` must be boolean or 0/1; got values {np.unique(failed)[:5].tolist()}.")
-    failed = failed.astype(np.float64)
-    if sample_weight is None:
-        weight = np.ones_like(risk)
-    else:
-        weight = np.asarray(sample_weight, dtype=np.float64)
-        if weight.shape != risk.shape:
-            raise ValueError(f"`sample_weight` must have the shape of `risk` {risk.shape}; got {weight.shape}.")
-        if not np.all(np.isfinite(weight)) or np.any(weight < 0) or np.any(weight != np.round(weight)):
-            raise ValueError("`sample_weight` must hold non-negative integers (image multiplicities).")
-        if weight.sum() == 0:
-            raise ValueError("`sample_weight` is zero everywhere; there is no image to rank.")
-    return risk, failed, weight
+    y, s, w = check_ranking(failed, risk, sample_weight=sample_weight, allow_inf=False, label_name="failed",
+                            score_name="risk")
+    return s, y.astype(np.float64), np.ones_like(s) if w is None else w
 
 
 def failure_auroc(risk, failed, *, sample_weight=None) -> float:
@@ -612,9 +557,9 @@ def failure_auroc(risk, failed, *, sample_weight=None) -> float:
     0.875
     """
     risk, failed, weight = _ranking_iv(risk, failed, sample_weight)
-    value = float(_auroc_rows(risk, failed[None], weight[None])[0])
+    value = float(roc_auc_rows(failed[None], risk, weight[None])[0])
     if np.isnan(value):
-        warnings.warn("AUROC is undefined: all images have the same outcome; returning NaN.", UserWarning,
+        warnings.warn("AUROC is undefined: all images have the same outcome; returning NaN.", UndefinedMetricWarning,
                       stacklevel=2)
     return value
 
@@ -679,15 +624,12 @@ def failure_coverage(risk, failed, budget, *, sample_weight=None) -> FailureCove
     (0.75, 1.0, 0.5, 2)
     """
     risk, failed, weight = _ranking_iv(risk, failed, sample_weight)
-    if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, (int, float, np.integer, np.floating)) \
-            or not 0.0 < float(budget) <= 1.0:
-        raise ValueError(f"`budget` must be a fraction in (0, 1]; got {_py(budget)!r}.")
-    cov, ceil, rand, k, n, n_fail, found = (float(v[0]) for v in
-                                            _coverage_rows(risk, failed[None], weight[None], float(budget)))
-    if n_fail == 0:
-        warnings.warn("failure coverage is undefined: no image failed; returning NaN.", UserWarning, stacklevel=2)
-    return FailureCoverage(coverage=cov, ceiling=ceil, random=rand, k=int(k), n=int(n), n_fail=int(n_fail),
-                           expected_found=found)
+    r = top_k_coverage_rows(failed[None], risk, weight[None], check_budget(budget, name="budget"))
+    if r.n_pos[0] == 0:
+        warnings.warn("failure coverage is undefined: no image failed; returning NaN.", UndefinedMetricWarning,
+                      stacklevel=2)
+    return FailureCoverage(coverage=float(r.coverage[0]), ceiling=float(r.ceiling[0]), random=float(r.random[0]),
+                           k=int(r.k[0]), n=int(r.n[0]), n_fail=int(r.n_pos[0]), expected_found=float(r.found[0]))
 
 
 # ------------------------------------------------------------------------------------------
@@ -842,15 +784,16 @@ def screening_metrics(scores: pd.DataFrame, outcomes: pd.DataFrame, *,
                 auc = np.full(conditions.size, np.nan)
                 per_budget = {q: None for q in qs}
             else:
-                auc = _auroc_rows(risk[ok], f, w)
-                per_budget = {q: _coverage_rows(risk[ok], f, w, q) for q in qs}
+                auc = roc_auc_rows(f, risk[ok], w)
+                per_budget = {q: top_k_coverage_rows(f, risk[ok], w, q) for q in qs}
             for j, cond in enumerate(conditions):
                 for q in qs:
                     res = per_budget[q]
                     if res is None or n_ok[j] == 0:
                         vals = (np.nan, np.nan, np.nan, np.nan, 0.0, (f[j] * w[j]).sum(), np.nan)
                     else:
-                        vals = tuple(v[j] for v in res)
+                        vals = (res.coverage[j], res.ceiling[j], res.random[j], res.k[j], res.n[j], res.n_pos[j],
+                                res.found[j])
                     cov, ceil, rand, k, n, n_fail, found = vals
                     rows.append((model, source, cond, name, q, int(n), int(n_fail),
                                  np.nan if np.isnan(k) else int(k), auc[j] if n_ok[j] else np.nan,
@@ -913,8 +856,8 @@ def _cell_arrays(scores, rec, a, b):
 
 def _metric_rows(metric, budget, risk, failed, weight):
     if metric == "auroc":
-        return _auroc_rows(risk, failed, weight)
-    return _coverage_rows(risk, failed, weight, budget)[0]
+        return roc_auc_rows(failed, risk, weight)
+    return top_k_coverage_rows(failed, risk, weight, budget).coverage
 
 
 def screening_difference(scores: pd.DataFrame, outcomes: pd.DataFrame, *, a: str = "U", b: str = "S",
@@ -1102,9 +1045,9 @@ def identity_ablation(scores: pd.DataFrame, outcomes: pd.DataFrame, *, score: st
         if rows.size == 0:
             continue
         ones = np.ones((1, rows.size))
-        auc = {name: _auroc_rows(r, f[None], ones)[0] for name, r in
+        auc = {name: roc_auc_rows(f[None], r, ones)[0] for name, r in
                (("S", risk_s[rows]), ("score", risk_score[rows]), ("loo", sign * loo[rows]))}
-        der = np.mean([_auroc_rows(sign * deranged[d, rows], f[None], ones)[0] for d in range(n_draws)])
+        der = np.mean([roc_auc_rows(f[None], sign * deranged[d, rows], ones)[0] for d in range(n_draws)])
         out.append((model, source, cond, rows.size, int(f.sum()), auc["S"], auc["score"], der, auc["loo"],
                     auc["score"] - der))
     return pd.DataFrame(out, columns=["model", "source", "condition", "n", "n_fail", "auroc_S", "auroc_score",
@@ -1178,8 +1121,8 @@ def recapture_queue(scores: pd.DataFrame, *, score: str = "U", budget: float = 0
         rows = rows[np.lexsort((ids[rows], -risk_all[rows]))]
         risk = risk_all[rows]
         n = rows.size
-        k = int(_budget_count(budget, n))
-        starts = _tie_groups(risk)
+        k = int(budget_sizes(budget, n)[()])
+        starts = tie_starts(risk)
         size = np.diff(np.r_[starts, n])
         before = starts
         take = np.clip(k - before, 0, size)

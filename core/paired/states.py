@@ -18,15 +18,14 @@ in :mod:`core.paired.bounds` and :mod:`core.paired.policies` starts from.
 """
 from __future__ import annotations
 
-import sys
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from core.exceptions import UndefinedTargetWarning
+from core.paired.grouped import ClassTable
 from core.paired.records import CELL_COLUMNS, UnpairedRecords, validate_records
 from core.validation import check_unit_interval
 
@@ -34,30 +33,26 @@ __all__ = [
     "STATES",
     "ClassTable",
     "UndefinedTargetWarning",
+    "check_tau",
     "class_table",
     "coverage_threshold",
     "development_thresholds",
     "five_state_counts",
     "paired_targets",
     "variance_ratios",
+    "warn_undefined",
 ]
 
 STATES = ("h", "r", "s", "w", "k")
 
 
-class UndefinedTargetWarning(UserWarning):
-    """A target is undefined on legal data (e.g. ``dM_k`` with no retained-correct pair): NaN."""
+def warn_undefined(message: str, *, stacklevel: int = 2) -> None:
+    """Warn with :class:`~core.exceptions.UndefinedTargetWarning`.
 
-
-_PACKAGE_DIR = str(Path(__file__).resolve().parent)
-
-
-def _warn_undefined(message: str) -> None:
-    """Warn with :class:`UndefinedTargetWarning`, attributed to the first caller outside this package."""
-    level, frame = 1, sys._getframe(0)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, UndefinedTargetWarning, stacklevel=level)
+    ``stacklevel`` as in :func:`warnings.warn`, counted from the function that calls this one
+    (2 = its caller): each call site states how deep below the public function it sits.
+    """
+    warnings.warn(message, UndefinedTargetWarning, stacklevel=stacklevel + 1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -154,78 +149,6 @@ def development_thresholds(records: pd.DataFrame, coverages: Sequence[float]) ->
 
 # ---------------------------------------------------------------------------------------------
 # Grouped view of records
-
-@dataclass(frozen=True)
-class ClassTable:
-    """Records of one or many cells grouped by (cell, true class).
-
-    Groups are ordered by cell (model, condition, source, sorted) and then by label; records of
-    each side are sorted by group (stable), so for paired input ``clean_*[i]`` and
-    ``pert_*[i]`` are the two sides of one pair.
-
-    Attributes
-    ----------
-    cells : DataFrame of shape (n_cells, 3)
-        ``model, condition, source`` of each cell; row position = cell index.
-    group_cell, group_label, group_n : ndarray of shape (n_groups,)
-        Cell index, true label and number of records (per side) of each group.
-    group_start : ndarray of shape (n_groups + 1,)
-        Offsets of each group's records in the side arrays.
-    clean_pred, clean_max_prob, clean_true_prob : ndarray of shape (n_records,)
-    pert_pred, pert_max_prob, pert_true_prob : ndarray of shape (n_records,)
-    record_group : ndarray of shape (n_records,)
-        Group of each record (same for both sides).
-    paired : bool
-        Whether row i of both sides is an observed pair.
-    observed : ndarray of shape (n_groups, 5) or None
-        Observed counts ``h, r, s, w, k`` per group (paired input, or unpaired with five counts).
-    observed_k : ndarray of shape (n_groups,) or None
-        Observed correct–correct counts (available whenever ``observed`` is, or from ``k`` alone).
-    """
-
-    cells: pd.DataFrame
-    group_cell: np.ndarray
-    group_label: np.ndarray
-    group_n: np.ndarray
-    group_start: np.ndarray
-    record_group: np.ndarray
-    clean_pred: np.ndarray
-    clean_max_prob: np.ndarray
-    clean_true_prob: np.ndarray
-    pert_pred: np.ndarray
-    pert_max_prob: np.ndarray
-    pert_true_prob: np.ndarray
-    paired: bool
-    observed: np.ndarray | None
-    observed_k: np.ndarray | None
-
-    @property
-    def n_cells(self) -> int:
-        return len(self.cells)
-
-    @property
-    def level(self) -> str:
-        """Highest information level available: ``I5``, ``Ik`` or ``I0``."""
-        return "I5" if self.observed is not None else "Ik" if self.observed_k is not None else "I0"
-
-    @property
-    def clean_correct(self) -> np.ndarray:
-        return self.clean_pred == self.group_label[self.record_group]
-
-    @property
-    def pert_correct(self) -> np.ndarray:
-        return self.pert_pred == self.group_label[self.record_group]
-
-    def per_group(self, mask: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-        """Count (or sum ``weights`` of) records with ``mask`` per group; shape (n_groups,)."""
-        w = mask.astype(float) if weights is None else np.where(mask, weights, 0.0)
-        out = np.bincount(self.record_group, weights=w, minlength=len(self.group_n))
-        return out.astype(np.int64) if weights is None else out
-
-    def per_cell(self, values: np.ndarray) -> np.ndarray:
-        """Sum a per-group array over the groups of each cell; shape (n_cells,)."""
-        return np.bincount(self.group_cell, weights=np.asarray(values, dtype=float), minlength=self.n_cells)
-
 
 def _codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     codes, uniques = pd.factorize(values, sort=True)
@@ -324,7 +247,7 @@ def _unpaired_table(unpaired: UnpairedRecords) -> ClassTable:
 # ---------------------------------------------------------------------------------------------
 # Counts and targets
 
-def _tau_iv(tau) -> float:
+def check_tau(tau) -> float:
     # Type-strict: '0.8' and True are refused, not coerced (core.validation).
     return check_unit_interval(tau, "tau")
 
@@ -356,7 +279,7 @@ def five_state_counts(records: pd.DataFrame, tau: float | None = None) -> pd.Dat
     for j, name in enumerate(STATES):
         out[name] = table.observed[:, j]
     if tau is not None:
-        t = _tau_iv(tau)
+        t = check_tau(tau)
         out["u"] = table.per_group(table.clean_correct & (table.clean_max_prob >= t))
         out["v"] = table.per_group(table.pert_correct & (table.pert_max_prob < t))
         out["t"] = table.per_group(~table.pert_correct & (table.pert_max_prob >= t))
@@ -398,7 +321,7 @@ def paired_targets(records: pd.DataFrame, tau: float) -> pd.DataFrame:
     >>> paired_targets(rec, 0.8)[["H", "L", "dM_k"]].round(12).to_dict("records")
     [{'H': 0.0, 'L': 0.5, 'dM_k': 0.3}]
     """
-    t = _tau_iv(tau)
+    t = check_tau(tau)
     table = class_table(records)
     cell = table.group_cell[table.record_group]
     n_cells = table.n_cells
@@ -432,8 +355,8 @@ def paired_targets(records: pd.DataFrame, tau: float) -> pd.DataFrame:
     out["Q"] = _cell_corr(table.clean_max_prob, table.pert_max_prob, cell, n_cells)
     undefined = {c: int(out[c].isna().sum()) for c in ("dM_k", "ds_s", "ds_w", "Q") if out[c].isna().any()}
     if undefined:
-        _warn_undefined(f"targets undefined (NaN) in some cells: {undefined} — dM_k needs a retained-correct pair "
-                       "(K > 0), ds_j a pair in state j, Q non-constant S and S′.")
+        warn_undefined(f"targets undefined (NaN) in some cells: {undefined} — dM_k needs a retained-correct pair "
+                       "(K > 0), ds_j a pair in state j, Q non-constant S and S′.", stacklevel=2)
     return out
 
 
@@ -487,5 +410,5 @@ def variance_ratios(records: pd.DataFrame) -> pd.DataFrame:
         out[f"ratio_{name}"] = np.where(den > 1e-15, var(x - y) / np.where(den > 1e-15, den, 1.0), np.nan)
     cols = [c for c in ("ratio_C", "ratio_S", "ratio_M") if out[c].isna().any()]
     if cols:
-        _warn_undefined(f"variance ratio undefined (both sides constant) for {cols} in some cells.")
+        warn_undefined(f"variance ratio undefined (both sides constant) for {cols} in some cells.", stacklevel=2)
     return out

@@ -26,7 +26,7 @@ __all__ = ["GridSummary", "grid_summary"]
 _NARROW_TOL = 1e-12
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GridSummary:
     """Summary of identified intervals over a grid of cells.
 

@@ -18,7 +18,15 @@ import sys
 from pathlib import Path
 
 from core.atomic import check_output_file
-from core.cli_options import add_protocol_options, float_list, positive_int, protocol_from_args, unit_float
+from core.cli_options import (
+    add_protocol_options,
+    add_tau_levels_options,
+    float_list,
+    positive_int,
+    protocol_from_args,
+    unit_float,
+)
+from core.constants import CLEAN_COVERAGE, COVERAGES
 from core.validation import check_input_file
 
 __all__ = ["register"]
@@ -120,10 +128,10 @@ def register(subparsers) -> None:
     )
     g.add_argument("--records", required=True, help="paired records: a Parquet file or folder of files")
     g.add_argument("--out", required=True, help="output folder (new, or an earlier run to resume)")
-    g.add_argument("--tau", type=unit_float, required=True, help="acceptance threshold of the intervals, in [0, 1]")
-    g.add_argument("--levels", default="I0,Ik,I5", help="comma-separated information levels (default I0,Ik,I5)")
-    g.add_argument("--coverages", type=float_list, help="policy coverages (default 0.6,0.7,0.8,0.9,1.0)")
-    g.add_argument("--clean-coverage", type=unit_float, default=0.8)
+    add_tau_levels_options(g, tau_help="acceptance threshold of the intervals, in [0, 1]")
+    g.add_argument("--coverages", type=float_list,
+                   help=f"policy coverages (default {','.join(f'{c:g}' for c in COVERAGES)})")
+    g.add_argument("--clean-coverage", type=unit_float, default=CLEAN_COVERAGE)
     g.add_argument("--lambdas", type=float_list, help="cost weights (default 0,0.1,...,1)")
     g.add_argument("--seed", type=int, default=0, help="seed of the I5 feasible-mean estimate (default 0)")
     g.add_argument("--cells-per-task", type=positive_int, default=16, help="cells per shard (default 16)")
@@ -212,16 +220,13 @@ def _synth(args) -> int:
 
 
 def _paired_grid(args) -> int:
-    from core.paired.policies import COVERAGES, LAMBDAS
+    from core.paired.policies import LAMBDAS
     from core.scale.paired_grid import paired_grid
 
     cluster = _cluster(args)
     check_input_file(args.records, what="--records", allow_folder=True)
     _check_run_folder(args.out)
-    levels = tuple(v.strip() for v in args.levels.split(",") if v.strip())
-    bad = [v for v in levels if v not in ("I0", "Ik", "I5")]
-    if bad or not levels:
-        raise ValueError(f"--levels must be a comma-separated subset of I0,Ik,I5; got {args.levels!r}.")
+    levels = args.levels
     bar = None
     if not args.no_progress:
         from tqdm import tqdm

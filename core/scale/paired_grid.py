@@ -49,9 +49,10 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from core._rng import as_generator
+from core.constants import CLEAN_COVERAGE
 from core.paired.bounds import LEVELS, identified_intervals_grid
 from core.paired.policies import COVERAGES, LAMBDAS, evaluate_policies, policy_thresholds
-from core.paired.records import CELL_COLUMNS, PAIRED_COLUMNS, _Origin, _validate_records
+from core.paired.records import CELL_COLUMNS, PAIRED_COLUMNS, TableOrigin, validate_records_at
 from core.paired.summary import grid_summary
 from core.scale.cluster import check_worker_paths
 from core.scale.runner import Engine, RunResult, run_partitions
@@ -203,7 +204,7 @@ def scan_records(path: str | Path) -> tuple[CellSource, pd.DataFrame, bool]:
             frame = batch.to_pandas()
             # Every row checked here, during the one scan, so a bad value anywhere is refused
             # (naming its row) before the output folder is touched.
-            _validate_records(frame, _Origin(f"paired records {root}", offset=seen), None)
+            validate_records_at(frame, TableOrigin(f"paired records {root}", offset=seen), None)
             seen += len(frame)
             cells = frame[list(CELL_COLUMNS)].astype(str)
             counts.update(cells.itertuples(index=False, name=None))
@@ -260,7 +261,7 @@ class PairedGridTask:
         return {name: pa.Table.from_pandas(frame, preserve_index=False) for name, frame in out.items()}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PairedGridRun:
     """Outcome of :func:`paired_grid`.
 
@@ -314,7 +315,7 @@ def _summarize(out: Path, partitions: list[PartitionInfo], thresholds: pd.DataFr
 
 
 def paired_grid(records: str | Path, out: str | Path, *, tau: float, levels: Sequence[str] = LEVELS,
-                coverages: Sequence[float] = COVERAGES, clean_coverage: float = 0.8,
+                coverages: Sequence[float] = COVERAGES, clean_coverage: float = CLEAN_COVERAGE,
                 lambdas: Sequence[float] = LAMBDAS, seed: int = 0, n_draws: int = 4000,
                 max_placements: int = 20000, cells_per_task: int = 16, engine: Engine = "local",
                 client=None, progress: Callable[[PartitionInfo], None] | None = None) -> PairedGridRun:

@@ -52,7 +52,7 @@ class PartitionTask(Protocol):
     def __call__(self, table: pa.Table, row_start: int) -> pa.Table | Mapping[str, pa.Table]: ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunResult:
     """Outcome of :func:`run_partitions`.
 

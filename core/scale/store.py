@@ -67,7 +67,7 @@ def partition_name(index: int) -> str:
     return f"part-{index:05d}.parquet"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PartitionInfo:
     """One finished partition.
 

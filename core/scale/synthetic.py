@@ -53,7 +53,7 @@ class _ClassRows:
     level_cdf: tuple[np.ndarray, ...]  # per categorical column: CDF over (levels..., missing)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class SyntheticTable:
     """A fitted generator of rows resembling a dataset (see the module docstring).
 

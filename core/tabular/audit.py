@@ -62,6 +62,7 @@ from core.cfc.evaluation import (
 from core.cfc.grouping import build_groups, trace_feature_origins
 from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, Protocol
 from core.cfc.stressors import BrittleLabels, LabelChannel, brittle_labels, naturalistic_labels
+from core.exceptions import UndefinedMetricWarning
 from core.tabular.datasets import (
     Dataset,
     DatasetSplit,
@@ -78,6 +79,7 @@ from core.tabular.preprocessing import FittedPreprocessor, detect_unavailable_fi
 
 __all__ = [
     "AuditResult",
+    "AuditStages",
     "SweepResult",
     "SWEEP_TABLE_COLUMNS",
     "certificate_export",
@@ -88,6 +90,8 @@ __all__ = [
     "run_sweep",
     "summary_markdown",
     "write_audit",
+    "naturalistic_stage",
+    "noise_scale",
 ]
 
 Progress = Callable[[str, int, int], object]
@@ -98,7 +102,7 @@ SplitRule = Literal["stratified", "official"]
 _STREAMS = ("label_channel", "random_order", "permutation", "shap_background")
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class AuditResult:
     """Everything an audit produced, ready for display without recomputation.
 
@@ -269,7 +273,7 @@ def _groups_for(rule: str, pre: FittedPreprocessor, X_train: np.ndarray, dataset
     return build_groups(rule, pre.transformer, X_train, blocks=dataset.blocks, threshold=threshold)
 
 
-def _noise_scale(X_train: np.ndarray) -> np.ndarray:
+def noise_scale(X_train: np.ndarray) -> np.ndarray:
     """Training std of every transformed column with more than two distinct values, else 0.
 
     Binary columns (one-hot levels, missing indicators, 0/1 flags) are not numeric evidence
@@ -288,7 +292,7 @@ def _unavailable_groups(pre: FittedPreprocessor, groups: Mapping[str, Sequence[i
     return tuple(g for g, cols in groups.items() if any(origins[c] in wanted for c in cols))
 
 
-def _naturalistic_stage(stages, predict, X_test, groups, baseline, unavailable_groups, label_channel,
+def naturalistic_stage(stages, predict, X_test, groups, baseline, unavailable_groups, label_channel,
                         batch_size, notes):
     """Naturalistic labels over the groups with genuinely missing values, or None (and a note)."""
     if not unavailable_groups:
@@ -299,7 +303,7 @@ def _naturalistic_stage(stages, predict, X_test, groups, baseline, unavailable_g
                       batch_size=batch_size)
 
 
-class _Stages:
+class AuditStages:
     """Times the stages and forwards progress to the caller."""
 
     def __init__(self, progress: Progress | None) -> None:
@@ -447,7 +451,7 @@ def _run_audit(data, *, target, model, seed, protocol, label_channel, blocks, ma
                model_params, search, sensitivity, order_baselines, shap, n_random_orders, population,
                batch_size, split, progress) -> AuditResult:
     """The pipeline of :func:`run_audit` on validated options."""
-    stages = _Stages(progress)
+    stages = AuditStages(progress)
     streams = dict(zip(_STREAMS, as_generator(seed).spawn(len(_STREAMS))))
     notes: list[str] = []
 
@@ -487,11 +491,11 @@ def _run_audit(data, *, target, model, seed, protocol, label_channel, blocks, ma
 
     # 6. Held-out labels: the label channel sees the model and the inputs, never the certificate.
     labels = stages.run("label channel", brittle_labels, predict, X_test, groups, baseline, channel=label_channel,
-                        noise_scale=_noise_scale(X_train), seed=streams["label_channel"], batch_size=batch_size)
+                        noise_scale=noise_scale(X_train), seed=streams["label_channel"], batch_size=batch_size)
     unavailable = detect_unavailable_fields(dataset.frame, dataset.features, markers=dataset.markers,
                                             real_values=dataset.real_values)
     unavailable_groups = _unavailable_groups(pre, groups, unavailable["column"].tolist())
-    natural = _naturalistic_stage(stages, predict, X_test, groups, baseline, unavailable_groups, label_channel,
+    natural = naturalistic_stage(stages, predict, X_test, groups, baseline, unavailable_groups, label_channel,
                                   batch_size, notes)
 
     # 7. Scores and their evaluation.
@@ -528,7 +532,7 @@ def _run_audit(data, *, target, model, seed, protocol, label_channel, blocks, ma
 
     with warnings.catch_warnings():
         # An undefined AUROC / AP (one class in a small test split) is reported as NaN.
-        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
         nominal = nominal_metrics(y_test, P_test)
     # BATS normalises FDS itself (SPEC A.7), not its monotone pre-image u.
     calib = stages.run("calibration", calibration_report, P_val, y_val, cert_val.table["fds"].to_numpy(), P_test,
@@ -695,7 +699,7 @@ def write_audit(result: AuditResult, directory: str | Path) -> list[Path]:
     ``protocol.json`` (:func:`protocol_json`), ``summary.md`` (:func:`summary_markdown`),
     ``train.parquet`` / ``test.parquet`` (the raw rows) and ``_task.zip`` — the fitted
     preprocessing, model, groups, baseline and protocol in safe formats (skops, native model
-    files, JSON; :mod:`core.scale.certify`), so that ``python -m core certify --model-from DIR
+    files, JSON; :mod:`core.tabular.certify_task`), so that ``python -m core certify --model-from DIR
     --data BIG`` certifies a large table with this audit's model under this audit's
     fingerprint, and the dashboard can reopen the folder.
 
@@ -725,8 +729,8 @@ def write_audit(result: AuditResult, directory: str | Path) -> list[Path]:
         written.append(directory / name)
         with atomic_path(written[-1]) as tmp:
             _parquet_safe(part).to_parquet(tmp, index=True)
-    # Imported here: core.scale depends on core.cfc only, and the audit must not need Dask.
-    from core.scale.certify import TASK_FILE, save_certify_task, task_from_audit
+    # Imported here so that importing the audit does not load pyarrow's compute kernels.
+    from core.tabular.certify_task import TASK_FILE, save_certify_task, task_from_audit
 
     written.append(save_certify_task(task_from_audit(result), directory / TASK_FILE))
     return written
@@ -753,7 +757,7 @@ SWEEP_TABLE_COLUMNS = ("dataset", "model", "n_seeds", *NOMINAL_METRICS, "mean_rc
                        "fds_win_rate")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SweepResult:
     """Audits of many dataset–model–seed units.
 

@@ -1,6 +1,6 @@
 """Open a saved audit folder (``AuditResult.save`` / ``python -m core audit --out``) safely.
 
-Only JSON, Parquet, Markdown and the task zip (:func:`core.scale.certify.load_certify_task`:
+Only JSON, Parquet, Markdown and the task zip (:func:`core.tabular.certify_task.load_certify_task`:
 skops with a fixed trust list, native model files, ONNX) are read; a folder holding an old
 ``_task.pkl`` is opened without its model, which is never unpickled.
 
@@ -23,7 +23,7 @@ __all__ = ["SavedAudit", "list_audit_folders", "open_audit_folder", "reopen_audi
 _REQUIRED = ("protocol.json", "evaluation.json", "certificates.parquet")
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class SavedAudit:
     """The contents of an audit folder.
 
@@ -89,7 +89,7 @@ def open_audit_folder(path: str | Path, *, trusted: Iterable[str] = ()) -> Saved
     ValueError
         Not an audit folder (the missing file is named) or a malformed file.
     """
-    from core.scale.certify import LEGACY_TASK_FILE, TASK_FILE, load_certify_task
+    from core.tabular.certify_task import LEGACY_TASK_FILE, TASK_FILE, load_certify_task
 
     path = Path(path)
     if not path.is_dir():

@@ -42,6 +42,7 @@ def _seeds(text: str) -> list[int]:
 
 def register(subparsers) -> None:
     """Add the ``audit`` command to ``python -m core``."""
+    from core.cfc.stressors import LabelChannel
     from core.tabular.datasets import DATASET_NAMES
     from core.tabular.models import MODEL_NAMES
 
@@ -78,8 +79,9 @@ def register(subparsers) -> None:
     proto = p.add_argument_group("protocol")
     add_protocol_options(proto)
     label = p.add_argument_group("held-out label channel")
-    label.add_argument("--tau-p", type=float, help="high-confidence threshold (default 0.90)")
-    label.add_argument("--tau-kappa", type=float, help="margin-collapse threshold (default 0.50)")
+    default = LabelChannel()
+    label.add_argument("--tau-p", type=float, help=f"high-confidence threshold (default {default.tau_p:.2f})")
+    label.add_argument("--tau-kappa", type=float, help=f"margin-collapse threshold (default {default.tau_kappa:.2f})")
     label.add_argument("--draws", type=positive_int, help="draws per stressor and severity (default 3)")
     label.add_argument("--masking-rates", type=float_list, help="group-masking probabilities (default 0.1,0.2)")
     label.add_argument("--dropout-rates", type=float_list, help="coordinate-dropout probabilities (default 0.1,0.2)")

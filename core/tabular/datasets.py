@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from core._rng import as_generator
+from core.exceptions import DatasetNoteWarning
 from core.validation import MAX_CLASSES, check_input_file, check_table, check_unique_columns, csv_header_duplicate
 
 __all__ = [
@@ -626,7 +627,7 @@ def load_user_data(
 
     Warns
     -----
-    UserWarning
+    DatasetNoteWarning
         For excluded identifier-like columns, dropped rows and columns read as numeric.
     """
     if file_format not in ("auto", "csv", "parquet"):
@@ -953,7 +954,7 @@ def _build_dataset(
 
 def _note(notes: list[str], message: str) -> None:
     notes.append(message)
-    warnings.warn(message, UserWarning, stacklevel=4)
+    warnings.warn(message, DatasetNoteWarning, stacklevel=4)
 
 
 def _check_features(features: Sequence[str], columns: list[str], target: str, where: str) -> list[str]:

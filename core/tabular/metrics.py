@@ -13,7 +13,12 @@ import warnings
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import average_precision_score, f1_score, roc_auc_score
+from sklearn.metrics import average_precision_score, f1_score
+
+from core.exceptions import UndefinedMetricWarning
+from core.metrics import calibration as _calibration
+from core.metrics.calibration import check_probabilities
+from core.metrics.ranking import roc_auc_rows
 
 __all__ = [
     "NOMINAL_METRICS",
@@ -30,36 +35,10 @@ __all__ = [
 #: Keys of :func:`nominal_metrics`, in display order.
 NOMINAL_METRICS = ("accuracy", "macro_f1", "auroc", "average_precision", "nll", "ece", "brier")
 
-_ROW_SUM_TOL = 1e-5  # float32 outputs (XGBoost) sum to 1 only to about 1e-7 per row
-_CLIP = 1e-12  # SPEC A.2: the same clipping as the pseudo-logits
-
 
 def _metrics_iv(y: Any, P: Any) -> tuple[np.ndarray, np.ndarray]:
     """Validate ``(y, P)``; return int64 codes and float64 probabilities."""
-    P = np.asarray(P, dtype=np.float64)
-    if P.ndim != 2 or P.shape[1] < 2 or P.shape[0] == 0:
-        raise ValueError(f"`P` must have shape (n_samples >= 1, n_classes >= 2); got shape {P.shape}.")
-    if not np.isfinite(P).all():
-        row = int(np.flatnonzero(~np.isfinite(P).all(axis=1))[0])
-        raise ValueError(f"`P` must be finite; row {row} is {P[row].tolist()}.")
-    outside = (P < 0) | (P > 1)
-    if outside.any():
-        row = int(np.flatnonzero(outside.any(axis=1))[0])
-        raise ValueError(f"`P` must hold probabilities in [0, 1]; row {row} is {P[row].tolist()}.")
-    off = np.abs(P.sum(axis=1) - 1) > _ROW_SUM_TOL
-    if off.any():
-        row = int(np.flatnonzero(off)[0])
-        raise ValueError(f"Rows of `P` must sum to 1; row {row} sums to {P[row].sum():.8g}.")
-    y = np.asarray(y)
-    if y.ndim != 1 or len(y) != len(P):
-        raise ValueError(f"`y` must have shape ({len(P)},) to match `P`; got shape {y.shape}.")
-    if y.dtype.kind not in "iub" and not (y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y))):
-        raise ValueError(f"`y` must hold integer class codes 0..{P.shape[1] - 1}; got dtype {y.dtype}.")
-    bad = (y < 0) | (y >= P.shape[1])
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"`y` must hold class codes 0..{P.shape[1] - 1} (columns of `P`); y[{i}] = {y[i].item()!r}.")
-    return y.astype(np.int64), P
+    return check_probabilities(y, P, label_name="y", proba_name="P")
 
 
 def accuracy(y: Any, P: Any) -> float:
@@ -116,7 +95,7 @@ def auroc(y: Any, P: Any) -> float:
     0.875
     """
     y, P = _metrics_iv(y, P)
-    return _one_vs_rest(y, P, roc_auc_score, "AUROC", need_negatives=True)
+    return _one_vs_rest(y, P, _roc_auc, "AUROC", need_negatives=True)
 
 
 def average_precision(y: Any, P: Any) -> float:
@@ -139,6 +118,10 @@ def average_precision(y: Any, P: Any) -> float:
     return _one_vs_rest(y, P, average_precision_score, "average precision", need_negatives=False)
 
 
+def _roc_auc(y_true: np.ndarray, y_score: np.ndarray) -> float:
+    return float(roc_auc_rows(y_true.astype(np.float64)[None], y_score, np.ones((1, y_score.size)))[0])
+
+
 def _one_vs_rest(y: np.ndarray, P: np.ndarray, score, label: str, *, need_negatives: bool) -> float:
     n, n_classes = P.shape
     counts = np.bincount(y, minlength=n_classes)
@@ -148,79 +131,45 @@ def _one_vs_rest(y: np.ndarray, P: np.ndarray, score, label: str, *, need_negati
     if not defined:
         warnings.warn(
             f"{label} is undefined: y has {'only one class' if need_negatives else 'no positive rows'}; returning NaN.",
-            UserWarning,
+            UndefinedMetricWarning,
             stacklevel=3,
         )
         return float("nan")
     if skipped:
         warnings.warn(
             f"{label}: classes {skipped} lack positive or negative rows in y and are left out of the macro average.",
-            UserWarning,
+            UndefinedMetricWarning,
             stacklevel=3,
         )
     return float(np.mean([score(y == c, P[:, c]) for c in defined]))
 
 
 def nll(y: Any, P: Any) -> float:
-    """Mean negative log-likelihood of the true class (larger = worse).
+    """Mean negative log-likelihood of the true class (larger = worse); SPEC A.2 clipping.
 
-    Probabilities are clipped as in SPEC A.2: ``p~ = max(p, 1e-12) / sum_j max(p_j, 1e-12)``,
-    so a confidently wrong row costs at most about ``27.6``.
-
-    Examples
-    --------
-    >>> round(nll([0, 1], [[0.5, 0.5], [0.2, 0.8]]), 6)
-    0.458145
+    :func:`core.metrics.calibration.nll` with the messages naming ``y`` and ``P``.
     """
     y, P = _metrics_iv(y, P)
-    clipped = np.maximum(P, _CLIP)
-    p_true = clipped[np.arange(len(y)), y] / clipped.sum(axis=1)
-    return float(-np.mean(np.log(p_true)))
+    return _calibration.nll(y, P)
 
 
 def ece(y: Any, P: Any, *, n_bins: int = 15) -> float:
     """Expected calibration error of the top-class confidence (larger = worse).
 
-    Rows fall into ``n_bins`` equal-width bins ``(k/B, (k+1)/B]`` of the confidence
-    ``max_c P[:, c]``; ``ECE = sum_b (n_b / n) * |accuracy_b - mean confidence_b|``.
-
-    Parameters
-    ----------
-    y, P : see :func:`accuracy`
-    n_bins : int, default=15
-
-    Examples
-    --------
-    >>> round(ece([0, 1, 1], [[0.9, 0.1], [0.9, 0.1], [0.3, 0.7]], n_bins=10), 6)
-    0.366667
+    :func:`core.metrics.calibration.ece` with the messages naming ``y`` and ``P``.
     """
-    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
-        raise ValueError(f"`n_bins` must be a positive int; got {n_bins!r}.")
+    _calibration.check_n_bins(n_bins)
     y, P = _metrics_iv(y, P)
-    confidence = P.max(axis=1)
-    correct = (P.argmax(axis=1) == y).astype(np.float64)
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    # side="left" on the inner edges puts a confidence equal to an edge in the bin it closes.
-    bins = np.searchsorted(edges[1:-1], confidence, side="left")
-    gap = np.bincount(bins, weights=correct, minlength=n_bins) - np.bincount(bins, weights=confidence, minlength=n_bins)
-    return float(np.abs(gap).sum() / len(y))
+    return _calibration.ece(y, P, n_bins=n_bins)
 
 
 def brier(y: Any, P: Any) -> float:
-    """Multi-class Brier score: mean over rows of ``sum_c (P[:, c] - 1[y = c])^2`` (larger = worse).
+    """Multi-class Brier score, in [0, 2] (larger = worse).
 
-    In [0, 2]. For a binary problem this is twice the common one-column Brier score
-    ``mean((P[:, 1] - y)^2)``.
-
-    Examples
-    --------
-    >>> round(brier([0, 1], [[0.8, 0.2], [0.4, 0.6]]), 6)
-    0.2
+    :func:`core.metrics.calibration.brier` with the messages naming ``y`` and ``P``.
     """
     y, P = _metrics_iv(y, P)
-    onehot = np.zeros_like(P)
-    onehot[np.arange(len(y)), y] = 1.0
-    return float(np.mean(np.sum((P - onehot) ** 2, axis=1)))
+    return _calibration.brier(y, P)
 
 
 def nominal_metrics(y: Any, P: Any, *, n_bins: int = 15) -> dict[str, float]:

@@ -47,8 +47,10 @@ __all__ = [
     "family_of",
     "load_estimator",
     "load_skops",
+    "normalised_zip",
     "read_archive",
     "save_estimator",
+    "unzip_members",
     "write_archive",
 ]
 
@@ -83,7 +85,7 @@ class UntrustedTypesError(ValueError):
 # --------------------------------------------------------------------------------------------
 # Archives and skops
 # --------------------------------------------------------------------------------------------
-def _normalised_zip(members: Mapping[str, bytes]) -> bytes:
+def normalised_zip(members: Mapping[str, bytes]) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for name in sorted(members):
@@ -94,7 +96,7 @@ def _normalised_zip(members: Mapping[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
-def _unzip(data: bytes, where: str) -> dict[str, bytes]:
+def unzip_members(data: bytes, where: str) -> dict[str, bytes]:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             infos = zf.infolist()
@@ -108,14 +110,14 @@ def _unzip(data: bytes, where: str) -> dict[str, bytes]:
 def write_archive(path: str | Path, members: Mapping[str, bytes]) -> Path:
     """Write ``members`` (name -> bytes) as one deterministic zip file, atomically."""
     path = Path(path)
-    atomic_write_bytes(path, _normalised_zip(members))
+    atomic_write_bytes(path, normalised_zip(members))
     return path
 
 
 def read_archive(path: str | Path) -> dict[str, bytes]:
     """Members of an archive written by :func:`write_archive` (or any zip file)."""
     path = Path(path)
-    return _unzip(path.read_bytes(), str(path))
+    return unzip_members(path.read_bytes(), str(path))
 
 
 def dump_skops(obj: Any) -> bytes:
@@ -129,7 +131,7 @@ def dump_skops(obj: Any) -> bytes:
 
     import skops.io as sio
 
-    members = _unzip(sio.dumps(obj), "skops output")
+    members = unzip_members(sio.dumps(obj), "skops output")
     schema = members["schema.json"].decode("utf-8")
     ids: dict[str, str] = {}
     for match in re.finditer(r'"__id__": (\d+)', schema):
@@ -144,7 +146,7 @@ def dump_skops(obj: Any) -> bytes:
 
     out = {renumber(name): data for name, data in members.items() if name != "schema.json"}
     out["schema.json"] = renumber(schema).encode("utf-8")
-    return _normalised_zip(out)
+    return normalised_zip(out)
 
 
 def load_skops(data: bytes, *, trusted: Iterable[str] = (), where: str = "the .skops file") -> Any:

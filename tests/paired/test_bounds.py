@@ -133,12 +133,14 @@ def _check_against_brute(cell: pd.DataFrame, tau: float):
             assert i0[0] - TOL <= ik[0] <= i5[0] + TOL and i5[1] - TOL <= ik[1] <= i0[1] + TOL, target
 
 
+@pytest.mark.slow
 @settings(max_examples=500)
 @given(cell=small_cell(), tau=st.sampled_from(TAU_GRID))
 def test_every_bound_matches_brute_force_enumeration(cell, tau):
     _check_against_brute(cell, tau)
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(cell=five_state_cell())
 def test_five_state_h_bound_matches_brute_force_where_counts_bind(cell):

@@ -12,25 +12,7 @@ import pytest
 
 from core.cli import main
 from core.paired import identified_intervals_grid, unpair
-
-
-def _records(seed=0, n=30):
-    rng = np.random.default_rng(seed)
-    parts = []
-    y = rng.integers(0, 3, n)
-    cp = np.where(rng.random(n) < 0.8, y, (y + 1) % 3)
-    cs = np.round(rng.uniform(0.4, 1, n), 2)
-    for model in ("cnn", "vit"):
-        for condition, source in (("blur", "synthetic"), ("print", "recapture")):
-            pp = np.where(rng.random(n) < 0.6, y, (y + 1 + rng.integers(0, 2, n)) % 3)
-            ps = np.round(rng.uniform(0.4, 1, n), 2)
-            parts.append(pd.DataFrame({
-                "model": model, "condition": condition, "source": source, "record_id": np.arange(n),
-                "true_label": y, "clean_pred": cp, "clean_max_prob": cs,
-                "clean_true_prob": np.where(cp == y, cs, np.round(cs / 3, 3)), "pert_pred": pp,
-                "pert_max_prob": ps, "pert_true_prob": np.where(pp == y, ps, np.round(ps / 3, 3)),
-                "split": np.where(np.arange(n) % 3 == 0, "dev", "eval")}))
-    return pd.concat(parts, ignore_index=True)
+from paired_records import records as _records
 
 
 def _run(argv, capsys):

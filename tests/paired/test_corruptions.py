@@ -1,5 +1,4 @@
 """Corruptions, natural transforms and simulated recaptures: contracts, twins, severity ordering."""
-import doctest
 import itertools
 
 import numpy as np
@@ -315,8 +314,3 @@ def test_recapture_levels_are_validated(levels):
         RecaptureCondition(*levels)
     with pytest.raises(ValueError, match="`condition` must be a RecaptureCondition"):
         simulate_recapture(np.zeros((4, 4)), (1, 1, 1), np.random.default_rng(0))
-
-
-def test_module_examples_hold():
-    result = doctest.testmod(corruptions)
-    assert result.failed == 0 and result.attempted > 0

@@ -68,6 +68,7 @@ def policy_case(draw):
     return cell, taus, draw(st.sampled_from(PROB_GRID))
 
 
+@pytest.mark.slow
 @settings(max_examples=100)
 @given(case=policy_case())
 def test_costs_differences_and_means_match_brute_force(case):
@@ -79,6 +80,7 @@ def binding_policy_case(draw):
     return draw(five_state_cell()), [0.9, 0.6, 0.45], 0.6
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(case=binding_policy_case())
 def test_policies_match_brute_force_where_five_state_counts_bind(case):

@@ -1,5 +1,4 @@
 """Image-level screening scores (SPEC B.5): U, ret, delta, A3, TTA and the development controls."""
-import doctest
 import warnings
 
 import numpy as np
@@ -347,9 +346,3 @@ def test_scores_are_deterministic_and_ignore_row_order():
     a = _scores(probes, clean, outcomes=outcomes)
     b = _scores(probes.sample(frac=1.0, random_state=1), clean.sample(frac=1.0, random_state=2), outcomes=outcomes)
     pd.testing.assert_frame_equal(a, b)
-
-
-def test_module_examples_hold():
-    for module in (screening,):
-        result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
-        assert result.failed == 0 and result.attempted > 0

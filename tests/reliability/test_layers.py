@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import csv
-import doctest
 import errno
 import io
 import os
@@ -26,11 +25,6 @@ from core.validation import (
     csv_header_duplicate,
     warn_constant_features,
 )
-
-
-def test_doctests():
-    for module in (core.validation, core.atomic):
-        assert doctest.testmod(module).failed == 0
 
 
 # ------------------------------------------------------------------------------------------
@@ -208,9 +202,9 @@ def test_atomic_folder_publishes_whole_or_not_at_all(tmp_path):
 
 
 def test_the_two_former_writers_are_the_shared_one():
-    import core.scale.certify
     import core.scale.store
+    import core.tabular.certify_task
 
     assert core.scale.store._atomic_write_bytes is atomic_write_bytes
-    src = Path(core.scale.certify.__file__).read_text()
+    src = Path(core.tabular.certify_task.__file__).read_text()
     assert "tmp.write_bytes" not in src and "atomic_write_bytes(path, data)" in src

@@ -100,7 +100,7 @@ def test_calibration_keeps_every_label(credit):
 
 def test_noise_only_on_numeric_coordinates():
     X = np.column_stack([np.r_[0.0, 1.0, 0.0, 1.0], np.r_[1.0, 2.0, 3.0, 5.0], np.r_[-1.0, 1.0, -1.0, -1.0]])
-    np.testing.assert_allclose(audit_module._noise_scale(X), [0.0, X[:, 1].std(), 0.0])
+    np.testing.assert_allclose(audit_module.noise_scale(X), [0.0, X[:, 1].std(), 0.0])
 
 
 def test_audit_is_deterministic(credit):

@@ -1,7 +1,6 @@
 """Nominal metrics against hand-computed values and naive brute-force twins."""
 from __future__ import annotations
 
-import doctest
 import math
 import warnings
 
@@ -11,7 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import core.tabular.metrics as metrics_module
 from core.tabular.metrics import (
     NOMINAL_METRICS,
     accuracy,
@@ -258,7 +256,3 @@ def test_binary_auroc_of_the_swapped_columns_is_one_minus(data):
     if P.shape[1] != 2 or len(set(y.tolist())) < 2:
         return
     assert auroc(y, P[:, ::-1]) == pytest.approx(1 - auroc(y, P))
-
-
-def test_docstring_examples_hold():
-    assert doctest.testmod(metrics_module).failed == 0

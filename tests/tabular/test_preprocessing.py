@@ -1,7 +1,6 @@
 """Preprocessing fitted on train only, raw-origin traceability, naturalistic unavailability."""
 from __future__ import annotations
 
-import doctest
 
 import numpy as np
 import pandas as pd
@@ -9,7 +8,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import core.tabular.preprocessing as preprocessing_module
 from core.cfc.grouping import domain_block_groups, raw_origin_groups
 from core.tabular.datasets import DATASET_NAMES, UNKNOWN_TOKEN, load_dataset, split_dataset
 from core.tabular.preprocessing import (
@@ -286,7 +284,3 @@ def test_detection_matches_a_naive_loop(text, numbers, declare, real):
                                  tuple(reals.get(column, ())))
         got = tuple(found.loc[column, ["n_missing", "n_declared", "n_token", "n_sentinel"]]) if column in found.index else (0, 0, 0, 0)
         assert got == expected
-
-
-def test_docstring_examples_hold():
-    assert doctest.testmod(preprocessing_module).failed == 0
