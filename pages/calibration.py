@@ -21,6 +21,25 @@ page_header(
 
 _METHODS = {"uncalibrated": "uncalibrated", "temperature": "global temperature", "bats": "BATS"}
 _PANELS = {"all": "All test predictions", "fragile": "Fragile top 20 % (by FDS)"}
+# ECE is shown to four decimals; closer than half a unit of the last one reads as a tie.
+_TIE = 5e-5
+
+
+def ece_verdict(ece: dict[str, float], *, eta: float) -> str:
+    """One sentence naming the method with the lowest ECE (ties named as ties).
+
+    ``ece`` maps method key -> ECE of one subset; ``eta`` is BATS's chosen η (0 = BATS is
+    plain temperature scaling, so the two are equal by construction).
+    """
+    ranked = sorted(ece, key=lambda m: (ece[m], list(_METHODS).index(m)))
+    best = [m for m in ranked if ece[m] - ece[ranked[0]] <= _TIE]
+    names = " and ".join(f"**{_METHODS[m]}**" for m in best)
+    rest = ", ".join(f"{_METHODS[m]} {ece[m]:.4f}" for m in ranked if m not in best)
+    verb = "tie for the lowest ECE" if len(best) > 1 else "has the lowest ECE"
+    line = f"{names} {verb} ({ece[ranked[0]]:.4f})" + (f"; then {rest}." if rest else ".")
+    if eta == 0 and "bats" in best and "temperature" in best:
+        line += " (BATS chose η = 0, which is global temperature scaling.)"
+    return line
 
 
 def _body() -> None:
@@ -32,10 +51,16 @@ def _body() -> None:
     m[1].metric("BATS η", f"{report.bats.eta:g}", help="Chosen by validation NLL from the grid "
                 f"{', '.join(f'{e:g}' for e in report.bats.eta_grid)}; 0 = plain temperature scaling")
     metrics = report.metrics.set_index(["method", "subset"])
-    for col, subset in zip(m[2:], ("all", "fragile")):
-        raw, bats = metrics.loc[("uncalibrated", subset), "ece"], metrics.loc[("bats", subset), "ece"]
-        col.metric(f"ECE (BATS), {'all' if subset == 'all' else 'fragile 20 %'}", f"{bats:.3f}", delta=f"{bats - raw:+.3f} vs uncalibrated",
-                   delta_color="inverse", help="Expected calibration error with 15 equal-width bins (lower is better)")
+    st.markdown("**Expected calibration error** (15 equal-width bins; lower is better), the three methods side "
+                "by side:")
+    for subset in ("all", "fragile"):
+        ece = {method: float(metrics.loc[(method, subset), "ece"]) for method in _METHODS}
+        cols = st.columns([2, 2, 2, 5])
+        for col, method in zip(cols, _METHODS):
+            delta = None if method == "uncalibrated" else f"{ece[method] - ece['uncalibrated']:+.4f} vs uncalibrated"
+            col.metric(f"{_METHODS[method]} · {'all' if subset == 'all' else 'fragile 20 %'}", f"{ece[method]:.4f}",
+                       delta=delta, delta_color="inverse")
+        cols[3].markdown(f"{_PANELS[subset]}: {ece_verdict(ece, eta=report.bats.eta)}")
     chosen = st.multiselect("Methods shown", list(_METHODS), key="calib_methods", format_func=_METHODS.get,
                             persist_state="session")
     bins = report.reliability[report.reliability["method"].isin(chosen)]

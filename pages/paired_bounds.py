@@ -120,7 +120,7 @@ def _policies(data: PairedData, model: str, condition: str, source: str) -> None
                                        zip(certified["coverage"], certified["versus_coverage"])])
     table(shown[["ordering", "D_plus", "separate_gap", "certified_separately", "missed_by_separate"]],
           name=f"certified orderings {model} {condition} {level} {lam:g}", key="paired_certified", height=220,
-          caption=f"{len(shown)} certified ordering(s). missed_by_separate = only the shared-pairing comparison "
+          caption=f"{len(shown)} certified ordering(s). *missed by separate* = only the shared-pairing comparison "
                   "certifies it (the separate intervals overlap).", download=diffs)
     costs = report.costs[(report.costs["level"] == level) & np.isclose(report.costs["lambda"], lam)]
     table(costs[["coverage", "tau", "J_low", "J_high", "J_mean", "J_observed", "mean_method"]],
@@ -146,8 +146,9 @@ def _paired_body(data: PairedData) -> None:
     if st.session_state["paired_condition"] not in conditions:
         st.session_state["paired_condition"] = conditions[0]
     c3.selectbox("Condition", conditions, key="paired_condition", persist_state="session")
+    # Short option text: the column holds about 20 characters at 1000 px ("80% of clean dev. accepte").
     c4.selectbox("Acceptance threshold τ from clean coverage", _COVERAGES, key="paired_coverage",
-                 persist_state="session", format_func=lambda q: f"{q:.0%} of clean dev. accepted",
+                 persist_state="session", format_func=lambda q: f"{q:.0%} accepted",
                  disabled=fixed_tau is not None,
                  help="τ is the lowest clean max-probability among the top q of the model's clean development "
                       "images; a prediction is accepted when its max probability is ≥ τ (both sides).")
