@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core import viz
+from core.viz.verdicts import lowest_wins
 from ui.components import audit_line, figure, page_header, run_page, table
 from ui.data import current_audit
 from ui.entry import ensure_entrypoint
@@ -21,25 +22,6 @@ page_header(
 
 _METHODS = {"uncalibrated": "uncalibrated", "temperature": "global temperature", "bats": "BATS"}
 _PANELS = {"all": "All test predictions", "fragile": "Fragile top 20 % (by FDS)"}
-# ECE is shown to four decimals; closer than half a unit of the last one reads as a tie.
-_TIE = 5e-5
-
-
-def ece_verdict(ece: dict[str, float], *, eta: float) -> str:
-    """One sentence naming the method with the lowest ECE (ties named as ties).
-
-    ``ece`` maps method key -> ECE of one subset; ``eta`` is BATS's chosen η (0 = BATS is
-    plain temperature scaling, so the two are equal by construction).
-    """
-    ranked = sorted(ece, key=lambda m: (ece[m], list(_METHODS).index(m)))
-    best = [m for m in ranked if ece[m] - ece[ranked[0]] <= _TIE]
-    names = " and ".join(f"**{_METHODS[m]}**" for m in best)
-    rest = ", ".join(f"{_METHODS[m]} {ece[m]:.4f}" for m in ranked if m not in best)
-    verb = "tie for the lowest ECE" if len(best) > 1 else "has the lowest ECE"
-    line = f"{names} {verb} ({ece[ranked[0]]:.4f})" + (f"; then {rest}." if rest else ".")
-    if eta == 0 and "bats" in best and "temperature" in best:
-        line += " (BATS chose η = 0, which is global temperature scaling.)"
-    return line
 
 
 def _body() -> None:
@@ -60,7 +42,10 @@ def _body() -> None:
             delta = None if method == "uncalibrated" else f"{ece[method] - ece['uncalibrated']:+.4f} vs uncalibrated"
             col.metric(f"{_METHODS[method]} · {'all' if subset == 'all' else 'fragile 20 %'}", f"{ece[method]:.4f}",
                        delta=delta, delta_color="inverse")
-        cols[3].markdown(f"{_PANELS[subset]}: {ece_verdict(ece, eta=report.bats.eta)}")
+        verdict = lowest_wins(ece, metric="ECE", labels=_METHODS)
+        if report.bats.eta == 0:
+            verdict += " BATS chose η = 0 here, which is plain global temperature scaling."
+        cols[3].markdown(f"{_PANELS[subset]}: {verdict}")
     chosen = st.multiselect("Methods shown", list(_METHODS), key="calib_methods", format_func=_METHODS.get,
                             persist_state="session")
     bins = report.reliability[report.reliability["method"].isin(chosen)]

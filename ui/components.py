@@ -73,7 +73,7 @@ def table(frame: pd.DataFrame, *, name: str, caption: str | None = None, key: st
             entry = dict(given or {})
             if not entry.get("label"):
                 entry["label"] = column_label(column)
-            if shown[column].dtype == object and (entry.get("type_config") or {}).get("type") == "number":
+            if shown[column].dtype.kind not in "biufc" and (entry.get("type_config") or {}).get("type") == "number":
                 entry.pop("type_config")  # turned to text (∞): a number format no longer applies
             config[column] = entry
     kwargs: dict[str, Any] = dict(hide_index=True, column_config=config, height=height, width="stretch")

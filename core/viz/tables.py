@@ -80,6 +80,10 @@ def _infinite_text(value: object) -> object:
     return value
 
 
+def _missing(value: object) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
 def _second(value: object) -> object:
     if isinstance(value, str) and _ISO.match(value):
         stamp = pd.Timestamp(value)
@@ -107,12 +111,16 @@ def display_values(frame: pd.DataFrame) -> pd.DataFrame:
     for column in out.columns:
         series = out[column]
         if series.dtype.kind == "f" and np.isinf(series.to_numpy()).any():
-            out[column] = [_infinite_text(v) for v in series.tolist()]
+            out[column] = pd.Series([_infinite_text(v) for v in series.tolist()], index=out.index, dtype=object)
         elif series.dtype.kind == "M":
             values = series.dt.tz_convert("UTC") if series.dt.tz is not None else series
-            out[column] = values.dt.strftime("%Y-%m-%d %H:%M:%S").where(series.notna(), None)
-        elif series.dtype == object and series.map(lambda v: isinstance(v, str) and bool(_ISO.match(v))).any():
-            out[column] = series.map(_second)
+            text = values.dt.strftime("%Y-%m-%d %H:%M:%S")
+            out[column] = pd.Series([t if ok else None for t, ok in zip(text, series.notna())], index=out.index,
+                                    dtype=object)
+        elif (series.dtype == object or pd.api.types.is_string_dtype(series.dtype)) and any(
+                isinstance(v, str) and _ISO.match(v) for v in series.tolist()):
+            out[column] = pd.Series([None if _missing(v) else _second(v) for v in series.tolist()], index=out.index,
+                                    dtype=object)
     return out
 
 
