@@ -103,6 +103,6 @@ def trajectories_by_model_figure(trajectories: Mapping[str, tuple[Sequence[str],
     fig.update_yaxes(title_text="remaining support m_k / m_0 (< 0 = flipped)", row=1, col=1)
     lines = max(t.count("<br>") + 1 for t in titles)
     fig = finish(fig, title="Same prediction, different models: support as groups are removed",
-                 subtitle="vermillion points = the prediction has flipped", legend=False, height=440 + 16 * (lines - 1))
-    fig.update_layout(margin_t=fig.layout.margin.t + 16 * (lines - 1))
+                 subtitle="vermillion points = the prediction has flipped", legend=False, height=440 + 20 * lines)
+    fig.update_layout(margin_t=fig.layout.margin.t + 20 * lines)  # panel titles sit under the subtitle
     return fig

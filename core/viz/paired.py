@@ -104,8 +104,8 @@ def intervals_figure(intervals: pd.DataFrame, *, targets: Sequence[str] = ("H", 
                                      line=dict(color=_LEVEL_COLOURS.get(level, GREY), width=14)))
     observed = intervals["observed"].notna().any()
     key = "bar = every value some pairing allows; " + ("◆ = observed pairing" if observed else "pairing unknown")
-    fig = finish(fig, title="Identified intervals", subtitle=key, height=420, legend_at="bottom")
-    fig.update_layout(margin_t=fig.layout.margin.t + 16)  # the two-line panel titles
+    fig = finish(fig, title="Identified intervals", subtitle=key, height=460, legend_at="bottom")
+    fig.update_layout(margin_t=fig.layout.margin.t + 40)  # the two-line panel titles, under the subtitle
     return fig
 
 

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 from plotly.subplots import make_subplots
 
-from core.viz._style import GREY, HIGHLIGHT, OKABE_ITO, finish, series_styles
+from core.viz._style import GREY, HIGHLIGHT, OKABE_ITO, finish, series_styles, wrap_label
 
 __all__ = ["coverage_figure", "score_metrics_figure"]
 
@@ -68,7 +68,8 @@ def coverage_figure(
         else:
             same.append(name)
     for (colour, dash), (names, y) in zip(series_styles(len(lines)), lines):
-        label = names[0] if len(names) == 1 else " = ".join(names) + "<br>(identical ranking)"
+        # Wrapped: a one-line legend entry of four names squeezes the plot at 1000 px.
+        label = names[0] if len(names) == 1 else wrap_label(" = ".join(names), 24) + "<br>(identical ranking)"
         width = 4 if highlight in names else 2
         fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=label, line=dict(color=colour, width=width, dash=dash),
                                  hovertemplate=f"{' = '.join(names)}<br>budget %{{x:.1f}}%<br>found %{{y:.3f}}<extra></extra>"))
@@ -120,6 +121,8 @@ def score_metrics_figure(table: pd.DataFrame, *, capture_column: str, highlight:
     fig.update_xaxes(range=[0, 1], title_text="AUROC (0.5 = chance, higher = better)", row=1, col=1)
     fig.update_xaxes(range=[0, 1], title_text="share of positives found (0–1)", row=1, col=2)
     fig.update_yaxes(autorange="reversed", type="category", title_text="risk score", row=1, col=1)
-    return finish(fig, title="How well each risk score ranks the positives", legend=False,
-                  height=max(320, 30 * len(names) + 160),
-                  subtitle="orange = the score ranking the queue" if highlight in names else None)
+    fig = finish(fig, title="How well each risk score ranks the positives", legend=False,
+                 height=max(320, 30 * len(names) + 180),
+                 subtitle="orange = the score ranking the queue" if highlight in names else None)
+    fig.update_layout(margin_t=fig.layout.margin.t + 20)  # the panel titles sit under the subtitle
+    return fig
