@@ -106,8 +106,10 @@ def _protocol_form(n_groups: int) -> None:
                 "(SHA-256 of the canonical JSON) is stored with every certificate and review.")
     with st.form("protocol_form", border=True):
         c1, c2, c3 = st.columns(3)
-        c1.selectbox("Grouping", GROUPING_RULES, key="proto_grouping", format_func=lambda r: f"{r} — {_GROUPING_HELP[r]}",
-                     persist_state="session")
+        # The rule's name only: with its description the option was cut at the box's edge
+        # ("raw_origin — one group per raw column (i"); the descriptions are in the help.
+        c1.selectbox("Grouping", GROUPING_RULES, key="proto_grouping", persist_state="session",
+                     help="; ".join(f"**{r}**: {text}" for r, text in _GROUPING_HELP.items()))
         c1.selectbox("Baseline x̄ (replaces removed evidence)", BASELINE_RULES, key="proto_baseline",
                      persist_state="session", help="Computed on the training split only.")
         c1.number_input("Merge threshold |ρ| (redundancy-merged grouping)", 0.05, 1.0, step=0.05,
@@ -116,7 +118,9 @@ def _protocol_form(n_groups: int) -> None:
                      persist_state="session", help="auto = min(number of groups, 5)")
         c2.radio("Path rule", PATH_RULES, key="proto_path_rule", horizontal=True, persist_state="session",
                  help="static: sort groups once by their one-step drop; adaptive: re-rank at every step")
-        c2.multiselect("Degradation operators ℙ", OPERATORS, key="proto_operators", persist_state="session")
+        # Pills wrap onto a second line; a multiselect's chips were cut ("attenuate_al").
+        c2.pills("Degradation operators ℙ", OPERATORS, selection_mode="multi", key="proto_operators",
+                 persist_state="session")
         c3.text_input("Severity grid Λ (comma-separated, each in (0, 1])", key="proto_severities",
                       persist_state="session")
         c3.markdown("FDS weights of u = w1·RCMA + w2/k* + w3·degradation")

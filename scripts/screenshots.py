@@ -136,7 +136,9 @@ def take(url: str, out: Path, widths: list[int]) -> list[str]:
                 page = browser.new_page(viewport={"width": width, "height": 900})
                 page.goto(url)
                 for nav_title, heading in PAGES:
-                    page.locator('[data-testid="stSidebarNav"] a', has_text=nav_title).first.click()
+                    link = page.locator('[data-testid="stSidebarNav"] a', has_text=nav_title).first
+                    link.wait_for(timeout=RUN_TIMEOUT_MS)  # a cold start on a busy machine takes minutes
+                    link.click()
                     ready(page, heading)
                     path = out / f"{slug(heading)}_{width}.png"
                     full_page_png(page, path, width=width)
@@ -157,6 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--widths", type=int, nargs="+", default=[1400, 1000], help="viewport widths in px")
     parser.add_argument("--url", help="use this running dashboard instead of starting one")
     args = parser.parse_args(argv)
+    try:
+        from playwright.sync_api import Error as PlaywrightError
+    except ModuleNotFoundError:
+        print("error: the screenshots need Playwright (pip install playwright).", file=sys.stderr)
+        return 2
     if not Path(CHROMIUM).exists():
         print(f"error: Debian's chromium is required at {CHROMIUM} (apt-get install chromium).", file=sys.stderr)
         return 2
@@ -172,8 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             with dashboard_server() as url:
                 problems = take(url, Path(args.out), args.widths)
-    except (RuntimeError, TimeoutError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (RuntimeError, TimeoutError, PlaywrightError) as exc:
+        print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
     for problem in problems:
         print(f"problem: {problem}", file=sys.stderr)
