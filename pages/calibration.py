@@ -62,8 +62,11 @@ def _body() -> None:
           column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("nll", "ece", "brier")},
           caption="NLL: negative log-likelihood; ECE: expected calibration error (15 bins); Brier: mean squared "
                   "error of the probability vector. Lower is better for all three.")
-    table(report.reliability, name="reliability bins", key="calib_bins", height=240,
-          caption="The diagram's data: one row per panel, method and confidence bin (empty bins have NaN).")
+    filled = report.reliability[report.reliability["count"] > 0]
+    table(filled, name="reliability bins", key="calib_bins", height=240, download=report.reliability,
+          caption=f"The diagram's data: one row per panel, method and non-empty confidence bin "
+                  f"({len(report.reliability) - len(filled)} empty bins are left out here; the CSV has every bin, "
+                  "empty ones with NaN).")
 
 
 run_page(_body, "Calibration")

@@ -29,15 +29,15 @@ ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 # A cold start computes the default audit; the comparison page trains further models.
 RUN_TIMEOUT_MS = 240_000
-#: (sidebar title, page heading) of every page, in navigation order.
+#: (url path, page heading) of every page, in navigation order.
 PAGES = (
-    ("Overview: data & protocol", "Overview: data & protocol"),
-    ("Certificate explorer", "Certificate explorer"),
-    ("Triage queue", "Triage queue"),
-    ("Model comparison", "Model comparison"),
-    ("Calibration", "Calibration"),
-    ("Paired bounds", "Paired bounds"),
-    ("Recapture queue", "Recapture queue"),
+    ("", "Overview: data & protocol"),
+    ("explorer", "Certificate explorer"),
+    ("triage", "Triage queue"),
+    ("comparison", "Model comparison"),
+    ("calibration", "Calibration"),
+    ("paired_bounds", "Paired bounds"),
+    ("recapture", "Recapture queue"),
 )
 # Longer pages are cut here: a 30,000 px PNG helps nobody and Chromium caps textures anyway.
 MAX_HEIGHT = 12_000
@@ -134,11 +134,10 @@ def take(url: str, out: Path, widths: list[int]) -> list[str]:
         try:
             for width in widths:
                 page = browser.new_page(viewport={"width": width, "height": 900})
-                page.goto(url)
-                for nav_title, heading in PAGES:
-                    link = page.locator('[data-testid="stSidebarNav"] a', has_text=nav_title).first
-                    link.wait_for(timeout=RUN_TIMEOUT_MS)  # a cold start on a busy machine takes minutes
-                    link.click()
+                for path, heading in PAGES:
+                    # Opened by URL, not by a click: below about 1050 px the sidebar overlays the
+                    # page, and each page should show its own defaults anyway.
+                    page.goto(f"{url}/{path}")
                     ready(page, heading)
                     path = out / f"{slug(heading)}_{width}.png"
                     full_page_png(page, path, width=width)
