@@ -37,15 +37,16 @@ def _body() -> None:
                 "by side:")
     for subset in ("all", "fragile"):
         ece = {method: float(metrics.loc[(method, subset), "ece"]) for method in _METHODS}
-        cols = st.columns([2, 2, 2, 5])
-        for col, method in zip(cols, _METHODS):
-            delta = None if method == "uncalibrated" else f"{ece[method] - ece['uncalibrated']:+.4f} vs uncalibrated"
-            col.metric(f"{_METHODS[method]} · {'all' if subset == 'all' else 'fragile 20 %'}", f"{ece[method]:.4f}",
-                       delta=delta, delta_color="inverse")
         verdict = lowest_wins(ece, metric="ECE", labels=_METHODS)
         if report.bats.eta == 0:
             verdict += " BATS chose η = 0 here, which is plain global temperature scaling."
-        cols[3].markdown(f"{_PANELS[subset]}: {verdict}")
+        # The verdict on its own line and short labels: three metrics and a sentence in one row
+        # were cut at 1000 px ("global temperature · frag…", "vs uncalibra…").
+        st.markdown(f"{_PANELS[subset]} — {verdict}")
+        for col, method in zip(st.columns(3), _METHODS):
+            delta = None if method == "uncalibrated" else f"{ece[method] - ece['uncalibrated']:+.4f}"
+            col.metric(_METHODS[method], f"{ece[method]:.4f}", delta=delta, delta_color="inverse",
+                       help=None if delta is None else "Change of ECE against the uncalibrated model")
     chosen = st.multiselect("Methods shown", list(_METHODS), key="calib_methods", format_func=_METHODS.get,
                             persist_state="session")
     bins = report.reliability[report.reliability["method"].isin(chosen)]
