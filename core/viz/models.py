@@ -53,15 +53,18 @@ def tradeoff_figure(frame: pd.DataFrame, *, x: str, y: str, x_title: str, y_titl
     positions = np.where(rank > 0.67, "top left", np.where(rank < 0.33, "top right", "top center"))
     if len(data) and float(data[x].max()) == float(data[x].min()):
         positions[:] = "top center"
+    # Wrapped: in a half-width column at 1000 px one line of "Histogram gradient boosting" ran
+    # over the axis.
     fig = go.Figure(go.Scatter(
-        x=data[x], y=data[y], mode="markers+text", text=data[label].astype(str), textposition=positions.tolist(),
+        x=data[x], y=data[y], mode="markers+text", text=[wrap_label(t, 16) for t in data[label].astype(str)],
+        textposition=positions.tolist(),
         cliponaxis=False,
         marker=dict(color=colours, size=14, line=dict(color="black", width=1)),
         hovertemplate="%{text}<br>" + x + " %{x:.3f}<br>" + y + " %{y:.3f}<extra></extra>",
     ))
     if len(data):  # room for the markers and their labels, inside the metric's range
         fig.update_xaxes(range=_padded_range(data[x], x_bounds))
-        fig.update_yaxes(range=_padded_range(data[y], y_bounds, share=0.25))
+        fig.update_yaxes(range=_padded_range(data[y], y_bounds, share=0.35))
     return finish(fig, title="Nominal quality vs stability", x_title=x_title, y_title=y_title, legend=False, height=420)
 
 
@@ -83,7 +86,8 @@ def trajectories_by_model_figure(trajectories: Mapping[str, tuple[Sequence[str],
         raise ValueError("`trajectories` is empty; pass at least one model.")
     names = list(trajectories)
     # Long model names are wrapped to their panel's width, so neighbouring titles never touch.
-    titles = [wrap_label(n, max(10, 84 // len(names))) for n in names]
+    # 60 characters share the row: a 1000 px window gives the figure about 560 px (14 px font).
+    titles = [wrap_label(n, max(10, 60 // len(names))) for n in names]
     fig = make_subplots(rows=1, cols=len(names), shared_yaxes=True, subplot_titles=titles, horizontal_spacing=0.04)
     for col, (colour, name) in enumerate(zip(series_colours(len(names)), names), start=1):
         path, margins, k_star = trajectories[name]
@@ -102,6 +106,7 @@ def trajectories_by_model_figure(trajectories: Mapping[str, tuple[Sequence[str],
         fig.add_hline(y=0, line=dict(color=LIGHT_GREY, width=2), row=1, col=col)
     fig.update_yaxes(title_text="remaining support m_k / m_0 (< 0 = flipped)", row=1, col=1)
     lines = max(t.count("<br>") + 1 for t in titles)
+    fig.update_annotations(font_size=14)
     fig = finish(fig, title="Same prediction, different models: support as groups are removed",
                  subtitle="vermillion points = the prediction has flipped", legend=False, height=440 + 20 * lines)
     fig.update_layout(margin_t=fig.layout.margin.t + 20 * lines)  # panel titles sit under the subtitle

@@ -91,7 +91,7 @@ def test_fourth_model_is_not_drawn_in_the_flipped_colour_and_titles_are_wrapped(
         assert trace.line.color != FLIPPED, trace.name  # before: the 4th model was vermillion
         assert FLIPPED not in trace.marker.color  # no step flips, so no vermillion point
     titles = [a.text for a in fig.layout.annotations]
-    width = max(10, 84 // len(names))
+    width = max(10, 60 // len(names))
     assert all(len(line) <= width for t in titles for line in t.split("<br>") if " " in line), titles
     assert [t.replace("<br>", " ") for t in titles] == names
 
