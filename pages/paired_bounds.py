@@ -138,7 +138,9 @@ def _paired_body(data: PairedData) -> None:
         if st.session_state[key] not in options:
             st.session_state[key] = options[0]
     fixed_tau = _fixed_tau(data)
-    c1, c2, c3, c4 = st.columns([2, 2, 3, 2])
+    # Two rows of two: four selectors in one row cut their values at 1000 px ("sim-recapture p1 g1").
+    c1, c2 = st.columns(2)
+    c3, c4 = st.columns(2)
     c1.selectbox("Source", sources, key="paired_source", persist_state="session",
                  help="Where the perturbed side comes from (synthetic corruptions or simulated recaptures).")
     c2.selectbox("Model", models, key="paired_model", persist_state="session")
@@ -146,9 +148,9 @@ def _paired_body(data: PairedData) -> None:
     if st.session_state["paired_condition"] not in conditions:
         st.session_state["paired_condition"] = conditions[0]
     c3.selectbox("Condition", conditions, key="paired_condition", persist_state="session")
-    # Short option text: the column holds about 20 characters at 1000 px ("80% of clean dev. accepte").
+    # Short option text ("80% of clean dev. accepte" was cut).
     c4.selectbox("Acceptance threshold τ from clean coverage", _COVERAGES, key="paired_coverage",
-                 persist_state="session", format_func=lambda q: f"{q:.0%} accepted",
+                 persist_state="session", format_func=lambda q: f"{q:.0%} of clean dev. accepted",
                  disabled=fixed_tau is not None,
                  help="τ is the lowest clean max-probability among the top q of the model's clean development "
                       "images; a prediction is accepted when its max probability is ≥ τ (both sides).")
@@ -162,7 +164,7 @@ def _paired_body(data: PairedData) -> None:
     cell = evaluation[(evaluation["model"] == model) & (evaluation["condition"] == condition)
                       & (evaluation["source"] == st.session_state["paired_source"])]
 
-    m = st.columns(4)
+    m = st.columns([1, 1.5, 1, 1])  # the wider column keeps "Acceptance threshold τ" whole at 1000 px
     m[0].metric("Pairs in the cell", f"{len(cell):,}")
     m[1].metric("Acceptance threshold τ", f"{tau:.4f}")
     m[2].metric("Clean accuracy", f"{(cell['clean_pred'] == cell['true_label']).mean():.1%}")

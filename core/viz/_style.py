@@ -113,8 +113,10 @@ def finish(fig: go.Figure, *, title: str, x_title: str | None = None, y_title: s
     lines = 0 if subtitle is None else subtitle.count("<br>") + 1
     fig.update_layout(
         template="plotly_white",
-        title=dict(text=title, x=0.0, xanchor="left", font=dict(size=16),
-                   subtitle=dict(text=subtitle or "", font=dict(size=12, color=GREY))),
+        # Pinned to the top of the figure: plotly centres a title in the top margin, so a larger
+        # margin (for panel titles) would otherwise push the subtitle onto them.
+        title=dict(text=title, x=0.0, xanchor="left", y=1.0, yref="container", yanchor="top", pad=dict(t=14),
+                   font=dict(size=16), subtitle=dict(text=subtitle or "", font=dict(size=12, color=GREY))),
         height=height + 16 * lines,
         margin=dict(l=60, r=20, t=70 + 16 * lines, b=110 if legend_at == "bottom" and legend else 60),
         showlegend=legend,

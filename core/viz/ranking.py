@@ -118,11 +118,12 @@ def score_metrics_figure(table: pd.DataFrame, *, capture_column: str, highlight:
     # The dotted chance line is named by the axis title: a label on the line would sit on a bar
     # or on the subplot title.
     fig.add_vline(x=0.5, line=dict(color=GREY, dash="dot", width=2), row=1, col=1)
-    fig.update_xaxes(range=[0, 1], title_text="AUROC (0.5 = chance, higher = better)", row=1, col=1)
-    fig.update_xaxes(range=[0, 1], title_text="share of positives found (0–1)", row=1, col=2)
+    # Two-line axis titles: side by side at 1000 px, one-line titles ran into each other.
+    fig.update_xaxes(range=[0, 1], title_text="AUROC<br>(0.5 = chance, higher = better)", row=1, col=1)
+    fig.update_xaxes(range=[0, 1], title_text="share of positives<br>found (0–1)", row=1, col=2)
     fig.update_yaxes(autorange="reversed", type="category", title_text="risk score", row=1, col=1)
     fig = finish(fig, title="How well each risk score ranks the positives", legend=False,
                  height=max(320, 30 * len(names) + 180),
                  subtitle="orange = the score ranking the queue" if highlight in names else None)
-    fig.update_layout(margin_t=fig.layout.margin.t + 20)  # the panel titles sit under the subtitle
+    fig.update_layout(margin_t=fig.layout.margin.t + 20, margin_b=fig.layout.margin.b + 20)  # panel and axis titles
     return fig
