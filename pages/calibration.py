@@ -28,7 +28,7 @@ def _body() -> None:
     result = current_audit()
     audit_line(result)
     report = result.calibration
-    m = st.columns(4)
+    m = st.columns(3)  # four columns cut "Global temperature T0" at 1000 px
     m[0].metric("Global temperature T0", f"{report.bats.t0:.3f}", help="> 1 softens over-confident probabilities")
     m[1].metric("BATS η", f"{report.bats.eta:g}", help="Chosen by validation NLL from the grid "
                 f"{', '.join(f'{e:g}' for e in report.bats.eta_grid)}; 0 = plain temperature scaling")
