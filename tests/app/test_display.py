@@ -11,10 +11,18 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from core import viz
-from core.viz._style import FLIPPED, OKABE_ITO, SERIES_ORDER, series_colours, series_styles, wrap_label
+from core.viz._style import (
+    FLIPPED,
+    OKABE_ITO,
+    SERIES_ORDER,
+    series_colours,
+    series_styles,
+    wrap_label,
+)
 from core.viz.tables import column_label, display_values, flip_budget_text
 from core.viz.verdicts import lowest_wins
 

@@ -68,7 +68,7 @@ def test_missing_chromium_is_one_line_and_writes_nothing(audit_dir, tmp_path, ca
 
 
 def test_no_browser_anywhere_says_how_to_get_one(monkeypatch):
-    import core.report_pdf as report_pdf
+    from core import report_pdf
 
     monkeypatch.setattr(report_pdf, "DEFAULT_CHROMIUM", "/nonexistent/chromium")
     monkeypatch.setattr(report_pdf.shutil, "which", lambda name: None)
