@@ -133,5 +133,5 @@ _pages = {
     ],
 }
 _page = st.navigation(_pages)
-render_sidebar()
+render_sidebar(_page.url_path)
 _page.run()

@@ -27,7 +27,7 @@ from core.paired.records import UnpairedRecords, read_table, load_records, load_
 from core.paired.screening import screening_scores
 from core.paired.summary import grid_summary as paired_grid_summary
 from core.reviews import DECISION_LABELS
-from core.validation import check_unit_interval
+from core.validation import check_text_table, check_unit_interval
 
 __all__ = [
     "LARGE_TABLE_ROWS",
@@ -222,7 +222,8 @@ def table_columns(data: bytes, file_name: str) -> list[str]:
             raise ValueError(f"{file_name!r} could not be read as Parquet: {exc}") from None
     if suffix not in (".csv", ".tsv", ".txt"):
         raise ValueError(f"{file_name!r}: expected a .csv, .tsv or .parquet file; got suffix {suffix!r}.")
-    head = data[:65536].decode("utf-8", errors="replace").splitlines()
+    check_text_table(data, file_name)  # an image renamed .csv is refused here, before any column is offered
+    head = data[:65536].decode("utf-8-sig", errors="replace").splitlines()
     if not head or not head[0].strip():
         raise ValueError(f"{file_name!r} has no header line.")
     try:

@@ -397,6 +397,7 @@ code{background:#f4f4f4;padding:1px 4px;border-radius:3px;font-size:.88em;word-b
 .missing{background:#fff4e5;border-left:4px solid #E69F00;padding:8px 12px;margin:8px 0}
 .note{color:#555;font-size:.9em}.fig{margin:8px 0 24px}.grid{display:grid;grid-template-columns:1fr 1fr;gap:12px}
 @media (max-width:900px){.grid{grid-template-columns:1fr}}
+@media print{.fig,table{break-inside:avoid}h2,h3{break-after:avoid}}
 """
 
 

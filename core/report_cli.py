@@ -9,6 +9,10 @@
 ``... --paired DIR``
     Interval bars and the recapture-queue summary, from a demo pool (``assets/paired_demo``)
     or the output of ``python -m core paired --out``.
+``... --pdf report.pdf``
+    The same report printed to PDF by headless Chromium (Playwright's ``page.pdf``, network
+    disabled; :mod:`core.report_pdf`), with or without ``--out``. Without Playwright or
+    Chromium it exits 2 saying which is missing.
 
 The model file of the audit folder is never read. The report is written to a temporary file
 beside ``--out`` and renamed into place; bad input exits with code 2 and one line on stderr.
@@ -42,7 +46,10 @@ def register(subparsers) -> None:
                     "an audit folder; the audit's model file is never read.")
     p.add_argument("audit_dirs", nargs="+", metavar="AUDIT_DIR",
                    help="folder(s) written by `python -m core audit`; the first is reported in full")
-    p.add_argument("--out", required=True, help="HTML file to write (replaced atomically)")
+    p.add_argument("--out", help="HTML file to write (replaced atomically)")
+    p.add_argument("--pdf", metavar="PATH", help="also (or only) print the report to this PDF file with Chromium")
+    p.add_argument("--chromium", metavar="PATH", help="Chromium executable for --pdf (default /usr/bin/chromium, "
+                                                     "then chromium on PATH)")
     p.add_argument("--reviews-db", metavar="PATH",
                    help=f"review database (default: ${ENV_VAR} or the dashboard's default, when the file exists)")
     p.add_argument("--no-reviews", action="store_true", help="leave the reviewers' decisions out")
@@ -56,11 +63,21 @@ def _report(args) -> int:
     from core.report import build_report, load_audit_folder, load_paired, load_reviews, write_report
     from core.reviews import default_db_path
 
-    out = Path(args.out)
-    if out.is_dir():
+    if args.out is None and args.pdf is None:
+        raise ValueError("give --out report.html, --pdf report.pdf or both.")
+    out = Path(args.out) if args.out is not None else None
+    if out is not None and out.is_dir():
         raise ValueError(f"--out {str(out)!r} is a folder; expected a file path such as report.html.")
-    if not out.parent.is_dir():
+    if out is not None and not out.parent.is_dir():
         raise ValueError(f"the folder of --out {str(out)!r} does not exist.")
+    if args.pdf is not None:
+        from core.atomic import check_output_file
+        from core.report_pdf import find_chromium
+
+        if not Path(args.pdf).parent.is_dir():
+            raise ValueError(f"the folder of --pdf {str(args.pdf)!r} does not exist.")
+        check_output_file(args.pdf, flag="--pdf")
+        find_chromium(args.chromium)  # before any work: a missing browser is said at once
     audits = [load_audit_folder(d) for d in args.audit_dirs]
     reviews, reviews_note = None, "no review database was given."
     if args.no_reviews:
@@ -75,6 +92,15 @@ def _report(args) -> int:
             reviews_note = f"no review database was given (--reviews-db PATH) and none exists at {db}."
     paired = load_paired(args.paired) if args.paired else None
     html = build_report(audits, reviews=reviews, reviews_note=reviews_note, paired=paired, budget=args.budget)
-    write_report(html, out)
-    print(f"wrote {out} ({len(html.encode('utf-8')) / 1e6:.1f} MB)", file=sys.stderr)
+    if args.pdf is not None:  # printed first: a failed print leaves no half of the pair behind
+        from core.report_pdf import write_pdf
+
+        try:
+            pdf = write_pdf(html, args.pdf, chromium=args.chromium)
+        except RuntimeError as exc:  # the page did not render: said in one line, nothing written
+            raise ValueError(f"--pdf {str(args.pdf)!r}: {exc}") from None
+        print(f"wrote {pdf} ({pdf.stat().st_size / 1e6:.1f} MB)", file=sys.stderr)
+    if out is not None:
+        write_report(html, out)
+        print(f"wrote {out} ({len(html.encode('utf-8')) / 1e6:.1f} MB)", file=sys.stderr)
     return 0

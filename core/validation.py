@@ -38,6 +38,7 @@ __all__ = [
     "check_finite_features",
     "check_input_file",
     "check_table",
+    "check_text_table",
     "check_unique_columns",
     "check_unit_interval",
     "csv_header_duplicate",
@@ -47,6 +48,65 @@ __all__ = [
 #: Most classes a target may have (more is almost always a continuous or identifier column).
 MAX_CLASSES = 50
 _SHOWN = 10
+
+
+# Leading bytes of the binary files most often renamed or picked by mistake (an image, a
+# spreadsheet, an archive, a pickle) in place of a text table.
+_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF87a", "a GIF image"),
+    (b"GIF89a", "a GIF image"),
+    (b"II*\x00", "a TIFF image"),
+    (b"MM\x00*", "a TIFF image"),
+    (b"RIFF", "a RIFF file (WebP image, WAV audio)"),
+    (b"%PDF-", "a PDF document"),
+    (b"PK\x03\x04", "a ZIP archive (or an .xlsx / .docx, which are ZIP archives)"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an old Office document (.xls / .doc)"),
+    (b"\x1f\x8b", "a gzip archive"),
+    (b"PAR1", "a Parquet file (name it .parquet)"),
+    (b"\x7fELF", "an executable"),
+    *((b"\x80" + bytes([v]), "a Python pickle (never read here)") for v in range(2, 6)),
+)
+# The text checks look at the head of the file: enough for any header, cheap on 50 MB uploads.
+_HEAD = 65536
+
+
+def check_text_table(raw: bytes, label: str) -> None:
+    r"""Refuse bytes that cannot be a CSV / TSV text table, before anything parses them.
+
+    Checked on the first 64 KiB: a known binary signature (PNG, JPEG, PDF, ZIP/xlsx, gzip,
+    Parquet, pickle, …), a NUL byte, or bytes that are not UTF-8 (a byte-order mark is fine).
+    Without this, a PNG renamed ``.csv`` would have its header decoded leniently and offered
+    ``"\ufffdPNG"`` as a column name.
+
+    Raises
+    ------
+    ValueError
+        Naming ``label``, what the bytes look like and what was expected.
+
+    Examples
+    --------
+    >>> check_text_table(b"x,y\n1,a\n", "ok.csv")
+    >>> check_text_table(b"\x89PNG\r\n\x1a\n....", "photo.csv")
+    Traceback (most recent call last):
+    ...
+    ValueError: 'photo.csv' is a PNG image, not a text table (it starts with that format's signature); upload a CSV / TSV text file or a Parquet file.
+    """
+    for signature, kind in _SIGNATURES:
+        if raw.startswith(signature):
+            raise ValueError(f"{label!r} is {kind}, not a text table (it starts with that format's signature); "
+                             "upload a CSV / TSV text file or a Parquet file.")
+    head = raw[:_HEAD]
+    if b"\x00" in head[:8192]:
+        raise ValueError(f"{label!r} holds binary content, not a text table (CSV): it contains NUL bytes.")
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # A multi-byte character cut by the 64 KiB boundary is not an error.
+        if not (len(raw) > _HEAD and exc.reason == "unexpected end of data"):
+            raise ValueError(f"{label!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8 CSV "
+                             "or Parquet.") from None
 
 
 def check_unit_interval(value: Any, name: str) -> float:

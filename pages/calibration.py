@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core import viz
+from core.viz.verdicts import lowest_wins
 from ui.components import audit_line, figure, page_header, run_page, table
 from ui.data import current_audit
 from ui.entry import ensure_entrypoint
@@ -27,15 +28,25 @@ def _body() -> None:
     result = current_audit()
     audit_line(result)
     report = result.calibration
-    m = st.columns(4)
+    m = st.columns(3)  # four columns cut "Global temperature T0" at 1000 px
     m[0].metric("Global temperature T0", f"{report.bats.t0:.3f}", help="> 1 softens over-confident probabilities")
     m[1].metric("BATS η", f"{report.bats.eta:g}", help="Chosen by validation NLL from the grid "
                 f"{', '.join(f'{e:g}' for e in report.bats.eta_grid)}; 0 = plain temperature scaling")
     metrics = report.metrics.set_index(["method", "subset"])
-    for col, subset in zip(m[2:], ("all", "fragile")):
-        raw, bats = metrics.loc[("uncalibrated", subset), "ece"], metrics.loc[("bats", subset), "ece"]
-        col.metric(f"ECE (BATS), {'all' if subset == 'all' else 'fragile 20 %'}", f"{bats:.3f}", delta=f"{bats - raw:+.3f} vs uncalibrated",
-                   delta_color="inverse", help="Expected calibration error with 15 equal-width bins (lower is better)")
+    st.markdown("**Expected calibration error** (15 equal-width bins; lower is better), the three methods side "
+                "by side:")
+    for subset in ("all", "fragile"):
+        ece = {method: float(metrics.loc[(method, subset), "ece"]) for method in _METHODS}
+        verdict = lowest_wins(ece, metric="ECE", labels=_METHODS)
+        if report.bats.eta == 0:
+            verdict += " BATS chose η = 0 here, which is plain global temperature scaling."
+        # The verdict on its own line and short labels: three metrics and a sentence in one row
+        # were cut at 1000 px ("global temperature · frag…", "vs uncalibra…").
+        st.markdown(f"{_PANELS[subset]} — {verdict}")
+        for col, method in zip(st.columns(3), _METHODS):
+            delta = None if method == "uncalibrated" else f"{ece[method] - ece['uncalibrated']:+.4f}"
+            col.metric(_METHODS[method], f"{ece[method]:.4f}", delta=delta, delta_color="inverse",
+                       help=None if delta is None else "Change of ECE against the uncalibrated model")
     chosen = st.multiselect("Methods shown", list(_METHODS), key="calib_methods", format_func=_METHODS.get,
                             persist_state="session")
     bins = report.reliability[report.reliability["method"].isin(chosen)]
@@ -52,8 +63,11 @@ def _body() -> None:
           column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("nll", "ece", "brier")},
           caption="NLL: negative log-likelihood; ECE: expected calibration error (15 bins); Brier: mean squared "
                   "error of the probability vector. Lower is better for all three.")
-    table(report.reliability, name="reliability bins", key="calib_bins", height=240,
-          caption="The diagram's data: one row per panel, method and confidence bin (empty bins have NaN).")
+    filled = report.reliability[report.reliability["count"] > 0]
+    table(filled, name="reliability bins", key="calib_bins", height=240, download=report.reliability,
+          caption=f"The diagram's data: one row per panel, method and non-empty confidence bin "
+                  f"({len(report.reliability) - len(filled)} empty bins are left out here; the CSV has every bin, "
+                  "empty ones with NaN).")
 
 
 run_page(_body, "Calibration")

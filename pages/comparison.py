@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from core import viz
+from core.viz.tables import flip_budget_text
 from core.dashboard import model_comparison_table
 from core.tabular.models import MODEL_NAMES
 from ui.components import audit_line, figure, page_header, run_page, table
@@ -45,25 +46,30 @@ def _body() -> None:
             return
         audits = audits_for(chosen)
     frame = model_comparison_table(audits)
-    table(frame, name="model comparison", key="compare_table",
-          column_config={c: st.column_config.NumberColumn(format="%.3f") for c in frame.columns
-                         if frame[c].dtype.kind == "f"})
+    config = {c: st.column_config.NumberColumn(format="%.3f") for c in frame.columns if frame[c].dtype.kind == "f"}
+    config["mean_rcma"] = st.column_config.NumberColumn(
+        "mean RCMA", format="localized",
+        help="Mean margin-collapse area; near-tie predictions can dominate it (see below the table)")
+    config["model"] = st.column_config.TextColumn("model")
+    table(frame.assign(model=frame["model"].map(model_label)), name="model comparison", key="compare_table",
+          column_config=config, download=frame)
     best = frame.loc[frame["auroc"].idxmax(), "model"] if frame["auroc"].notna().any() else None
     stable = frame.loc[frame["share_k_le_2"].idxmin(), "model"]
     if best is not None:
         st.markdown(f"Nominal winner (AUROC): **{model_label(best)}** · most stable (fewest predictions flipped by "
                     f"≤ 2 groups): **{model_label(stable)}**" + (" — the same model." if best == stable else "."))
-    st.caption("Mean RCMA is shown in the table but not plotted: predictions with a near-zero margin (near-ties) "
-               "divide by that margin and can dominate the mean; the median RCMA is robust to them.")
+    st.caption(_rcma_note(audits, frame))
     labelled = frame.assign(model=frame["model"].map(model_label))
     left, right = st.columns(2)
     with left:
         figure(viz.tradeoff_figure(labelled, x="auroc", y="share_k_le_2", x_title="test AUROC (higher = better)",
-                                   y_title="share flipped by ≤ 2 groups (lower = better)"),
+                                   y_title="share flipped by ≤ 2 groups (lower = better)", x_bounds=(0, 1),
+                                   y_bounds=(0, 1)),
                "Bottom-right would be ideal: accurate, and few predictions hinge on one or two evidence groups.")
     with right:
         figure(viz.tradeoff_figure(labelled, x="auroc", y="share_brittle", x_title="test AUROC (higher = better)",
-                                   y_title="share held-out brittle (lower = better)"),
+                                   y_title="share held-out brittle (lower = better)", x_bounds=(0, 1),
+                                   y_bounds=(0, 1)),
                "Share of all test predictions that are confident yet break under the held-out stressors.")
 
     st.subheader("One prediction, every model")
@@ -88,12 +94,35 @@ def _body() -> None:
         cert = result.certificates.certificate(position)
         trajectories[model_label(name)] = (cert.path, cert.path_margins, cert.flip_budget)
         rows.append({"model": model_label(name), "predicted": str(result.dataset.classes[cert.pred]),
-                     "confidence": cert.confidence, "flip_budget": cert.flip_budget, "rcma": cert.rcma, "fds": cert.fds,
+                     "confidence": cert.confidence, "flip_budget": flip_budget_text(cert.flip_budget, len(cert.path)),
+                     "rcma": cert.rcma, "fds": cert.fds,
                      "path": list(cert.path)})
     figure(viz.trajectories_by_model_figure(trajectories),
            "Each panel removes that model's own most supportive groups first. 1 = the original support, 0 = the "
            "decision boundary, below 0 = flipped (vermillion points).")
     table(pd.DataFrame(rows), name=f"sample {sample} by model", key="compare_sample_table")
+
+
+# A margin below this is a near-tie (p̂ within about 0.0005 of the runner-up for two classes):
+# its collapse c_k = drop / (|m| + 1e-8) is huge whatever the drop (SPEC A.3).
+_NEAR_TIE = 1e-3
+
+
+def _rcma_note(audits: dict, frame: pd.DataFrame) -> str:
+    """Why a mean RCMA can be huge, with the near-tie counts of the models where it is."""
+    note = ("Mean RCMA is not plotted: RCMA divides a margin loss by the original margin |m| (+ 1e-8), so a "
+            "near-tie prediction (|m| ≈ 0) gets a huge RCMA however little it changes, and a few of them dominate "
+            "the mean; the median RCMA is robust to them.")
+    parts = []
+    for name, result in audits.items():
+        row = frame.loc[frame["model"] == name].iloc[0]
+        margins = np.abs(result.certificates.table["margin"].to_numpy(dtype=float))
+        ties = int((margins < _NEAR_TIE).sum())
+        if ties and row["mean_rcma"] > 10 * max(row["median_rcma"], 1e-12):
+            parts.append(f"{model_label(name)}: mean {row['mean_rcma']:,.0f} comes from {ties:,} of {len(margins):,} "
+                         f"predictions with |m| < {_NEAR_TIE:g} (e.g. a forest whose trees' votes split evenly); "
+                         f"median {row['median_rcma']:.3f}")
+    return note + (" " + "; ".join(parts) + "." if parts else "")
 
 
 run_page(_body, "Model comparison")

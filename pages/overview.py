@@ -106,8 +106,10 @@ def _protocol_form(n_groups: int) -> None:
                 "(SHA-256 of the canonical JSON) is stored with every certificate and review.")
     with st.form("protocol_form", border=True):
         c1, c2, c3 = st.columns(3)
-        c1.selectbox("Grouping", GROUPING_RULES, key="proto_grouping", format_func=lambda r: f"{r} — {_GROUPING_HELP[r]}",
-                     persist_state="session")
+        # The rule's name only: with its description the option was cut at the box's edge
+        # ("raw_origin — one group per raw column (i"); the descriptions are in the help.
+        c1.selectbox("Grouping", GROUPING_RULES, key="proto_grouping", persist_state="session",
+                     help="; ".join(f"**{r}**: {text}" for r, text in _GROUPING_HELP.items()))
         c1.selectbox("Baseline x̄ (replaces removed evidence)", BASELINE_RULES, key="proto_baseline",
                      persist_state="session", help="Computed on the training split only.")
         c1.number_input("Merge threshold |ρ| (redundancy-merged grouping)", 0.05, 1.0, step=0.05,
@@ -116,11 +118,14 @@ def _protocol_form(n_groups: int) -> None:
                      persist_state="session", help="auto = min(number of groups, 5)")
         c2.radio("Path rule", PATH_RULES, key="proto_path_rule", horizontal=True, persist_state="session",
                  help="static: sort groups once by their one-step drop; adaptive: re-rank at every step")
-        c2.multiselect("Degradation operators ℙ", OPERATORS, key="proto_operators", persist_state="session")
         c3.text_input("Severity grid Λ (comma-separated, each in (0, 1])", key="proto_severities",
                       persist_state="session")
-        c3.markdown("FDS weights of u = w1·RCMA + w2/k* + w3·degradation")
-        w = c3.columns(3)
+        # Full-width rows: inside a third of the form at 1000 px the operators' chips and the
+        # weights' values were cut ("attenuate_al", "0.3").
+        st.pills("Degradation operators ℙ", OPERATORS, selection_mode="multi", key="proto_operators",
+                 persist_state="session")
+        st.markdown("FDS weights of u = w1·RCMA + w2/k* + w3·degradation")
+        w = st.columns(3)
         w[0].number_input("w1", 0.0, 10.0, step=0.05, key="proto_w1", persist_state="session")
         w[1].number_input("w2", 0.0, 10.0, step=0.05, key="proto_w2", persist_state="session")
         w[2].number_input("w3", 0.0, 10.0, step=0.05, key="proto_w3", persist_state="session")
@@ -196,7 +201,8 @@ def _glance_section() -> None:
     ev = result.evaluation.set_index("score")
     conf = ev[ev["kind"] == "confidence"]
     best_conf = conf["auroc"].idxmax() if conf["auroc"].notna().any() else conf.index[0]
-    cols = st.columns(5)
+    # Two rows of three: five metrics in one row cut their labels at 1000 px ("High confiden…").
+    cols = st.columns(3) + st.columns(3)
     cols[0].metric("Test predictions", f"{len(cert):,}")
     cols[1].metric(f"High confidence (p̂ ≥ {result.label_channel.tau_p:g})", f"{int(result.labels.high_confidence.sum()):,}")
     cols[2].metric("Held-out brittle", f"{int(result.labels.labels.sum()):,}",

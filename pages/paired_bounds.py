@@ -122,7 +122,7 @@ def _policies(data: PairedData, model: str, condition: str, source: str) -> None
                                        zip(certified["coverage"], certified["versus_coverage"])])
     table(shown[["ordering", "D_plus", "separate_gap", "certified_separately", "missed_by_separate"]],
           name=f"certified orderings {model} {condition} {level} {lam:g}", key="paired_certified", height=220,
-          caption=f"{len(shown)} certified ordering(s). missed_by_separate = only the shared-pairing comparison "
+          caption=f"{len(shown)} certified ordering(s). *missed by separate* = only the shared-pairing comparison "
                   "certifies it (the separate intervals overlap).", download=diffs)
     costs = report.costs[(report.costs["level"] == level) & np.isclose(report.costs["lambda"], lam)]
     table(costs[["coverage", "tau", "J_low", "J_high", "J_mean", "J_observed", "mean_method"]],
@@ -140,7 +140,9 @@ def _paired_body(data: PairedData) -> None:
         if st.session_state[key] not in options:
             st.session_state[key] = options[0]
     fixed_tau = _fixed_tau(data)
-    c1, c2, c3, c4 = st.columns([2, 2, 3, 2])
+    # Two rows of two: four selectors in one row cut their values at 1000 px ("sim-recapture p1 g1").
+    c1, c2 = st.columns(2)
+    c3, c4 = st.columns(2)
     c1.selectbox("Source", sources, key="paired_source", persist_state="session",
                  help="Where the perturbed side comes from (synthetic corruptions or simulated recaptures).")
     c2.selectbox("Model", models, key="paired_model", persist_state="session")
@@ -148,6 +150,7 @@ def _paired_body(data: PairedData) -> None:
     if st.session_state["paired_condition"] not in conditions:
         st.session_state["paired_condition"] = conditions[0]
     c3.selectbox("Condition", conditions, key="paired_condition", persist_state="session")
+    # Short option text ("80% of clean dev. accepte" was cut).
     c4.selectbox("Acceptance threshold τ from clean coverage", _COVERAGES, key="paired_coverage",
                  persist_state="session", format_func=lambda q: f"{q:.0%} of clean dev. accepted",
                  disabled=fixed_tau is not None,
@@ -163,7 +166,7 @@ def _paired_body(data: PairedData) -> None:
     cell = evaluation[(evaluation["model"] == model) & (evaluation["condition"] == condition)
                       & (evaluation["source"] == st.session_state["paired_source"])]
 
-    m = st.columns(4)
+    m = st.columns([1, 1.5, 1, 1])  # the wider column keeps "Acceptance threshold τ" whole at 1000 px
     m[0].metric("Pairs in the cell", f"{len(cell):,}")
     m[1].metric("Acceptance threshold τ", f"{tau:.4f}")
     m[2].metric("Clean accuracy", f"{(cell['clean_pred'] == cell['true_label']).mean():.1%}")

@@ -333,16 +333,21 @@ def _queue(data: ScreeningData) -> None:
     if data.images:
         thumbs = _thumbnails(data.key, model, tuple(queue["record_id"].tolist()), _data=data)
         shown = queue.assign(image=queue["record_id"].map(thumbs.get))
-    columns = ["rank", "image", "record_id", "true_label", score, "risk", "selection_prob", "n_failed", "n_conditions"]
+    # The queue ranks by risk = ±score (SPEC B.5: −U, −S, δ, …); a negated probability reads as
+    # nonsense ("risk −0.4"), so the score is shown as it is, with the direction that ranks first.
+    lower_first = bool(len(queue)) and np.allclose(queue["risk"], -queue[score], equal_nan=True)
+    direction = "lowest first" if lower_first else "highest first"
+    columns = ["rank", "image", "record_id", "true_label", score, "selection_prob", "n_failed", "n_conditions"]
     shown = shown[[c for c in columns if c in shown.columns]]
-    caption = "selection_prob < 1 marks images tied at the cut-off (they share the last places)."
+    caption = (f"Ranked by {score}, {direction} (risk = {'−' if lower_first else ''}{score}, larger = riskier; the "
+               "CSV has the risk column). Selection probability < 1 marks images tied at the cut-off (they share "
+               "the last places).")
     if outcomes is not None:
-        caption += " n_failed: in how many of the chosen conditions the image was misclassified."
+        caption += " n failed: in how many of the chosen conditions the image was misclassified."
     table(shown, name=f"recapture queue {model} {score} {budget:.0%}", key="recap_table", height=420,
           download=queue, caption=caption,
           column_config={"image": st.column_config.ImageColumn("image", width="small"),
-                         score: st.column_config.NumberColumn(score, format="%.3f"),
-                         "risk": st.column_config.NumberColumn("risk (larger = riskier)", format="%.3f")})
+                         score: st.column_config.NumberColumn(f"{score} ({direction})", format="%.3f")})
     if data.key == "demo" and not data.images:
         st.caption("These records ship no images; the queue lists record ids only.")
     if data.images:

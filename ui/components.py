@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.dashboard import display_frame
+from core.viz.tables import column_label, display_values
 
 _LOG = logging.getLogger("reliability_audit.ui")
 # Tables longer than this show their first rows only (a browser grid of 10^5+ rows stalls the
@@ -55,9 +56,27 @@ def table(frame: pd.DataFrame, *, name: str, caption: str | None = None, key: st
     max_shown : int
         Show at most this many (leading) rows, with a note; row positions of a selection stay
         those of ``frame``.
+
+    Headers are shown for people (``flip_budget`` → ``k*``, snake_case → words; a label given
+    in ``column_config`` wins), infinities as ``∞`` and timestamps to the second
+    (:mod:`core.viz.tables`); the CSV keeps the machine names and raw values.
     """
-    shown = display_frame(frame.head(max_shown))
-    kwargs: dict[str, Any] = dict(hide_index=True, column_config=column_config, height=height, width="stretch")
+    shown = display_values(display_frame(frame.head(max_shown)))
+    config: dict[str, Any] = {}
+    for column in shown.columns:
+        given = (column_config or {}).get(column)
+        if given is None and column_config is not None and column in column_config:
+            config[column] = None  # hidden by the caller
+        elif isinstance(given, str):
+            config[column] = given
+        else:
+            entry = dict(given or {})
+            if not entry.get("label"):
+                entry["label"] = column_label(column)
+            if shown[column].dtype.kind not in "biufc" and (entry.get("type_config") or {}).get("type") == "number":
+                entry.pop("type_config")  # turned to text (∞): a number format no longer applies
+            config[column] = entry
+    kwargs: dict[str, Any] = dict(hide_index=True, column_config=config, height=height, width="stretch")
     if select:
         event = st.dataframe(shown, key=key, on_select="rerun", selection_mode="single-row", **kwargs)
     else:

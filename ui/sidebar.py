@@ -1,6 +1,11 @@
 """The sidebar shared by every page: the global dataset / model / seed selection and the
 review database location (fixed at server start, shown read-only). Values live in
-``st.session_state`` (defaults in ``app.py``)."""
+``st.session_state`` (defaults in ``app.py``).
+
+The image pages (paired bounds, recapture queue) have their own model selector; the tabular
+selection and *Your model* are not drawn there (a second "Model" beside the page's own would
+suggest it matters). Its widgets keep their values across those pages (``persist_state``).
+"""
 from __future__ import annotations
 
 import streamlit as st
@@ -11,32 +16,26 @@ from ui.data import dataset_label, model_label, review_store
 from ui.components import guarded
 from ui.own_model import render_own_model_sidebar
 
+#: url paths of the pages that use none of the tabular selection.
+IMAGE_PAGES = frozenset({"paired_bounds", "recapture"})
+#: url paths of the pages that open the review database themselves and show its errors (the
+#: sidebar does not repeat them there).
+DATABASE_PAGES = frozenset({"triage"})
+
 
 def dataset_options() -> list[str]:
     """Bundled dataset names followed by the keys of this session's uploaded tables."""
     return list(DATASET_NAMES) + [f"upload:{name}" for name in st.session_state["uploads"]]
 
 
-def render_sidebar() -> None:
+def render_sidebar(page_path: str = "") -> None:
+    """Draw the sidebar for the page at url path ``page_path`` (``""`` = the default page)."""
     with st.sidebar:
-        st.subheader("Audit selection")
-        if st.session_state.get("own_audit") is not None:
-            st.caption("Not used while *Your model* (below) is open.")
-        options = dataset_options()
-        if st.session_state["dataset_next"] in options:  # a table just added on the Overview page
-            st.session_state["dataset"] = st.session_state["dataset_next"]
-        st.session_state["dataset_next"] = None
-        if st.session_state["dataset"] not in options:  # an upload from a previous session
-            st.session_state["dataset"] = options[0]
-        st.selectbox("Dataset", options, key="dataset", format_func=dataset_label,
-                     help="Bundled tables load offline; upload your own on the Overview page.")
-        st.selectbox("Model", list(MODEL_NAMES), key="model", format_func=model_label,
-                     help="The model audited on the tabular pages (trained on the training split).")
-        st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed",
-                        help="Seeds the split, the model and the held-out stressors: same seed, same audit.")
-        st.divider()
-        render_own_model_sidebar()
-        st.divider()
+        if page_path in IMAGE_PAGES:
+            st.caption("This page audits image models and has its own model selector; the tabular audit selection "
+                       "(dataset, model, seed, your model) is in the sidebar of the tabular pages.")
+        else:
+            _tabular_selection()
         st.subheader("Review database")
         # Chosen when the server starts (`--reviews-db PATH` or AUDIT_REVIEWS_DB), never typed
         # here: a free-text path would let any visitor create files wherever the server can write.
@@ -44,5 +43,44 @@ def render_sidebar() -> None:
                    help="Where triage decisions are stored (WAL mode, safe for concurrent sessions). Set it when "
                         "starting the server: `streamlit run app.py -- --reviews-db PATH` or the AUDIT_REVIEWS_DB "
                         "variable.")
-        with guarded("Review database"):
-            review_store(st.session_state["reviews_db"])
+        if page_path not in DATABASE_PAGES:
+            with guarded("Review database"):
+                review_store(st.session_state["reviews_db"])
+
+
+def _tabular_selection() -> None:
+    st.subheader("Audit selection")
+    if st.session_state.get("own_audit") is not None:
+        st.caption("Not used while *Your model* (below) is open.")
+    options = dataset_options()
+    if st.session_state["dataset_next"] in options:  # a table just added on the Overview page
+        st.session_state["dataset"] = st.session_state["dataset_next"]
+    st.session_state["dataset_next"] = None
+    if st.session_state["dataset"] not in options:  # an upload from a previous session
+        st.session_state["dataset"] = options[0]
+    st.selectbox("Dataset", options, key="dataset", format_func=dataset_label, persist_state="session",
+                 help="Bundled tables load offline; upload your own on the Overview page.")
+    st.selectbox("Model", list(MODEL_NAMES), key="model", format_func=short_model_label, persist_state="session",
+                 help="The model audited on the tabular pages (trained on the training split). "
+                      "FR = fragility-regularised.")
+    st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed", persist_state="session",
+                    help="Seeds the split, the model and the held-out stressors: same seed, same audit.")
+    st.divider()
+    render_own_model_sidebar()
+    st.divider()
+
+
+# The sidebar's select box shows about 28 characters; longer registry labels are abbreviated
+# there ("Fragility-regularised ResMLP (torch)" read "Fragility-regularised ResMLP (tor").
+_SHORT = {"Fragility-regularised": "FR"}
+_SIDEBAR_CHARS = 28
+
+
+def short_model_label(name: str) -> str:
+    """The model's label, abbreviated to fit the sidebar's select box."""
+    label = model_label(name)
+    if len(label) <= _SIDEBAR_CHARS:
+        return label
+    for long, short in _SHORT.items():
+        label = label.replace(long, short)
+    return label if len(label) <= _SIDEBAR_CHARS else label[: _SIDEBAR_CHARS - 1] + "…"

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from core.validation import check_unique_columns
+from core.validation import check_text_table, check_unique_columns
 
 __all__ = [
     "ColumnKind",
@@ -420,6 +420,8 @@ def _open_parquet(root: Path, columns: Sequence[str] | None) -> ParquetSource:
 
 
 def _open_csv(root: Path, columns: Sequence[str] | None) -> CsvSource:
+    with open(root, "rb") as fh:  # an image renamed .csv: the same verdict as the audit's loader
+        check_text_table(fh.read(65536 + 1), str(root))  # + 1: a character cut at 64 KiB is fine
     try:
         # Opening parses the first block, which is what pyarrow infers column types from.
         schema = pcsv.open_csv(

@@ -27,7 +27,8 @@ import pandas as pd
 
 from core._rng import as_generator
 from core.exceptions import DatasetNoteWarning
-from core.validation import MAX_CLASSES, check_input_file, check_table, check_unique_columns, csv_header_duplicate
+from core.validation import (MAX_CLASSES, check_input_file, check_table, check_text_table, check_unique_columns,
+                             csv_header_duplicate)
 
 __all__ = [
     "DATASET_NAMES",
@@ -832,8 +833,7 @@ def _parse_table(raw: bytes, label: str, fmt: str, na_values: Sequence[str | flo
         if na_values:
             frame = frame.replace(list(na_values), np.nan)
     else:
-        if b"\x00" in raw[:8192]:
-            raise ValueError(f"{label!r} holds binary content, not a text table (CSV).")
+        check_text_table(raw, label)
         na = [str(v) for v in na_values] if na_values else None
         sep = "\t" if Path(label).suffix.lower() == ".tsv" else ","
         frame = _read_csv(raw, label, sep, na)

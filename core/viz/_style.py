@@ -1,8 +1,19 @@
-"""Shared look of every figure: the Okabe–Ito palette and one layout helper.
+"""Shared look of every figure: the Okabe–Ito palette, its colour policy and one layout helper.
 
 Okabe & Ito's eight colours stay distinguishable under the common forms of colour-vision
 deficiency; every figure in the product draws from them (plus neutral greys for reference
 lines such as "random" or "ceiling").
+
+Colour policy (one for the whole product):
+
+- **vermillion** means *flipped / failed / observed* and is never a series colour, so a
+  series can never be mistaken for a flipped point;
+- **orange** is the *highlighted* item in single-colour charts (the chosen score, the
+  minimax choice; the others blue); in multi-series charts it is an ordinary series colour
+  and the highlighted series is drawn thicker instead;
+- **greys** are references (diagonal, ceiling, random, chance);
+- series take :data:`SERIES_ORDER` in turn; past its seven colours, :func:`series_styles`
+  changes the dash pattern, so every (colour, dash) pair of a figure stays unique.
 """
 from __future__ import annotations
 
@@ -10,7 +21,8 @@ import math
 
 import plotly.graph_objects as go
 
-__all__ = ["OKABE_ITO", "GREY", "LIGHT_GREY", "DIVERGING", "SEQUENTIAL", "series_colours", "finish", "is_finite"]
+__all__ = ["OKABE_ITO", "GREY", "LIGHT_GREY", "DIVERGING", "SEQUENTIAL", "FLIPPED", "HIGHLIGHT", "SERIES_ORDER",
+           "series_colours", "series_styles", "wrap_label", "finish", "is_finite"]
 
 OKABE_ITO: dict[str, str] = {
     "black": "#000000",
@@ -29,13 +41,48 @@ DIVERGING = [[0.0, OKABE_ITO["blue"]], [0.5, "#FFFFFF"], [1.0, OKABE_ITO["vermil
 #: White → blue sequential scale.
 SEQUENTIAL = [[0.0, "#FFFFFF"], [1.0, OKABE_ITO["blue"]]]
 
-# Yellow is kept last: it is hard to read as a thin line on white.
-_ORDER = ("blue", "orange", "bluish_green", "vermillion", "reddish_purple", "sky_blue", "black", "yellow")
+#: Flipped / failed / observed (reserved: never a series colour).
+FLIPPED = OKABE_ITO["vermillion"]
+#: The highlighted item of a single-colour chart.
+HIGHLIGHT = OKABE_ITO["orange"]
+#: Series colours in turn. Vermillion is reserved (see the module docstring); yellow is kept
+#: last: it is hard to read as a thin line on white.
+SERIES_ORDER = ("blue", "orange", "bluish_green", "reddish_purple", "sky_blue", "black", "yellow")
+_DASHES = ("solid", "dash", "dot", "dashdot")
 
 
 def series_colours(n: int) -> list[str]:
-    """``n`` distinct Okabe–Ito colours (cycling after eight), in a fixed order."""
-    return [OKABE_ITO[_ORDER[i % len(_ORDER)]] for i in range(n)]
+    """``n`` Okabe–Ito series colours in a fixed order, distinct up to seven (then cycling).
+
+    Use :func:`series_styles` for lines, which stay distinct beyond seven by their dash.
+    """
+    if n < 0:
+        raise ValueError(f"`n` must be >= 0; got {n}.")
+    return [OKABE_ITO[SERIES_ORDER[i % len(SERIES_ORDER)]] for i in range(n)]
+
+
+def series_styles(n: int) -> list[tuple[str, str]]:
+    """``n`` unique ``(colour, dash)`` pairs for line series: the colours of
+    :func:`series_colours`, solid first, then dashed, dotted and dash-dotted on each further
+    round of seven (28 unique lines)."""
+    if not 0 <= n <= len(SERIES_ORDER) * len(_DASHES):
+        raise ValueError(f"`n` must be between 0 and {len(SERIES_ORDER) * len(_DASHES)}; got {n}.")
+    return [(c, _DASHES[i // len(SERIES_ORDER)]) for i, c in enumerate(series_colours(n))]
+
+
+def wrap_label(text: str, width: int) -> str:
+    """Break ``text`` at spaces into lines of at most ``width`` characters (plotly ``<br>``),
+    for subplot titles and tick labels that would otherwise run into their neighbours. A word
+    longer than ``width`` stays whole."""
+    if width < 1:
+        raise ValueError(f"`width` must be >= 1; got {width}.")
+    lines: list[str] = []
+    for word in str(text).split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "<br>".join(lines)
 
 
 def is_finite(value: object) -> bool:
@@ -54,15 +101,24 @@ _LEGENDS = {
 
 
 def finish(fig: go.Figure, *, title: str, x_title: str | None = None, y_title: str | None = None,
-           height: int = 380, legend: bool = True, legend_at: str = "top") -> go.Figure:
+           height: int = 380, legend: bool = True, legend_at: str = "top", subtitle: str | None = None) -> go.Figure:
     """Apply the house layout: white template, title, axis titles and the legend position
     (``"top"``: one row above the plot; ``"right"`` for many series; ``"bottom"`` under the
-    x-axis title, when subplot titles occupy the top)."""
+    x-axis title, when subplot titles occupy the top).
+
+    Plotly never wraps a title: keep ``title`` short enough for a half-width column (about 45
+    characters) and put the reading key ("orange = …", "◆ = …") in ``subtitle``, a smaller
+    second line (break it with ``<br>`` or :func:`wrap_label` when it is long).
+    """
+    lines = 0 if subtitle is None else subtitle.count("<br>") + 1
     fig.update_layout(
         template="plotly_white",
-        title=dict(text=title, x=0.0, xanchor="left", font=dict(size=16)),
-        height=height,
-        margin=dict(l=60, r=20, t=70, b=110 if legend_at == "bottom" and legend else 60),
+        # Pinned to the top of the figure: plotly centres a title in the top margin, so a larger
+        # margin (for panel titles) would otherwise push the subtitle onto them.
+        title=dict(text=title, x=0.0, xanchor="left", y=1.0, yref="container", yanchor="top", pad=dict(t=14),
+                   font=dict(size=16), subtitle=dict(text=subtitle or "", font=dict(size=12, color=GREY))),
+        height=height + 16 * lines,
+        margin=dict(l=60, r=20, t=70 + 16 * lines, b=110 if legend_at == "bottom" and legend else 60),
         showlegend=legend,
         legend=_LEGENDS[legend_at],
         font=dict(family="Source Sans Pro, DejaVu Sans, sans-serif", size=13),

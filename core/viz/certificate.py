@@ -153,8 +153,9 @@ def collapse_figure(collapse: ArrayLike, *, rcma: float, path: Sequence[str] | N
     ))
     fig.add_hline(y=rcma, line=dict(color=OKABE_ITO["orange"], dash="dash", width=2),
                   annotation_text=f"RCMA = {rcma:.3f} (mean bar height)", annotation_position="top left")
+    # On a white box above the line: below it, the label sat behind the bars of c_k ≥ 1.
     fig.add_hline(y=1.0, line=dict(color=GREY, dash="dot"), annotation_text="c = 1: margin fully gone",
-                  annotation_position="bottom right")
+                  annotation_position="top right", annotation=dict(bgcolor="rgba(255,255,255,0.85)"))
     fig.update_xaxes(tickmode="array", tickvals=steps.tolist())
     fig.update_yaxes(rangemode="tozero")
     return finish(fig, title="Margin collapse along the path", x_title="groups removed (step k)",

@@ -9,16 +9,35 @@ import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 from plotly.subplots import make_subplots
 
-from core.viz._style import DIVERGING, GREY, OKABE_ITO, finish, is_finite
+from core.viz._style import DIVERGING, FLIPPED, GREY, HIGHLIGHT, OKABE_ITO, finish, is_finite
 
 __all__ = ["grid_summary_figure", "intervals_figure", "policy_matrix_figure", "regret_figure"]
 
 _LEVEL_COLOURS = {"I0": OKABE_ITO["sky_blue"], "Ik": OKABE_ITO["blue"], "I5": OKABE_ITO["bluish_green"]}
+# Two short lines each: a third of a half-width figure holds about 25 characters.
 _TARGET_TITLES = {
-    "H": "H: harmful accepted flips",
-    "L": "L: lost acceptances",
-    "dM_k": "dM_k: confidence drop, retained pairs",
+    "H": "H: harmful<br>accepted flips",
+    "L": "L: lost<br>acceptances",
+    "dM_k": "dM_k: confidence drop<br>of retained pairs",
 }
+#: The range each target can take: H and L are shares, dM_k a difference of probabilities.
+TARGET_BOUNDS = {"H": (0.0, 1.0), "L": (0.0, 1.0), "dM_k": (-1.0, 1.0)}
+# Smallest axis span: a zero-width interval (H = [0, 0]) is drawn on [0, 0.01], not -1…1.
+_MIN_SPAN = 0.01
+
+
+def _target_range(values: Sequence[float], bounds: tuple[float, float]) -> list[float]:
+    """Padded axis range of a target's finite values, at least ``_MIN_SPAN`` wide and inside
+    ``bounds``."""
+    finite = [float(v) for v in values if is_finite(v)]
+    if not finite:
+        return [max(bounds[0], 0.0), min(bounds[1], 1.0)]
+    low, high = min(finite), max(finite)
+    pad = max(0.08 * (high - low), _MIN_SPAN / 2)
+    low, high = max(bounds[0], low - pad), min(bounds[1], high + pad)
+    if high - low < _MIN_SPAN:  # pinned at a bound: grow away from it
+        low, high = (low, low + _MIN_SPAN) if low <= bounds[0] else (high - _MIN_SPAN, high)
+    return [low, high]
 
 
 def _columns_iv(frame: pd.DataFrame, needed: Sequence[str], name: str) -> None:
@@ -39,6 +58,8 @@ def intervals_figure(intervals: pd.DataFrame, *, targets: Sequence[str] = ("H", 
         (e.g. ``dM_k`` when no class retains a correct pair).
     targets, levels : sequence of str
         Panels (left to right) and rows (top to bottom) to draw, in order.
+
+    Each panel's x-axis is clipped to the range its target can take (:data:`TARGET_BOUNDS`).
     """
     _columns_iv(intervals, ("target", "level", "low", "high", "observed"), "intervals")
     present = [t for t in targets if (intervals["target"] == t).any()]
@@ -48,13 +69,15 @@ def intervals_figure(intervals: pd.DataFrame, *, targets: Sequence[str] = ("H", 
                         horizontal_spacing=0.07)
     for col, target in enumerate(present, start=1):
         rows = intervals[intervals["target"] == target].set_index("level")
+        shown = rows.loc[[lv for lv in levels if lv in rows.index], ["low", "high", "observed"]]
+        x_range = _target_range(shown.to_numpy().ravel().tolist(), TARGET_BOUNDS.get(target, (-np.inf, np.inf)))
         for level in levels:
             if level not in rows.index:
                 continue
             low, high, observed = (rows.at[level, c] for c in ("low", "high", "observed"))
             if not (is_finite(low) and is_finite(high)):
-                fig.add_trace(go.Scatter(x=[0], y=[level], mode="text", text=["undefined"], showlegend=False,
-                                         textfont=dict(color=GREY), hoverinfo="skip"), row=1, col=col)
+                fig.add_trace(go.Scatter(x=[sum(x_range) / 2], y=[level], mode="text", text=["undefined"],
+                                         showlegend=False, textfont=dict(color=GREY), hoverinfo="skip"), row=1, col=col)
                 continue
             fig.add_trace(go.Scatter(
                 x=[low, high], y=[level, level], mode="lines+markers", name=level, legendgroup=level,
@@ -66,12 +89,12 @@ def intervals_figure(intervals: pd.DataFrame, *, targets: Sequence[str] = ("H", 
                 fig.add_trace(go.Scatter(
                     x=[observed], y=[level], mode="markers", name="observed pairing", legendgroup="observed",
                     showlegend=col == 1 and level == levels[0],
-                    marker=dict(symbol="diamond", size=13, color=OKABE_ITO["vermillion"], line=dict(color="black", width=1)),
+                    marker=dict(symbol="diamond", size=13, color=FLIPPED, line=dict(color="black", width=1)),
                     hovertemplate=f"{target} observed: %{{x:.4f}}<extra></extra>",
                 ), row=1, col=col)
         fig.update_yaxes(type="category", categoryorder="array", categoryarray=list(levels)[::-1], row=1, col=col)
         fig.update_xaxes(title_text="share of records" if target in ("H", "L") else "probability drop",
-                         row=1, col=col)
+                         range=x_range, row=1, col=col)
     fig.update_yaxes(title_text="information level", row=1, col=1)
     # One legend entry per level even when the first panel lacks it.
     shown = {tr.name for tr in fig.data if tr.showlegend}
@@ -80,9 +103,10 @@ def intervals_figure(intervals: pd.DataFrame, *, targets: Sequence[str] = ("H", 
             fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=level,
                                      line=dict(color=_LEVEL_COLOURS.get(level, GREY), width=14)))
     observed = intervals["observed"].notna().any()
-    title = "Identified intervals (bar = every value some pairing allows" + ("; ◆ = observed pairing)" if observed
-                                                                           else "; pairing unknown)")
-    return finish(fig, title=title, height=400, legend_at="bottom")
+    key = "bar = every value some pairing allows; " + ("◆ = observed pairing" if observed else "pairing unknown")
+    fig = finish(fig, title="Identified intervals", subtitle=key, height=460, legend_at="bottom")
+    fig.update_layout(margin_t=fig.layout.margin.t + 40)  # the two-line panel titles, under the subtitle
+    return fig
 
 
 def grid_summary_figure(summary: pd.DataFrame, *, value: str = "mean_width",
@@ -137,10 +161,11 @@ def policy_matrix_figure(matrix: ArrayLike, policies: Sequence[str], *, tol: flo
         texttemplate="%{text}", colorbar=dict(title="D⁺ (cost units)"),
         hovertemplate="row %{y} vs column %{x}<br>D⁺ = %{z:.5f}<extra></extra>",
     ))
-    fig.update_xaxes(type="category")
+    fig.update_xaxes(type="category", tickangle=-30)  # "q = 90%" beside "q = 100%" would touch
     fig.update_yaxes(type="category", autorange="reversed")
-    return finish(fig, title="Worst-case cost difference, row minus column (✓ = row certainly cheaper)",
-                  x_title="compared policy ℓ", y_title="policy j", legend=False, height=120 + 60 * len(names))
+    return finish(fig, title="Worst-case cost difference, row − column",
+                  subtitle="✓ = the row policy is cheaper under every pairing",
+                  x_title="compared policy ℓ", y_title="policy j", legend=False, height=150 + 60 * len(names))
 
 
 def regret_figure(policies: Sequence[str], regret: ArrayLike, *, chosen: str | None = None) -> go.Figure:
@@ -149,10 +174,12 @@ def regret_figure(policies: Sequence[str], regret: ArrayLike, *, chosen: str | N
     if r.shape != (len(policies),):
         raise ValueError(f"`regret` must have shape ({len(policies)},); got {r.shape}.")
     names = [str(p) for p in policies]
-    colours = [OKABE_ITO["orange"] if n == chosen else OKABE_ITO["blue"] for n in names]
+    colours = [HIGHLIGHT if n == chosen else OKABE_ITO["blue"] for n in names]
     fig = go.Figure(go.Bar(x=names, y=r, marker=dict(color=colours),
                            hovertemplate="%{x}: worst-case regret %{y:.5f}<extra></extra>"))
-    fig.update_xaxes(type="category")
-    return finish(fig, title="Worst-case regret per policy (orange = minimax-regret choice)",
-                  x_title="perturbed acceptance policy", y_title="worst-case regret (cost units)", legend=False, height=340)
+    fig.update_xaxes(type="category", tickangle=-30)
+    return finish(fig, title="Worst-case regret per policy",
+                  subtitle="orange = the minimax-regret choice" if chosen in names else None,
+                  x_title="perturbed acceptance policy", y_title="regret (cost units)", legend=False,
+                  height=150 + 60 * len(names))
 

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 from plotly.subplots import make_subplots
 
-from core.viz._style import GREY, LIGHT_GREY, OKABE_ITO, finish, series_colours
+from core.viz._style import GREY, HIGHLIGHT, OKABE_ITO, finish, series_styles, wrap_label
 
 __all__ = ["coverage_figure", "score_metrics_figure"]
 
@@ -44,19 +44,35 @@ def coverage_figure(
         Budget currently chosen in the UI (vertical line).
     highlight : str, optional
         Score drawn thicker (e.g. the default ranking).
+
+    Notes
+    -----
+    Scores whose curves are identical (e.g. max-softmax, margin, entropy and negative energy
+    of a binary model, which are monotone in one another and so rank alike) are drawn as one
+    line named after all of them, "(identical ranking)": overlapping lines would hide all but
+    the last. Every line gets its own (colour, dash) pair (:func:`core.viz._style.series_styles`).
     """
     q = np.asarray(budgets, dtype=float)
     if q.ndim != 1 or q.size == 0 or np.any((q <= 0) | (q > 1)):
         raise ValueError(f"`budgets` must be a non-empty 1-D array of fractions in (0, 1]; got {budgets!r}.")
     x = 100 * q
     fig = go.Figure()
-    for colour, (name, curve) in zip(series_colours(len(curves)), curves.items()):
+    lines: list[tuple[list[str], np.ndarray]] = []
+    for name, curve in curves.items():
         y = np.asarray(curve, dtype=float)
         if y.shape != q.shape:
             raise ValueError(f"`curves[{name!r}]` must have shape {q.shape}; got {y.shape}.")
-        width = 4 if name == highlight else 2
-        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=name, line=dict(color=colour, width=width),
-                                 hovertemplate=f"{name}<br>budget %{{x:.1f}}%<br>found %{{y:.3f}}<extra></extra>"))
+        same = next((names for names, other in lines if np.array_equal(other, y, equal_nan=True)), None)
+        if same is None:
+            lines.append(([name], y))
+        else:
+            same.append(name)
+    for (colour, dash), (names, y) in zip(series_styles(len(lines)), lines):
+        # Wrapped: a one-line legend entry of four names squeezes the plot at 1000 px.
+        label = names[0] if len(names) == 1 else wrap_label(" = ".join(names), 24) + "<br>(identical ranking)"
+        width = 4 if highlight in names else 2
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=label, line=dict(color=colour, width=width, dash=dash),
+                                 hovertemplate=f"{' = '.join(names)}<br>budget %{{x:.1f}}%<br>found %{{y:.3f}}<extra></extra>"))
     for ref, name, dash in ((ceiling, "ceiling (best possible)", "dash"), (random, "random selection", "dot")):
         if ref is not None:
             y = np.asarray(ref, dtype=float)
@@ -84,23 +100,30 @@ def score_metrics_figure(table: pd.DataFrame, *, capture_column: str, highlight:
         Name of the capture column to draw (e.g. ``"capture@10"``).
     highlight : str, optional
         Score drawn in orange (the others blue).
+
+    Both x-axes are AUROC / share axes and stay on their whole range [0, 1].
     """
     missing = {"score", "auroc", capture_column} - set(table.columns)
     if missing:
         raise ValueError(f"`table` lacks the column(s) {sorted(missing)}; it has {list(table.columns)}.")
     frame = table.sort_values("auroc", ascending=False, na_position="last")
     names = frame["score"].astype(str).tolist()
-    colours = [OKABE_ITO["orange"] if n == highlight else OKABE_ITO["blue"] for n in names]
+    colours = [HIGHLIGHT if n == highlight else OKABE_ITO["blue"] for n in names]
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
                         subplot_titles=("AUROC", capture_column))
     fig.add_trace(go.Bar(x=frame["auroc"], y=names, orientation="h", marker=dict(color=colours),
                          hovertemplate="%{y}: AUROC %{x:.3f}<extra></extra>"), row=1, col=1)
     fig.add_trace(go.Bar(x=frame[capture_column], y=names, orientation="h", marker=dict(color=colours),
                          hovertemplate=f"%{{y}}: {capture_column} %{{x:.3f}}<extra></extra>"), row=1, col=2)
-    fig.add_vline(x=0.5, line=dict(color=LIGHT_GREY, dash="dot", width=2), row=1, col=1,
-                  annotation_text="chance", annotation_position="bottom right")
-    fig.update_xaxes(range=[0, 1], title_text="AUROC (0.5 = chance, higher = better)", row=1, col=1)
-    fig.update_xaxes(range=[0, 1], title_text="share of positives found (0–1)", row=1, col=2)
+    # The dotted chance line is named by the axis title: a label on the line would sit on a bar
+    # or on the subplot title.
+    fig.add_vline(x=0.5, line=dict(color=GREY, dash="dot", width=2), row=1, col=1)
+    # Two-line axis titles: side by side at 1000 px, one-line titles ran into each other.
+    fig.update_xaxes(range=[0, 1], title_text="AUROC<br>(0.5 = chance, higher = better)", row=1, col=1)
+    fig.update_xaxes(range=[0, 1], title_text="share of positives<br>found (0–1)", row=1, col=2)
     fig.update_yaxes(autorange="reversed", type="category", title_text="risk score", row=1, col=1)
-    return finish(fig, title="How well each risk score ranks the positives", legend=False,
-                  height=max(320, 30 * len(names) + 140))
+    fig = finish(fig, title="How well each risk score ranks the positives", legend=False,
+                 height=max(320, 30 * len(names) + 180),
+                 subtitle="orange = the score ranking the queue" if highlight in names else None)
+    fig.update_layout(margin_t=fig.layout.margin.t + 20, margin_b=fig.layout.margin.b + 20)  # panel and axis titles
+    return fig

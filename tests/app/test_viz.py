@@ -41,7 +41,7 @@ def _check_common(fig: go.Figure, *, n_axis_titles: int = 2) -> None:
 
 def test_palette_is_okabe_ito_without_yellow_first():
     assert series_colours(3) == [OKABE_ITO["blue"], OKABE_ITO["orange"], OKABE_ITO["bluish_green"]]
-    assert series_colours(9)[8] == series_colours(9)[0]
+    assert series_colours(8)[7] == series_colours(8)[0]  # seven series colours: vermillion is reserved
 
 
 def test_trajectory_marks_the_flip_between_the_last_kept_and_first_flipped_step():
@@ -200,8 +200,9 @@ def test_interval_bars_show_undefined_dmk():
 def test_interval_bars_without_pairing_have_no_observed_marker():
     fig = viz.intervals_figure(_intervals().assign(observed=np.nan))
     assert not [t for t in fig.data if t.marker.symbol == "diamond"]
-    assert "pairing unknown" in fig.layout.title.text and "◆" not in fig.layout.title.text
-    assert "◆ = observed pairing" in viz.intervals_figure(_intervals()).layout.title.text
+    key = fig.layout.title.subtitle.text  # the reading key sits under the (short) title
+    assert "pairing unknown" in key and "◆" not in key
+    assert "◆ = observed pairing" in viz.intervals_figure(_intervals()).layout.title.subtitle.text
 
 
 def test_grid_policy_regret():

@@ -319,6 +319,8 @@ def _table_cases(prefix: str, argv: tuple[str, ...]) -> list[Case]:
         ("data-missing", _noop, (), (r"data\.csv", r"does not exist")),
         ("data-is-folder", lambda ctx: (ctx / "data.csv").mkdir(), (), (r"data\.csv", r"folder|directory")),
         ("data-empty-file", _write("data.csv", ""), (), (r"data\.csv", r"empty")),
+        ("png-renamed-csv", _write("data.csv", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64)), (),
+         (r"data\.csv", r"PNG image", r"not a text table")),
         ("duplicate-header", _write("data.csv", _dup_header_csv()), (), (r"data\.csv", r"'x1'", r"more than once")),
         ("target-missing", good_table, ("--target", "label"), (r"data\.csv", r"'label'", r"not found|not a column")),
         ("single-class", _frame("data.csv", _mutate(lambda f: f.assign(y=1))), (), (r"data\.csv", r"'y'", r"single class")),
