@@ -129,8 +129,8 @@ def _interactions(page, n: int) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {"row click (explorer)": [], "what-if toggle": [],
                                      "budget slider (triage)": [], "page switch (explorer ↔ triage)": []}
     _visit(page, "Certificate explorer", "Certificate explorer")
-    for i in range(n):  # rows 0..5 in turn: every click selects another sample than the last
-        times["row click (explorer)"].append(_timed(page, lambda i=i: _click_row(page, i % 6), _SAMPLE_HEADING))
+    for i in range(n):  # rows 1..6 in turn (row 0 is shown first): each click selects another sample
+        times["row click (explorer)"].append(_timed(page, lambda i=i: _click_row(page, 1 + i % 6), _SAMPLE_HEADING))
     pill = page.locator('[data-testid="stButtonGroup"]').filter(has_text="Groups set to the baseline").locator("button")
     for i in range(n):  # the same pill on, off, on, ...
         times["what-if toggle"].append(_timed(page, lambda: pill.first.click(), _WHATIF_LINE))
