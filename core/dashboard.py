@@ -40,6 +40,7 @@ __all__ = [
     "display_frame",
     "evaluation_records",
     "grid_summary",
+    "interactive_sample_rows",
     "whatif_probabilities",
     "groups_table",
     "load_paired_upload",
@@ -67,6 +68,38 @@ UPLOAD_LIMIT_MB = 50
 # Above this many rows the interactive audit runs on a stratified sample (USERS.md: tools
 # become unusable past ~20k rows); the CLI audits the full table.
 LARGE_TABLE_ROWS = 20_000
+# A certificate costs 1 + G + |Λ|(G + 1) + K model rows per sample, so an audit's work grows with
+# rows × evidence groups: a 500-column upload took 156–200 s at the row cap alone (issue 12).
+# The interactive sample also keeps rows × groups within this budget (300 rows at 500 groups,
+# the whole row cap up to 7 groups), and never goes below MIN_SAMPLE_ROWS rows.
+CELL_BUDGET = 150_000
+MIN_SAMPLE_ROWS = 200
+
+
+def interactive_sample_rows(n_rows: int, n_groups: int) -> int:
+    """Rows of the stratified sample the dashboard audits interactively (at most).
+
+    Parameters
+    ----------
+    n_rows : int
+        Rows of the table (at least 1).
+    n_groups : int
+        Evidence groups (raw feature columns) of the table (at least 1).
+
+    Returns
+    -------
+    int
+        ``min(n_rows, LARGE_TABLE_ROWS, max(MIN_SAMPLE_ROWS, CELL_BUDGET // n_groups))``.
+
+    Examples
+    --------
+    >>> interactive_sample_rows(5_000, 5), interactive_sample_rows(50_000, 5), interactive_sample_rows(20_000, 500)
+    (5000, 20000, 300)
+    """
+    for name, value in (("n_rows", n_rows), ("n_groups", n_groups)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"`{name}` must be a positive int; got {value!r}.")
+    return int(min(n_rows, LARGE_TABLE_ROWS, max(MIN_SAMPLE_ROWS, CELL_BUDGET // int(n_groups))))
 
 
 def display_frame(frame: pd.DataFrame) -> pd.DataFrame:

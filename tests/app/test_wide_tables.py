@@ -17,8 +17,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core import viz
-from core.dashboard import raw_values_table
-from core.tabular.interactive import (CELL_BUDGET, LARGE_TABLE_ROWS, MIN_SAMPLE_ROWS, interactive_sample_rows)
+from core.dashboard import (
+    CELL_BUDGET,
+    LARGE_TABLE_ROWS,
+    MIN_SAMPLE_ROWS,
+    interactive_sample_rows,
+    raw_values_table,
+)
 from core.viz.certificate import _step_labels, _wrap
 
 N_COLUMNS = 500
@@ -130,9 +135,11 @@ def test_raw_values_are_rounded_and_missing_stays_missing():
 
 
 def test_interactive_sample_rows_by_hand_and_invariants():
-    assert interactive_sample_rows(5_000, 20) == 5_000
-    assert interactive_sample_rows(50_000, 20) == LARGE_TABLE_ROWS
-    assert interactive_sample_rows(20_000, 500) == max(MIN_SAMPLE_ROWS, CELL_BUDGET // 500)
+    assert interactive_sample_rows(5_000, 5) == 5_000
+    assert interactive_sample_rows(50_000, 5) == LARGE_TABLE_ROWS
+    assert interactive_sample_rows(50_000, 20) == CELL_BUDGET // 20 == 7_500
+    assert interactive_sample_rows(20_000, 500) == CELL_BUDGET // 500 == 300
+    assert interactive_sample_rows(20_000, 5_000) == MIN_SAMPLE_ROWS
     assert interactive_sample_rows(100, 500) == 100
     for n in (10, 999, 5_000, 30_000):
         sizes = [interactive_sample_rows(n, g) for g in (1, 5, 25, 100, 500, 5_000)]
@@ -159,14 +166,20 @@ def _chart(at, title_start: str) -> dict:
 
 def test_explorer_on_a_500_column_upload(app):
     buffer = io.BytesIO()
-    _wide().to_csv(buffer, index=False)
+    _wide(n_rows=400).to_csv(buffer, index=False)
     app.sidebar.selectbox(key="model").set_value("logreg").run()
     app.get("file_uploader")[0].set_value(("wide.csv", buffer.getvalue(), "text/csv")).run()
     app.selectbox(key="upload_target").set_value("target").run()
     app.button[[b.label for b in app.button].index("Add to the datasets")].click().run()
     _ok(app)
+    # 400 rows × 500 columns exceed the rows × groups budget: audited on a stated sample of 300 rows.
+    rows = interactive_sample_rows(400, N_COLUMNS)
+    assert rows == 300
+    assert any(f"stratified sample of {rows:,} rows" in w.value and "500 columns" in w.value for w in app.warning)
+    assert any(f"capped at **{rows:,} rows**" in c.value for c in app.caption)
     app.switch_page("pages/explorer.py").run()
     _ok(app)
+    assert any(f"stratified sample of {rows:,} of 400 rows" in c.value for c in app.caption)
     # A searchable picker, not 500 pills; the removal path is offered first.
     picker = app.multiselect(key="whatif_groups")
     assert len(picker.options) == N_COLUMNS and not app.get("button_group")
