@@ -70,9 +70,10 @@ UPLOAD_LIMIT_MB = 50
 LARGE_TABLE_ROWS = 20_000
 # A certificate costs 1 + G + |Λ|(G + 1) + K model rows per sample, so an audit's work grows with
 # rows × evidence groups: a 500-column upload took 156–200 s at the row cap alone (issue 12).
-# The interactive sample also keeps rows × groups within this budget (300 rows at 500 groups,
-# the whole row cap up to 7 groups), and never goes below MIN_SAMPLE_ROWS rows.
-CELL_BUDGET = 150_000
+# The interactive sample also keeps rows × groups within this budget (200 rows at 500 groups,
+# whose audit with hist_gb took ~20 s on a quiet 2-core machine; the whole row cap up to 5
+# groups), and never goes below MIN_SAMPLE_ROWS rows.
+CELL_BUDGET = 100_000
 MIN_SAMPLE_ROWS = 200
 
 
@@ -94,7 +95,7 @@ def interactive_sample_rows(n_rows: int, n_groups: int) -> int:
     Examples
     --------
     >>> interactive_sample_rows(5_000, 5), interactive_sample_rows(50_000, 5), interactive_sample_rows(20_000, 500)
-    (5000, 20000, 300)
+    (5000, 20000, 200)
     """
     for name, value in (("n_rows", n_rows), ("n_groups", n_groups)):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:

@@ -137,8 +137,9 @@ def test_raw_values_are_rounded_and_missing_stays_missing():
 def test_interactive_sample_rows_by_hand_and_invariants():
     assert interactive_sample_rows(5_000, 5) == 5_000
     assert interactive_sample_rows(50_000, 5) == LARGE_TABLE_ROWS
-    assert interactive_sample_rows(50_000, 20) == CELL_BUDGET // 20 == 7_500
-    assert interactive_sample_rows(20_000, 500) == CELL_BUDGET // 500 == 300
+    assert interactive_sample_rows(50_000, 20) == CELL_BUDGET // 20 == 5_000
+    assert interactive_sample_rows(20_000, 400) == CELL_BUDGET // 400 == 250
+    assert interactive_sample_rows(20_000, 500) == CELL_BUDGET // 500 == MIN_SAMPLE_ROWS == 200
     assert interactive_sample_rows(20_000, 5_000) == MIN_SAMPLE_ROWS
     assert interactive_sample_rows(100, 500) == 100
     for n in (10, 999, 5_000, 30_000):
@@ -172,9 +173,9 @@ def test_explorer_on_a_500_column_upload(app):
     app.selectbox(key="upload_target").set_value("target").run()
     app.button[[b.label for b in app.button].index("Add to the datasets")].click().run()
     _ok(app)
-    # 400 rows × 500 columns exceed the rows × groups budget: audited on a stated sample of 300 rows.
+    # 400 rows × 500 columns exceed the rows × groups budget: audited on a stated sample of 200 rows.
     rows = interactive_sample_rows(400, N_COLUMNS)
-    assert rows == 300
+    assert rows == 200
     assert any(f"stratified sample of {rows:,} rows" in w.value and "500 columns" in w.value for w in app.warning)
     assert any(f"capped at **{rows:,} rows**" in c.value for c in app.caption)
     app.switch_page("pages/explorer.py").run()
