@@ -95,9 +95,10 @@ _QUEUE_LENGTH = """() => { const m = [...document.querySelectorAll('[data-testid
 _TITLE = """() => { const h = document.querySelector('h1'); return h ? h.innerText : ''; }"""
 
 
-def _timed(page, act, probe: str, *, timeout_s: float = 120.0, settle_s: float = 0.3) -> float:
+def _timed(page, act, probe: str, *, timeout_s: float = 120.0, settle_s: float = 0.6) -> float:
     """Seconds from ``act()`` until the status is idle and ``probe`` reads a new value, both
-    holding for ``settle_s`` (so a second rerun queued behind the first is not missed)."""
+    holding for ``settle_s`` (so a second rerun queued behind the first, or a status widget
+    shown late in a run, is not missed; 0.5 s like ``_wait_idle`` plus margin)."""
     before = _probe(page, probe)
     status = page.locator('[data-testid="stStatusWidget"]')
     start = time.perf_counter()
@@ -118,33 +119,41 @@ def _timed(page, act, probe: str, *, timeout_s: float = 120.0, settle_s: float =
         page.wait_for_timeout(10)
 
 
-def _click_row(page, row: int) -> None:
-    """Click the selection cell of ``row`` (0-based) of the explorer's sample table (a canvas grid)."""
-    grid = page.locator('[data-testid="stDataFrame"]').first
-    header = row_height = 35  # Streamlit's default row height, header included
-    grid.click(position={"x": 12, "y": header + row_height * row + row_height / 2})
+def _centre(locator) -> tuple[float, float]:
+    locator.scroll_into_view_if_needed()  # a raw mouse click outside the viewport hits nothing
+    box = locator.bounding_box()
+    return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
 
 
 def _interactions(page, n: int) -> dict[str, list[float]]:
+    """Every input event is a raw mouse click / key press at a place located *before* the
+    timer starts: a ``locator.click`` inside the timed span adds Playwright's actionability
+    waits (0.1–2.9 s measured on the loaded machine), which no user sees."""
     times: dict[str, list[float]] = {"row click (explorer)": [], "what-if toggle": [],
                                      "budget slider (triage)": [], "page switch (explorer ↔ triage)": []}
+    mouse = page.mouse
     _visit(page, "Certificate explorer", "Certificate explorer")
+    header = row_height = 35  # Streamlit's default row height, header included
     for i in range(n):  # rows 1..6 in turn (row 0 is shown first): each click selects another sample
-        times["row click (explorer)"].append(_timed(page, lambda i=i: _click_row(page, 1 + i % 6), _SAMPLE_HEADING))
+        grid = page.locator('[data-testid="stDataFrame"]').first
+        grid.scroll_into_view_if_needed()
+        box = grid.bounding_box()
+        x, y = box["x"] + 12, box["y"] + header + row_height * (1 + i % 6) + row_height / 2  # selection cell
+        times["row click (explorer)"].append(_timed(page, lambda x=x, y=y: mouse.click(x, y), _SAMPLE_HEADING))
     pill = page.locator('[data-testid="stButtonGroup"]').filter(has_text="Groups set to the baseline").locator("button")
-    for i in range(n):  # the same pill on, off, on, ...
-        times["what-if toggle"].append(_timed(page, lambda: pill.first.click(), _WHATIF_LINE))
+    for _ in range(n):  # the same pill on, off, on, ...
+        x, y = _centre(pill.first)
+        times["what-if toggle"].append(_timed(page, lambda x=x, y=y: mouse.click(x, y), _WHATIF_LINE))
     _visit(page, "Triage queue", "Triage queue")
     thumb = page.locator('[data-testid="stSlider"]').filter(has_text="Review budget").get_by_role("slider")
     for i in range(n):  # right, left, right, ...: the queue length alternates
+        thumb.focus()
         key = "ArrowRight" if i % 2 == 0 else "ArrowLeft"
-        times["budget slider (triage)"].append(_timed(page, lambda key=key: (thumb.focus(), thumb.press(key)),
-                                                      _QUEUE_LENGTH))
+        times["budget slider (triage)"].append(_timed(page, lambda key=key: page.keyboard.press(key), _QUEUE_LENGTH))
     nav = page.locator('[data-testid="stSidebarNav"] a')
     for i in range(n):
-        title = "Certificate explorer" if i % 2 == 0 else "Triage queue"
-        times["page switch (explorer ↔ triage)"].append(
-            _timed(page, lambda title=title: nav.filter(has_text=title).first.click(), _TITLE))
+        x, y = _centre(nav.filter(has_text="Certificate explorer" if i % 2 == 0 else "Triage queue").first)
+        times["page switch (explorer ↔ triage)"].append(_timed(page, lambda x=x, y=y: mouse.click(x, y), _TITLE))
     return times
 
 
