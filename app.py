@@ -19,6 +19,7 @@ from core.cfc.protocol import Protocol
 from core.dashboard import LARGE_TABLE_ROWS
 from core.reviews import default_db_path
 from core.tabular.datasets import DEFAULT_DATASET
+from ui.certificate import DEFAULT_TOP_GROUPS
 from ui.own_model import default_audits_dir
 from ui.sidebar import render_sidebar
 
@@ -82,6 +83,7 @@ DEFAULTS: dict[str, object] = {
     "explorer_table": {"selection": {"rows": [], "columns": [], "cells": []}},
     "whatif_groups": [],
     "whatif_sample": None,    # sample id the what-if toggles belong to (reset when it changes)
+    "drops_top_n": DEFAULT_TOP_GROUPS,  # one-step drops shown before the rest is folded (explorer, triage)
     # triage queue
     "triage_score": "fds",
     "triage_budget": 10,

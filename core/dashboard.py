@@ -41,6 +41,7 @@ __all__ = [
     "display_frame",
     "evaluation_records",
     "grid_summary",
+    "interactive_sample_rows",
     "whatif_probabilities",
     "groups_table",
     "load_paired_upload",
@@ -68,6 +69,39 @@ UPLOAD_LIMIT_MB = 50
 # Above this many rows the interactive audit runs on a stratified sample (USERS.md: tools
 # become unusable past ~20k rows); the CLI audits the full table.
 LARGE_TABLE_ROWS = 20_000
+# A certificate costs 1 + G + |Λ|(G + 1) + K model rows per sample, so an audit's work grows with
+# rows × evidence groups: a 500-column upload took 156–200 s at the row cap alone (issue 12).
+# The interactive sample also keeps rows × groups within this budget (200 rows at 500 groups,
+# whose audit with hist_gb took ~20 s on a quiet 2-core machine; the whole row cap up to 5
+# groups), and never goes below MIN_SAMPLE_ROWS rows.
+CELL_BUDGET = 100_000
+MIN_SAMPLE_ROWS = 200
+
+
+def interactive_sample_rows(n_rows: int, n_groups: int) -> int:
+    """Rows of the stratified sample the dashboard audits interactively (at most).
+
+    Parameters
+    ----------
+    n_rows : int
+        Rows of the table (at least 1).
+    n_groups : int
+        Evidence groups (raw feature columns) of the table (at least 1).
+
+    Returns
+    -------
+    int
+        ``min(n_rows, LARGE_TABLE_ROWS, max(MIN_SAMPLE_ROWS, CELL_BUDGET // n_groups))``.
+
+    Examples
+    --------
+    >>> interactive_sample_rows(5_000, 5), interactive_sample_rows(50_000, 5), interactive_sample_rows(20_000, 500)
+    (5000, 20000, 200)
+    """
+    for name, value in (("n_rows", n_rows), ("n_groups", n_groups)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"`{name}` must be a positive int; got {value!r}.")
+    return int(min(n_rows, LARGE_TABLE_ROWS, max(MIN_SAMPLE_ROWS, CELL_BUDGET // int(n_groups))))
 
 
 def display_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -381,9 +415,14 @@ def whatif_probabilities(result: Any, position: int, removed: Sequence[str]) -> 
     original, edited : ndarray of shape (n_classes,)
         One batched ``predict_proba`` call over both rows.
     """
+    from threadpoolctl import threadpool_limits
+
     x = result.X_test[position:position + 1]
     stacked = np.vstack([x, remove(x, result.groups, result.baseline, list(removed))])
-    proba = np.asarray(result.model.predict_proba(stacked), dtype=float)
+    # Two rows: waking an OpenMP pool costs more than it gives (hist_gb, busy 2 cores: 83 ms
+    # threaded vs 7 ms on one thread), and this runs on every what-if toggle.
+    with threadpool_limits(limits=1):
+        proba = np.asarray(result.model.predict_proba(stacked), dtype=float)
     return proba[0], proba[1]
 
 
@@ -403,13 +442,13 @@ def raw_values_table(raw_row: pd.Series, groups: dict[str, list[int]], origins: 
     Returns
     -------
     DataFrame
-        Columns ``group``, ``column``, ``value`` (text; missing shown as missing), in group order.
+        Columns ``group``, ``column``, ``value`` (text, floats rounded to 3 decimals as in
+        :func:`path_evidence_table`; missing shown as missing), in group order.
     """
     rows = []
     for name, cols in groups.items():
         for column in dict.fromkeys(origins[c] for c in cols):
-            value = raw_row.get(column)
-            rows.append({"group": name, "column": column, "value": None if _missing(value) else str(value)})
+            rows.append({"group": name, "column": column, "value": _rounded(raw_row.get(column))})
     return pd.DataFrame(rows, columns=["group", "column", "value"])
 
 

@@ -5,12 +5,12 @@ import json
 
 import numpy as np
 import streamlit as st
+from threadpoolctl import threadpool_limits
 
-from core import viz
 from core.cfc.search import flip_search
 from core.tabular.own_model import feature_origins
 from core.dashboard import prediction_table, raw_values_table, sample_bundle, whatif_probabilities
-from ui.certificate import certificate_figures, evidence_tables, flip_budget_text
+from ui.certificate import cached_figure, certificate_figures, evidence_tables, flip_budget_text
 from ui.components import audit_line, figure, page_header, run_page, table
 from ui.data import current_audit
 from ui.entry import ensure_entrypoint
@@ -35,11 +35,16 @@ _SORTS = {
 }
 
 
+# Above this many groups the what-if offers a searchable multiselect instead of one pill per group.
+_MAX_PILLS = 24
+
+
 @st.cache_data(show_spinner="Searching exact and beam flip sets…", max_entries=256)
 def _search(fingerprint: str, position: int, _result) -> object:
     r = _result
-    return flip_search(r.model.predict_proba, r.X_test[position:position + 1], r.groups, r.baseline, r.protocol,
-                       method="both")
+    with threadpool_limits(limits=1):  # mid-sized model calls: one thread is faster (run_audit's n_threads)
+        return flip_search(r.model.predict_proba, r.X_test[position:position + 1], r.groups, r.baseline, r.protocol,
+                           method="both")
 
 
 def _clear_selection() -> None:
@@ -89,6 +94,45 @@ def _pick_sample(frame) -> int | None:
     return int(frame.index[frame["sample_id"] == selected_sample()][0])
 
 
+@st.fragment
+def _whatif(result, cert, position: int, classes: list[str]) -> None:
+    """Set groups to the baseline and see the live prediction: a fragment, so a toggle reruns
+    only this panel (one batched ``predict_proba`` of two rows), not the whole certificate."""
+    st.subheader("What if?")
+    st.markdown("Set evidence groups to their baseline value and see the live prediction of the model.")
+    if st.session_state["whatif_sample"] != int(cert.index):
+        # Toggles belong to one sample: carrying them to the next one would silently edit it.
+        st.session_state["whatif_groups"] = []
+        st.session_state["whatif_sample"] = int(cert.index)
+    names = list(cert.group_names)
+    if len(names) <= _MAX_PILLS:
+        st.pills("Groups set to the baseline", names, selection_mode="multi", key="whatif_groups",
+                 persist_state="session")
+    else:
+        # Hundreds of pills fill screens; a multiselect searches as one types. Path groups first.
+        on_path = [g for g in cert.path if g in names]
+        options = on_path + [g for g in names if g not in set(on_path)]
+        st.multiselect(f"Groups set to the baseline (type to search {len(names)} groups)", options,
+                       key="whatif_groups", persist_state="session", placeholder="Type a group name…",
+                       help="The groups on the removal path are listed first.")
+    chosen = [g for g in st.session_state["whatif_groups"] if g in cert.group_names]
+    p0, p1 = whatif_probabilities(result, position, chosen)
+    new_pred = classes[int(np.argmax(p1))]
+    verdict = "unchanged" if int(np.argmax(p1)) == cert.pred else "**flipped**"
+    st.markdown(f"What-if prediction: **{new_pred}** (P = {p1.max():.3f}) — {verdict}, with "
+                f"{len(chosen)} group(s) at the baseline.")
+    left, right = st.columns([3, 2])
+    with left:
+        figure(cached_figure("whatif_figure", classes, p0, p1),
+               "Grey: the model's probabilities for the original input; orange: with the selected groups removed.",
+               key="explorer_whatif")
+    with right:
+        origins = feature_origins(result.preprocessor)
+        table(raw_values_table(result.raw_test.loc[cert.index], result.groups, origins),
+              name=f"sample {cert.index} raw values", key="explorer_raw", height=320,
+              caption="Raw values of this sample (numbers rounded to 3 decimals; the CSV has the same text).")
+
+
 def _body() -> None:
     result = current_audit()
     audit_line(result)
@@ -131,31 +175,14 @@ def _body() -> None:
     st.caption(" · ".join(f"{k} flipping set: {', '.join(v) if v else 'none within K'}" for k, v in subsets.items())
                + ". When exact < greedy, a smaller combination of groups flips the prediction than the path found.")
 
-    st.subheader("What if?")
-    st.markdown("Set evidence groups to their baseline value and see the live prediction of the model.")
-    if st.session_state["whatif_sample"] != int(cert.index):
-        # Toggles belong to one sample: carrying them to the next one would silently edit it.
-        st.session_state["whatif_groups"] = []
-        st.session_state["whatif_sample"] = int(cert.index)
-    st.pills("Groups set to the baseline", list(cert.group_names), selection_mode="multi", key="whatif_groups",
-             persist_state="session")
-    chosen = [g for g in st.session_state["whatif_groups"] if g in cert.group_names]
-    p0, p1 = whatif_probabilities(result, position, chosen)
-    new_pred = classes[int(np.argmax(p1))]
-    verdict = "unchanged" if int(np.argmax(p1)) == cert.pred else "**flipped**"
-    st.markdown(f"What-if prediction: **{new_pred}** (P = {p1.max():.3f}) — {verdict}, with "
-                f"{len(chosen)} group(s) at the baseline.")
-    left, right = st.columns([3, 2])
-    with left:
-        figure(viz.whatif_figure(classes, p0, p1),
-               "Grey: the model's probabilities for the original input; orange: with the selected groups removed.")
-    with right:
-        origins = feature_origins(result.preprocessor)
-        table(raw_values_table(result.raw_test.loc[cert.index], result.groups, origins),
-              name=f"sample {cert.index} raw values", key="explorer_raw", height=320)
+    _whatif(result, cert, position, classes)
 
-    bundle = sample_bundle(result.certificates, position, search=search)
-    st.download_button("Download this certificate (JSON)", json.dumps(bundle, allow_nan=False, indent=1),
+    certificates = result.certificates
+    # Built on click only (Streamlit calls it on the download): the bundle holds every trajectory
+    # array, |Λ| × G margins per operator, which is large for wide tables.
+    st.download_button("Download this certificate (JSON)",
+                       lambda: json.dumps(sample_bundle(certificates, position, search=search), allow_nan=False,
+                                          indent=1),
                        file_name=f"certificate_{cert.index}_{result.fingerprint[:12]}.json", mime="application/json",
                        icon=":material/download:", type="primary", on_click="ignore", key="explorer_download")
     st.caption(f"Certificate fingerprint `{result.fingerprint}`. The file holds the protocol, groups, baseline and "

@@ -8,7 +8,7 @@ import streamlit as st
 
 from core import viz
 from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, OPERATORS, PATH_RULES, Protocol
-from core.dashboard import (LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, cli_commands, column_summary, groups_table,
+from core.dashboard import (CELL_BUDGET, LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, cli_commands, column_summary, groups_table,
                             parse_blocks, parse_float_list, table_columns)
 from core.paired.demo import DEFAULT_DIR as PAIRED_DEMO_DIR
 from core.report import report_for_result
@@ -85,12 +85,18 @@ def _sample_section(dataset) -> None:
                     key="audit_sample_rows", persist_state="session",
                     help=f"Stratified by class and seeded by the sidebar seed; tables above {LARGE_TABLE_ROWS:,} "
                          "rows are sampled so that every page stays interactive.")
-    rows = int(st.session_state["audit_sample_rows"])
+    rows = audit_max_rows(dataset)
+    n_groups = len(dataset.features)
+    if rows < int(st.session_state["audit_sample_rows"]):
+        st.caption(f"With {n_groups:,} columns the interactive sample is capped at **{rows:,} rows**: a certificate's "
+                   f"cost grows with rows × evidence groups (at most {CELL_BUDGET:,} here, so that a page answers "
+                   "within seconds). The command line below audits every row.")
     upload = st.session_state["uploads"][st.session_state["dataset"].split(":", 1)[1]]
     commands = cli_commands(upload["file"], upload["target"], model=st.session_state["model"],
                             seed=int(st.session_state["seed"]), protocol=current_protocol(),
                             blocks_file=upload.get("blocks_file"))
-    st.warning(f"This table has **{n:,} rows**. Every page audits a **stratified sample of {min(rows, n):,} rows** "
+    st.warning(f"This table has **{n:,} rows** × {n_groups:,} columns. Every page audits a **stratified sample of "
+               f"{min(rows, n):,} rows** "
                f"(seed {int(st.session_state['seed'])}); the full table is audited on the command line, with the "
                "model, seed and protocol chosen here:", icon=":material/warning:")
     st.code(commands["audit"], language="bash")
@@ -184,8 +190,11 @@ def _data_section(dataset, label: str | None = None) -> None:
               key="overview_preview", download=frame.reset_index(names="row_id"), height=300)
 
 
-def _glance_section() -> None:
-    result = current_audit()
+def _glance_section(progress_at=None) -> None:
+    # A new audit's progress bar goes where the audit is first asked for; ``progress_at`` (a
+    # container at the top of the page) keeps it in view instead of below the stale page.
+    with progress_at if progress_at is not None else st.container():
+        result = current_audit()
     audit_line(result)
     st.subheader("The audit at a glance")
     # Built only on click (on Streamlit's download thread): the file inlines plotly.js (~5 MB).
@@ -265,6 +274,7 @@ def _body() -> None:
     if own_mode():
         _own_body()
         return
+    top = st.container()  # the progress of a new audit (see _glance_section)
     _upload_section()
     if st.session_state["dataset"] not in DATASET_NAMES and not st.session_state["uploads"]:
         st.session_state["dataset"] = DATASET_NAMES[0]
@@ -274,7 +284,7 @@ def _body() -> None:
         _sample_section(dataset)
         _protocol_form(len(dataset.features))
     with guarded("Audit"):
-        _glance_section()
+        _glance_section(top)
 
 
 run_page(_body, "Overview")

@@ -4,12 +4,11 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from core import viz
 from core.cfc.evaluation import SCORES
 from core.dashboard import capture_curves, prediction_table, rank_queue, score_summary
 from core.reviews import filter_queue
 from core.reviews.queue import UNREVIEWED
-from ui.certificate import certificate_panel, flip_budget_text, lambda_text
+from ui.certificate import cached_figure, certificate_panel, flip_budget_text, lambda_text
 from ui.components import audit_line, figure, guarded, page_header, run_page
 from ui.data import current_audit, review_store
 from ui.entry import ensure_entrypoint
@@ -70,6 +69,7 @@ def _case(frame, queue, shown) -> tuple[int, list[int]]:
     return sample_id, [int(shown.iloc[r]["sample_id"]) for r in rows]
 
 
+@st.fragment  # its own controls (drops shown, Open in explorer) rerun this panel only
 def _evidence(result, frame, sample_id: int) -> None:
     """The certificate of the case under review, compactly, with a link to the full explorer."""
     position = int(frame.index[frame["sample_id"] == sample_id][0])
@@ -145,13 +145,13 @@ def _body() -> None:
     m[3].metric(f"Brittle found by {score}", "—" if np.isnan(found) else f"{found:.0%}",
                 help="Expected share of all brittle predictions inside the queue (ties at the cut-off prorated)")
 
-    figure(viz.coverage_figure(_BUDGETS, curves, ceiling=ceiling, random=random, selected=budget, highlight=score,
-                               title="Brittle predictions found within the budget",
-                               y_title="share of held-out brittle found (0–1)"),
+    figure(cached_figure("coverage_figure", _BUDGETS, curves, ceiling=ceiling, random=random, selected=budget,
+                         highlight=score, title="Brittle predictions found within the budget",
+                         y_title="share of held-out brittle found (0–1)"),
            "Higher is better: each line ranks the predictions by one score and counts the brittle ones in its "
            "top q. Dashed grey: the best possible ranking; dotted grey: picking at random.")
-    figure(viz.score_metrics_figure(summary.rename(columns={"capture": f"capture@{budget:.0%}"}),
-                                    capture_column=f"capture@{budget:.0%}", highlight=score),
+    figure(cached_figure("score_metrics_figure", summary.rename(columns={"capture": f"capture@{budget:.0%}"}),
+                         capture_column=f"capture@{budget:.0%}", highlight=score),
            "Left, AUROC: the chance that a brittle prediction outranks a sound one (0.5 = chance). Right: the "
            "share of brittle predictions inside the chosen budget. Orange = the score ranking the queue.")
 

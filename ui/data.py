@@ -19,7 +19,7 @@ import pandas as pd
 import streamlit as st
 
 from core.cfc.protocol import Protocol
-from core.dashboard import (LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, load_paired_upload, load_screening_upload,
+from core.dashboard import (UPLOAD_LIMIT_MB, interactive_sample_rows, load_paired_upload, load_screening_upload,
                             load_unpaired_upload)
 from core.exceptions import AuditWarning
 from core.paired.demo import DEFAULT_DIR, DemoPool, load_demo_pool
@@ -85,13 +85,17 @@ def current_protocol() -> Protocol:
 def audit_max_rows(dataset: Dataset) -> int | None:
     """Rows of the stratified sample the interactive audit uses, or None for the whole table.
 
-    Uploaded tables above :data:`core.dashboard.LARGE_TABLE_ROWS` rows are audited on a sample
-    of ``st.session_state["audit_sample_rows"]`` rows (set on the Overview page); the bundled
-    tables are always audited whole.
+    Uploaded tables above :func:`core.dashboard.interactive_sample_rows` rows (the row cap, or
+    fewer for wide tables: rows × groups is bounded) are audited on a sample of at most that
+    many rows and at most ``st.session_state["audit_sample_rows"]`` (set on the Overview page);
+    the bundled tables are always audited whole.
     """
-    if not st.session_state["dataset"].startswith("upload:") or len(dataset.frame) <= LARGE_TABLE_ROWS:
+    if not st.session_state["dataset"].startswith("upload:"):
         return None
-    return int(st.session_state["audit_sample_rows"])
+    limit = interactive_sample_rows(len(dataset.frame), max(1, len(dataset.features)))
+    if len(dataset.frame) <= limit:
+        return None
+    return min(limit, int(st.session_state["audit_sample_rows"]))
 
 
 @st.cache_resource(show_spinner=False, max_entries=24)

@@ -39,8 +39,41 @@ def _vector(values: ArrayLike, name: str, *, length: int | None = None) -> np.nd
     return arr
 
 
-def _step_labels(path: Sequence[str]) -> list[str]:
-    return ["0<br>intact"] + [f"{k}<br>−{name}" for k, name in enumerate(path, start=1)]
+def _wrap(text: str, width: int, *, lines: int = 2) -> str:
+    """``text`` broken at spaces / underscores into at most ``lines`` lines of ``width`` characters
+    (``<br>``-joined), the rest cut with an ellipsis: long group names must not overlap their
+    neighbours' tick labels or run out of the figure (plotly hides a label past the edge)."""
+    words = [w for w in text.replace("_", "_ ").split(" ") if w]
+    out: list[str] = []
+    current = ""
+    for word in words:
+        while len(word) > width:  # one overlong word: hard-cut it
+            if current:
+                out.append(current)
+                current = ""
+            out.append(word[:width])
+            word = word[width:]
+        joined = f"{current}{'' if current.endswith('_') or not current else ' '}{word}"
+        if current and len(joined) > width:
+            out.append(current)
+            current = word
+        else:
+            current = joined
+    if current:
+        out.append(current)
+    if len(out) > lines:
+        out = out[:lines]
+        out[-1] = out[-1][:max(1, width - 1)] + "…"
+    return "<br>".join(out)
+
+
+def _step_labels(path: Sequence[str], *, width: int = 16) -> list[str]:
+    return ["0<br>intact"] + [f"{k}<br>{_wrap(f'−{name}', width)}" for k, name in enumerate(path, start=1)]
+
+
+def _label_width(depth: int) -> int:
+    # ~700 px of plot at 1400 px page width, ~7 px per character at the house font size.
+    return int(np.clip(100 // (depth + 1), 6, 18))
 
 
 def _flip_budget_iv(flip_budget: int, depth: int) -> int:
@@ -90,10 +123,11 @@ def trajectory_figure(
     hover_pred = list(predicted) if predicted is not None else [""] * (depth + 1)
     if len(hover_pred) != depth + 1:
         raise ValueError(f"`predicted` must have length {depth + 1}; got {len(hover_pred)}.")
-    labels = _step_labels(path)
+    labels = _step_labels(path, width=_label_width(depth))
+    hover_steps = ["0 intact"] + [f"{k} −{name}" for k, name in enumerate(path, start=1)]
 
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.55, 0.45])
-    custom = np.column_stack([np.array([lab.replace("<br>", " ") for lab in labels], dtype=object),
+    custom = np.column_stack([np.array(hover_steps, dtype=object),
                               np.array(hover_pred, dtype=object)])
     fig.add_trace(go.Scatter(
         x=steps, y=m, mode="lines+markers", name="margin",
@@ -120,6 +154,9 @@ def trajectory_figure(
     else:
         fig.add_annotation(x=depth, y=1.0, yref="paper", text=f"no flip within K = {depth}",
                            showarrow=False, xanchor="right", yanchor="bottom", font=dict(color=_KEPT))
+    # Half a step of padding on both sides keeps the first and last tick labels inside the plot;
+    # labels are wrapped, never rotated, so none runs past the figure's edge.
+    fig.update_xaxes(range=[-0.5, depth + 0.5], tickangle=0, automargin=True)
     fig.update_xaxes(tickmode="array", tickvals=steps.tolist(), ticktext=labels, row=2, col=1,
                      title_text="groups removed (step k, cumulative; group replaced by baseline)")
     fig.update_yaxes(title_text="margin (nats)", row=1, col=1)
@@ -156,7 +193,7 @@ def collapse_figure(collapse: ArrayLike, *, rcma: float, path: Sequence[str] | N
     # On a white box above the line: below it, the label sat behind the bars of c_k ≥ 1.
     fig.add_hline(y=1.0, line=dict(color=GREY, dash="dot"), annotation_text="c = 1: margin fully gone",
                   annotation_position="top right", annotation=dict(bgcolor="rgba(255,255,255,0.85)"))
-    fig.update_xaxes(tickmode="array", tickvals=steps.tolist())
+    fig.update_xaxes(tickmode="array", tickvals=steps.tolist(), range=[-0.6, depth + 0.6], tickangle=0)
     fig.update_yaxes(rangemode="tozero")
     return finish(fig, title="Margin collapse along the path", x_title="groups removed (step k)",
                   y_title="margin loss c_k (unitless)", legend=False)
@@ -201,14 +238,18 @@ def degradation_figure(
                 text=[f"λ* = {float(star):.2f}"], textposition="top center",
                 hovertemplate=f"{name}: first flip at λ* = %{{x:.2f}}<extra></extra>",
             ))
-    fig.add_hline(y=0, line=dict(color=LIGHT_GREY, width=2), annotation_text="decision boundary",
-                  annotation_position="bottom left")
+    # The boundary is named in the legend, not by a text on the line: the ★ of λ* sit on that
+    # line (the first flip is where the margin crosses 0) and would cover the text.
+    fig.add_hline(y=0, line=dict(color=LIGHT_GREY, width=2))
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line=dict(color=LIGHT_GREY, width=2),
+                             name="decision boundary (margin 0)", hoverinfo="skip"))
     fig.update_xaxes(range=[-0.02, 1.05])
     return finish(fig, title="Partial degradation per operator (★ = λ*, first flip)",
                   x_title="severity λ (0 = intact, 1 = replaced by baseline)", y_title="margin (nats)")
 
 
-def drops_figure(groups: Sequence[str], drops: ArrayLike, *, path: Sequence[str] = ()) -> go.Figure:
+def drops_figure(groups: Sequence[str], drops: ArrayLike, *, path: Sequence[str] = (),
+                 top_n: int | None = None) -> go.Figure:
     """One-step margin drops ``δ_g``, largest first; groups on the removal path highlighted.
 
     Parameters
@@ -218,20 +259,45 @@ def drops_figure(groups: Sequence[str], drops: ArrayLike, *, path: Sequence[str]
         ``δ_g = m(x) − m_y(R(x, {g}))`` in nats; positive = the group supports the prediction.
     path : sequence of str
         Groups on the certificate's path (coloured blue; the others grey).
+    top_n : int, optional
+        Show the ``top_n`` largest drops and fold the other ``G − top_n`` groups into one
+        last bar, ``"<n> other groups"``, whose length is the largest of their drops (so no
+        folded group supports the prediction more than that bar shows); None shows all.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        At most ``top_n + 1`` horizontal bars.
     """
     d = _vector(drops, "drops", length=len(groups))
+    if top_n is not None and (isinstance(top_n, bool) or not isinstance(top_n, (int, np.integer)) or top_n < 1):
+        raise ValueError(f"`top_n` must be a positive int or None; got {top_n!r}.")
     order = np.argsort(-d, kind="stable")
-    names = [str(groups[i]) for i in order]
+    shown = order if top_n is None else order[:top_n]
+    folded = order[shown.shape[0]:]
+    names = [str(groups[i]) for i in shown]
     on_path = set(path)
     colours = [_KEPT if n in on_path else GREY for n in names]
+    values = d[shown].tolist()
+    hover = [f"{n}<br>δ = {v:.3f} nats" for n, v in zip(names, values)]
+    if folded.shape[0]:
+        rest = d[folded]
+        label = f"{folded.shape[0]} other group{'s' if folded.shape[0] > 1 else ''}"
+        names.append(label)
+        colours.append(LIGHT_GREY)
+        values.append(float(rest.max()))
+        hover.append(f"{label} (folded)<br>largest δ = {rest.max():.3f}, smallest δ = {rest.min():.3f} nats<br>"
+                     f"{int((rest > 0).sum())} of them support the prediction")
     fig = go.Figure(go.Bar(
-        x=d[order], y=names, orientation="h", marker=dict(color=colours),
-        hovertemplate="%{y}<br>δ = %{x:.3f} nats<extra></extra>",
+        x=values, y=names, orientation="h", marker=dict(color=colours), hovertext=hover,
+        hovertemplate="%{hovertext}<extra></extra>",
     ))
     fig.add_vline(x=0, line=dict(color="black", width=1))
-    fig.update_yaxes(autorange="reversed", type="category")
-    return finish(fig, title="One-step drops δ_g (blue = on the removal path)",
-                  x_title="margin drop δ_g (nats; > 0 = supports it)",
+    fig.update_yaxes(autorange="reversed", type="category", automargin=True)
+    title = "One-step drops δ_g (blue = on the removal path)"
+    if folded.shape[0]:
+        title = f"One-step drops δ_g: top {shown.shape[0]} of {len(groups)} groups (blue = on the path)"
+    return finish(fig, title=title, x_title="margin drop δ_g (nats; > 0 = supports it)",
                   y_title="evidence group", height=max(300, 28 * len(names) + 120), legend=False)
 
 
