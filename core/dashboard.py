@@ -27,7 +27,7 @@ from core.paired.records import UnpairedRecords, read_table, load_records, load_
 from core.paired.screening import screening_scores
 from core.paired.summary import grid_summary as paired_grid_summary
 from core.reviews import DECISION_LABELS
-from core.validation import check_text_table, check_unit_interval
+from core.validation import UPLOAD_LIMIT_MB, check_text_table, check_unit_interval, check_upload_size
 
 __all__ = [
     "LARGE_TABLE_ROWS",
@@ -65,7 +65,6 @@ __all__ = [
 
 # Uploads are limited to this size (also ``server.maxUploadSize`` in .streamlit/config.toml):
 # a browser session holds the bytes, and larger tables belong to the CLI.
-UPLOAD_LIMIT_MB = 50
 # Above this many rows the interactive audit runs on a stratified sample (USERS.md: tools
 # become unusable past ~20k rows); the CLI audits the full table.
 LARGE_TABLE_ROWS = 20_000
@@ -761,15 +760,6 @@ def policy_matrix(differences: pd.DataFrame, *, level: str, lam: float
 
 # ---------------------------------------------------------------------------------------------
 # Uploads of paired / unpaired records
-
-def check_upload_size(data: bytes, file_name: str, *, limit_mb: int = UPLOAD_LIMIT_MB) -> None:
-    """Refuse an upload larger than ``limit_mb`` megabytes (MiB) with a message naming the file."""
-    size = len(data)
-    if size > limit_mb * 1024**2:
-        raise ValueError(f"{file_name!r} is {size / 1024**2:.1f} MB; uploads are limited to {limit_mb} MB. "
-                         "Use the command line (`python -m core paired --help`, `python -m core audit --help`) "
-                         "for larger files.")
-
 
 def _safe_name(file_name: str, fallback: str) -> str:
     # The name comes from the browser: keep only its last component.

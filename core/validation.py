@@ -34,6 +34,7 @@ from core.exceptions import ConstantFeatureWarning
 
 __all__ = [
     "MAX_CLASSES",
+    "UPLOAD_LIMIT_MB",
     "ConstantFeatureWarning",
     "check_finite_features",
     "check_input_file",
@@ -41,6 +42,7 @@ __all__ = [
     "check_text_table",
     "check_unique_columns",
     "check_unit_interval",
+    "check_upload_size",
     "csv_header_duplicate",
     "warn_constant_features",
 ]
@@ -268,3 +270,16 @@ def warn_constant_features(frame: pd.DataFrame, features: Sequence[str], where: 
         warnings.warn(f"{where}: {share} constant ({shown}); a constant feature cannot carry evidence, "
                       "so removing its group never changes a prediction.", ConstantFeatureWarning, stacklevel=3)
     return constant
+
+
+#: Largest file the dashboard accepts per upload, in MiB (the CLIs have no limit).
+UPLOAD_LIMIT_MB = 50
+
+
+def check_upload_size(data: bytes, file_name: str, *, limit_mb: int = UPLOAD_LIMIT_MB) -> None:
+    """Refuse an upload larger than ``limit_mb`` megabytes (MiB) with a message naming the file."""
+    size = len(data)
+    if size > limit_mb * 1024**2:
+        raise ValueError(f"{file_name!r} is {size / 1024**2:.1f} MB; uploads are limited to {limit_mb} MB. "
+                         "Use the command line (`python -m core paired --help`, `python -m core audit --help`) "
+                         "for larger files.")

@@ -543,7 +543,7 @@ def probe_uploaded(model_file: tuple[str, bytes], images_zip: tuple[str, bytes],
     ValueError
         Naming the uploaded file.
     """
-    from core.dashboard import check_upload_size
+    from core.validation import check_upload_size
     from core.paired.images import open_zip_images
 
     files = [("model", model_file, ".onnx"), ("images", images_zip, ".zip")]

@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...], bool]] = [
     ("tabular", ("core.tabular", "core.tabular.*"), False),
     ("scale", ("core.scale", "core.scale.*"), False),
     ("views", ("core.viz", "core.viz.*", "core.dashboard"), True),
-    ("report", ("core.report",), False),
+    ("report", ("core.report", "core.report_pdf"), False),
     ("cli", ("core", "core.cli", "core.cli_options", "core.report_cli", "core.__main__"), True),
     ("ui", ("ui", "ui.*"), False),
     ("pages", ("pages", "pages.*"), False),
