@@ -167,7 +167,9 @@ class AuditResult:
         own models, whose fitted estimator is ``model``).
     space_kind : {"tool", "pipeline", "raw"}
         Feature space of ``X_test``: the tool's preprocessing, the preprocessing steps of a
-        user's pipeline, or raw space (:class:`core.tabular.own_model.RawSpace`).
+        user's pipeline, or raw space (:class:`core.tabular.own_model.RawSpace`).    model_unavailable : str or None
+        Why ``model`` is None: an audit rebuilt from a saved folder whose model cannot be
+        loaded (:func:`core.tabular.audit_folder.saved_result`); what calls the model is off.
     """
 
     dataset: Dataset
@@ -203,6 +205,7 @@ class AuditResult:
     notes: tuple[str, ...]
     source_model: Any = None
     space_kind: Literal["tool", "pipeline", "raw"] = "tool"
+    model_unavailable: str | None = None
 
     def save(self, directory: str | Path) -> Path:
         """Write the audit into a new folder, atomically: the layout of ``python -m core audit --out``.
@@ -729,7 +732,9 @@ def write_audit(result: AuditResult, directory: str | Path) -> list[Path]:
     from core.scale.certify import TASK_FILE, save_certify_task, task_from_audit
 
     written.append(save_certify_task(task_from_audit(result), directory / TASK_FILE))
-    return written
+    from core.tabular.audit_folder import write_view  # the dashboard's tables, readable without the model
+
+    return written + write_view(result, directory)
 
 
 def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:

@@ -47,7 +47,7 @@ from core.cfc.protocol import Protocol
 from core.cfc.stressors import LabelChannel, brittle_labels
 from core.tabular.datasets import Dataset, DatasetSplit
 from core.tabular.metrics import nominal_metrics
-from core.tabular.preprocessing import detect_unavailable_fields
+from core.tabular.preprocessing import FittedPreprocessor, detect_unavailable_fields
 
 __all__ = ["PipelineSpace", "RawModel", "RawSpace", "audit_model", "feature_origins", "model_space"]
 
@@ -276,9 +276,9 @@ class PipelineSpace:
 
 def feature_origins(preprocessor: Any) -> list[str]:
     """Raw column of every transformed column, for any preprocessor an audit can hold."""
-    if isinstance(preprocessor, (RawSpace, PipelineSpace)):
-        return list(preprocessor.origins)
-    return trace_feature_origins(preprocessor.transformer)
+    if isinstance(preprocessor, FittedPreprocessor):
+        return trace_feature_origins(preprocessor.transformer)
+    return list(preprocessor.origins)  # RawSpace, PipelineSpace, audit_folder.SavedSpace
 
 
 def _model_columns(model: Any, train: pd.DataFrame, target: str) -> tuple[str, ...]:
