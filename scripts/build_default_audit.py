@@ -4,10 +4,10 @@
 
 Runs ``run_audit`` on the default dataset, seed 0 and the default protocol for every model of
 :data:`core.tabular.shipped.SHIPPED_MODELS`, saves each as a saved-audit folder with its
-``source.json`` (:func:`core.tabular.shipped.audit_source`), keeps the model file
-(``_task.zip``) only for :data:`~core.tabular.shipped.SHIPPED_WITH_MODEL` and drops
-``certificates.csv`` (the Parquet file holds the same table), then replaces the output folder
-in one rename. ``--check`` only says whether every shipped audit still matches its source in
+``source.json`` (:func:`core.tabular.shipped.audit_source`), drops the model file ``_task.zip`` (the
+dashboard refits the model on the first live panel, :class:`core.tabular.shipped.RefitModel`)
+and ``certificates.csv`` (the Parquet file holds the same table), then replaces the output
+folder in one rename. ``--check`` only says whether every shipped audit still matches its source in
 this environment (exit 1 if not): run it after changing a library version or the audit code.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ from core.atomic import atomic_folder  # noqa: E402
 from core.scale.certify import TASK_FILE  # noqa: E402
 from core.tabular.audit import run_audit  # noqa: E402
 from core.tabular.datasets import DEFAULT_DATASET, load_dataset  # noqa: E402
-from core.tabular.shipped import (SHIPPED_DIR, SHIPPED_MODELS, SHIPPED_WITH_MODEL, SOURCE_FILE,  # noqa: E402
+from core.tabular.shipped import (SHIPPED_DIR, SHIPPED_MODELS, SOURCE_FILE,  # noqa: E402
                                   audit_source, shipped_folder, source_fingerprint, write_source)
 
 SEED = 0
@@ -58,8 +58,7 @@ def build(out: Path) -> None:
                 result = run_audit(dataset, model=model, seed=SEED)
             folder = result.save(shipped_folder(DEFAULT_DATASET, model, SEED, root=tmp))
             (folder / "certificates.csv").unlink()
-            if model not in SHIPPED_WITH_MODEL:
-                (folder / TASK_FILE).unlink()
+            (folder / TASK_FILE).unlink()
             write_source(folder, audit_source(dataset, model=model, seed=SEED))
             size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
             print(f"{folder.name}: {size / 1e6:.2f} MB, fingerprint {result.fingerprint[:12]}")

@@ -93,11 +93,9 @@ def audit_max_rows(dataset: Dataset) -> int | None:
 
 
 @st.cache_resource(show_spinner=False, max_entries=24)
-def _shipped(dataset_key: str, model: str, seed: int, protocol_json: str, need_model: bool, *,
-             _dataset: Dataset) -> AuditResult | None:
+def _shipped(dataset_key: str, model: str, seed: int, protocol_json: str, *, _dataset: Dataset) -> AuditResult | None:
     """The precomputed audit of ``assets/default_audit`` when its source fingerprint matches."""
-    return shipped_audit(_dataset, model=model, seed=seed, protocol=Protocol.from_json(protocol_json),
-                         need_model=need_model)
+    return shipped_audit(_dataset, model=model, seed=seed, protocol=Protocol.from_json(protocol_json))
 
 
 def _dataset_digest(key: str) -> str:
@@ -113,10 +111,8 @@ def _job(model: str) -> AuditResult | AuditJob:
     dataset = current_dataset()
     seed, protocol, max_rows = int(st.session_state["seed"]), current_protocol().to_json(), audit_max_rows(dataset)
     if key in DATASET_NAMES and max_rows is None:
-        shipped = _shipped(key, model, seed, protocol, False, _dataset=dataset)
-        # A shipped audit without its model serves the comparison tables only; the selected
-        # model's live panels need the model, so that audit is computed (once) in the background.
-        if shipped is not None and (shipped.model is not None or model != st.session_state["model"]):
+        shipped = _shipped(key, model, seed, protocol, _dataset=dataset)
+        if shipped is not None:
             return shipped
 
     def compute(progress):

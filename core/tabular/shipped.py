@@ -7,6 +7,11 @@ it. :func:`audit_source` recomputes that description for a requested audit from 
 (no model is fitted, no heavy library imported); :func:`shipped_audit` returns the shipped
 result only when the two fingerprints are equal, and None otherwise — the caller then
 computes the audit as usual. ``scripts/build_default_audit.py`` regenerates the folders.
+
+The shipped folders hold no model file: the live panels' model is refitted on first use
+(:class:`RefitModel`: same split, preprocessing, registry parameters and seed give the same
+model, checked against the certificate fingerprint). Refitting the default model costs less
+than reading it back with skops, whose trusted-type scan imports torch.
 """
 from __future__ import annotations
 
@@ -23,7 +28,7 @@ import pandas as pd
 from core.cfc.protocol import Protocol
 from core.cfc.stressors import LabelChannel
 
-__all__ = ["SHIPPED_DIR", "SHIPPED_MODELS", "SHIPPED_WITH_MODEL", "SOURCE_FILE", "audit_source", "shipped_audit", "shipped_folder", "source_fingerprint",
+__all__ = ["SHIPPED_DIR", "SHIPPED_MODELS", "SOURCE_FILE", "RefitModel", "audit_source", "shipped_audit", "shipped_folder", "source_fingerprint",
            "write_source"]
 
 #: Where the shipped audits live (``AUDIT_SHIPPED_DIR`` overrides it, e.g. in tests).
@@ -32,9 +37,6 @@ SOURCE_FILE = "source.json"
 #: What ``scripts/build_default_audit.py`` ships: the default dataset at seed 0 under the default
 #: protocol, for the sidebar's default model and the Model comparison page's default models.
 SHIPPED_MODELS = ("logreg", "random_forest", "hist_gb")
-#: Of those, the ones shipped with their model (the live panels of the default audit); the others
-#: ship their tables only (the comparison page needs no model; a random forest file is ~4 MB).
-SHIPPED_WITH_MODEL = ("hist_gb",)
 # Bump when the audit pipeline changes what it computes from the same inputs.
 _SCHEMA = "shipped-audit/1"
 # Libraries whose kernels or defaults decide the numbers of every audit.
@@ -125,32 +127,99 @@ def write_source(folder: str | Path, source: dict[str, Any]) -> Path:
     return path
 
 
+class RefitModel:
+    """``predict_proba`` of a shipped audit's model, refitted on the first call.
+
+    The audit's own split, the tool's preprocessing fitted on its training rows and
+    ``make_model(model, seed=seed)`` give the model ``run_audit`` fitted; its certificate
+    fingerprint must equal the shipped one, else every call raises ``ValueError``.
+
+    Parameters
+    ----------
+    result : AuditResult
+        The shipped audit (its dataset, split, groups, baseline, protocol and fingerprint).
+    """
+
+    def __init__(self, result: Any) -> None:
+        import threading
+
+        self._result = result
+        self._lock = threading.Lock()
+        self._model: Any = None
+        self._error: str | None = None
+
+    def load(self) -> Any:
+        """The fitted estimator over the transformed features (fitted and checked once)."""
+        with self._lock:
+            if self._model is None and self._error is None:
+                try:
+                    self._model = self._fit()
+                except ValueError as exc:
+                    self._error = str(exc)
+            if self._error is not None:
+                raise ValueError(self._error)
+            return self._model
+
+    def _fit(self) -> Any:
+        import numpy as np
+        from threadpoolctl import threadpool_limits
+
+        from core.cfc.certificate import certify
+        from core.tabular.models import make_model
+        from core.tabular.preprocessing import fit_preprocessor
+
+        r = self._result
+        split, ds = r.split, r.dataset
+        params = {"groups": r.groups, "baseline": r.baseline} if r.model_name == "fr_resmlp" else {}
+        # One thread: the dashboard serves other sessions meanwhile, and OpenMP threads that
+        # compete for a busy CPU make a 2 s fit last a minute. Threads change float sums only.
+        with threadpool_limits(limits=1):
+            pre = fit_preprocessor(split.train, ds.numeric, ds.categorical)
+            estimator = make_model(r.model_name, seed=r.seed, **params).fit(pre.transform(split.train),
+                                                                            split.y_train)
+            probe = certify(estimator.predict_proba, r.baseline[None, :], r.groups, r.baseline, r.protocol)
+        expected = r.certificates.probe_proba
+        # The rule of core.cfc.certificate.verify: the same fingerprint, or probe probabilities
+        # within its default tolerances (another CPU's kernels may round the 6-decimal hash apart).
+        if probe.fingerprint != r.fingerprint and not (
+                expected is not None and expected.shape == probe.probe_proba.shape
+                and np.isclose(probe.probe_proba, expected, rtol=1e-5, atol=1e-6).all()):
+            raise ValueError(f"the refitted {r.model_name} gives the certificate fingerprint "
+                             f"{probe.fingerprint[:16]}…, not the shipped {r.fingerprint[:16]}…; regenerate the "
+                             "shipped audit (python scripts/build_default_audit.py).")
+        return estimator
+
+    def predict_proba(self, Z: Any) -> Any:
+        return self.load().predict_proba(Z)
+
+
 def shipped_audit(dataset: Any, *, model: str, seed: int, protocol: Protocol | None = None,
-                  need_model: bool = True, root: str | Path | None = None):
+                  root: str | Path | None = None):
     """The shipped audit of this dataset, model, seed and protocol, or None.
 
-    None when nothing is shipped for them, when the shipped ``source.json`` does not match
-    :func:`audit_source` (other data, protocol, model parameters or library versions), or
-    when ``need_model`` and the folder ships no model (``_task.zip``). The model is loaded
-    on its first use (:class:`core.tabular.audit_folder.SavedModel`), so opening a shipped
-    audit imports neither skops nor the model's library.
+    None when nothing is shipped for them, or when the shipped ``source.json`` does not match
+    :func:`audit_source` (other data, protocol, model parameters or library versions), or when
+    the folder is damaged. Its model is a :class:`RefitModel` (fitted on the first live
+    panel), so opening a shipped audit fits nothing and imports no model library.
 
     Returns
     -------
     AuditResult or None
     """
-    from core.scale.certify import TASK_FILE
+    import dataclasses
+
     from core.tabular.audit_folder import open_audit_folder, saved_result
 
     folder = shipped_folder(dataset.name, model, seed, root=root)
-    if not (folder / SOURCE_FILE).is_file() or (need_model and not (folder / TASK_FILE).is_file()):
+    if not (folder / SOURCE_FILE).is_file():
         return None
     try:
         stored = json.loads((folder / SOURCE_FILE).read_text(encoding="utf-8"))
         expected = source_fingerprint(audit_source(dataset, model=model, seed=seed, protocol=protocol))
         if not isinstance(stored, dict) or stored.get("fingerprint") != expected:
             return None
-        return saved_result(open_audit_folder(folder, load_model=False), dataset=dataset, lazy_model=True)
+        result = saved_result(open_audit_folder(folder, load_model=False), dataset=dataset)
     except (OSError, ValueError):
         # A damaged shipped folder is not an error for the user: the audit is computed instead.
         return None
+    return dataclasses.replace(result, model=RefitModel(result), model_unavailable=None)
