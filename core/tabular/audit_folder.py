@@ -1,7 +1,8 @@
 """Open a saved audit folder (``AuditResult.save`` / ``python -m core audit --out``) safely.
 
-Only JSON, Parquet, Markdown, ``.npz`` read with ``allow_pickle=False`` and the task zip (:func:`core.scale.certify.load_certify_task`:
-skops with a fixed trust list, native model files, ONNX) are read; a folder holding an old
+Only JSON, Parquet, Markdown, ``.npz`` read with ``allow_pickle=False`` and the task zip
+(:func:`core.scale.certify.load_certify_task`: skops with a fixed trust list, native model
+files, ONNX) are read; a folder holding an old
 ``_task.pkl`` is opened without its model, which is never unpickled.
 
 :func:`open_audit_folder` returns what the folder holds. :func:`saved_result` rebuilds the
