@@ -11,9 +11,10 @@ from core.cfc.search import flip_search
 from core.tabular.own_model import feature_origins
 from core.dashboard import prediction_table, raw_values_table, sample_bundle, whatif_probabilities
 from ui.certificate import cached_figure, certificate_figures, evidence_tables, flip_budget_text
-from ui.components import audit_line, figure, page_header, run_page, table
+from ui.components import audit_line, figure, guarded, page_header, run_page, table
 from ui.data import current_audit
 from ui.entry import ensure_entrypoint
+from ui.own_model import live_model_off
 from ui.selection import apply_table_selection, sample_in, select_sample, selected_sample
 
 ensure_entrypoint()
@@ -94,12 +95,44 @@ def _pick_sample(frame) -> int | None:
     return int(frame.index[frame["sample_id"] == selected_sample()][0])
 
 
+def _flip_sets(result, cert, position: int, depth: int):
+    """Greedy k* beside the exact and beam minimum flip sets (calls the model)."""
+    search = _search(result.fingerprint, position, result)
+    k_exact, k_beam = float(search.k_exact[0]), float(search.k_beam[0])
+
+    def fmt(k: float) -> str:
+        return "undecided (cap)" if np.isnan(k) else (f"> {depth}" if k > depth else f"{int(k)}")
+
+    s = st.columns(3)
+    s[0].metric("Greedy k*", fmt(float(cert.flip_budget)), help="Along the certificate's removal path")
+    s[1].metric("Exact minimum", fmt(k_exact), help=f"All subsets up to size {depth} (cap {result.protocol.exact_cap})")
+    s[2].metric(f"Beam search (width {result.protocol.beam_width})", fmt(k_beam))
+    subsets = {"exact": search.subset_names("exact", 0), "beam": search.subset_names("beam", 0)}
+    st.caption(" · ".join(f"{k} flipping set: {', '.join(v) if v else 'none within K'}" for k, v in subsets.items())
+               + ". When exact < greedy, a smaller combination of groups flips the prediction than the path found.")
+    return search
+
+
 @st.fragment
 def _whatif(result, cert, position: int, classes: list[str]) -> None:
     """Set groups to the baseline and see the live prediction: a fragment, so a toggle reruns
     only this panel (one batched ``predict_proba`` of two rows), not the whole certificate."""
     st.subheader("What if?")
     st.markdown("Set evidence groups to their baseline value and see the live prediction of the model.")
+    left, right = st.columns([3, 2])
+    with left:
+        if not live_model_off(result, "The what-if"):
+            with guarded("What-if"):
+                _whatif_live(result, cert, position, classes)
+    with right:
+        origins = feature_origins(result.preprocessor)
+        table(raw_values_table(result.raw_test.loc[cert.index], result.groups, origins),
+              name=f"sample {cert.index} raw values", key="explorer_raw", height=320,
+              caption="Raw values of this sample (numbers rounded to 3 decimals; the CSV has the same text).")
+
+
+def _whatif_live(result, cert, position: int, classes: list[str]) -> None:
+    """Toggles of evidence groups and the model's live prediction (calls the model)."""
     if st.session_state["whatif_sample"] != int(cert.index):
         # Toggles belong to one sample: carrying them to the next one would silently edit it.
         st.session_state["whatif_groups"] = []
@@ -121,16 +154,9 @@ def _whatif(result, cert, position: int, classes: list[str]) -> None:
     verdict = "unchanged" if int(np.argmax(p1)) == cert.pred else "**flipped**"
     st.markdown(f"What-if prediction: **{new_pred}** (P = {p1.max():.3f}) — {verdict}, with "
                 f"{len(chosen)} group(s) at the baseline.")
-    left, right = st.columns([3, 2])
-    with left:
-        figure(cached_figure("whatif_figure", classes, p0, p1),
-               "Grey: the model's probabilities for the original input; orange: with the selected groups removed.",
-               key="explorer_whatif")
-    with right:
-        origins = feature_origins(result.preprocessor)
-        table(raw_values_table(result.raw_test.loc[cert.index], result.groups, origins),
-              name=f"sample {cert.index} raw values", key="explorer_raw", height=320,
-              caption="Raw values of this sample (numbers rounded to 3 decimals; the CSV has the same text).")
+    figure(cached_figure("whatif_figure", classes, p0, p1),
+           "Grey: the model's probabilities for the original input; orange: with the selected groups removed.",
+           key="explorer_whatif")
 
 
 def _body() -> None:
@@ -161,19 +187,10 @@ def _body() -> None:
         evidence_tables(result, cert, key="explorer")
 
     st.subheader("Is the greedy path minimal?")
-    search = _search(result.fingerprint, position, result)
-    k_exact, k_beam = float(search.k_exact[0]), float(search.k_beam[0])
-
-    def fmt(k: float) -> str:
-        return "undecided (cap)" if np.isnan(k) else (f"> {depth}" if k > depth else f"{int(k)}")
-
-    s = st.columns(3)
-    s[0].metric("Greedy k*", fmt(float(cert.flip_budget)), help="Along the certificate's removal path")
-    s[1].metric("Exact minimum", fmt(k_exact), help=f"All subsets up to size {depth} (cap {result.protocol.exact_cap})")
-    s[2].metric(f"Beam search (width {result.protocol.beam_width})", fmt(k_beam))
-    subsets = {"exact": search.subset_names("exact", 0), "beam": search.subset_names("beam", 0)}
-    st.caption(" · ".join(f"{k} flipping set: {', '.join(v) if v else 'none within K'}" for k, v in subsets.items())
-               + ". When exact < greedy, a smaller combination of groups flips the prediction than the path found.")
+    search = None
+    if not live_model_off(result, "The exact / beam flip-set search"):
+        with guarded("Flip-set search"):
+            search = _flip_sets(result, cert, position, depth)
 
     _whatif(result, cert, position, classes)
 

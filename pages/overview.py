@@ -253,15 +253,13 @@ def _own_body() -> None:
         st.caption(f"Folder `{saved.path}` · model {saved.protocol.get('model', '?')} · certificate fingerprint "
                    f"`{saved.fingerprint[:16]}…`")
         if saved.unavailable:
-            st.warning(f"The model is unavailable: {saved.unavailable}. The what-if and live certificates are off; "
-                       "the saved summary and certificates are below.", icon=":material/warning:")
-        with st.expander("Saved summary (summary.md)", expanded=saved.task is None):
+            st.warning(f"The model is unavailable: {saved.unavailable}. Every page shows the saved tables; only "
+                       "the panels that call the model (what-if, flip-set search) are off.", icon=":material/warning:")
+        with st.expander("Saved summary (summary.md)", expanded=False):
             st.markdown(saved.summary or "_no summary.md_")
         table(saved.certificates.drop(columns=["path", "path_margins"], errors="ignore"), name="saved certificates",
               key="overview_saved_certificates", height=300,
               caption="The certificate table as saved (certificates.parquet).")
-        if saved.task is None:
-            return
     with guarded("Audit"):
         result = current_audit()
         _data_section(result.dataset, label=own_label())

@@ -16,12 +16,14 @@ import streamlit as st
 
 from core.dashboard import UPLOAD_LIMIT_MB, table_columns
 from core.tabular.audit import AuditResult
-from core.tabular.audit_folder import SavedAudit, list_audit_folders, open_audit_folder, reopen_audit
+from core.tabular.audit_folder import (VIEW_DIR, SavedAudit, list_audit_folders, open_audit_folder, reopen_audit,
+                                      saved_result)
 from core.tabular.model_files import load_model_bytes, read_table
 from core.tabular.own_model import audit_model
 from ui.components import guarded
 
-__all__ = ["default_audits_dir", "own_audit", "own_label", "own_mode", "render_own_model_sidebar", "saved_folder"]
+__all__ = ["default_audits_dir", "live_model_off", "own_audit", "own_label", "own_mode", "render_own_model_sidebar",
+           "saved_folder"]
 
 
 def default_audits_dir() -> Path:
@@ -37,7 +39,8 @@ def own_mode() -> bool:
 
 
 def _stamp(path: Path) -> str:
-    files = [path / n for n in ("protocol.json", "_task.zip", "certificates.parquet")]
+    files = [path / n for n in ("protocol.json", "_task.zip", "certificates.parquet", "view/meta.json",
+                                "view/certificates.json.gz")]
     return ":".join(f"{f.stat().st_mtime_ns}-{f.stat().st_size}" if f.exists() else "-" for f in files)
 
 
@@ -46,9 +49,30 @@ def _folder(path: str, stamp: str) -> SavedAudit:
     return open_audit_folder(path)
 
 
-@st.cache_resource(show_spinner="Re-certifying the saved audit with its model…", max_entries=8)
+@st.cache_resource(show_spinner="Reading the saved audit…", max_entries=8)
 def _folder_result(path: str, stamp: str) -> AuditResult:
-    return reopen_audit(_folder(path, stamp))
+    saved = _folder(path, stamp)
+    if (saved.path / VIEW_DIR).is_dir():
+        return saved_result(saved)  # the saved tables; the model (if it loads) only for the live panels
+    if saved.task is None:
+        raise ValueError(f"this folder was written before audit folders kept their tables for the pages ({VIEW_DIR}/), "
+                         f"and {saved.unavailable}, so it cannot be recomputed either. The saved summary and "
+                         "certificate table are on the Overview page; re-create the audit (`python -m core audit "
+                         "... --out DIR` or AuditResult.save) to see every page.")
+    with st.spinner("Re-certifying the saved audit with its model (folder written before view/)…"):
+        return reopen_audit(saved)
+
+
+def live_model_off(result: AuditResult, what: str) -> bool:
+    """Say why ``what`` (a panel that calls the model) is off, and return True, when the
+    audit has no usable model (a saved audit whose model cannot be loaded)."""
+    if result.model is not None:
+        return False
+    st.info(f"**{what} is off:** it calls the model, and {result.model_unavailable or 'no model is available'}. "
+            "Everything else on this page comes from the saved tables. To turn it on, save the audit again with a "
+            "loadable model (`python -m core audit ... --out DIR` or `AuditResult.save`), or name the extra skops "
+            "types you trust when auditing (`--trust TYPE`).", icon=":material/power_off:")
+    return True
 
 
 def _holdout(test, target: str):
@@ -91,17 +115,18 @@ def saved_folder() -> SavedAudit | None:
 def own_audit() -> AuditResult:
     """The audit of the user's model.
 
+    A saved folder is shown from its saved tables (``result.model`` is None when its model
+    cannot be loaded; :func:`live_model_off`).
+
     Raises
     ------
     ValueError
-        The folder's model cannot be loaded (the message says why), or the upload is invalid.
+        The folder is unreadable, predates ``view/`` and has no loadable model, or the upload
+        is invalid (the message says why).
     """
     source = st.session_state["own_audit"]
     if source["kind"] == "folder":
         saved = saved_folder()
-        if saved.task is None:
-            raise ValueError(f"the what-if, live certificates and per-prediction pages need the audit's model, and "
-                             f"{saved.unavailable}. The saved summary and certificate table are on the Overview page.")
         return _folder_result(str(saved.path), _stamp(saved.path))
     files = {role: tuple(v) for role, v in source["files"].items() if v is not None}
     from ui.data import upload_digest

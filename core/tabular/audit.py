@@ -73,6 +73,7 @@ from core.tabular.datasets import (
     subsample_dataset,
     with_blocks,
 )
+from core.tabular.audit_view import jsonable, parquet_safe, write_view
 from core.tabular.metrics import NOMINAL_METRICS, nominal_metrics
 from core.tabular.models import MODEL_NAMES, MODELS, make_model
 from core.tabular.preprocessing import FittedPreprocessor, detect_unavailable_fields, fit_preprocessor
@@ -171,7 +172,9 @@ class AuditResult:
         own models, whose fitted estimator is ``model``).
     space_kind : {"tool", "pipeline", "raw"}
         Feature space of ``X_test``: the tool's preprocessing, the preprocessing steps of a
-        user's pipeline, or raw space (:class:`core.tabular.own_model.RawSpace`).
+        user's pipeline, or raw space (:class:`core.tabular.own_model.RawSpace`).    model_unavailable : str or None
+        Why ``model`` is None: an audit rebuilt from a saved folder whose model cannot be
+        loaded (:func:`core.tabular.audit_folder.saved_result`); what calls the model is off.
     """
 
     dataset: Dataset
@@ -207,6 +210,7 @@ class AuditResult:
     notes: tuple[str, ...]
     source_model: Any = None
     space_kind: Literal["tool", "pipeline", "raw"] = "tool"
+    model_unavailable: str | None = None
 
     def save(self, directory: str | Path) -> Path:
         """Write the audit into a new folder, atomically: the layout of ``python -m core audit --out``.
@@ -574,23 +578,8 @@ def certificate_export(result: AuditResult) -> pd.DataFrame:
     return pd.concat([out, cert, scores], axis=1)
 
 
-def _jsonable(value: Any) -> Any:
-    """Plain-JSON version of numbers / containers: NaN and inf become None."""
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, np.bool_):
-        return bool(value)
-    return value
-
-
 def _records(frame: pd.DataFrame | None) -> list[dict[str, Any]] | None:
-    return None if frame is None else [_jsonable(r) for r in frame.to_dict("records")]
+    return None if frame is None else [jsonable(r) for r in frame.to_dict("records")]
 
 
 def evaluation_json(result: AuditResult) -> dict[str, Any]:
@@ -605,7 +594,7 @@ def evaluation_json(result: AuditResult) -> dict[str, Any]:
             return None
         return {row["score"]: {k: v for k, v in row.items() if k != "score"} for row in _records(frame)}
 
-    return _jsonable({
+    return jsonable({
         "dataset": result.dataset.name, "model": result.model_name, "seed": result.seed,
         "fingerprint": result.fingerprint, "n_test": int(len(result.y_test)),
         "n_high_confidence": int(result.labels.high_confidence.sum()),
@@ -623,7 +612,7 @@ def evaluation_json(result: AuditResult) -> dict[str, Any]:
 
 def protocol_json(result: AuditResult) -> dict[str, Any]:
     """The declared protocol with its fingerprints, groups and label channel, as plain JSON."""
-    return _jsonable({
+    return jsonable({
         "protocol": result.protocol.to_dict(), "protocol_fingerprint": result.protocol.fingerprint,
         "certificate_fingerprint": result.fingerprint, "label_channel": result.label_channel.to_dict(),
         "dataset": result.dataset.name, "source": result.dataset.source, "model": result.model_name,
@@ -719,7 +708,7 @@ def write_audit(result: AuditResult, directory: str | Path) -> list[Path]:
         table.to_parquet(tmp, index=False)
     flat = table.copy()
     for col in ("path", "path_margins"):
-        flat[col] = [json.dumps(_jsonable(v)) for v in flat[col]]
+        flat[col] = [json.dumps(jsonable(v)) for v in flat[col]]
     with atomic_path(written[1]) as tmp:
         flat.to_csv(tmp, index=False)
     atomic_write_text(written[2], json.dumps(evaluation_json(result), indent=2, allow_nan=False) + "\n")
@@ -728,24 +717,13 @@ def write_audit(result: AuditResult, directory: str | Path) -> list[Path]:
     for name, part in (("train.parquet", result.split.train), ("test.parquet", result.raw_test)):
         written.append(directory / name)
         with atomic_path(written[-1]) as tmp:
-            _parquet_safe(part).to_parquet(tmp, index=True)
+            parquet_safe(part).to_parquet(tmp, index=True)
     # Imported here so that importing the audit does not load pyarrow's compute kernels.
     from core.tabular.certify_task import TASK_FILE, save_certify_task, task_from_audit
 
     written.append(save_certify_task(task_from_audit(result), directory / TASK_FILE))
-    return written
 
-
-def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
-    """Object columns mixing types (e.g. text with NaN floats) as text, so Parquet accepts them."""
-    out = frame.copy()
-    for c in out.columns:
-        if out[c].dtype == object:
-            kinds = {type(v) for v in out[c].dropna()}
-            if len(kinds) > 1:
-                out[c] = out[c].astype("string")
-    out.columns = [str(c) for c in out.columns]
-    return out
+    return written + write_view(result, directory)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,12 +1,16 @@
 """Open a saved audit folder (``AuditResult.save`` / ``python -m core audit --out``) safely.
 
-Only JSON, Parquet, Markdown and the task zip (:func:`core.tabular.certify_task.load_certify_task`:
-skops with a fixed trust list, native model files, ONNX) are read; a folder holding an old
+Only JSON, Parquet, Markdown, ``.npz`` read with ``allow_pickle=False`` and the task zip
+(:func:`core.tabular.certify_task.load_certify_task`: skops with a fixed trust list, native model
+files, ONNX) are read; a folder holding an old
 ``_task.pkl`` is opened without its model, which is never unpickled.
 
-:func:`open_audit_folder` returns what the folder holds; :func:`reopen_audit` recomputes the
-full :class:`~core.tabular.audit.AuditResult` from its model and tables (same groups,
-baseline and protocol, so the same certificate fingerprint) when the model loads.
+:func:`open_audit_folder` returns what the folder holds. :func:`saved_result` rebuilds the
+full :class:`~core.tabular.audit.AuditResult` from the saved tables alone (the ``view/``
+sub-folder written by :func:`write_view`), so every page of the dashboard works on a folder
+whose model cannot be loaded; only what calls the model (``result.model is None`` then, with
+``result.model_unavailable`` saying why) is off. :func:`reopen_audit` recomputes an audit from
+its model and tables, for folders written before ``view/`` existed.
 """
 from __future__ import annotations
 
@@ -18,7 +22,10 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["SavedAudit", "list_audit_folders", "open_audit_folder", "reopen_audit"]
+from core.tabular.audit_view import LABEL_ARRAYS, VIEW_DIR, VIEW_SCHEMA, write_view
+
+__all__ = ["VIEW_DIR", "SavedAudit", "SavedModel", "SavedSpace", "list_audit_folders", "open_audit_folder",
+           "reopen_audit", "saved_result", "write_view"]
 
 _REQUIRED = ("protocol.json", "evaluation.json", "certificates.parquet")
 
@@ -75,7 +82,7 @@ def _json(path: Path) -> dict:
     return data
 
 
-def open_audit_folder(path: str | Path, *, trusted: Iterable[str] = ()) -> SavedAudit:
+def open_audit_folder(path: str | Path, *, trusted: Iterable[str] = (), load_model: bool = True) -> SavedAudit:
     """Read an audit folder; the model is loaded only from a safe ``_task.zip``.
 
     Parameters
@@ -83,6 +90,9 @@ def open_audit_folder(path: str | Path, *, trusted: Iterable[str] = ()) -> Saved
     path : str or Path
     trusted : iterable of str
         skops types (beyond skops' and the tool's own) that the saved model may contain.
+    load_model : bool, default=True
+        Load ``_task.zip`` now. With False, ``task`` and ``unavailable`` are None and the
+        model is left to :class:`SavedModel` (``saved_result(..., lazy_model=True)``).
 
     Raises
     ------
@@ -101,7 +111,9 @@ def open_audit_folder(path: str | Path, *, trusted: Iterable[str] = ()) -> Saved
     tables = {name: pd.read_parquet(path / f"{name}.parquet") if (path / f"{name}.parquet").is_file() else None
               for name in ("train", "test")}
     task, why = None, None
-    if (path / TASK_FILE).is_file():
+    if not load_model:
+        pass
+    elif (path / TASK_FILE).is_file():
         try:
             task = load_certify_task(path / TASK_FILE, trusted=trusted)
         except ValueError as exc:
@@ -146,3 +158,213 @@ def list_audit_folders(root: str | Path) -> list[Path]:
     if not root.is_dir():
         return []
     return sorted(p for p in root.iterdir() if p.is_dir() and (p / "protocol.json").is_file())
+
+
+@dataclass(frozen=True)
+class SavedSpace:
+    """The feature space of a saved audit as the pages show it: names and raw origins only.
+
+    ``transform`` is unavailable (the preprocessing lives in the model task); the pages never
+    transform rows of a saved audit, they read the saved transformed test rows.
+    """
+
+    raw_columns: tuple[str, ...]
+    feature_names: tuple[str, ...]
+    origins: tuple[str, ...]
+
+    @property
+    def n_features_out(self) -> int:
+        return len(self.feature_names)
+
+    def transform(self, frame: pd.DataFrame, **_: Any) -> Any:
+        raise ValueError("a saved audit's feature space cannot transform new rows; open the folder's _task.zip "
+                         "(core.scale.certify.load_certify_task) for its preprocessing.")
+
+
+class SavedModel:
+    """``predict_proba`` of a folder's ``_task.zip``, loaded on the first call.
+
+    Opening a saved audit then imports neither skops nor the model's library; the first live
+    panel that calls the model pays for it once. The loaded model must reproduce the saved
+    certificate fingerprint, else every call raises ``ValueError`` saying so.
+    """
+
+    def __init__(self, path: str | Path, fingerprint: str, *, trusted: Iterable[str] = ()) -> None:
+        import threading
+
+        self.path, self.fingerprint, self.trusted = Path(path), fingerprint, tuple(trusted)
+        self._lock = threading.Lock()
+        self._task: Any = None
+        self._error: str | None = None
+
+    def load(self) -> Any:
+        """The :class:`~core.scale.certify.CertifyTask` (loaded and checked once)."""
+        with self._lock:
+            if self._task is None and self._error is None:
+                from core.tabular.certify_task import load_certify_task
+
+                try:
+                    task = load_certify_task(self.path, trusted=self.trusted)
+                    _check_task(task, self.fingerprint, self.path)
+                    self._task = task
+                except ValueError as exc:
+                    self._error = f"the saved model could not be loaded: {exc}"
+            if self._error is not None:
+                raise ValueError(self._error)
+            return self._task
+
+    def predict_proba(self, Z: Any) -> Any:
+        return self.load().model.predict_proba(Z)
+
+
+def _check_task(task: Any, fingerprint: str, where: Path) -> None:
+    actual = task.fingerprint()
+    if fingerprint and actual != fingerprint:
+        raise ValueError(f"{where} gives the certificate fingerprint {actual[:16]}…, but the saved certificates "
+                         f"were made with {fingerprint[:16]}…; the model file was changed or belongs to another "
+                         "audit.")
+
+
+def _labels_from(meta: dict | None, arrays: Any, prefix: str) -> Any:
+    from core.cfc.stressors import BrittleLabels
+
+    if meta is None:
+        return None
+    return BrittleLabels(**{k: arrays[f"{prefix}_{k}"] for k in LABEL_ARRAYS},
+                         settings=tuple((str(s), float(v)) for s, v in meta["settings"]), tau_p=float(meta["tau_p"]),
+                         tau_kappa=float(meta["tau_kappa"]), n_forward=int(meta["n_forward"]))
+
+
+def _view_dataset(meta: dict, saved: SavedAudit, arrays: Any, dataset: Any) -> tuple[Any, Any]:
+    """The audited dataset and split: the given ``dataset`` (checked) or the saved train + test rows."""
+    import numpy as np
+
+    from core.tabular.datasets import Dataset, DatasetSplit
+
+    d, split = meta["dataset"], meta["split"]
+    test_ids = saved.test.index if saved.test is not None else None
+    if dataset is not None:
+        index = arrays["test_index"]
+        if len(dataset.frame) != int(d["n_rows"]) or test_ids is None or \
+                not dataset.frame.index[index].equals(test_ids):
+            raise ValueError(f"{saved.path}: the given dataset {dataset.name!r} is not the one audited "
+                             f"({d['name']!r}, {d['n_rows']} rows).")
+        positions = arrays["train_index"], arrays["val_index"], index
+    else:
+        if saved.train is None or saved.test is None:
+            raise ValueError(f"{saved.path} has no train.parquet / test.parquet (written by an earlier version).")
+        frame = pd.concat([saved.train, saved.test], axis=0)
+        if frame.index.has_duplicates:
+            frame = frame.reset_index(drop=True)
+        n_train = len(saved.train)
+        dataset = Dataset(name=d["name"], frame=frame, target=d["target"], features=tuple(d["features"]),
+                          numeric=tuple(d["numeric"]), categorical=tuple(d["categorical"]),
+                          classes=tuple(d["classes"]), positive_class=d["positive_class"], blocks=d["blocks"],
+                          markers={k: tuple(v) for k, v in (d["markers"] or {}).items()},
+                          description=d["description"], source=d["source"], notes=tuple(d["notes"]),
+                          real_values={k: tuple(v) for k, v in (d["real_values"] or {}).items()})
+        positions = (np.arange(n_train, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                     np.arange(n_train, len(frame), dtype=np.int64))
+    return dataset, DatasetSplit(dataset=dataset, seed=int(split["seed"]), val_size=float(split["val_size"]),
+                                 test_size=float(split["test_size"]), train_index=positions[0],
+                                 val_index=positions[1], test_index=positions[2])
+
+
+def saved_result(saved: SavedAudit, *, dataset: Any = None, lazy_model: bool = False):
+    """The :class:`~core.tabular.audit.AuditResult` of a saved folder, from its saved tables.
+
+    Nothing is recomputed: the certificates, labels, scores, evaluation and calibration are
+    those saved. The model is ``saved.task``'s when it loaded and reproduces the saved
+    certificate fingerprint; otherwise ``result.model`` is None and
+    ``result.model_unavailable`` says why (which file, what failed, how to fix it).
+
+    Parameters
+    ----------
+    saved : SavedAudit
+        From :func:`open_audit_folder`.
+    dataset : Dataset, optional
+        The full dataset the audit was drawn from (e.g. a bundled one); checked against the
+        saved test rows. Without it the dataset is the saved train + test rows.
+    lazy_model : bool, default=False
+        Use a :class:`SavedModel` over the folder's ``_task.zip`` (loaded on the first call)
+        instead of ``saved.task``; for folders opened with ``load_model=False``.
+
+    Raises
+    ------
+    ValueError
+        The folder has no ``view/`` (written before it existed: recompute with
+        :func:`reopen_audit`), a view file is malformed, or the view does not belong to the
+        folder's certificates (fingerprints differ).
+    """
+    import gzip
+
+    import numpy as np
+
+    from core.cfc.calibration import BATS, CalibrationReport
+    from core.cfc.certificate import CertificateSet
+    from core.cfc.protocol import Protocol
+    from core.cfc.stressors import LabelChannel
+    from core.tabular.certify_task import TASK_FILE
+    from core.tabular.audit import AuditResult
+
+    view = saved.path / VIEW_DIR
+    if not (view / "meta.json").is_file():
+        raise ValueError(f"{saved.path} has no {VIEW_DIR}/meta.json (written by an earlier version); "
+                         "re-create the audit, or reopen it with its model.")
+    meta = _json(view / "meta.json")
+    if meta.get("schema") != VIEW_SCHEMA:
+        raise ValueError(f"{view / 'meta.json'}: schema must be {VIEW_SCHEMA!r}; got {meta.get('schema')!r}.")
+    try:
+        bundle = json.loads(gzip.decompress((view / "certificates.json.gz").read_bytes()))
+        with np.load(view / "arrays.npz", allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except (OSError, EOFError, ValueError, KeyError) as exc:
+        raise ValueError(f"{view}: a view file is missing or damaged ({exc}); re-create the audit.") from exc
+    certificates = CertificateSet.from_bundle(bundle)
+    for what, value in (("view/meta.json", meta["fingerprint"]), ("view/certificates.json.gz", certificates.fingerprint)):
+        if saved.fingerprint and value != saved.fingerprint:
+            raise ValueError(f"{saved.path}: {what} holds fingerprint {value[:16]}…, protocol.json "
+                             f"{saved.fingerprint[:16]}…; the folder mixes two audits.")
+    tables = {name: pd.read_parquet(view / f"{name}.parquet") for name in meta["tables"]}
+    scores = pd.read_parquet(view / "scores.parquet")
+    dataset, split = _view_dataset(meta, saved, arrays, dataset)
+    pre = meta["preprocessor"]
+    c = meta["calibration"]
+    nan = float("nan")
+    calibration = CalibrationReport(
+        bats=BATS(t0=float(c["t0"]), eta=float(c["eta"]),
+                  fds_min=nan if c["fds_min"] is None else float(c["fds_min"]),
+                  fds_max=nan if c["fds_max"] is None else float(c["fds_max"]),
+                  eta_grid=tuple(float(v) for v in c["eta_grid"]),
+                  validation_nll=tuple(nan if v is None else float(v) for v in c["validation_nll"])),
+        metrics=tables["calibration_metrics"], reliability=tables["calibration_reliability"],
+        fragile=arrays["calibration_fragile"], fragile_share=float(c["fragile_share"]),
+        proba={k: arrays[f"calibration_proba_{k}"] for k in c["proba"]})
+    channel = LabelChannel(**{k: tuple(v) if isinstance(v, list) else v for k, v in meta["label_channel"].items()})
+    model, why = None, None
+    task_file = saved.path / TASK_FILE
+    if lazy_model and task_file.is_file():
+        model = SavedModel(task_file, saved.fingerprint)
+    elif saved.task is not None:
+        try:
+            _check_task(saved.task, saved.fingerprint, task_file)
+            model = saved.task.model
+        except ValueError as exc:
+            why = f"the saved model could not be used: {exc}"
+    else:
+        why = saved.unavailable or f"the folder holds no saved model ({TASK_FILE})"
+    return AuditResult(
+        dataset=dataset, split=split, seed=int(meta["seed"]), model_name=str(meta["model_name"]), model=model,
+        preprocessor=SavedSpace(tuple(pre["raw_columns"]), tuple(pre["feature_names"]), tuple(pre["origins"])),
+        groups=certificates.groups, baseline=arrays["baseline"], protocol=Protocol.from_dict(saved.protocol["protocol"]),
+        fingerprint=certificates.fingerprint, label_channel=channel, raw_test=saved.test, X_test=arrays["X_test"],
+        y_test=arrays["y_test"], proba_test=arrays["proba_test"], certificates=certificates,
+        labels=_labels_from(meta["labels"], arrays, "labels"), scores=scores, evaluation=tables["evaluation"],
+        unavailable=tables["unavailable"], unavailable_groups=tuple(meta["unavailable_groups"]),
+        naturalistic=_labels_from(meta["naturalistic"], arrays, "naturalistic"),
+        naturalistic_evaluation=tables.get("naturalistic_evaluation"),
+        nominal={k: nan if v is None else float(v) for k, v in meta["nominal"].items()}, calibration=calibration,
+        sensitivity=tables.get("sensitivity"), search=tables.get("search"), importance=None, group_shap=None,
+        timings=dict(meta["timings"]), notes=tuple(meta["notes"]), space_kind=meta["space_kind"],
+        model_unavailable=None if model is not None else why,
+    )

@@ -241,6 +241,8 @@ class PipelineSpace:
 
 def feature_origins(preprocessor: Any) -> list[str]:
     """Raw column of every transformed column, for any preprocessor an audit can hold."""
-    if isinstance(preprocessor, (RawSpace, PipelineSpace)):
-        return list(preprocessor.origins)
-    return trace_feature_origins(preprocessor.transformer)
+    from core.tabular.preprocessing import FittedPreprocessor  # preprocessing imports the datasets stack
+
+    if isinstance(preprocessor, FittedPreprocessor):
+        return trace_feature_origins(preprocessor.transformer)
+    return list(preprocessor.origins)  # RawSpace, PipelineSpace, audit_folder.SavedSpace

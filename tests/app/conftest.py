@@ -36,3 +36,10 @@ def new_app(reviews_db):
 def app(new_app):
     """``AppTest`` of the whole app after its first run (the Overview page)."""
     return new_app()
+
+
+@pytest.fixture(autouse=True)
+def _finished_audits(monkeypatch):
+    """Script runs wait for background audits (ui.data.foreground_wait_s), so one AppTest run
+    shows a finished audit; tests of the progress panel set the wait back to 0."""
+    monkeypatch.setenv("AUDIT_FOREGROUND_WAIT_S", "600")

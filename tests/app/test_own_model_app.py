@@ -64,19 +64,90 @@ def test_every_page_renders_a_saved_multiclass_audit(monkeypatch, reviews_db, wi
         any("class_" in md.value for md in at.markdown)
 
 
-def test_a_folder_without_a_loadable_model_says_why(monkeypatch, reviews_db, wine_audit, tmp_path):
+def _old_pickle(folder):
+    (folder / "_task.zip").unlink()
+    (folder / "_task.pkl").write_bytes(b"\x80\x04not read")
+    return "_task.pkl"
+
+
+def _damaged(folder):
+    data = (folder / "_task.zip").read_bytes()
+    (folder / "_task.zip").write_bytes(data[: len(data) // 2])
+    return "_task.zip"
+
+
+def _missing(folder):
+    (folder / "_task.zip").unlink()
+    return "_task.zip"
+
+
+def _other_model(folder):
+    # A loadable task of another model: its fingerprint does not match the saved certificates.
+    from sklearn.linear_model import LogisticRegression
+
+    from core.scale.certify import load_certify_task, save_certify_task
+
+    task = load_certify_task(folder / "_task.zip")
+    train = __import__("pandas").read_parquet(folder / "train.parquet")
+    X = task.preprocessor.transform(train)
+    other = LogisticRegression(C=0.01, max_iter=2000).fit(X, train["target"].map(list(task.classes).index))
+    (folder / "_task.zip").unlink()
+    save_certify_task(__import__("dataclasses").replace(task, model=other), folder / "_task.zip")
+    return "fingerprint"
+
+
+@pytest.mark.parametrize("damage", [_old_pickle, _damaged, _missing, _other_model],
+                         ids=["old-pickle", "truncated-zip", "no-model", "other-model"])
+def test_every_page_works_on_a_folder_whose_model_cannot_be_used(monkeypatch, reviews_db, wine_audit, tmp_path,
+                                                                 damage):
     import shutil
 
     folder = shutil.copytree(wine_audit, tmp_path / "old")
-    (folder / "_task.zip").unlink()
-    (folder / "_task.pkl").write_bytes(b"\x80\x04not read")
+    named = damage(folder)
+    at = _app(monkeypatch, "--audit", str(folder))
+    _ok(at)
+    assert at.dataframe, "the saved certificate table is still shown"
+    for page in PAGES:
+        at.switch_page(f"pages/{page}.py").run()
+        _ok(at)
+        assert at.title
+    at.switch_page("pages/triage.py").run()
+    assert any("Evidence for sample" in e.label for e in at.expander), "the triage evidence comes from the saved tables"
+    at.switch_page("pages/calibration.py").run()
+    assert any("Global temperature" in m.label for m in at.metric)
+    at.switch_page("pages/explorer.py").run()
+    assert any(m.label == "FDS (risk)" for m in at.metric), "the certificate comes from the saved bundle"
+    off = [i.value for i in at.info if " is off:" in i.value]
+    assert len(off) == 2 and all(named in v for v in off), off   # flip-set search and what-if, each saying why
+    assert any("what-if is off" in v for v in off)
+    assert not at.pills, "no what-if toggles without a model"
+
+
+def test_a_folder_with_a_loadable_model_keeps_its_live_panels(monkeypatch, reviews_db, wine_audit):
+    at = _app(monkeypatch, "--audit", str(wine_audit))
+    at.switch_page("pages/explorer.py").run()
+    _ok(at)
+    assert not [i.value for i in at.info if " is off:" in i.value]
+    assert any(m.label == "Exact minimum" for m in at.metric)
+    pills = at.pills(key="whatif_groups")
+    pills.set_value([pills.options[0]]).run()
+    _ok(at)
+    assert any("What-if prediction" in md.value and "1 group(s)" in md.value for md in at.markdown)
+
+
+def test_a_folder_written_before_view_without_model_says_why(monkeypatch, reviews_db, wine_audit, tmp_path):
+    import shutil
+
+    folder = shutil.copytree(wine_audit, tmp_path / "older")
+    shutil.rmtree(folder / "view")
+    _old_pickle(folder)
     at = _app(monkeypatch, "--audit", str(folder))
     assert not at.exception
     assert any("never loaded" in w.value for w in at.warning)
     assert at.dataframe, "the saved certificate table is still shown"
     at.switch_page("pages/explorer.py").run()
     assert not at.exception
-    assert any("need the audit's model" in e.value and "_task.pkl" in e.value for e in at.error)
+    assert any("view/" in e.value and "_task.pkl" in e.value for e in at.error)
 
 
 def test_an_uploaded_model_is_audited_on_every_page(monkeypatch, reviews_db, tmp_path):

@@ -32,7 +32,7 @@ def test_single_audit_writes_every_file(tmp_path, capsys):
     assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == ["_task.zip", "certificates.csv", "certificates.parquet",
                                                        "evaluation.json", "protocol.json", "summary.md",
-                                                       "test.parquet", "train.parquet"]
+                                                       "test.parquet", "train.parquet", "view"]
     assert _leftovers(tmp_path) == ["results"]  # the temporary folder was renamed, not copied
     proto = json.loads((out / "protocol.json").read_text())
     assert proto["protocol"]["depth"] == 3 and proto["protocol"]["path"] == "adaptive" and proto["seed"] == 3

@@ -127,7 +127,7 @@ def test_pipeline_task_round_trip(default, tmp_path):
     out = result.save(tmp_path / "pipe")
     assert sorted(p.name for p in out.iterdir()) == ["_task.zip", "certificates.csv", "certificates.parquet",
                                                      "evaluation.json", "protocol.json", "summary.md",
-                                                     "test.parquet", "train.parquet"]
+                                                     "test.parquet", "train.parquet", "view"]
     task = load_certify_task(out)
     assert task.fingerprint() == result.fingerprint
     assert task.classes == ("No", "Yes") and task.target == "default"

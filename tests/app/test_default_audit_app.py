@@ -1,0 +1,93 @@
+"""AppTest: the app opens on the shipped default audit without heavy imports, and a new audit
+runs in the background with its progress shown while the cached pages stay usable."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+ROOT = Path(__file__).resolve().parents[2]
+APP, TIMEOUT = str(ROOT / "app.py"), 180
+HEAVY = ("torch", "shap", "skops", "onnxruntime", "xgboost", "lightgbm", "catboost")
+BACKGROUND = "being computed in the background"
+
+
+def _progress(at) -> list[str]:
+    return [p.proto.text for p in at.get("progress")]
+
+
+def _background_note(at) -> bool:
+    return any(BACKGROUND in i.value for i in at.info)
+
+
+def _wait_until_computed(at, *, timeout_s: float = 900.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        at.run()
+        assert not at.exception
+        if not _background_note(at):
+            return
+        assert time.monotonic() < deadline, "the background audit never finished"
+        time.sleep(1.0)
+
+
+def test_the_shipped_overview_imports_no_heavy_library(tmp_path):
+    # A fresh interpreter: what opening the dashboard imports, not what earlier tests left loaded.
+    script = f"""
+import json, sys
+from streamlit.testing.v1 import AppTest
+at = AppTest.from_file({APP!r}, default_timeout={TIMEOUT})
+at.run()
+print(json.dumps({{"exception": [e.value for e in at.exception], "error": [e.value for e in at.error],
+                  "captions": [c.value for c in at.caption], "progress": len(at.get("progress")),
+                  "heavy": sorted(m for m in sys.modules if m.split(".")[0] in {HEAVY!r})}}))
+"""
+    env = {**__import__("os").environ, "AUDIT_REVIEWS_DB": str(tmp_path / "r.sqlite3"),
+           "AUDIT_FOREGROUND_WAIT_S": "0"}
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=600, check=True)
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert not report["exception"] and not report["error"], report
+    assert any("Audit: **credit_data**" in c and "Histogram gradient boosting" in c for c in report["captions"])
+    assert report["progress"] == 0, "the shipped audit is shown at once, nothing is computed"
+    assert report["heavy"] == [], report["heavy"]
+
+
+def test_a_new_audit_runs_in_the_background_and_is_picked_up(monkeypatch, reviews_db):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("AUDIT_FOREGROUND_WAIT_S", "0")
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.run()
+    assert not at.exception and not _progress(at) and not _background_note(at)   # the shipped audit
+    started = time.monotonic()
+    at.sidebar.number_input(key="seed").set_value(7).run()
+    assert time.monotonic() - started < 60     # the run returned while the audit is still computing
+    assert not at.exception
+    assert _background_note(at) and _progress(at), "progress is shown"
+    assert any("Histogram gradient boosting on credit_data" in t for t in _progress(at))
+    # a cached page renders meanwhile
+    at.switch_page("pages/paired_bounds.py").run()
+    assert not at.exception and not at.error and at.title and not _background_note(at)
+    at.switch_page("pages/overview.py")
+    _wait_until_computed(at)
+    assert any("seed 7" in c.value and "Histogram gradient boosting" in c.value for c in at.caption)
+    assert not _progress(at)
+
+
+def test_every_page_waits_for_its_audit_without_failing(monkeypatch, reviews_db):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("AUDIT_FOREGROUND_WAIT_S", "0")
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.run()
+    at.sidebar.number_input(key="seed").set_value(11).run()
+    for page in ("explorer", "triage", "comparison", "calibration"):
+        at.switch_page(f"pages/{page}.py").run()
+        assert not at.exception and not at.error, page
+        assert at.title and (_background_note(at) or at.metric or at.dataframe), page
+    _wait_until_computed(at)  # every page then shows its finished audit; no thread outlives the test
+    assert any(m.label.startswith("Global temperature") for m in at.metric)
