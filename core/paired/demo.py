@@ -67,7 +67,7 @@ __all__ = [
     "load_demo_pool",
     "render_condition",
     "save_demo_pool",
-    "split_images",
+    "pool_indices",
 ]
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "assets" / "paired_demo"
@@ -227,33 +227,6 @@ def pool_indices(train_labels, test_labels, *, seed) -> tuple[np.ndarray, np.nda
     split = np.array(["dev"] * (N_CLASSES * N_DEV_PER_CLASS) + ["eval"] * (N_CLASSES * N_EVAL_PER_CLASS))
     order = np.argsort(held, kind="stable")
     return np.sort(np.concatenate(train)), held[order].astype(np.int64), split[order]
-
-
-def split_images(labels, *, seed) -> np.ndarray:
-    """Stratified split: within each class, two thirds ``train``, a sixth each ``dev`` and ``eval``.
-
-    Parameters
-    ----------
-    labels : array-like of int, shape (n,)
-    seed : int or numpy.random.Generator
-
-    Returns
-    -------
-    ndarray of str, shape (n,)
-        ``"train"``, ``"dev"`` or ``"eval"`` per image. A class of size ``n_y`` gets
-        ``round(2 n_y / 3)`` training images and ``ceil`` of the rest's half as development.
-    """
-    labels = np.asarray(labels)
-    rng = as_generator(seed)
-    split = np.empty(labels.shape[0], dtype=object)
-    for label in np.unique(labels):
-        members = rng.permutation(np.flatnonzero(labels == label))
-        n_train = int(round(2 * members.size / 3))
-        n_dev = int(np.ceil((members.size - n_train) / 2))
-        split[members[:n_train]] = "train"
-        split[members[n_train:n_train + n_dev]] = "dev"
-        split[members[n_train + n_dev:]] = "eval"
-    return split.astype(str)
 
 
 # ------------------------------------------------------------------------------------------
