@@ -26,3 +26,14 @@ if [ "${1:-}" = "dev" ] && ! command -v chromium >/dev/null 2>&1; then
     echo "         install it with: sudo apt-get install chromium" >&2
   fi
 fi
+# Fashion-MNIST: only to rebuild the paired demo pool and for its re-training tests (they skip
+# without it); the dashboard and the CLI run from the shipped assets/paired_demo/.
+if [ "${1:-}" = "dev" ] && [ ! -d /usr/share/datasets/fashion-mnist ]; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dataset-fashion-mnist >/dev/null \
+      || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dataset-fashion-mnist >/dev/null; }
+  else
+    echo "warning: Debian's dataset-fashion-mnist is not installed; the demo-pool re-training tests will skip." >&2
+    echo "         install it with: sudo apt-get install dataset-fashion-mnist" >&2
+  fi
+fi

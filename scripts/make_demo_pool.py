@@ -1,8 +1,9 @@
-"""Regenerate the shipped demo pool: ``python scripts/make_demo_pool.py [--out DIR] [--seed N]``.
+"""Regenerate the shipped demo pool: ``python scripts/make_demo_pool.py [--source DIR] [--out DIR] [--seed N]``.
 
 A thin wrapper around :func:`core.paired.demo.build_demo_pool` and
-:func:`core.paired.demo.save_demo_pool`; see ``docs/screening.md``. Takes about two to four
-minutes on two CPU cores (torch runs single-threaded for determinism).
+:func:`core.paired.demo.save_demo_pool`; see ``docs/screening.md``. Needs Fashion-MNIST
+(Debian's ``dataset-fashion-mnist``, default ``/usr/share/datasets/fashion-mnist``). Runs
+single-threaded (determinism; the machine may be shared).
 """
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.paired.demo import DEFAULT_DIR, MODEL_SPECS, build_demo_pool, save_demo_pool  # noqa: E402
+from core.paired.demo import DEFAULT_DIR, FASHION_MNIST_DIR, MODEL_SPECS, build_demo_pool, save_demo_pool  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--source", type=Path, default=FASHION_MNIST_DIR,
+                        help=f"the Fashion-MNIST folder (default {FASHION_MNIST_DIR})")
     parser.add_argument("--out", type=Path, default=DEFAULT_DIR, help=f"output folder (default {DEFAULT_DIR})")
     parser.add_argument("--seed", type=int, default=0, help="the one seed everything derives from (default 0)")
     parser.add_argument("--models", default=None,
@@ -29,9 +32,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{time.perf_counter() - start:6.1f} s] {message}", flush=True)
 
     try:
-        pool = build_demo_pool(seed=args.seed, models=args.models.split(",") if args.models else None,
+        pool = build_demo_pool(args.source, seed=args.seed, models=args.models.split(",") if args.models else None,
                                progress=say)
-    except ValueError as exc:
+    except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     paths = save_demo_pool(pool, args.out)

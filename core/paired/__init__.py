@@ -4,8 +4,8 @@ Records and validation (:mod:`~core.paired.records`), five states and targets
 (:mod:`~core.paired.states`), identified intervals at I0 / Ik / I5 (:mod:`~core.paired.bounds`),
 rejection-policy comparisons (:mod:`~core.paired.policies`), the grid summary
 (:mod:`~core.paired.summary`), screening and the recapture queue (:mod:`~core.paired.screening`),
-and the seeded digits demo pool (:mod:`~core.paired.demo`, :mod:`~core.paired.corruptions`;
-torch and scikit-learn load lazily).
+and the seeded Fashion-MNIST demo pool (:mod:`~core.paired.demo`, :mod:`~core.paired.corruptions`,
+:mod:`~core.paired.recapture_sim`; torch and scikit-learn load lazily).
 """
 from core.paired.records import (
     CELL_COLUMNS,
@@ -81,3 +81,4 @@ from core.paired.demo import (
     render_condition,
     save_demo_pool,
 )
+from core.paired.recapture_sim import SimulatedRecapture, recapture_conditions, simulate

@@ -1,24 +1,26 @@
-"""The seeded demo pool: real small classifiers on scikit-learn's digits, perturbed and recorded.
+"""The seeded demo pool: real small classifiers on Fashion-MNIST, perturbed and recorded.
 
-:func:`build_demo_pool` trains eight classifiers in four architecture groups (torch CNNs of
-two widths, torch MLPs, logistic regressions, tree ensembles) on two thirds of scikit-learn's
-bundled ``load_digits`` images (8 x 8, upsampled to a 24 x 24 digit on a 32 x 32 white page),
-then records their outputs on the held-out third (split within class into development and
-evaluation images) under
+:func:`build_demo_pool` trains eleven classifiers in five architecture groups (torch CNNs of
+three widths, a small torch ResNet, torch MLPs, logistic regressions, tree ensembles on the
+pixels) on a class-balanced subsample of Fashion-MNIST's training set (read from Debian's
+``dataset-fashion-mnist``, :data:`FASHION_MNIST_DIR`), then records their outputs on a
+class-balanced subset of its test set (development and evaluation images) under
 
 * 18 synthetic corruptions (9 types x severities 2 and 4, :mod:`core.paired.corruptions`),
   source ``"synthetic"``;
 * 18 natural transforms (the TTA comparator), per-probe outputs only;
-* 27 **simulated** print-and-recapture conditions, source ``"simulated-recapture"``. They
-  stand in for physical recaptures, which this demo does not have.
+* 18 **simulated** screen and print re-capture conditions (:mod:`core.paired.recapture_sim`),
+  source ``"simulated-recapture"``. They stand in for physical recaptures, which this demo
+  does not have.
 
-Everything is derived from one integer seed: the split, every model's initialisation and
+Everything is derived from one integer seed: the subsamples, every model's initialisation and
 data order, every corruption draw. Torch runs single-threaded with deterministic algorithms,
 so a rerun on the same machine and library versions is bit-identical. On another CPU the
 images and every condition's inputs are still identical, but training is not (SGD amplifies
 kernel rounding), so the fitted models ship with the pool (:func:`save_demo_models`, no
 pickle) and :func:`reevaluate_demo_pool` reproduces the outputs from them anywhere, up to
-float32 kernel noise. The committed script ``scripts/make_demo_pool.py`` writes the result to
+float32 kernel noise, from the shipped images alone (the dataset is needed only to re-train).
+The committed script ``scripts/make_demo_pool.py`` writes the result to
 ``assets/paired_demo/``; the dashboard reads it back with :func:`load_demo_pool`.
 
 Tables (columns documented on :class:`DemoPool`) follow the cross-module contracts of
@@ -45,16 +47,12 @@ import pandas as pd
 
 from core._rng import as_generator
 from core.atomic import atomic_path, atomic_write_bytes, atomic_write_text
-from core.paired.corruptions import (
-    CORRUPTIONS,
-    NATURAL_TRANSFORMS,
-    RecaptureCondition,
-    recapture_grid,
-    simulate_recapture,
-)
+from core.paired.corruptions import CORRUPTIONS, NATURAL_TRANSFORMS
+from core.paired.recapture_sim import SimulatedRecapture, recapture_conditions, simulate
 
 __all__ = [
     "DEFAULT_DIR",
+    "FASHION_MNIST_DIR",
     "MODEL_SPECS",
     "SEVERITIES",
     "DemoPool",
@@ -65,10 +63,11 @@ __all__ = [
     "save_demo_models",
     "demo_conditions",
     "digit_images",
+    "fashion_mnist",
     "load_demo_pool",
     "render_condition",
     "save_demo_pool",
-    "split_images",
+    "pool_indices",
 ]
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "assets" / "paired_demo"
@@ -77,9 +76,18 @@ DEFAULT_DIR = Path(__file__).resolve().parents[2] / "assets" / "paired_demo"
 SEVERITIES = (2, 4)
 """Corruption severities recorded (as the paper's Syn-B set)."""
 
+FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
+"""Where Debian's ``dataset-fashion-mnist`` puts the four IDX files (needed only to re-train)."""
+
 N_CLASSES = 10
-IMAGE_SIZE = 32
+IMAGE_SIZE = 28
+N_TRAIN_PER_CLASS = 600
+"""Training images per class, drawn from Fashion-MNIST's 60,000 (a few CPU minutes in all)."""
+N_DEV_PER_CLASS = 50
+N_EVAL_PER_CLASS = 100
+"""Held-out images per class, drawn from the 10,000 test images: 500 development, 1,000 evaluation."""
 _DIGIT_SIZE = 24
+_DIGIT_PAGE = 32
 _FILES = {
     "records": "records.parquet",
     "probes": "probes.parquet",
@@ -99,6 +107,9 @@ _VECTOR_DECIMALS = 6
 def digit_images() -> tuple[np.ndarray, np.ndarray]:
     """All 1,797 ``load_digits`` images as dark ink on a white 32 x 32 page.
 
+    Not used by the pool any more (it is built from Fashion-MNIST); kept as small bundled test
+    images for the corruption tests, which need no dataset download.
+
     Each 8 x 8 image (0 = blank, 16 = full ink) is inverted, upsampled by 3 with a cubic
     spline to 24 x 24, centred on a white 32 x 32 page and quantised to 8 bits.
 
@@ -115,44 +126,114 @@ def digit_images() -> tuple[np.ndarray, np.ndarray]:
     paper = 1.0 - digits.images / 16.0
     up = ndimage.zoom(paper, (1, _DIGIT_SIZE / 8, _DIGIT_SIZE / 8), order=3, grid_mode=True,
                       mode="grid-constant", cval=1.0)
-    pad = (IMAGE_SIZE - _DIGIT_SIZE) // 2
-    page = np.ones((paper.shape[0], IMAGE_SIZE, IMAGE_SIZE))
+    pad = (_DIGIT_PAGE - _DIGIT_SIZE) // 2
+    page = np.ones((paper.shape[0], _DIGIT_PAGE, _DIGIT_PAGE))
     page[:, pad:pad + _DIGIT_SIZE, pad:pad + _DIGIT_SIZE] = up
     images = np.rint(np.clip(page, 0.0, 1.0) * 255.0).astype(np.uint8)
     return images, digits.target.astype(np.int64)
 
 
-def split_images(labels, *, seed) -> np.ndarray:
-    """Stratified split: within each class, two thirds ``train``, a sixth each ``dev`` and ``eval``.
+_IDX_FILES = {
+    "train_images": ("train-images-idx3-ubyte", 0x803),
+    "train_labels": ("train-labels-idx1-ubyte", 0x801),
+    "test_images": ("t10k-images-idx3-ubyte", 0x803),
+    "test_labels": ("t10k-labels-idx1-ubyte", 0x801),
+}
+
+
+def _read_idx(path: Path, magic: int) -> np.ndarray:
+    """One IDX file (gzip or plain): big-endian magic, dimension sizes, then uint8 data."""
+    import gzip
+
+    raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    ndim = magic & 0xFF
+    if len(raw) < 4 + 4 * ndim or int.from_bytes(raw[:4], "big") != magic:
+        raise ValueError(f"{path}: not an IDX file of {ndim}-d uint8 data (magic {magic:#010x} expected, "
+                         f"got {int.from_bytes(raw[:4], 'big'):#010x}).")
+    shape = tuple(int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim))
+    body = raw[4 + 4 * ndim:]
+    if len(body) != int(np.prod(shape)):
+        raise ValueError(f"{path}: header announces shape {shape} ({int(np.prod(shape))} bytes) "
+                         f"but {len(body)} bytes follow; the file is truncated or corrupt.")
+    return np.frombuffer(body, dtype=np.uint8).reshape(shape)
+
+
+def fashion_mnist(directory=FASHION_MNIST_DIR) -> dict[str, np.ndarray]:
+    """Read Fashion-MNIST from its four IDX files (Debian's ``dataset-fashion-mnist``).
 
     Parameters
     ----------
-    labels : array-like of int, shape (n,)
+    directory : path-like, default: :data:`FASHION_MNIST_DIR`
+        Holds ``train-images-idx3-ubyte[.gz]``, ``train-labels-idx1-ubyte[.gz]``,
+        ``t10k-images-idx3-ubyte[.gz]`` and ``t10k-labels-idx1-ubyte[.gz]``.
+
+    Returns
+    -------
+    dict
+        ``train_images`` uint8 (60000, 28, 28), ``train_labels`` int64 (60000,),
+        ``test_images`` uint8 (10000, 28, 28), ``test_labels`` int64 (10000,). Pixel value =
+        brightness (0 = black background, 255 = the brightest part of the garment).
+    """
+    directory = Path(directory)
+    out = {}
+    for key, (stem, magic) in _IDX_FILES.items():
+        found = [directory / f"{stem}{ext}" for ext in (".gz", "") if (directory / f"{stem}{ext}").is_file()]
+        if not found:
+            raise FileNotFoundError(
+                f"Fashion-MNIST file {directory / stem}[.gz] is missing; install the dataset with "
+                "`apt-get install dataset-fashion-mnist` or pass the folder that holds it.")
+        out[key] = _read_idx(found[0], magic)
+    for part in ("train", "test"):
+        images, labels = out[f"{part}_images"], out[f"{part}_labels"]
+        if images.shape[1:] != (IMAGE_SIZE, IMAGE_SIZE) or images.shape[0] != labels.shape[0] \
+                or labels.max() >= N_CLASSES:
+            raise ValueError(f"{directory}: {part} images {images.shape} and labels {labels.shape} "
+                             f"(max {labels.max()}) are not 28 x 28 images with labels 0..9 of equal count.")
+        out[f"{part}_labels"] = labels.astype(np.int64)
+    return out
+
+
+def pool_indices(train_labels, test_labels, *, seed) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pool's class-balanced subsamples of Fashion-MNIST.
+
+    Parameters
+    ----------
+    train_labels, test_labels : array-like of int, shapes (n_train,), (n_test,)
     seed : int or numpy.random.Generator
 
     Returns
     -------
-    ndarray of str, shape (n,)
-        ``"train"``, ``"dev"`` or ``"eval"`` per image. A class of size ``n_y`` gets
-        ``round(2 n_y / 3)`` training images and ``ceil`` of the rest's half as development.
+    train : ndarray of int64, shape (10 * N_TRAIN_PER_CLASS,)
+        Sorted training-set indices used to fit the models.
+    held : ndarray of int64, shape (10 * (N_DEV_PER_CLASS + N_EVAL_PER_CLASS),)
+        Sorted test-set indices of the held-out images (the ``record_id``).
+    split : ndarray of str, shape like ``held``
+        ``"dev"`` or ``"eval"`` per held-out image.
     """
-    labels = np.asarray(labels)
     rng = as_generator(seed)
-    split = np.empty(labels.shape[0], dtype=object)
-    for label in np.unique(labels):
-        members = rng.permutation(np.flatnonzero(labels == label))
-        n_train = int(round(2 * members.size / 3))
-        n_dev = int(np.ceil((members.size - n_train) / 2))
-        split[members[:n_train]] = "train"
-        split[members[n_train:n_train + n_dev]] = "dev"
-        split[members[n_train + n_dev:]] = "eval"
-    return split.astype(str)
+    train_labels, test_labels = np.asarray(train_labels), np.asarray(test_labels)
+    train, dev, evaluation = [], [], []
+    for label in range(N_CLASSES):
+        members = np.flatnonzero(train_labels == label)
+        held = np.flatnonzero(test_labels == label)
+        if members.size < N_TRAIN_PER_CLASS or held.size < N_DEV_PER_CLASS + N_EVAL_PER_CLASS:
+            raise ValueError(f"class {label} has {members.size} training and {held.size} test images; the pool "
+                             f"needs {N_TRAIN_PER_CLASS} and {N_DEV_PER_CLASS + N_EVAL_PER_CLASS}.")
+        train.append(rng.permutation(members)[:N_TRAIN_PER_CLASS])
+        held = rng.permutation(held)
+        dev.append(held[:N_DEV_PER_CLASS])
+        evaluation.append(held[N_DEV_PER_CLASS:N_DEV_PER_CLASS + N_EVAL_PER_CLASS])
+    held = np.concatenate(dev + evaluation)
+    split = np.array(["dev"] * (N_CLASSES * N_DEV_PER_CLASS) + ["eval"] * (N_CLASSES * N_EVAL_PER_CLASS))
+    order = np.argsort(held, kind="stable")
+    return np.sort(np.concatenate(train)), held[order].astype(np.int64), split[order]
 
 
 # ------------------------------------------------------------------------------------------
 # models
 # ------------------------------------------------------------------------------------------
-Family = Literal["cnn", "mlp", "logistic", "random_forest", "extra_trees"]
+Family = Literal["cnn", "resnet", "mlp", "logistic", "random_forest", "extra_trees"]
+_TORCH_FAMILIES = ("cnn", "resnet", "mlp")
 
 
 @dataclass(frozen=True)
@@ -165,7 +246,7 @@ class ModelSpec:
         Unique model name (the ``model`` column).
     group : str
         Architecture group (the ``group`` column; bootstrap resamples groups).
-    family : {"cnn", "mlp", "logistic", "random_forest", "extra_trees"}
+    family : {"cnn", "resnet", "mlp", "logistic", "random_forest", "extra_trees"}
     params : tuple of (str, value) pairs
         Family-specific hyper-parameters (hashable, so the spec stays frozen).
     description : str
@@ -184,24 +265,28 @@ class ModelSpec:
 
 
 MODEL_SPECS: tuple[ModelSpec, ...] = (
-    ModelSpec("cnn-w8", "cnn", "cnn", (("width", 8), ("epochs", 12)),
+    ModelSpec("cnn-w8", "cnn", "cnn", (("width", 8), ("epochs", 6)),
               "3-layer CNN, width 8"),
-    ModelSpec("cnn-w16", "cnn", "cnn", (("width", 16), ("epochs", 12)),
+    ModelSpec("cnn-w16", "cnn", "cnn", (("width", 16), ("epochs", 6)),
               "3-layer CNN, width 16"),
-    ModelSpec("mlp-128", "mlp", "mlp", (("hidden", (128,)), ("epochs", 30)),
+    ModelSpec("cnn-w32", "cnn", "cnn", (("width", 32), ("epochs", 6)),
+              "3-layer CNN, width 32"),
+    ModelSpec("resnet-w16", "resnet", "resnet", (("width", 16), ("epochs", 6)),
+              "ResNet: strided stem + 3 residual blocks (batch norm), width 16"),
+    ModelSpec("mlp-128", "mlp", "mlp", (("hidden", (128,)), ("epochs", 15)),
               "MLP, one hidden layer of 128"),
-    ModelSpec("mlp-256-64", "mlp", "mlp", (("hidden", (256, 64)), ("epochs", 30)),
+    ModelSpec("mlp-256-64", "mlp", "mlp", (("hidden", (256, 64)), ("epochs", 15)),
               "MLP, hidden layers 256 and 64"),
     ModelSpec("logreg-c0.01", "linear", "logistic", (("C", 0.01),),
               "multinomial logistic regression, C = 0.01"),
     ModelSpec("logreg-c1", "linear", "logistic", (("C", 1.0),),
               "multinomial logistic regression, C = 1"),
-    ModelSpec("random-forest", "forest", "random_forest", (("n_estimators", 150),),
-              "random forest, 150 trees"),
-    ModelSpec("extra-trees", "forest", "extra_trees", (("n_estimators", 150),),
-              "extremely randomised trees, 150 trees"),
+    ModelSpec("random-forest", "forest", "random_forest", (("n_estimators", 60), ("max_leaf_nodes", 256)),
+              "random forest on the pixels, 60 trees of at most 256 leaves"),
+    ModelSpec("extra-trees", "forest", "extra_trees", (("n_estimators", 60), ("max_leaf_nodes", 256)),
+              "extremely randomised trees on the pixels, 60 trees of at most 256 leaves"),
 )
-"""The eight classifiers, in four groups. Index in this tuple fixes each model's random stream."""
+"""The ten classifiers, in five groups. Index in this tuple fixes each model's random stream."""
 
 Predictor = Callable[[np.ndarray], np.ndarray]
 
@@ -224,6 +309,25 @@ def _single_threaded_deterministic():
         torch.use_deterministic_algorithms(deterministic)
 
 
+def _residual_block(c_in: int, c_out: int, stride: int):
+    """A basic ResNet block: two 3x3 conv + batch norm, identity or 1x1 projection shortcut."""
+    from torch import nn
+
+    class Residual(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(
+                nn.Conv2d(c_in, c_out, 3, stride=stride, padding=1, bias=False), nn.BatchNorm2d(c_out),
+                nn.ReLU(), nn.Conv2d(c_out, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out))
+            self.shortcut = nn.Identity() if stride == 1 and c_in == c_out else nn.Sequential(
+                nn.Conv2d(c_in, c_out, 1, stride=stride, bias=False), nn.BatchNorm2d(c_out))
+
+        def forward(self, x):
+            return (self.body(x) + self.shortcut(x)).relu()
+
+    return Residual()
+
+
 def _torch_module(spec: ModelSpec):
     from torch import nn
 
@@ -234,6 +338,14 @@ def _torch_module(spec: ModelSpec):
             nn.Conv2d(w, 2 * w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
             nn.Conv2d(2 * w, 4 * w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
             nn.Flatten(), nn.Linear(4 * w * (IMAGE_SIZE // 8) ** 2, N_CLASSES),
+        )
+    if spec.family == "resnet":
+        w = spec.param("width")
+        return nn.Sequential(
+            # a strided stem (28 -> 14) keeps training within the few-CPU-minutes budget
+            nn.Conv2d(1, w, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(w), nn.ReLU(),
+            _residual_block(w, w, 1), _residual_block(w, 2 * w, 2), _residual_block(2 * w, 4 * w, 2),
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4 * w, N_CLASSES),
         )
     sizes = (IMAGE_SIZE * IMAGE_SIZE, *spec.param("hidden"))
     layers: list = [nn.Flatten()]
@@ -252,11 +364,11 @@ def _train_torch(spec: ModelSpec, x: np.ndarray, y: np.ndarray, seed: int):
         order = torch.Generator().manual_seed(seed)
         inputs = torch.from_numpy(2.0 * x[:, None].astype(np.float32) - 1.0)
         targets = torch.from_numpy(y)
-        optimiser = torch.optim.Adam(net.parameters(), lr=3e-3 if spec.family == "cnn" else 1e-3)
+        optimiser = torch.optim.Adam(net.parameters(), lr=1e-3 if spec.family == "mlp" else 2e-3)
         loss_fn = nn.CrossEntropyLoss()
         net.train()
         for _ in range(spec.param("epochs")):
-            for idx in torch.randperm(len(targets), generator=order).split(32):
+            for idx in torch.randperm(len(targets), generator=order).split(64):
                 optimiser.zero_grad()
                 loss_fn(net(inputs[idx]), targets[idx]).backward()
                 optimiser.step()
@@ -269,10 +381,10 @@ def _train_sklearn(spec: ModelSpec, x: np.ndarray, y: np.ndarray, seed: int):
 
     if spec.family == "logistic":
         model = LogisticRegression(C=spec.param("C"), max_iter=3000)
-    elif spec.family == "random_forest":
-        model = RandomForestClassifier(n_estimators=spec.param("n_estimators"), random_state=seed)
     else:
-        model = ExtraTreesClassifier(n_estimators=spec.param("n_estimators"), random_state=seed)
+        forest = RandomForestClassifier if spec.family == "random_forest" else ExtraTreesClassifier
+        model = forest(n_estimators=spec.param("n_estimators"), max_leaf_nodes=spec.param("max_leaf_nodes"),
+                       random_state=seed, n_jobs=1)
     # float64: a float32 fit and predict run float32 GEMMs, whose rounding differs by 1e-5
     # between CPU kernels; in float64 it stays below the float32 output's last bit.
     return model.fit(x.reshape(len(x), -1).astype(np.float64), y)
@@ -280,14 +392,14 @@ def _train_sklearn(spec: ModelSpec, x: np.ndarray, y: np.ndarray, seed: int):
 
 def _train(spec: ModelSpec, x: np.ndarray, y: np.ndarray, seed: int):
     """The fitted model: a torch module in eval mode or a scikit-learn estimator."""
-    if spec.family in ("cnn", "mlp"):
+    if spec.family in _TORCH_FAMILIES:
         return _train_torch(spec, x, y, seed)
     return _train_sklearn(spec, x, y, seed)
 
 
 def _predictor(spec: ModelSpec, model) -> Predictor:
-    """``images (n, 32, 32) float32 in [0, 1] -> float32 probabilities (n, 10)``."""
-    if spec.family not in ("cnn", "mlp"):
+    """``images (n, 28, 28) float32 in [0, 1] -> float32 probabilities (n, 10)``."""
+    if spec.family not in _TORCH_FAMILIES:
         return lambda images: model.predict_proba(
             images.reshape(len(images), -1).astype(np.float64)).astype(np.float32)
     import torch
@@ -295,7 +407,7 @@ def _predictor(spec: ModelSpec, model) -> Predictor:
     def predict(images: np.ndarray) -> np.ndarray:
         out = []
         with torch.no_grad():
-            for chunk in np.array_split(images, max(1, -(-len(images) // 4096))):
+            for chunk in np.array_split(images, max(1, -(-len(images) // 1024))):
                 z = torch.from_numpy(2.0 * chunk[:, None].astype(np.float32) - 1.0)
                 out.append(torch.softmax(model(z), dim=1).numpy())
         return np.concatenate(out).astype(np.float32)
@@ -313,7 +425,7 @@ _SKLEARN_CLASSES = {"logistic": "LogisticRegression", "random_forest": "RandomFo
 
 
 def _model_file(spec: ModelSpec) -> str:
-    return f"{spec.name}.pt" if spec.family in ("cnn", "mlp") else f"{spec.name}.skops"
+    return f"{spec.name}.pt" if spec.family in _TORCH_FAMILIES else f"{spec.name}.skops"
 
 
 def save_demo_models(fitted: Mapping[str, object], directory) -> dict[str, Path]:
@@ -344,7 +456,7 @@ def save_demo_models(fitted: Mapping[str, object], directory) -> dict[str, Path]
         spec = _SPECS_BY_NAME[name]
         path = folder / _model_file(spec)
         with atomic_path(path) as tmp:
-            if spec.family in ("cnn", "mlp"):
+            if spec.family in _TORCH_FAMILIES:
                 torch.save(model.state_dict(), tmp)
             else:
                 sio.dump(model, tmp, compression=8)  # zipfile.ZIP_DEFLATED
@@ -387,8 +499,8 @@ def load_demo_models(directory=DEFAULT_DIR, *, models: Sequence[str] | None = No
     Returns
     -------
     dict
-        Model name -> ``predict(images) -> probabilities``: images ``(n, 32, 32)`` float32 in
-        [0, 1] (255 = white), probabilities float32 ``(n, 10)``.
+        Model name -> ``predict(images) -> probabilities``: images ``(n, 28, 28)`` float32 in
+        [0, 1] (the stored 8-bit image / 255), probabilities float32 ``(n, 10)``.
     """
     import skops.io as sio
     import torch
@@ -403,7 +515,7 @@ def load_demo_models(directory=DEFAULT_DIR, *, models: Sequence[str] | None = No
             raise FileNotFoundError(f"demo pool model {path} is missing; regenerate the pool with "
                                     "`python scripts/make_demo_pool.py`.")
         unreadable = f"{path} is not a readable {spec.family} model of this pool"
-        if spec.family in ("cnn", "mlp"):
+        if spec.family in _TORCH_FAMILIES:
             try:
                 net = _torch_module(spec)
                 net.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
@@ -443,7 +555,8 @@ def demo_conditions() -> pd.DataFrame:
 
     ``condition`` : str
         Name used in the ``condition`` / ``probe`` columns: ``"<corruption> s<severity>"``,
-        the natural-transform name, or ``"sim-recapture p<i> g<j> e<k>"``.
+        the natural-transform name, or ``"sim-recapture screen d<i> c<j>"`` /
+        ``"sim-recapture print p<i> c<j>"`` (:mod:`core.paired.recapture_sim`).
     ``source`` : str
         ``"synthetic"`` (corruptions), ``"transform"`` (natural transforms, probes only) or
         ``"simulated-recapture"``.
@@ -453,20 +566,22 @@ def demo_conditions() -> pd.DataFrame:
         Corruption type, transform name, or ``"simulated-recapture"``.
     ``severity`` : int
         Corruption severity (1..5); 0 otherwise.
-    ``print_level``, ``geometry_level``, ``exposure_level`` : int
-        Recapture stage levels (1..3); 0 otherwise.
+    ``medium`` : str
+        ``"screen"`` or ``"print"`` for recaptures; ``""`` otherwise.
+    ``medium_level``, ``capture_level`` : int
+        Recapture levels (1..3); 0 otherwise.
     """
     rows = []
     for name in CORRUPTIONS:
         for severity in SEVERITIES:
-            rows.append((f"{name} s{severity}", "synthetic", "corruption", name, severity, 0, 0, 0))
+            rows.append((f"{name} s{severity}", "synthetic", "corruption", name, severity, "", 0, 0))
     for name in NATURAL_TRANSFORMS:
-        rows.append((name, "transform", "transform", name, 0, 0, 0, 0))
-    for cond in recapture_grid():
+        rows.append((name, "transform", "transform", name, 0, "", 0, 0))
+    for cond in recapture_conditions():
         rows.append((cond.name, "simulated-recapture", "", "simulated-recapture", 0,
-                     cond.print_level, cond.geometry_level, cond.exposure_level))
+                     cond.medium, cond.medium_level, cond.capture_level))
     return pd.DataFrame(rows, columns=["condition", "source", "kind", "family", "severity",
-                                       "print_level", "geometry_level", "exposure_level"])
+                                       "medium", "medium_level", "capture_level"])
 
 
 def _perturb(images01: np.ndarray, row, rng: np.random.Generator) -> np.ndarray:
@@ -476,8 +591,8 @@ def _perturb(images01: np.ndarray, row, rng: np.random.Generator) -> np.ndarray:
     elif row.source == "transform":
         out = NATURAL_TRANSFORMS[row.family](images01.astype(np.float64))
     else:
-        cond = RecaptureCondition(int(row.print_level), int(row.geometry_level), int(row.exposure_level))
-        out = simulate_recapture(images01, cond, rng)
+        cond = SimulatedRecapture(str(row.medium), int(row.medium_level), int(row.capture_level))
+        out = simulate(images01, cond, rng)
     # Every model input is an 8-bit image, so any variant could be stored and reproduced.
     return np.rint(np.clip(out, 0.0, 1.0) * 255.0) / 255.0
 
@@ -493,7 +608,7 @@ def render_condition(images, condition: str, *, seed=0) -> np.ndarray:
 
     Parameters
     ----------
-    images : ndarray of uint8, shape (n, 32, 32)
+    images : ndarray of uint8, shape (n, 28, 28)
         The **complete** held-out image array of the pool, in stored order (random draws are
         made for the whole batch, so a subset would receive different draws).
     condition : str
@@ -503,7 +618,7 @@ def render_condition(images, condition: str, *, seed=0) -> np.ndarray:
 
     Returns
     -------
-    ndarray of uint8, shape (n, 32, 32)
+    ndarray of uint8, shape (n, 28, 28)
     """
     table = demo_conditions()
     match = np.flatnonzero(table["condition"].to_numpy() == condition)
@@ -531,7 +646,7 @@ class DemoPool:
         ``docs/DEVELOPING.md``: ``model, condition, source, record_id, true_label,
         clean_pred, clean_max_prob, clean_true_prob, pert_pred, pert_max_prob,
         pert_true_prob, split, group``. Sources ``"synthetic"`` (18 corruption conditions)
-        and ``"simulated-recapture"`` (27 simulated conditions).
+        and ``"simulated-recapture"`` (18 simulated screen and print conditions).
     probes : DataFrame
         Per-probe outputs, long format: ``model, record_id, probe, kind, true_label, pred,
         max_prob, true_prob, prob_0 .. prob_9``; ``kind`` is ``"corruption"`` (18 probes,
@@ -548,10 +663,10 @@ class DemoPool:
         :func:`demo_conditions` plus ``inputs_sha256`` (SHA-256 of the condition's 8-bit model
         inputs, identical on every machine) and ``dev_accuracy`` (mean over models of the
         perturbed accuracy on development images).
-    images : ndarray of uint8, shape (n_heldout, 32, 32)
-        Held-out images (255 = white), row ``i`` is ``image_ids[i]``.
+    images : ndarray of uint8, shape (n_heldout, 28, 28)
+        Held-out Fashion-MNIST test images (0 = black background), row ``i`` is ``image_ids[i]``.
     image_ids, image_labels : ndarray of int64, shape (n_heldout,)
-        ``record_id`` (index in ``load_digits``) and label of each stored image.
+        ``record_id`` (index in Fashion-MNIST's test set) and label of each stored image.
     image_splits : ndarray of str, shape (n_heldout,)
         ``"dev"`` or ``"eval"``.
     manifest : dict
@@ -602,12 +717,15 @@ def _pool_iv(names: Sequence[str] | None, known: Sequence[str], what: str) -> li
     return names
 
 
-def build_demo_pool(*, seed=0, models: Sequence[str] | None = None, conditions: Sequence[str] | None = None,
+def build_demo_pool(source=FASHION_MNIST_DIR, *, seed=0, models: Sequence[str] | None = None,
+                    conditions: Sequence[str] | None = None,
                     progress: Callable[[str], None] | None = None) -> DemoPool:
     """Train the pool and record every model on every held-out variant.
 
     Parameters
     ----------
+    source : path-like, default: :data:`FASHION_MNIST_DIR`
+        The Fashion-MNIST folder (:func:`fashion_mnist`).
     seed : int, default=0
         The one seed everything derives from.
     models : sequence of str, optional
@@ -628,7 +746,8 @@ def build_demo_pool(*, seed=0, models: Sequence[str] | None = None, conditions: 
         With ``fitted`` holding the trained models (:func:`save_demo_pool` writes them).
     """
     model_names = _pool_iv(models, [m.name for m in MODEL_SPECS], "models")
-    inputs = _pool_inputs(seed)
+    _pool_iv(conditions, demo_conditions()["condition"].tolist(), "conditions")
+    inputs = _pool_inputs(source, seed)
     _, model_rng, _ = as_generator(seed).spawn(3)
     model_seeds = [int(g.integers(2**31 - 1)) for g in model_rng.spawn(len(MODEL_SPECS))]
     say = progress or (lambda message: None)
@@ -648,8 +767,9 @@ def reevaluate_demo_pool(directory=DEFAULT_DIR, *, models: Sequence[str] | None 
                          progress: Callable[[str], None] | None = None) -> DemoPool:
     """Record the **shipped** models again on the regenerated inputs, without training.
 
-    Images, splits, record ids and every condition's inputs are reproducible on any machine;
-    model outputs then differ from the shipped ones only by floating-point kernel noise. This is
+    The inputs are the shipped held-out images (``images.npz``, checked against the manifest's
+    digest), so Fashion-MNIST itself is not needed. Images, splits, record ids and every
+    condition's inputs are reproducible on any machine; model outputs then differ from the shipped ones only by floating-point kernel noise. This is
     how the shipped pool is checked elsewhere (``tests/paired/test_demo_pool.py``).
 
     Parameters
@@ -667,28 +787,33 @@ def reevaluate_demo_pool(directory=DEFAULT_DIR, *, models: Sequence[str] | None 
     """
     manifest = json.loads((Path(directory) / _FILES["manifest"]).read_text())
     predictors = load_demo_models(directory, models=models)
+    with np.load(Path(directory) / _FILES["images"], allow_pickle=False) as npz:
+        inputs = _PoolInputs(None, None, npz["images"], npz["true_label"].astype(np.int64),
+                             npz["record_id"].astype(np.int64), npz["split"].astype(str))
+    if _digest(inputs.held_images) != manifest["images_sha256"]:
+        raise ValueError(f"{Path(directory) / _FILES['images']}: the images do not match the manifest's "
+                         "images_sha256; the pool folder is corrupt or mixed from two builds.")
     with _single_threaded_deterministic():
-        return _record_pool(predictors, _pool_inputs(manifest["seed"]), seed=manifest["seed"],
+        return _record_pool(predictors, inputs, seed=manifest["seed"],
                             conditions=conditions, say=progress or (lambda message: None))
 
 
 @dataclass(frozen=True)
 class _PoolInputs:
-    x_train: np.ndarray          # (n_train, 32, 32) float32 in [0, 1]
-    y_train: np.ndarray
-    held_images: np.ndarray      # (n_held, 32, 32) uint8
+    x_train: np.ndarray | None   # (n_train, 28, 28) float32 in [0, 1]; None when only re-evaluating
+    y_train: np.ndarray | None
+    held_images: np.ndarray      # (n_held, 28, 28) uint8
     held_labels: np.ndarray
     held_ids: np.ndarray
     held_split: np.ndarray
 
 
-def _pool_inputs(seed) -> _PoolInputs:
+def _pool_inputs(source, seed) -> _PoolInputs:
     split_rng, _, _ = as_generator(seed).spawn(3)
-    images, labels = digit_images()
-    split = split_images(labels, seed=split_rng)
-    train, held = split == "train", split != "train"
-    return _PoolInputs(images[train].astype(np.float32) / 255.0, labels[train], images[held], labels[held],
-                       np.arange(labels.size)[held], split[held])
+    data = fashion_mnist(source)
+    train, held, split = pool_indices(data["train_labels"], data["test_labels"], seed=split_rng)
+    return _PoolInputs(data["train_images"][train].astype(np.float32) / 255.0, data["train_labels"][train],
+                       data["test_images"][held], data["test_labels"][held], held, split)
 
 
 def _record_pool(predictors: Mapping[str, Predictor], inputs: _PoolInputs, *, seed,
@@ -764,9 +889,10 @@ def _record_pool(predictors: Mapping[str, Predictor], inputs: _PoolInputs, *, se
     manifest = {
         "seed": int(seed),
         "generator": "core.paired.demo.build_demo_pool (scripts/make_demo_pool.py)",
-        "dataset": "sklearn.datasets.load_digits (1,797 images, 10 classes)",
-        "simulated": "Conditions with source 'simulated-recapture' are simulations of printing "
-                     "and photographing (core.paired.corruptions.simulate_recapture), not "
+        "dataset": (f"Fashion-MNIST (Debian dataset-fashion-mnist): models trained on {N_TRAIN_PER_CLASS} "
+                    "training images per class; record_id = index in the 10,000 test images"),
+        "simulated": "Conditions with source 'simulated-recapture' are simulations of showing on a "
+                     "screen or printing, then photographing (core.paired.recapture_sim.simulate), not "
                      "physical recaptures.",
         "probability_vectors": "prob_0 .. prob_9 rounded to 1e-6; in probes only for clean-correct "
                                "evaluation images (NaN elsewhere). pred, max_prob, true_prob and the "

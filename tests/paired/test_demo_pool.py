@@ -10,6 +10,10 @@ What is reproducible where:
   counted, reported and bounded by ``MAX_NEAR_TIES``;
 * on one machine only, exactly: re-training. Elsewhere SGD amplifies kernel rounding, so a
   re-trained slice is only checked for agreement with the shipped labels.
+
+Re-evaluation needs only the shipped files. Re-training, and checking the shipped images against
+Fashion-MNIST, need Debian's ``dataset-fashion-mnist`` (``scripts/install.sh dev`` installs it);
+those tests skip, saying so, when the folder is absent.
 """
 import os
 import warnings
@@ -20,24 +24,35 @@ import pytest
 
 from core.paired.corruptions import NATURAL_TRANSFORMS
 from core.paired.demo import (
+    FASHION_MNIST_DIR,
     MODEL_SPECS,
+    N_DEV_PER_CLASS,
+    N_EVAL_PER_CLASS,
+    N_TRAIN_PER_CLASS,
     build_demo_pool,
     demo_conditions,
     digit_images,
+    fashion_mnist,
     load_demo_models,
     load_demo_pool,
+    pool_indices,
     reevaluate_demo_pool,
     render_condition,
     save_demo_models,
     save_demo_pool,
-    split_images,
 )
 from core.paired.records import validate_records
 from core.paired.screening import condition_tiers, screening_metrics, screening_scores
 
 SLICE_MODELS = ["cnn-w8", "logreg-c1"]
 SLICE_CONDITIONS = ["gaussian_noise s2", "motion_blur s4", "jpeg_compression s4", "hflip", "rotate-10",
-                    "sim-recapture p1 g1 e1", "sim-recapture p2 g3 e2", "sim-recapture p3 g3 e3"]
+                    "sim-recapture screen d1 c1", "sim-recapture screen d3 c2", "sim-recapture print p2 c1",
+                    "sim-recapture print p3 c3"]
+N_SIM = 18
+needs_fashion_mnist = pytest.mark.skipif(
+    not FASHION_MNIST_DIR.is_dir(),
+    reason=f"Fashion-MNIST is not installed at {FASHION_MNIST_DIR} (apt-get install dataset-fashion-mnist); "
+           "needed only to re-train the pool and to check its images against the dataset")
 PROB_TOL = 1e-5
 """float32 probabilities of these small models differ by ~1e-7 between CPU kernels; 100x margin."""
 MAX_NEAR_TIES = 5
@@ -53,6 +68,8 @@ def shipped():
 
 @pytest.fixture(scope="module")
 def retrained(shipped):
+    if not FASHION_MNIST_DIR.is_dir():
+        pytest.skip(needs_fashion_mnist.kwargs["reason"])
     return build_demo_pool(seed=shipped.manifest["seed"], models=SLICE_MODELS, conditions=SLICE_CONDITIONS)
 
 
@@ -63,13 +80,15 @@ def test_shipped_records_follow_the_paired_schema(shipped):
     rec = validate_records(shipped.records)
     assert set(rec["source"]) == {"synthetic", "simulated-recapture"}
     per_source = rec.groupby("source")["condition"].nunique().to_dict()
-    assert per_source == {"synthetic": 18, "simulated-recapture": 27}
+    assert per_source == {"synthetic": 18, "simulated-recapture": N_SIM}
     assert all(c.startswith("sim-recapture ") for c in rec.loc[rec["source"] == "simulated-recapture", "condition"])
     assert set(rec["split"]) == {"dev", "eval"}
     # one cell per model x condition, each holding every held-out image once
     cells = rec.groupby(["model", "condition"]).size()
-    assert len(cells) == len(MODEL_SPECS) * 45 and (cells == shipped.images.shape[0]).all()
-    assert rec["model"].nunique() >= 8 and rec["group"].nunique() >= 4
+    assert len(cells) == len(MODEL_SPECS) * (18 + N_SIM) and (cells == shipped.images.shape[0]).all()
+    assert rec["model"].nunique() >= 10 and rec["group"].nunique() >= 4
+    families = shipped.models["family"]
+    assert {"cnn", "resnet", "mlp", "logistic"} <= set(families) and families.isin(["random_forest", "extra_trees"]).any()
     assert "simulations" in shipped.manifest["simulated"]
 
 
@@ -98,13 +117,27 @@ def test_shipped_tables_agree_with_each_other(shipped):
     assert (has_vec.to_numpy() == key.isin(pd.MultiIndex.from_frame(scored[["model", "record_id"]]))).all()
 
 
-def test_shipped_images_are_the_held_out_digits(shipped):
-    images, labels = digit_images()
-    assert shipped.images.dtype == np.uint8 and shipped.images.shape[1:] == (32, 32)
-    np.testing.assert_array_equal(shipped.images, images[shipped.image_ids])
-    np.testing.assert_array_equal(shipped.image_labels, labels[shipped.image_ids])
+def test_shipped_images_are_a_balanced_held_out_set(shipped):
+    assert shipped.images.dtype == np.uint8 and shipped.images.shape[1:] == (28, 28)
+    assert len(shipped.images) == 10 * (N_DEV_PER_CLASS + N_EVAL_PER_CLASS)
+    counts = pd.crosstab(shipped.image_labels, shipped.image_splits)
+    assert (counts["dev"] == N_DEV_PER_CLASS).all() and (counts["eval"] == N_EVAL_PER_CLASS).all()
+    assert np.all(np.diff(shipped.image_ids) > 0)
     clean_split = shipped.clean.drop_duplicates("record_id").set_index("record_id")["split"]
     np.testing.assert_array_equal(shipped.image_splits, clean_split.loc[shipped.image_ids].to_numpy())
+
+
+@needs_fashion_mnist
+def test_shipped_images_are_the_fashion_mnist_test_images(shipped):
+    data = fashion_mnist()
+    np.testing.assert_array_equal(shipped.images, data["test_images"][shipped.image_ids])
+    np.testing.assert_array_equal(shipped.image_labels, data["test_labels"][shipped.image_ids])
+    from core._rng import as_generator
+
+    split_rng, _, _ = as_generator(shipped.manifest["seed"]).spawn(3)
+    train, held, split = pool_indices(data["train_labels"], data["test_labels"], seed=split_rng)
+    np.testing.assert_array_equal(held, shipped.image_ids)
+    np.testing.assert_array_equal(split, shipped.image_splits)
 
 
 def test_screening_runs_on_the_shipped_pool_and_all_tiers_occur(shipped):
@@ -118,7 +151,7 @@ def test_screening_runs_on_the_shipped_pool_and_all_tiers_occur(shipped):
     tiers = condition_tiers(real)
     assert set(tiers["tier"]) == {"mild", "severe", "extreme"}
     metrics = screening_metrics(scores, real, score_names=["S", "U"], budgets=0.2)
-    assert len(metrics) == 27 * len(MODEL_SPECS) * 2
+    assert len(metrics) == N_SIM * len(MODEL_SPECS) * 2
     assert metrics["coverage"].between(0, 1).all()
     assert (metrics["coverage"] <= metrics["ceiling"] + 1e-12).all()
 
@@ -335,12 +368,12 @@ def test_truncated_and_missing_model_files_name_the_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="mlp-128.pt is missing"):
         load_demo_models(folder, models=["mlp-128"])
     with pytest.raises(ValueError, match="`models` must be distinct names"):
-        load_demo_models(folder, models=["resnet"])
+        load_demo_models(folder, models=["resnet-w99"])
 
 
 def test_render_condition_reproduces_the_model_inputs(shipped):
     seed = shipped.manifest["seed"]
-    for condition in ("rotate-10", "sim-recapture p2 g1 e3"):
+    for condition in ("rotate-10", "sim-recapture print p2 c3", "sim-recapture screen d2 c1"):
         a = render_condition(shipped.images, condition, seed=seed)
         np.testing.assert_array_equal(a, render_condition(shipped.images, condition, seed=seed))
         assert a.dtype == np.uint8 and a.shape == shipped.images.shape
@@ -356,28 +389,74 @@ def test_render_condition_reproduces_the_model_inputs(shipped):
 # building blocks
 # ------------------------------------------------------------------------------------------
 def test_digit_images_are_ink_on_white_pages():
+    """The bundled digits (not the pool any more) stay the corruption tests' small images."""
     images, labels = digit_images()
     assert images.shape == (1797, 32, 32) and images.dtype == np.uint8
     assert (images[:, :4, :] == 255).all() and (images[:, :, :4] == 255).all()  # white margins
     assert images.min() == 0 and np.bincount(labels).tolist() == [178, 182, 177, 183, 181, 182, 181, 179, 174, 180]
 
 
-def test_split_is_stratified_and_seeded():
-    _, labels = digit_images()
-    split = split_images(labels, seed=3)
-    np.testing.assert_array_equal(split, split_images(labels, seed=3))
-    assert not np.array_equal(split, split_images(labels, seed=4))
-    for label in range(10):
-        n = (labels == label).sum()
-        counts = pd.Series(split[labels == label]).value_counts()
-        assert counts["train"] == round(2 * n / 3)
-        assert counts["dev"] - counts["eval"] in (0, 1)
+def test_pool_indices_are_balanced_disjoint_and_seeded():
+    rng = np.random.default_rng(0)
+    train_labels = np.repeat(np.arange(10), 700)[rng.permutation(7000)]
+    test_labels = np.repeat(np.arange(10), 160)[rng.permutation(1600)]
+    train, held, split = pool_indices(train_labels, test_labels, seed=3)
+    again = pool_indices(train_labels, test_labels, seed=3)
+    for a, b in zip((train, held, split), again):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(held, pool_indices(train_labels, test_labels, seed=4)[1])
+    assert np.bincount(train_labels[train]).tolist() == [N_TRAIN_PER_CLASS] * 10
+    assert np.unique(train).size == train.size and np.unique(held).size == held.size
+    assert np.all(np.diff(held) > 0)
+    table = pd.crosstab(test_labels[held], split)
+    assert (table["dev"] == N_DEV_PER_CLASS).all() and (table["eval"] == N_EVAL_PER_CLASS).all()
+    with pytest.raises(ValueError, match="class 0 has 10 training"):
+        pool_indices(np.zeros(10, int), test_labels, seed=0)
+
+
+def _idx(path, magic, shape, body=None):
+    import gzip
+
+    header = magic.to_bytes(4, "big") + b"".join(int(d).to_bytes(4, "big") for d in shape)
+    body = bytes(int(np.prod(shape))) if body is None else body
+    path.write_bytes(gzip.compress(header + body))
+
+
+def _fake_fashion(folder, n_train=3, n_test=2):
+    _idx(folder / "train-images-idx3-ubyte.gz", 0x803, (n_train, 28, 28))
+    _idx(folder / "train-labels-idx1-ubyte.gz", 0x801, (n_train,), bytes(range(n_train)))
+    _idx(folder / "t10k-images-idx3-ubyte.gz", 0x803, (n_test, 28, 28))
+    _idx(folder / "t10k-labels-idx1-ubyte.gz", 0x801, (n_test,), bytes([9] * n_test))
+
+
+def test_the_fashion_mnist_reader_parses_idx_and_names_bad_files(tmp_path):
+    _fake_fashion(tmp_path)
+    data = fashion_mnist(tmp_path)
+    assert data["train_images"].shape == (3, 28, 28) and data["train_labels"].tolist() == [0, 1, 2]
+    assert data["test_labels"].dtype == np.int64 and data["test_labels"].tolist() == [9, 9]
+    _idx(tmp_path / "t10k-labels-idx1-ubyte.gz", 0x801, (5,), bytes(4))
+    with pytest.raises(ValueError, match=r"t10k-labels-idx1-ubyte.gz: header announces shape \(5,\) \(5 bytes\) "
+                                         "but 4 bytes follow"):
+        fashion_mnist(tmp_path)
+    _idx(tmp_path / "t10k-labels-idx1-ubyte.gz", 0x803, (2,), bytes(2))
+    with pytest.raises(ValueError, match="t10k-labels-idx1-ubyte.gz: not an IDX file of 1-d uint8 data"):
+        fashion_mnist(tmp_path)
+    _idx(tmp_path / "t10k-labels-idx1-ubyte.gz", 0x801, (3,), bytes(3))
+    with pytest.raises(ValueError, match=r"test images \(2, 28, 28\) and labels \(3,\)"):
+        fashion_mnist(tmp_path)
+    (tmp_path / "t10k-labels-idx1-ubyte.gz").unlink()
+    with pytest.raises(FileNotFoundError, match="t10k-labels-idx1-ubyte.*is missing; install the dataset"):
+        fashion_mnist(tmp_path)
+    with pytest.raises(FileNotFoundError, match="train-images-idx3-ubyte"):
+        build_demo_pool(tmp_path / "nowhere", models=["cnn-w8"])
 
 
 def test_the_condition_table_lists_every_variant_once():
     table = demo_conditions()
-    assert table["condition"].is_unique and len(table) == 18 + 18 + 27
-    assert table.groupby("source").size().to_dict() == {"simulated-recapture": 27, "synthetic": 18, "transform": 18}
+    assert table["condition"].is_unique and len(table) == 18 + 18 + N_SIM
+    assert table.groupby("source").size().to_dict() == {"simulated-recapture": N_SIM, "synthetic": 18, "transform": 18}
+    sim = table[table["source"] == "simulated-recapture"]
+    assert sim["medium"].value_counts().to_dict() == {"screen": 9, "print": 9}
     assert set(table.loc[table["source"] == "synthetic", "severity"]) == {2, 4}
 
 

@@ -18,7 +18,7 @@ _KEYS = ["model", "condition", "source", "target", "level", "lambda", "policy", 
 
 @pytest.fixture(scope="module")
 def records() -> pd.DataFrame:
-    """3 models x 12 conditions of the shipped demo pool: 36 cells of 599 records."""
+    """3 models x 12 conditions of the shipped demo pool: 36 cells of 1,500 records."""
     rec = load_demo_pool().records
     rec = rec[rec["model"].isin(["cnn-w8", "logreg-c1", "random-forest"])]
     return rec[rec["condition"].isin(sorted(rec["condition"].unique())[:12])].reset_index(drop=True)
