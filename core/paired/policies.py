@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from core._rng import as_generator
+from core._rng import as_generator, keyed_generator
 from core.constants import CLEAN_COVERAGE, COVERAGES
 from core.paired._fivestate import expected_flips, flip_ranges, sampled_flips
 from core.paired.bounds import LEVELS, check_levels
@@ -221,6 +221,9 @@ def evaluate_policies(records: pd.DataFrame, *, thresholds: pd.DataFrame | None 
         Information levels to evaluate.
     seed : int or numpy Generator, default=0
         Seeds the Monte Carlo estimate of the I5 feasible mean for classes too large to list.
+        Each class draws from its own stream keyed by this seed and the class's model,
+        condition, source and label, so the estimate of a class does not depend on the other
+        records of the call or on row order.
     n_draws : int, default=4000
         Accepted draws per class for that estimate.
     max_placements : int, default=20000
@@ -297,7 +300,9 @@ class _Engine:
                 band = self.accept[j] ^ self.accept[l]
                 self.band_c[j, l] = g(pc & band)
                 self.band_w[j, l] = g(~pc & band)
-        self.rng, self.n_draws, self.max_placements = rng, n_draws, max_placements
+        # One draw from the caller's stream keys every class's own Monte Carlo stream.
+        self.stream_key = int(rng.integers(2**63))
+        self.n_draws, self.max_placements = n_draws, max_placements
         self._ranges = {}
         self._means = None
 
@@ -359,6 +364,11 @@ class _Engine:
             out[grp] = float(np.sum(mean * np.where(d > 0, d_in / np.maximum(d, 1), 0.0)))
         return out
 
+    def _group_stream(self, grp: int) -> np.random.Generator:
+        """A generator for class ``grp`` keyed by (caller's seed, model, condition, source, label)."""
+        cell = self.table.cells.iloc[int(self.table.group_cell[grp])]
+        return keyed_generator(self.stream_key, *cell.tolist(), self.table.group_label[grp])
+
     def _i5_flip_means(self):
         """Per group needing it, (labels, E[flip endpoints per label]) under uniform I5 bijections,
         and which groups were estimated by Monte Carlo (bool, shape (n_groups,))."""
@@ -384,7 +394,11 @@ class _Engine:
             d = np.bincount(np.searchsorted(labels, pw), minlength=len(labels))
             mean = expected_flips(c, d, s=int(s[grp]), w=int(w[grp]), limit=self.max_placements)
             if mean is None:
-                mean, _ = sampled_flips(cw, pw, s=int(s[grp]), w=int(w[grp]), seed=self.rng, n_draws=self.n_draws)
+                # The estimate must depend on the class alone, not on which other classes share the
+                # call or on row order (a sharded grid must equal one call): sorted labels and a
+                # stream keyed by the class's cell and label.
+                mean, _ = sampled_flips(np.sort(cw), np.sort(pw), s=int(s[grp]), w=int(w[grp]),
+                                        seed=self._group_stream(grp), n_draws=self.n_draws)
                 estimated[grp] = True
             per_label[grp] = (labels, mean)
         self._means = (per_label, estimated)

@@ -24,11 +24,11 @@ Output folder::
     OUT/policy_selection/part-00000.parquet     PolicyReport.selection (minimax / mean policy)
     OUT/_manifest.json, OUT/_summary.json        run identity; grid summary and thresholds
 
-Every exact quantity equals the single call over all records. The one stochastic quantity,
-the I5 feasible-mean estimate used only for classes too large to enumerate
-(``mean_method = "estimate"``), draws from child ``s`` of ``seed`` for shard ``s``: it is
-reproducible and engine-independent, but depends on ``cells_per_task``, which the manifest
-records.
+Every quantity equals the single call over all records, the one stochastic quantity
+included: the I5 feasible-mean estimate of classes too large to enumerate
+(``mean_method = "estimate"``) draws from a stream keyed by ``seed`` and the class's own cell
+and label (:func:`core._rng.keyed_generator`), so it depends neither on ``cells_per_task`` nor
+on which cells share a shard.
 
 Inputs must be Parquet (a file or a folder of files): shards are read by filtering cells,
 which CSV cannot do without reading the whole file for every shard.
@@ -48,7 +48,6 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from core._rng import as_generator
 from core.constants import CLEAN_COVERAGE
 from core.paired.bounds import LEVELS, identified_intervals_grid
 from core.paired.policies import COVERAGES, LAMBDAS, evaluate_policies, policy_thresholds
@@ -246,14 +245,13 @@ class PairedGridTask:
 
     def __call__(self, table: pa.Table, row_start: int) -> dict[str, pa.Table]:
         """Tables of :data:`TABLES` for the records of one shard (``row_start`` = first cell)."""
-        shard = row_start // self.cells_per_task
         records = table.to_pandas()
         out = {"intervals": identified_intervals_grid(records, self.tau, levels=self.levels)}
         evaluation = records[records["split"].astype(str) == "eval"] if self.has_eval else records
         if len(evaluation):
             report = evaluate_policies(
                 evaluation, thresholds=self.thresholds, clean_coverage=self.clean_coverage,
-                lambdas=self.lambdas, levels=self.levels, seed=as_generator(self.seed).spawn(shard + 1)[shard],
+                lambdas=self.lambdas, levels=self.levels, seed=self.seed,
                 n_draws=self.n_draws, max_placements=self.max_placements,
             )
             out.update(policy_costs=report.costs, policy_differences=report.differences,
@@ -333,7 +331,7 @@ def paired_grid(records: str | Path, out: str | Path, *, tau: float, levels: Seq
     coverages, clean_coverage, lambdas, n_draws, max_placements
         As in :func:`core.paired.policies.evaluate_policies`.
     seed : int, default 0
-        Seeds the I5 feasible-mean estimate (child ``s`` of ``seed`` for shard ``s``).
+        Seeds the I5 feasible-mean estimate, as in :func:`core.paired.policies.evaluate_policies`.
     cells_per_task : int, default 16
         Cells per shard (one partition / Dask task).
     engine : {'local', 'dask'}, default 'local'
