@@ -59,7 +59,7 @@ def _pick_sample(frame) -> int | None:
     The chosen sample is always a row of the table as filtered (``None`` when no row matches),
     and it is the shared selection of the tabular pages (:mod:`ui.selection`).
     """
-    c1, c2, c3 = st.columns([2, 2, 1])
+    c1, c2, c3 = st.columns([2, 2, 1.4])  # room for the toggle's label at 1000 px
     c3.toggle("High confidence only", key="explorer_hc", persist_state="session", on_change=_clear_selection,
               help="Only predictions with confidence p̂ ≥ 0.9 — confident yet fragile ones are the risky cases.")
     c1.text_input("Search (sample id or class)", key="explorer_search", persist_state="session",

@@ -139,7 +139,8 @@ def _body() -> None:
 
     m = st.columns(4)
     m[0].metric("Ranked predictions", f"{len(population):,}")
-    m[1].metric("Held-out brittle among them", f"{int(brittle.sum()):,}")
+    m[1].metric("Held-out brittle", f"{int(brittle.sum()):,}", help="Brittle under the held-out stressors, among the "
+                "ranked predictions (evaluation label only)")
     m[2].metric("Queue length", f"{len(queue):,}", help="k = max(1, round(q·n)) predictions to review")
     found = summary.set_index("score").loc[score, "capture"]
     m[3].metric(f"Brittle found by {score}", "—" if np.isnan(found) else f"{found:.0%}",

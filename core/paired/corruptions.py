@@ -43,6 +43,11 @@ __all__ = [
     "RECAPTURE_LEVELS",
     "SEVERITY_PARAMETERS",
     "RecaptureCondition",
+    # building blocks shared with core.paired.recapture_sim
+    "batch_iv",
+    "finish_batch",
+    "homographies",
+    "jpeg_roundtrip",
     "brightness",
     "contrast",
     "defocus_blur",
@@ -85,7 +90,7 @@ SEVERITY_PARAMETERS: Mapping[str, tuple] = MappingProxyType({
 })
 
 
-def _batch_iv(images, *, colour: bool = False) -> tuple[np.ndarray, bool]:
+def batch_iv(images, *, colour: bool = False) -> tuple[np.ndarray, bool]:
     """Validate ``images`` and return a float64 batch ``(n, H, W[, C])`` plus "was a single image"."""
     arr = np.asarray(images)
     colour_ok = colour and arr.ndim == 4 and arr.shape[-1] in (1, 3)
@@ -105,13 +110,13 @@ def _batch_iv(images, *, colour: bool = False) -> tuple[np.ndarray, bool]:
     return (batch[None], True) if arr.ndim == 2 else (batch, False)
 
 
-def _finish(batch: np.ndarray, single: bool) -> np.ndarray:
+def finish_batch(batch: np.ndarray, single: bool) -> np.ndarray:
     out = np.clip(batch, 0.0, 1.0).astype(np.float32)
     return out[0] if single else out
 
 
 def _prepare(images, severity, rng, name: str):
-    batch, single = _batch_iv(images, colour=True)
+    batch, single = batch_iv(images, colour=True)
     if isinstance(severity, (bool, np.bool_)) or not isinstance(severity, (int, np.integer)) \
             or not 1 <= severity <= 5:
         raise ValueError(f"`severity` must be an int in 1..5; got {severity!r}.")
@@ -126,7 +131,7 @@ def _to_uint8(batch: np.ndarray) -> np.ndarray:
     return np.rint(np.clip(batch, 0.0, 1.0) * 255.0).astype(np.uint8)
 
 
-def _jpeg(batch: np.ndarray, quality: int) -> np.ndarray:
+def jpeg_roundtrip(batch: np.ndarray, quality: int) -> np.ndarray:
     """JPEG round trip of every 8-bit-quantised image (Pillow's libjpeg; a codec, so one call per image)."""
     out = np.empty(batch.shape, dtype=np.float64)
     for i, img in enumerate(_to_uint8(batch)):
@@ -167,7 +172,7 @@ def gaussian_noise(images, severity, rng):
     ((4, 4), dtype('float32'))
     """
     x, single, sigma = _prepare(images, severity, rng, "gaussian_noise")
-    return _finish(x + rng.normal(scale=sigma, size=x.shape), single)
+    return finish_batch(x + rng.normal(scale=sigma, size=x.shape), single)
 
 
 def shot_noise(images, severity, rng):
@@ -176,7 +181,7 @@ def shot_noise(images, severity, rng):
     Same parameters and return value as :func:`gaussian_noise`.
     """
     x, single, photons = _prepare(images, severity, rng, "shot_noise")
-    return _finish(rng.poisson(x * photons) / photons, single)
+    return finish_batch(rng.poisson(x * photons) / photons, single)
 
 
 def impulse_noise(images, severity, rng):
@@ -187,7 +192,7 @@ def impulse_noise(images, severity, rng):
     x, single, amount = _prepare(images, severity, rng, "impulse_noise")
     hit = rng.random(x.shape) < amount
     salt = rng.random(x.shape) < 0.5
-    return _finish(np.where(hit, salt.astype(np.float64), x), single)
+    return finish_batch(np.where(hit, salt.astype(np.float64), x), single)
 
 
 def _disk_kernel(radius: float, alias_sigma: float) -> np.ndarray:
@@ -212,7 +217,7 @@ def defocus_blur(images, severity, rng):
     x, single, (radius, alias_sigma) = _prepare(images, severity, rng, "defocus_blur")
     kernel = _disk_kernel(radius, alias_sigma)
     kernel = kernel[None] if x.ndim == 3 else kernel[None, :, :, None]
-    return _finish(ndimage.convolve(x, kernel, mode="mirror"), single)
+    return finish_batch(ndimage.convolve(x, kernel, mode="mirror"), single)
 
 
 def motion_blur(images, severity, rng):
@@ -230,8 +235,8 @@ def motion_blur(images, severity, rng):
         _, h, w, c = x.shape
         planes = x.transpose(0, 3, 1, 2).reshape(n * c, h, w)
         out = _streak(planes, np.repeat(angle, c), radius, sigma).reshape(n, c, h, w).transpose(0, 2, 3, 1)
-        return _finish(out, single)
-    return _finish(_streak(x, angle, radius, sigma), single)
+        return finish_batch(out, single)
+    return finish_batch(_streak(x, angle, radius, sigma), single)
 
 
 def _streak(x: np.ndarray, angle: np.ndarray, radius: float, sigma: float) -> np.ndarray:
@@ -261,7 +266,7 @@ def contrast(images, severity, rng):
     """
     x, single, factor = _prepare(images, severity, rng, "contrast")
     mean = x.mean(axis=(1, 2), keepdims=True)
-    return _finish((x - mean) * factor + mean, single)
+    return finish_batch((x - mean) * factor + mean, single)
 
 
 def brightness(images, severity, rng):
@@ -275,8 +280,8 @@ def brightness(images, severity, rng):
         # saturation 0) turns grey V + c.
         value = x.max(axis=-1, keepdims=True)
         lifted = np.minimum(value + shift, 1.0)
-        return _finish(np.where(value > 0, x * (lifted / np.where(value > 0, value, 1.0)), lifted), single)
-    return _finish(x + shift, single)
+        return finish_batch(np.where(value > 0, x * (lifted / np.where(value > 0, value, 1.0)), lifted), single)
+    return finish_batch(x + shift, single)
 
 
 def _box_matrix(n_out: int, n_in: int) -> np.ndarray:
@@ -306,8 +311,8 @@ def pixelate(images, severity, rng):
     rows = _box_matrix(h, sh) @ _box_matrix(sh, h)
     cols = _box_matrix(w, sw) @ _box_matrix(sw, w)
     if x.ndim == 4:  # colour: two matrix products per channel (einsum's plain loop is O(H^2 W^2))
-        return _finish(np.matmul(np.matmul(rows, x.transpose(0, 3, 1, 2)), cols.T).transpose(0, 2, 3, 1), single)
-    return _finish(np.einsum("ij,njk,lk->nil", rows, x, cols), single)
+        return finish_batch(np.matmul(np.matmul(rows, x.transpose(0, 3, 1, 2)), cols.T).transpose(0, 2, 3, 1), single)
+    return finish_batch(np.einsum("ij,njk,lk->nil", rows, x, cols), single)
 
 
 def jpeg_compression(images, severity, rng):
@@ -316,7 +321,7 @@ def jpeg_compression(images, severity, rng):
     Deterministic. Same parameters and return value as :func:`gaussian_noise`.
     """
     x, single, quality = _prepare(images, severity, rng, "jpeg_compression")
-    return _finish(_jpeg(x, quality), single)
+    return finish_batch(jpeg_roundtrip(x, quality), single)
 
 
 CORRUPTIONS: Mapping[str, Callable[[np.ndarray, int, np.random.Generator], np.ndarray]] = \
@@ -431,8 +436,8 @@ def natural_transform(images, name: str) -> np.ndarray:
     """
     if name not in NATURAL_TRANSFORMS:
         raise ValueError(f"`name` must be one of {sorted(NATURAL_TRANSFORMS)}; got {name!r}.")
-    batch, single = _batch_iv(images, colour=True)
-    return _finish(NATURAL_TRANSFORMS[name](batch), single)
+    batch, single = batch_iv(images, colour=True)
+    return finish_batch(NATURAL_TRANSFORMS[name](batch), single)
 
 
 # ------------------------------------------------------------------------------------------
@@ -521,7 +526,7 @@ def recapture_grid() -> tuple[RecaptureCondition, ...]:
     return tuple(RecaptureCondition(p, g, e) for p in (1, 2, 3) for g in (1, 2, 3) for e in (1, 2, 3))
 
 
-def _homographies(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+def homographies(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """Batched 3x3 homographies mapping ``src`` to ``dst`` corner sets, both ``(n, 4, 2)``."""
     n = src.shape[0]
     a = np.zeros((n, 8, 8))
@@ -578,7 +583,7 @@ def simulate_recapture(images, condition: RecaptureCondition, rng) -> np.ndarray
         raise ValueError(
             f"`rng` must be a numpy Generator (see core._rng.as_generator); got {type(rng).__name__}."
         )
-    x, single = _batch_iv(images)
+    x, single = batch_iv(images)
     p = condition.parameters()
     n, h, w = x.shape
 
@@ -595,7 +600,7 @@ def simulate_recapture(images, condition: RecaptureCondition, rng) -> np.ndarray
                     np.stack([np.sin(theta), np.cos(theta)], -1)], -2)
     moved = np.einsum("nij,kj->nki", rot, corners - centre) + centre
     moved += rng.uniform(-p["corner_jitter"], p["corner_jitter"], size=(n, 4, 2))
-    to_page = _homographies(np.broadcast_to(moved, (n, 4, 2)), np.broadcast_to(corners, (n, 4, 2)))
+    to_page = homographies(np.broadcast_to(moved, (n, 4, 2)), np.broadcast_to(corners, (n, 4, 2)))
     yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
     pts = np.stack([xx.ravel(), yy.ravel(), np.ones(h * w)])
     mapped = to_page @ pts
@@ -614,4 +619,4 @@ def simulate_recapture(images, condition: RecaptureCondition, rng) -> np.ndarray
     light = p["gain"] * (1.0 - p["shading"] * ramp)
     signal = np.clip(shot * light, 0.0, 1.0)
     noisy = signal + rng.normal(size=x.shape) * np.sqrt(p["photon_noise"] * signal + p["read_noise"] ** 2)
-    return _finish(_jpeg(noisy, p["jpeg_quality"]), single)
+    return finish_batch(jpeg_roundtrip(noisy, p["jpeg_quality"]), single)

@@ -146,19 +146,12 @@ class OnnxImageClassifier:
 
     def __init__(self, model_bytes: bytes, *, where: str = "the ONNX model",
                  mean: Sequence[float] | None = None, std: Sequence[float] | None = None) -> None:
-        import onnxruntime as ort
+        from core.onnx_session import cpu_session
 
         self.model_bytes = bytes(model_bytes)
         self.where = where
         self.sha256 = hashlib.sha256(self.model_bytes).hexdigest()
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        try:
-            self._session = ort.InferenceSession(self.model_bytes, options, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # onnxruntime raises its own Fail / InvalidProtobuf types
-            raise ValueError(f"{where}: is not a readable ONNX model (corrupt or truncated?): {exc}") from None
+        self._session = cpu_session(self.model_bytes, where=f"{where}:")
         self.input = self._read_input()
         outputs = self._session.get_outputs()
         shape = outputs[0].shape

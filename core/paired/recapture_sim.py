@@ -38,7 +38,7 @@ from typing import Literal, Mapping
 import numpy as np
 from scipy import ndimage
 
-from core.paired.corruptions import _batch_iv, _finish, _homographies, _jpeg
+from core.paired.corruptions import batch_iv, finish_batch, homographies, jpeg_roundtrip
 
 __all__ = [
     "CAPTURE_LEVELS",
@@ -220,7 +220,7 @@ def _capture(fine: np.ndarray, d: dict[str, np.ndarray], p: dict, h: int, w: int
     rot = np.stack([np.stack([c, -s], -1), np.stack([s, c], -1)], -2) * d["scale"][:, None, None]
     moved = np.einsum("nij,kj->nki", rot, corners - centre) + centre + d["jitter"]
     # camera pixel coordinates (where the page corners land) -> page coordinates
-    to_page = _homographies(moved, np.broadcast_to(corners, (n, 4, 2)))
+    to_page = homographies(moved, np.broadcast_to(corners, (n, 4, 2)))
     sub = (np.arange(2 * h) + 0.5) / 2.0, (np.arange(2 * w) + 0.5) / 2.0
     yy, xx = np.meshgrid(*sub, indexing="ij")
     pts = np.stack([xx.ravel(), yy.ravel(), np.ones(xx.size)])
@@ -247,7 +247,7 @@ def _expose(shot: np.ndarray, d: dict[str, np.ndarray], p: dict, medium: str) ->
     ramp = (u - u.min(axis=(1, 2), keepdims=True)) / np.ptp(u, axis=(1, 2), keepdims=True)
     signal = np.clip(shot * p["gain"] * (1.0 - p["shading"] * ramp), 0.0, 1.0)
     noisy = signal + d["noise"] * np.sqrt(p["photon_noise"] * signal + p["read_noise"] ** 2)
-    return _jpeg(noisy, p["jpeg_quality"])
+    return jpeg_roundtrip(noisy, p["jpeg_quality"])
 
 
 def simulate(images, condition: SimulatedRecapture, rng) -> np.ndarray:
@@ -280,7 +280,7 @@ def simulate(images, condition: SimulatedRecapture, rng) -> np.ndarray:
         raise ValueError(
             f"`rng` must be a numpy Generator (see core._rng.as_generator); got {type(rng).__name__}."
         )
-    x, single = _batch_iv(images)
+    x, single = batch_iv(images)
     n, h, w = x.shape
     p = condition.parameters()
     d = _draws(rng, n, h, w, p)
@@ -294,4 +294,4 @@ def simulate(images, condition: SimulatedRecapture, rng) -> np.ndarray:
             fine, cval = _paper(x[part], p, dp["texture_seed"]), p["paper_white"]  # blank margin
         shot = _capture(fine, dp, p, h, w, cval)
         out[part] = _expose(shot, dp, p, condition.medium)
-    return _finish(out, single)
+    return finish_batch(out, single)

@@ -60,18 +60,11 @@ class OnnxClassifier:
     def __init__(self, model_bytes: bytes, *, feature_order: Sequence[str] | None = None,
                  classes: Sequence[Any] | None = None, default_classes: Sequence[Any] | None = None,
                  where: str = "the ONNX model") -> None:
-        import onnxruntime as ort
+        from core.onnx_session import cpu_session
 
         self.model_bytes = bytes(model_bytes)
         self._where = where
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        try:
-            self._session = ort.InferenceSession(self.model_bytes, options, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # onnxruntime raises its own Fail / InvalidProtobuf types
-            raise ValueError(f"{where} is not a readable ONNX model (corrupt or truncated?): {exc}") from exc
+        self._session = cpu_session(self.model_bytes, where=where)
         meta = self._session.get_modelmeta().custom_metadata_map
         inputs = self._session.get_inputs()
         self._inputs = [(i.name, i.type, i.shape) for i in inputs]
@@ -114,7 +107,7 @@ class OnnxClassifier:
             # A ZipMap returns one Python dict per row; read the tensor it is built from instead,
             # exposed as an extra graph output (same numbers, no per-row Python).
             tensor_name, patched = _expose_zipmap_input(self.model_bytes)
-            self._session = ort.InferenceSession(patched, options, providers=["CPUExecutionProvider"])
+            self._session = cpu_session(patched, where=where)
             self._prob_name, self._zipmap = tensor_name, False
         if self.classes_ is None and default_classes is not None:
             self.classes_ = _as_classes(default_classes)

@@ -221,7 +221,7 @@ def test_homographies_map_the_source_corners_onto_the_targets():
     rng = np.random.default_rng(0)
     src = np.array([[0.0, 0.0], [31.0, 0.0], [31.0, 31.0], [0.0, 31.0]]) + rng.uniform(-3, 3, (5, 4, 2))
     dst = np.broadcast_to(np.array([[0.0, 0.0], [31.0, 0.0], [31.0, 31.0], [0.0, 31.0]]), (5, 4, 2))
-    h = corruptions._homographies(src, dst)
+    h = corruptions.homographies(src, dst)
     mapped = np.einsum("nij,nkj->nki", h, np.concatenate([src, np.ones((5, 4, 1))], axis=2))
     np.testing.assert_allclose(mapped[..., :2] / mapped[..., 2:], dst, atol=1e-9)
 
