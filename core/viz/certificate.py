@@ -343,8 +343,9 @@ def confidence_fds_figure(confidence: ArrayLike, fds: ArrayLike, *, brittle: Arr
     fig.add_vline(x=threshold, line=dict(color=GREY, dash="dash"), annotation_text=f"high confidence ≥ {threshold:g}",
                   annotation_position="top left")
     fig.update_yaxes(range=[0, 1])
+    # Below the plot: its entries wrap to a second row in a half-width column and ran into the title.
     return finish(fig, title="Confidence is not stability", x_title="confidence p̂ (max probability)",
-                  y_title="FDS (0–1, larger = more fragile)")
+                  y_title="FDS (0–1, larger = more fragile)", legend_at="bottom")
 
 
 def flip_budget_histogram(flip_budget: ArrayLike, *, depth: int) -> go.Figure:
