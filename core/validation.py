@@ -93,12 +93,12 @@ def check_text_table(raw: bytes, label: str) -> None:
     >>> check_text_table(b"\x89PNG\r\n\x1a\n....", "photo.csv")
     Traceback (most recent call last):
     ...
-    ValueError: 'photo.csv' is a PNG image, not a text table (it starts with that format's signature); upload a CSV / TSV text file or a Parquet file.
+    ValueError: 'photo.csv' is a PNG image, a binary file, not a text table (it starts with that format's signature); upload a CSV / TSV text file or a Parquet file.
     """
     for signature, kind in _SIGNATURES:
         if raw.startswith(signature):
-            raise ValueError(f"{label!r} is {kind}, not a text table (it starts with that format's signature); "
-                             "upload a CSV / TSV text file or a Parquet file.")
+            raise ValueError(f"{label!r} is {kind}, a binary file, not a text table (it starts with that format's "
+                             "signature); upload a CSV / TSV text file or a Parquet file.")
     head = raw[:_HEAD]
     if b"\x00" in head[:8192]:
         raise ValueError(f"{label!r} holds binary content, not a text table (CSV): it contains NUL bytes.")

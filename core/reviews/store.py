@@ -422,6 +422,11 @@ class ReviewStore:
             raise ReviewStoreError(f"{where} cannot be opened ({exc}).") from exc
         with closing(conn):
             try:
+                # One read transaction: every value below comes from the same snapshot. Read one
+                # by one, a file that another process creates meanwhile could show its tables
+                # but not yet its application_id, and be refused as a foreign file.
+                conn.isolation_level = None
+                conn.execute("BEGIN")
                 check = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
                 app_id = conn.execute("PRAGMA application_id").fetchone()[0]
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -429,6 +434,7 @@ class ReviewStore:
                 columns = ([r[1] for r in conn.execute("PRAGMA table_info(reviews)")] if "reviews" in tables else [])
                 marker = (conn.execute(f"SELECT marker FROM {_MARKER_TABLE}").fetchall()
                           if _MARKER_TABLE in tables else [])
+                conn.execute("ROLLBACK")
             except sqlite3.DatabaseError as exc:
                 if "malformed" in str(exc) or "not a database" in str(exc):
                     raise ReviewStoreError(f"{where} is corrupted ({exc}); restore it from a backup or choose "

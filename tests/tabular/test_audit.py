@@ -206,9 +206,13 @@ def test_exports(tmp_path, credit):
     assert list(table.columns[:5]) == ["row_id", "y_true", "brittle", "high_confidence", "naturalistic_brittle"]
     assert {"fds", "path", "score_fds", "score_max_softmax"} <= set(table.columns)
     files = write_audit(credit, tmp_path)
-    assert [f.name for f in files] == ["certificates.parquet", "certificates.csv", "evaluation.json",
-                                       "protocol.json", "summary.md", "train.parquet", "test.parquet",
-                                       "_task.zip"]
+    assert [str(f.relative_to(tmp_path)) for f in files] == [
+        "certificates.parquet", "certificates.csv", "evaluation.json", "protocol.json", "summary.md",
+        "train.parquet", "test.parquet", "_task.zip",
+        # the dashboard's tables, readable without the model (core.tabular.audit_view)
+        "view/meta.json", "view/arrays.npz", "view/certificates.json.gz", "view/evaluation.parquet",
+        "view/naturalistic_evaluation.parquet", "view/unavailable.parquet", "view/calibration_metrics.parquet",
+        "view/calibration_reliability.parquet", "view/scores.parquet"]
     back = pd.read_parquet(tmp_path / "certificates.parquet")
     assert list(back["path"].iloc[0]) == table["path"].iloc[0]
     np.testing.assert_allclose(back["fds"], table["fds"])
