@@ -5,7 +5,8 @@ import numpy as np
 import streamlit as st
 
 from core.cfc.evaluation import SCORES
-from core.dashboard import capture_curves, prediction_table, rank_queue, score_summary
+from core.views.ranking import capture_curves, rank_queue, score_summary
+from core.views.tabular import prediction_table
 from core.reviews import filter_queue
 from core.reviews.queue import UNREVIEWED
 from ui.certificate import cached_figure, certificate_panel, flip_budget_text, lambda_text
@@ -133,7 +134,8 @@ def _body() -> None:
         mask = np.ones(len(frame), bool)
     population = frame[mask].assign(score_value=scores[score].to_numpy()[mask])
     brittle = population["brittle"].to_numpy()
-    curves, ceiling, random = capture_curves(scores[mask], brittle, _BUDGETS)
+    capture = capture_curves(scores[mask], brittle, _BUDGETS)
+    curves, ceiling, random = capture.curves, capture.ceiling, capture.random
     queue = rank_queue(population, "score_value", budget=budget)
     summary = score_summary(scores[mask], brittle, budget)
 

@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.dashboard import display_frame
+from core.views.formatting import display_frame
 from core.viz.tables import column_label, display_values
 
 _LOG = logging.getLogger("reliability_audit.ui")

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from core.dashboard import UPLOAD_LIMIT_MB, table_columns
+from core.views.uploads import UPLOAD_LIMIT_MB, table_columns
 from core.tabular.audit import AuditResult
 from core.tabular.audit_folder import (VIEW_DIR, SavedAudit, list_audit_folders, open_audit_folder, reopen_audit,
                                       saved_result)
