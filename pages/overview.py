@@ -209,8 +209,9 @@ def _glance_section(progress_at=None) -> None:
                             "FDS vs confidence, triage decisions, example certificates, paired demo summary.")
     cert = result.certificates.table
     ev = result.evaluation.set_index("score")
-    conf = ev[ev["kind"] == "confidence"]
-    best_conf = conf["auroc"].idxmax() if conf["auroc"].notna().any() else conf.index[0]
+    from core.cfc.evaluation import strongest_confidence_score  # lazy: keep the cold start light
+
+    best_conf = strongest_confidence_score(result.evaluation)  # None: no confidence AUROC to compare with
     # Two rows of three: five metrics in one row cut their labels at 1000 px ("High confiden…").
     cols = st.columns(3) + st.columns(3)
     cols[0].metric("Test predictions", f"{len(cert):,}")
@@ -219,10 +220,12 @@ def _glance_section(progress_at=None) -> None:
                    help="High-confidence predictions that flip or collapse under the held-out stressors "
                         "(random masking, dropout, noise) — never used to compute FDS.")
     cols[3].metric("FDS AUROC (brittle vs not)", f"{ev.loc['fds', 'auroc']:.3f}",
-                   delta=f"{ev.loc['fds', 'auroc'] - conf.loc[best_conf, 'auroc']:+.3f} vs {best_conf}",
+                   delta=(f"{ev.loc['fds', 'auroc'] - ev.loc[best_conf, 'auroc']:+.3f} vs {best_conf}"
+                          if best_conf else None),
                    help="How well FDS ranks the held-out brittle cases above the others (0.5 = chance).")
     cols[4].metric("Capture@20 of FDS", f"{ev.loc['fds', 'capture@20']:.2f}",
-                   delta=f"{ev.loc['fds', 'capture@20'] - conf.loc[best_conf, 'capture@20']:+.2f} vs {best_conf}",
+                   delta=(f"{ev.loc['fds', 'capture@20'] - ev.loc[best_conf, 'capture@20']:+.2f} vs {best_conf}"
+                          if best_conf else None),
                    help="Share of all brittle cases found by reviewing the 20 % highest-FDS predictions.")
     left, right = st.columns(2)
     with left:

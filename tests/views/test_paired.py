@@ -67,3 +67,61 @@ def test_unpaired_class_summary_matches_a_naive_loop(records):
     assert list(out.columns[-5:]) == ["h", "r", "s", "w", "k"]
     with pytest.raises(ValueError, match="`tau` must be in"):
         unpaired_class_summary(unpaired, 1.5)
+
+
+# ---------------------------------------------------------------------------------------------
+# New views of the Paired bounds page
+
+def test_model_threshold_is_the_development_row_of_the_model_and_coverage(records):
+    from core.constants import COVERAGES
+    from core.paired.states import coverage_threshold, development_thresholds
+    from core.views.paired import model_threshold
+
+    thresholds = development_thresholds(records, COVERAGES)
+    for model in MODELS:
+        dev = records[(records["model"] == model) & (records["split"] == "dev")].drop_duplicates("record_id")
+        for q in COVERAGES:
+            t = model_threshold(thresholds, model, q)
+            # Independent twin: the threshold straight from the model's clean development scores.
+            assert t.tau == coverage_threshold(dev["clean_max_prob"].to_numpy(), q)
+            assert (t.scope, t.n_dev) == ("dev", len(dev))
+    with pytest.raises(ValueError, match=r"No threshold for model 'nope' at coverage 0\.8; the thresholds hold"):
+        model_threshold(thresholds, "nope", 0.8)
+    with pytest.raises(ValueError, match="coverage 0.55"):
+        model_threshold(thresholds, MODELS[0], 0.55)
+
+
+def test_policy_comparison_is_the_report_at_one_level_and_lambda(records):
+    from core.paired.policies import LAMBDAS, evaluate_policies
+    from core.views.paired import policy_comparison
+
+    cell = records[(records["model"] == MODELS[0]) & (records["condition"] == records["condition"].iloc[0])]
+    report = evaluate_policies(cell, lambdas=LAMBDAS)
+    for level in ("I0", "Ik", "I5"):
+        for lam in (LAMBDAS[0], LAMBDAS[-1]):
+            out = policy_comparison(report, level=level, lam=lam)
+            # Independent twin: boolean masks over the report, row by row.
+            sel = [r for _, r in report.selection.iterrows() if r["level"] == level and abs(r["lambda"] - lam) < 1e-12]
+            assert len(sel) == 1
+            assert out.minimax_coverage == sel[0]["minimax_coverage"]
+            assert out.mean_coverage == sel[0]["mean_coverage"] and out.mean_method == sel[0]["mean_method"]
+            assert out.chosen == f"q = {sel[0]['minimax_coverage']:.0%}"
+            d = report.differences
+            mine = d[(d["level"] == level) & (abs(d["lambda"] - lam) < 1e-12)]
+            certified = mine[mine["certified"]]
+            assert out.certified["D_plus"].tolist() == certified["D_plus"].tolist()
+            assert out.certified["ordering"].tolist() == [
+                f"q = {a:.0%} cheaper than q = {b:.0%}" for a, b in zip(certified["coverage"], certified["versus_coverage"])]
+            costs = report.costs[(report.costs["level"] == level) & (abs(report.costs["lambda"] - lam) < 1e-12)]
+            assert out.costs["J_high"].tolist() == costs["J_high"].tolist()
+            assert list(out.costs.columns) == ["coverage", "tau", "J_low", "J_high", "J_mean", "J_observed",
+                                               "mean_method"]
+            # The matrix: D⁺[j, ℓ] of the report, zero diagonal; regret the row maximum off it.
+            p = len(out.matrix.coverages)
+            for _, row in mine.iterrows():
+                assert out.matrix.matrix[int(row["policy"]), int(row["versus"])] == row["D_plus"]
+            for j in range(p):
+                assert out.matrix.regret[j] == max(out.matrix.matrix[j, k] for k in range(p) if k != j)
+            assert out.matrix.labels == [f"q = {q:.0%}" for q in out.matrix.coverages]
+    with pytest.raises(ValueError, match="No policy differences at level 'Ik' and λ = 0.123"):
+        policy_comparison(report, level="Ik", lam=0.123)

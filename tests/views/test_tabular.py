@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from core.views.tabular import column_summary
@@ -91,3 +92,23 @@ def test_whatif_probabilities_removes_the_chosen_groups_only():
     np.testing.assert_allclose(edited, [1 - sigmoid(1.5), sigmoid(1.5)])       # 2 - 0.5 + 0
     unchanged, same = whatif_probabilities(result, 1, [])
     np.testing.assert_allclose(unchanged, same)
+
+
+@pytest.mark.filterwarnings("ignore:Exact flip search stopped")  # the cap leaves NaN k_exact: compared as such
+def test_with_search_writes_the_columns_certify_writes(small_audit):
+    from core.cfc.certificate import certify
+    from core.cfc.search import flip_search
+
+    r = small_audit
+    rows = slice(0, 6)
+    X = r.X_test[rows]
+    with_search = certify(r.model.predict_proba, X, r.groups, r.baseline, r.protocol, search="both")
+    plain = certify(r.model.predict_proba, X, r.groups, r.baseline, r.protocol)
+    search = flip_search(r.model.predict_proba, X, r.groups, r.baseline, r.protocol, method="both")
+    attached = plain.with_search(search)
+    pd.testing.assert_frame_equal(attached.table, with_search.table)
+    assert attached.search is search
+    # Removing the search drops its columns again.
+    pd.testing.assert_frame_equal(attached.with_search(None).table, plain.table)
+    with pytest.raises(ValueError, match="`search` must hold the 6 samples"):
+        plain.with_search(flip_search(r.model.predict_proba, X[:2], r.groups, r.baseline, r.protocol))

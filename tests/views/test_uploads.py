@@ -56,3 +56,25 @@ def test_probe_upload_glue_names_parquet_rows_and_missing_columns(probe_outputs)
         load_screening_upload(("p.csv", _csv(probes)), ("c.csv", _csv(clean.drop(columns="pred"))))
     with pytest.raises(ValueError, match=r"'big\.csv' is .* MB; uploads are limited"):
         load_screening_upload(("big.csv", b"x" * (50 * 1024**2 + 1)), ("c.csv", _csv(clean)))
+
+
+def test_upload_state_holds_what_the_pages_read():
+    import hashlib
+
+    from core.views.uploads import FilesUpload, TableUpload
+
+    blocks = parse_blocks(b"Age: person\n", "my blocks.yaml")
+    assert (blocks.name, blocks.digest) == ("my blocks.yaml", hashlib.sha256(b"Age: person\n").hexdigest())
+    up = TableUpload.of(b"a,b\n1,2\n", "t.csv", target="b", blocks=blocks)
+    assert up.digest == hashlib.sha256(b"a,b\n1,2\n").hexdigest()
+    assert up.key == f"{up.digest}:b:{blocks.digest}"
+    assert TableUpload.of(b"x", "t.csv", target="b").key.endswith(":b:None")
+    files = FilesUpload(kind="unpaired", files={"clean": ("c.csv", b"1"), "perturbed": ("p.csv", b"2")})
+    assert files.names == "c.csv, p.csv"
+    assert files == FilesUpload(kind="unpaired", files={"clean": ("c.csv", b"1"), "perturbed": ("p.csv", b"2")})
+    with pytest.raises(ValueError, match=r"A 'paired' upload needs the files \['records'\]"):
+        FilesUpload(kind="paired", files={"clean": ("c.csv", b"1")})
+    with pytest.raises(ValueError, match=r"A 'screening' upload needs the files \['clean', 'probes'\]"):
+        FilesUpload(kind="screening", files={"probes": ("p.csv", b"1")})
+    with pytest.raises(ValueError, match="`kind` must be one of"):
+        FilesUpload(kind="images", files={})
