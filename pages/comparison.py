@@ -8,7 +8,8 @@ import streamlit as st
 from core import viz
 from core.views.comparison import comparison_samples, model_comparison_table, sample_across_models
 from core.tabular.models import MODEL_NAMES
-from ui.components import audit_line, figure, page_header, run_page, table
+from ui.audit_line import audit_line
+from ui.components import figure, page_header, run_page, table
 from ui.data import audits_for, current_audit, model_label
 from ui.entry import ensure_entrypoint
 from ui.own_model import own_mode

@@ -17,7 +17,8 @@ from core.paired.demo import DEFAULT_DIR as PAIRED_DEMO_DIR
 from core.report import report_for_result
 from core.tabular.datasets import DATASET_NAMES, load_user_data
 from core.tabular.own_model import feature_origins
-from ui.components import audit_line, figure, guarded, page_header, run_page, table
+from ui.audit_line import audit_line
+from ui.components import figure, guarded, page_header, run_page, table
 from ui.data import audit_max_rows, current_audit, current_dataset, current_protocol, dataset_label
 from ui.entry import ensure_entrypoint
 from ui.own_model import own_label, own_mode, saved_folder

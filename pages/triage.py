@@ -10,7 +10,8 @@ from core.views.tabular import prediction_table
 from core.reviews import filter_queue
 from core.reviews.queue import UNREVIEWED
 from ui.certificate import cached_figure, certificate_panel, flip_budget_text, lambda_text
-from ui.components import audit_line, figure, guarded, page_header, run_page
+from ui.audit_line import audit_line
+from ui.components import figure, guarded, page_header, run_page
 from ui.data import current_audit, review_store
 from ui.entry import ensure_entrypoint
 from ui.review import (

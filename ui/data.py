@@ -9,7 +9,6 @@ pages stay usable.
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import warnings
@@ -22,7 +21,7 @@ import streamlit as st
 
 from core.cfc.protocol import Protocol
 from core.views.uploads import (UPLOAD_LIMIT_MB, interactive_sample_rows, load_paired_upload, load_screening_upload,
-                                load_unpaired_upload)
+                                load_unpaired_upload, upload_digest)
 from core.exceptions import AuditWarning
 from core.paired.demo import DEFAULT_DIR, DemoPool, load_demo_pool
 from core.paired.records import UnpairedRecords
@@ -220,17 +219,6 @@ def _paired_upload(content: str, file_name: str, *, _data: bytes) -> pd.DataFram
 @st.cache_data(show_spinner="Validating the uploaded tables…", max_entries=4)
 def _unpaired_upload(content: str, *, _files: dict) -> UnpairedRecords:
     return load_unpaired_upload(_files["clean"], _files["perturbed"], _files.get("counts"))
-
-
-def upload_digest(files: dict[str, tuple[str, bytes] | None]) -> str:
-    """Content hash of an upload (roles, names and bytes)."""
-    h = hashlib.sha256()
-    for role in sorted(files):
-        if files[role] is not None:
-            name, data = files[role]
-            h.update(f"{role}\0{name}\0{len(data)}\0".encode())
-            h.update(data)
-    return h.hexdigest()
 
 
 def paired_data() -> PairedData | None:

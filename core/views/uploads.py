@@ -44,6 +44,7 @@ __all__ = [
     "load_unpaired_upload",
     "parse_blocks",
     "table_columns",
+    "upload_digest",
 ]
 
 # Uploads are limited to UPLOAD_LIMIT_MB (also ``server.maxUploadSize`` in .streamlit/config.toml):
@@ -179,6 +180,25 @@ class FilesUpload:
     def names(self) -> str:
         """The uploaded file names, comma-separated, in role order."""
         return ", ".join(name for name, _ in self.files.values())
+
+
+def upload_digest(files: Mapping[str, tuple[str, bytes] | None]) -> str:
+    """Content hash of an upload (roles, names and bytes); keys the caches of what it parses to.
+
+    Examples
+    --------
+    >>> upload_digest({"a": ("x.csv", b"1")}) == upload_digest({"a": ("x.csv", b"1"), "b": None})
+    True
+    >>> upload_digest({"a": ("x.csv", b"1")}) == upload_digest({"a": ("y.csv", b"1")})
+    False
+    """
+    h = hashlib.sha256()
+    for role in sorted(files):
+        if files[role] is not None:
+            name, data = files[role]
+            h.update(f"{role}\0{name}\0{len(data)}\0".encode())
+            h.update(data)
+    return h.hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------
