@@ -16,7 +16,7 @@ from pathlib import Path
 import streamlit as st
 
 from core.cfc.protocol import Protocol
-from core.dashboard import LARGE_TABLE_ROWS
+from core.views.uploads import LARGE_TABLE_ROWS
 from core.reviews import default_db_path
 from core.tabular.datasets import DEFAULT_DATASET
 from ui.certificate import DEFAULT_TOP_GROUPS
@@ -57,7 +57,7 @@ DEFAULTS: dict[str, object] = {
     "own_feature_order": "",
     "own_folder": None,
     "dataset_next": None,     # dataset to select at the start of the next run (set after an upload)
-    "uploads": {},            # name -> {"data", "file", "digest", "target", "blocks", "blocks_digest", "blocks_file"}
+    "uploads": {},            # name -> core.views.uploads.TableUpload
     "protocol": None,         # applied Protocol as a dict; None = the default protocol
     # overview: protocol form
     # (every proto_* default is the field of Protocol(): one source of the protocol defaults)
@@ -100,7 +100,7 @@ DEFAULTS: dict[str, object] = {
     "calib_methods": ["uncalibrated", "temperature", "bats"],
     # paired bounds
     "paired_data_source": "demo",  # "demo" | "paired" | "unpaired"
-    "paired_upload": None,    # {"kind": "paired"|"unpaired", "files": {role: (file name, bytes)}}
+    "paired_upload": None,    # core.views.uploads.FilesUpload (kind "paired" | "unpaired") or None
     "paired_source": None,
     "paired_model": None,
     "paired_condition": None,
@@ -110,7 +110,7 @@ DEFAULTS: dict[str, object] = {
     "paired_lambda": 0.5,
     "paired_level": "Ik",
     # recapture queue
-    "recapture_upload": None,  # {"files": {"probes": (file name, bytes), "clean": (file name, bytes)}}
+    "recapture_upload": None,  # core.views.uploads.FilesUpload (kind "screening") or None
     "recap_outcome_source": None,  # source of the Paired bounds upload whose conditions are the real re-tests
     "recap_model": None,
     "recap_condition": None,

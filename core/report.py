@@ -34,7 +34,8 @@ import plotly.io as pio
 from core import viz
 from core.atomic import atomic_write_text
 from core.cfc.stressors import LabelChannel
-from core.dashboard import attach_decisions, capture_curves, evaluation_records, rank_queue
+from core.views.paired import evaluation_records
+from core.views.ranking import attach_decisions, capture_curves, rank_queue
 from core.exceptions import UndefinedMetricWarning, UndefinedTargetWarning
 from core.reviews import DECISION_LABELS, ReviewStore
 
@@ -526,9 +527,10 @@ def _fds_section(a: AuditInputs, figure: _Figures) -> str:
         out.append(figure(viz.score_metrics_figure(frame, capture_column="capture@20", highlight="fds"),
                           "Orange: FDS. Left AUROC, right the share of brittle predictions in the top 20 %."))
     if brittle.any():
-        curves, ceiling, random = capture_curves(
+        capture = capture_curves(
             population[score_cols].rename(columns=lambda c: c.removeprefix("score_")).reset_index(drop=True),
             brittle, _BUDGETS)
+        curves, ceiling, random = capture.curves, capture.ceiling, capture.random
         out.append(figure(viz.coverage_figure(_BUDGETS, curves, ceiling=ceiling, random=random, selected=0.2,
                                               highlight="fds", title="Brittle predictions found within the budget",
                                               y_title="share of held-out brittle found (0–1)"),

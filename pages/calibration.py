@@ -5,7 +5,8 @@ import streamlit as st
 
 from core import viz
 from core.viz.verdicts import lowest_wins
-from ui.components import audit_line, figure, page_header, run_page, table
+from ui.audit_line import audit_line
+from ui.components import figure, page_header, run_page, table
 from ui.data import current_audit
 from ui.entry import ensure_entrypoint
 

@@ -6,10 +6,10 @@ import pandas as pd
 import streamlit as st
 
 from core import viz
-from core.viz.tables import flip_budget_text
-from core.dashboard import model_comparison_table
+from core.views.comparison import comparison_samples, model_comparison_table, sample_across_models
 from core.tabular.models import MODEL_NAMES
-from ui.components import audit_line, figure, page_header, run_page, table
+from ui.audit_line import audit_line
+from ui.components import figure, page_header, run_page, table
 from ui.data import audits_for, current_audit, model_label
 from ui.entry import ensure_entrypoint
 from ui.own_model import own_mode
@@ -73,34 +73,25 @@ def _body() -> None:
                "Share of all test predictions that are confident yet break under the held-out stressors.")
 
     st.subheader("One prediction, every model")
-    ids = primary.certificates.table.index.to_numpy()
-    fds = primary.certificates.table["fds"].to_numpy()
-    confident = np.asarray(primary.labels.high_confidence, dtype=bool)
-    pool = np.flatnonzero(confident) if confident.any() else np.arange(len(ids))
-    options = [int(i) for i in ids[pool[np.argsort(-fds[pool], kind="stable")]]]
+    candidates = comparison_samples(primary)
+    options = [int(i) for i in candidates.index]
     if sample_in(options):  # the sample selected on another tabular page
         st.session_state["compare_sample"] = selected_sample()
     if st.session_state["compare_sample"] not in options:
         st.session_state["compare_sample"] = options[0]
-    fds_by_id = dict(zip(ids.tolist(), fds.tolist()))
+    fds_by_id = dict(zip(options, candidates.tolist()))
     st.selectbox("Sample shown under every model", options, key="compare_sample", persist_state="session",
                  on_change=lambda: select_sample(st.session_state["compare_sample"]),
                  format_func=lambda i: f"{i} — FDS {fds_by_id[i]:.3f} under {model_label(primary.model_name)}",
                  help="High-confidence test predictions of the model selected in the sidebar, most fragile first.")
     sample = st.session_state["compare_sample"]
-    trajectories, rows = {}, []
-    for name, result in audits.items():
-        position = int(np.flatnonzero(result.certificates.table.index.to_numpy() == sample)[0])
-        cert = result.certificates.certificate(position)
-        trajectories[model_label(name)] = (cert.path, cert.path_margins, cert.flip_budget)
-        rows.append({"model": model_label(name), "predicted": str(result.dataset.classes[cert.pred]),
-                     "confidence": cert.confidence, "flip_budget": flip_budget_text(cert.flip_budget, len(cert.path)),
-                     "rcma": cert.rcma, "fds": cert.fds,
-                     "path": list(cert.path)})
+    across = sample_across_models(audits, sample)
+    trajectories = {model_label(name): trajectory for name, trajectory in across.trajectories.items()}
     figure(viz.trajectories_by_model_figure(trajectories),
            "Each panel removes that model's own most supportive groups first. 1 = the original support, 0 = the "
            "decision boundary, below 0 = flipped (vermillion points).")
-    table(pd.DataFrame(rows), name=f"sample {sample} by model", key="compare_sample_table")
+    table(across.table.assign(model=across.table["model"].map(model_label)), name=f"sample {sample} by model",
+          key="compare_sample_table")
 
 
 # A margin below this is a near-tie (p̂ within about 0.0005 of the runner-up for two classes):

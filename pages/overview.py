@@ -8,14 +8,18 @@ import streamlit as st
 
 from core import viz
 from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, OPERATORS, PATH_RULES, Protocol
-from core.dashboard import (CELL_BUDGET, LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, cli_commands, column_summary, groups_table,
-                            parse_blocks, parse_float_list, table_columns)
+from core.views.commands import cli_commands
+from core.views.formatting import parse_float_list
+from core.views.tabular import column_summary, groups_table
+from core.views.uploads import (CELL_BUDGET, LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, TableUpload, parse_blocks,
+                                table_columns)
 from core.paired.demo import DEFAULT_DIR as PAIRED_DEMO_DIR
 from core.report import report_for_result
 from core.tabular.datasets import DATASET_NAMES, load_user_data
 from core.tabular.own_model import feature_origins
-from ui.components import audit_line, figure, guarded, page_header, run_page, table
-from ui.data import audit_max_rows, current_audit, current_dataset, current_protocol, dataset_label, digest
+from ui.audit_line import audit_line
+from ui.components import figure, guarded, page_header, run_page, table
+from ui.data import audit_max_rows, current_audit, current_dataset, current_protocol, dataset_label
 from ui.entry import ensure_entrypoint
 from ui.own_model import own_label, own_mode, saved_folder
 
@@ -54,13 +58,11 @@ def _upload_section() -> None:
                                            type=["yaml", "yml", "json"], key="upload_blocks_file")
             if st.button("Add to the datasets", type="primary", disabled=target is None):
                 blocks = parse_blocks(blocks_file.getvalue(), blocks_file.name) if blocks_file else None
-                dataset = load_user_data(_named(data, upload.name), target, blocks=blocks,
+                dataset = load_user_data(_named(data, upload.name), target, blocks=blocks.mapping if blocks else None,
                                          max_bytes=UPLOAD_LIMIT_MB * 1024**2)
                 name = dataset.name
-                st.session_state["uploads"] = {**st.session_state["uploads"], name: {
-                    "data": data, "file": upload.name, "digest": digest(data), "target": target, "blocks": blocks,
-                    "blocks_digest": digest(blocks_file.getvalue()) if blocks_file else None,
-                    "blocks_file": blocks_file.name if blocks_file else None}}
+                st.session_state["uploads"] = {**st.session_state["uploads"],
+                                               name: TableUpload.of(data, upload.name, target=target, blocks=blocks)}
                 # The sidebar's dataset widget already exists in this run: the sidebar switches to
                 # the new table at the start of the next run.
                 st.session_state["dataset_next"] = f"upload:{name}"
@@ -92,9 +94,9 @@ def _sample_section(dataset) -> None:
                    f"cost grows with rows × evidence groups (at most {CELL_BUDGET:,} here, so that a page answers "
                    "within seconds). The command line below audits every row.")
     upload = st.session_state["uploads"][st.session_state["dataset"].split(":", 1)[1]]
-    commands = cli_commands(upload["file"], upload["target"], model=st.session_state["model"],
+    commands = cli_commands(upload.file, upload.target, model=st.session_state["model"],
                             seed=int(st.session_state["seed"]), protocol=current_protocol(),
-                            blocks_file=upload.get("blocks_file"))
+                            blocks_file=upload.blocks.name if upload.blocks else None)
     st.warning(f"This table has **{n:,} rows** × {n_groups:,} columns. Every page audits a **stratified sample of "
                f"{min(rows, n):,} rows** "
                f"(seed {int(st.session_state['seed'])}); the full table is audited on the command line, with the "
@@ -208,8 +210,9 @@ def _glance_section(progress_at=None) -> None:
                             "FDS vs confidence, triage decisions, example certificates, paired demo summary.")
     cert = result.certificates.table
     ev = result.evaluation.set_index("score")
-    conf = ev[ev["kind"] == "confidence"]
-    best_conf = conf["auroc"].idxmax() if conf["auroc"].notna().any() else conf.index[0]
+    from core.cfc.evaluation import strongest_confidence_score  # lazy: keep the cold start light
+
+    best_conf = strongest_confidence_score(result.evaluation)  # None: no confidence AUROC to compare with
     # Two rows of three: five metrics in one row cut their labels at 1000 px ("High confiden…").
     cols = st.columns(3) + st.columns(3)
     cols[0].metric("Test predictions", f"{len(cert):,}")
@@ -218,10 +221,12 @@ def _glance_section(progress_at=None) -> None:
                    help="High-confidence predictions that flip or collapse under the held-out stressors "
                         "(random masking, dropout, noise) — never used to compute FDS.")
     cols[3].metric("FDS AUROC (brittle vs not)", f"{ev.loc['fds', 'auroc']:.3f}",
-                   delta=f"{ev.loc['fds', 'auroc'] - conf.loc[best_conf, 'auroc']:+.3f} vs {best_conf}",
+                   delta=(f"{ev.loc['fds', 'auroc'] - ev.loc[best_conf, 'auroc']:+.3f} vs {best_conf}"
+                          if best_conf else None),
                    help="How well FDS ranks the held-out brittle cases above the others (0.5 = chance).")
     cols[4].metric("Capture@20 of FDS", f"{ev.loc['fds', 'capture@20']:.2f}",
-                   delta=f"{ev.loc['fds', 'capture@20'] - conf.loc[best_conf, 'capture@20']:+.2f} vs {best_conf}",
+                   delta=(f"{ev.loc['fds', 'capture@20'] - ev.loc[best_conf, 'capture@20']:+.2f} vs {best_conf}"
+                          if best_conf else None),
                    help="Share of all brittle cases found by reviewing the 20 % highest-FDS predictions.")
     left, right = st.columns(2)
     with left:

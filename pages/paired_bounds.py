@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from core import viz
-from core.dashboard import (UPLOAD_LIMIT_MB, evaluation_records, grid_summary, policy_matrix,
-                            unpaired_class_summary)
+from core.views.paired import (evaluation_records, grid_summary, model_threshold, policy_comparison,
+                               unpaired_class_summary)
+from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload
 from core.constants import COVERAGES
 from core.exceptions import UndefinedTargetWarning
 from core.paired.bounds import identified_intervals, identified_intervals_grid, unpaired_intervals
@@ -55,8 +55,7 @@ def _grid(key: str, coverage: float, fixed_tau: float | None, *, _records: pd.Da
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedTargetWarning)  # dM_k undefined where no pair stays correct: NaN
         for model, part in evaluation.groupby("model", sort=True):
-            tau = fixed_tau if fixed_tau is not None else float(
-                thresholds.loc[(thresholds["model"] == model) & (thresholds["coverage"] == coverage), "tau"].iloc[0])
+            tau = fixed_tau if fixed_tau is not None else model_threshold(thresholds, model, coverage).tau
             parts.append(identified_intervals_grid(part, tau).assign(tau=tau))
     return pd.concat(parts, ignore_index=True)
 
@@ -102,10 +101,9 @@ def _policies(data: PairedData, model: str, condition: str, source: str) -> None
                          required=True)
     lam, level = float(st.session_state["paired_lambda"]), st.session_state["paired_level"]
     report = _policy_report(data.key, model, condition, source, _records=data.records)
-    coverages, matrix, regret = policy_matrix(report.differences, level=level, lam=lam)
-    labels = [f"q = {q:.0%}" for q in coverages]
-    selection = report.selection[(report.selection["level"] == level) & np.isclose(report.selection["lambda"], lam)].iloc[0]
-    chosen = f"q = {selection['minimax_coverage']:.0%}"
+    comparison = policy_comparison(report, level=level, lam=lam)
+    matrix, regret, labels = comparison.matrix.matrix, comparison.matrix.regret, comparison.matrix.labels
+    chosen = comparison.chosen
     left, right = st.columns([3, 2])
     with left:
         figure(viz.policy_matrix_figure(matrix, labels),
@@ -114,18 +112,14 @@ def _policies(data: PairedData, model: str, condition: str, source: str) -> None
     with right:
         figure(viz.regret_figure(labels, regret, chosen=chosen),
                f"Worst-case regret: how much worse each policy can be than the best alternative. Minimax choice: "
-               f"{chosen}; least mean cost over uniformly weighted pairings: q = {selection['mean_coverage']:.0%} "
-               f"({selection['mean_method']}).")
-    diffs = report.differences
-    certified = diffs[(diffs["level"] == level) & np.isclose(diffs["lambda"], lam) & diffs["certified"]]
-    shown = certified.assign(ordering=[f"q = {a:.0%} cheaper than q = {b:.0%}" for a, b in
-                                       zip(certified["coverage"], certified["versus_coverage"])])
-    table(shown[["ordering", "D_plus", "separate_gap", "certified_separately", "missed_by_separate"]],
+               f"{chosen}; least mean cost over uniformly weighted pairings: q = {comparison.mean_coverage:.0%} "
+               f"({comparison.mean_method}).")
+    shown = comparison.certified
+    table(shown,
           name=f"certified orderings {model} {condition} {level} {lam:g}", key="paired_certified", height=220,
           caption=f"{len(shown)} certified ordering(s). *missed by separate* = only the shared-pairing comparison "
-                  "certifies it (the separate intervals overlap).", download=diffs)
-    costs = report.costs[(report.costs["level"] == level) & np.isclose(report.costs["lambda"], lam)]
-    table(costs[["coverage", "tau", "J_low", "J_high", "J_mean", "J_observed", "mean_method"]],
+                  "certifies it (the separate intervals overlap).", download=report.differences)
+    table(comparison.costs,
           name=f"policy costs {model} {condition}", key="paired_costs", download=report.costs,
           caption="Separate cost interval [J_low, J_high] of each policy, its mean over feasible pairings and the "
                   "value under the recorded pairing (shares of the cell's pairs).")
@@ -158,11 +152,11 @@ def _paired_body(data: PairedData) -> None:
                       "images; a prediction is accepted when its max probability is ≥ τ (both sides).")
     model, condition, coverage = (st.session_state[k] for k in ("paired_model", "paired_condition", "paired_coverage"))
     thresholds = _thresholds(data.key, _records=records)
-    row = thresholds[(thresholds["model"] == model) & (thresholds["coverage"] == coverage)].iloc[0]
-    tau = float(row["tau"]) if fixed_tau is None else fixed_tau
-    if fixed_tau is None and row["scope"] != "dev":
+    threshold = model_threshold(thresholds, model, coverage)
+    tau = threshold.tau if fixed_tau is None else fixed_tau
+    if fixed_tau is None and threshold.scope != "dev":
         st.caption(f"No `split == \"dev\"` rows for {model}: τ is set from all its clean records (n = "
-                   f"{int(row['n_dev']):,}), so the coverage is in-sample.")
+                   f"{threshold.n_dev:,}), so the coverage is in-sample.")
     cell = evaluation[(evaluation["model"] == model) & (evaluation["condition"] == condition)
                       & (evaluation["source"] == st.session_state["paired_source"])]
 
@@ -195,17 +189,17 @@ def _paired_body(data: PairedData) -> None:
 
     st.subheader("Across every model and condition")
     grid = _grid(data.key, coverage, fixed_tau, _records=records)
-    summary, stats = grid_summary(grid)
-    figure(viz.grid_summary_figure(summary),
+    overview = grid_summary(grid)
+    figure(viz.grid_summary_figure(overview.widths),
            "Mean width of the identified interval over all cells of a source. The drop from I0 to Ik shows what "
            "reporting the per-class count of records correct on both sides buys; I5 adds the other state counts.")
     s = st.columns(4)
-    s[0].metric("Cells", f"{stats['cells']:,}")
-    s[1].metric("Cells where I5 narrows H", f"{stats['i5_narrows_h']:.1%}",
+    s[0].metric("Cells", f"{overview.cells:,}")
+    s[1].metric("Cells where I5 narrows H", f"{overview.i5_narrows_h:.1%}",
                 help="The five-state counts strictly tighten H beyond Ik")
-    s[2].metric("dM_k straddles 0 (Ik)", f"{stats['dmk_straddles_zero']:.1%}",
+    s[2].metric("dM_k straddles 0 (Ik)", f"{overview.dmk_straddles_zero:.1%}",
                 help="Among cells with dM_k defined: even the sign of the confidence drop is not identified")
-    s[3].metric("Cells with K = 0", f"{stats['k_zero']:.1%}", help="dM_k undefined: no pair correct on both sides")
+    s[3].metric("Cells with K = 0", f"{overview.k_zero:.1%}", help="dM_k undefined: no pair correct on both sides")
     table(grid, name=(f"identified intervals grid {coverage:.0%}" if fixed_tau is None
                       else f"identified intervals grid tau {fixed_tau:g}"), key="paired_grid", height=260,
           caption="Every cell, target and level, with the threshold τ of the cell's model."
@@ -270,12 +264,13 @@ def _upload_widgets(source: str) -> None:
                  "counts": c3.file_uploader("Per-class counts (optional)", key="paired_counts_file", **kwargs)}
         required = ("clean", "perturbed")
     if all(files[role] is not None for role in required):
-        upload = {"kind": source, "files": {role: (f.name, f.getvalue()) for role, f in files.items() if f is not None}}
+        upload = FilesUpload(kind=source, files={role: (f.name, f.getvalue()) for role, f in files.items()
+                                                 if f is not None})
         if upload != st.session_state["paired_upload"]:
             st.session_state["paired_upload"] = upload
     current = st.session_state["paired_upload"]
-    if current and current["kind"] == source:
-        names = ", ".join(name for name, _ in current["files"].values())
+    if current and current.kind == source:
+        names = current.names
         c1, c2 = st.columns([5, 1])
         c1.caption(f"Showing the uploaded {names}. Upload other files to replace them; they live in this "
                    "browser session only.")
@@ -295,7 +290,7 @@ def _body() -> None:
     with guarded("Reading the uploaded records"):
         data = paired_data()
     if data is None:
-        if source != "demo" and not (st.session_state["paired_upload"] or {}).get("kind") == source:
+        if source != "demo" and getattr(st.session_state["paired_upload"], "kind", None) != source:
             st.info("Upload the files above to see their bounds.", icon=":material/upload_file:")
         return
     if source != "demo":

@@ -8,7 +8,8 @@ import pandas as pd
 import streamlit as st
 
 from core import viz
-from core.dashboard import UPLOAD_LIMIT_MB, coverage_by_budget
+from core.views.screening import coverage_by_budget
+from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload
 from core.paired.demo import render_condition
 from core.paired.images import png_data_uri
 from core.paired.probe import parse_floats, probe_image, probe_uploaded
@@ -206,12 +207,12 @@ def _upload_widgets() -> None:
     files = {"probes": c1.file_uploader("Per-probe outputs (CSV or Parquet)", key="recap_probes_file", **kwargs),
              "clean": c2.file_uploader("Clean outputs (CSV or Parquet)", key="recap_clean_file", **kwargs)}
     if all(f is not None for f in files.values()):
-        upload = {"files": {role: (f.name, f.getvalue()) for role, f in files.items()}}
+        upload = FilesUpload(kind="screening", files={role: (f.name, f.getvalue()) for role, f in files.items()})
         if upload != st.session_state["recapture_upload"]:
             st.session_state["recapture_upload"] = upload
     current = st.session_state["recapture_upload"]
     if current:
-        names = ", ".join(name for name, _ in current["files"].values())
+        names = current.names
         c1, c2 = st.columns([5, 1])
         c1.caption(f"Ranking the uploaded {names}. Upload other files to replace them; they live in this browser "
                    "session only.")
@@ -319,9 +320,10 @@ def _queue(data: ScreeningData) -> None:
         m[2].metric("Failures found (expected)", f"{queue['coverage'].iloc[0]:.0%}",
                     help="Share of all real failures (pooled over the chosen conditions) that the queue re-tests")
         m[3].metric("Best possible at this budget", f"{queue['ceiling'].iloc[0]:.0%}")
-        budgets, curves, ceiling, random = coverage_by_budget(
+        coverage = coverage_by_budget(
             _metrics(data.key, model, _scores=scores, _outcomes=data.outcomes),
             condition=None if condition == _POOLED else condition)
+        budgets, curves, ceiling, random = coverage.budgets, coverage.curves, coverage.ceiling, coverage.random
         figure(viz.coverage_figure(budgets, curves, ceiling=ceiling, random=random, selected=budget, highlight=score,
                                    title="Real failures found within the re-test budget",
                                    y_title="failure coverage (share of failures found)"),

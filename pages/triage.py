@@ -5,11 +5,13 @@ import numpy as np
 import streamlit as st
 
 from core.cfc.evaluation import SCORES
-from core.dashboard import capture_curves, prediction_table, rank_queue, score_summary
+from core.views.ranking import capture_curves, rank_queue, score_summary
+from core.views.tabular import prediction_table
 from core.reviews import filter_queue
 from core.reviews.queue import UNREVIEWED
 from ui.certificate import cached_figure, certificate_panel, flip_budget_text, lambda_text
-from ui.components import audit_line, figure, guarded, page_header, run_page
+from ui.audit_line import audit_line
+from ui.components import figure, guarded, page_header, run_page
 from ui.data import current_audit, review_store
 from ui.entry import ensure_entrypoint
 from ui.review import (
@@ -133,7 +135,8 @@ def _body() -> None:
         mask = np.ones(len(frame), bool)
     population = frame[mask].assign(score_value=scores[score].to_numpy()[mask])
     brittle = population["brittle"].to_numpy()
-    curves, ceiling, random = capture_curves(scores[mask], brittle, _BUDGETS)
+    capture = capture_curves(scores[mask], brittle, _BUDGETS)
+    curves, ceiling, random = capture.curves, capture.ceiling, capture.random
     queue = rank_queue(population, "score_value", budget=budget)
     summary = score_summary(scores[mask], brittle, budget)
 

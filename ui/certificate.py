@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core import viz
-from core.dashboard import path_evidence_table, removal_steps_table
+from core.views.tabular import path_evidence_table, removal_steps_table
 from core.tabular.own_model import feature_origins
 from ui.components import figure, table
 

@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.dashboard import display_frame
+from core.views.formatting import display_frame
 from core.viz.tables import column_label, display_values
 
 _LOG = logging.getLogger("reliability_audit.ui")
@@ -118,23 +118,3 @@ def run_page(body: Callable[[], None], what: str) -> None:
     """Run a page body under :func:`guarded`."""
     with guarded(what):
         body()
-
-
-def audit_line(result: Any) -> None:
-    """One line naming the audit every tabular page is showing, with its fingerprint."""
-    from ui.data import current_dataset, dataset_label, model_label
-    from ui.own_model import own_label, own_mode
-
-    if own_mode():
-        st.caption(
-            f"Audit: **{own_label()}** ({len(result.y_test):,} test rows) · protocol `{result.protocol.fingerprint[:12]}` · "
-            f"certificate fingerprint `{result.fingerprint[:16]}…` — change it under *Your model* in the sidebar."
-        )
-        return
-    audited, total = len(result.dataset.frame), len(current_dataset().frame)
-    sample = f" (stratified sample of {audited:,} of {total:,} rows)" if audited < total else ""
-    st.caption(
-        f"Audit: **{dataset_label(st.session_state['dataset'])}**{sample} · **{model_label(result.model_name)}** · "
-        f"seed {result.seed} · protocol `{result.protocol.fingerprint[:12]}` · certificate fingerprint "
-        f"`{result.fingerprint[:16]}…` — change them in the sidebar and on the Overview page."
-    )

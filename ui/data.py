@@ -9,7 +9,6 @@ pages stay usable.
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import warnings
@@ -21,8 +20,8 @@ import pandas as pd
 import streamlit as st
 
 from core.cfc.protocol import Protocol
-from core.dashboard import (UPLOAD_LIMIT_MB, interactive_sample_rows, load_paired_upload, load_screening_upload,
-                            load_unpaired_upload)
+from core.views.uploads import (UPLOAD_LIMIT_MB, interactive_sample_rows, load_paired_upload, load_screening_upload,
+                                load_unpaired_upload, upload_digest)
 from core.exceptions import AuditWarning
 from core.paired.demo import DEFAULT_DIR, DemoPool, load_demo_pool
 from core.paired.records import UnpairedRecords
@@ -62,18 +61,15 @@ def _uploaded(digest: str, file_name: str, target: str, blocks_digest: str | Non
     return load_user_data(buffer, target, blocks=_blocks, max_bytes=UPLOAD_LIMIT_MB * 1024**2)
 
 
-def digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def current_dataset() -> Dataset:
     """The dataset selected in the sidebar (bundled or uploaded in this session)."""
     key = st.session_state["dataset"]
     if key in DATASET_NAMES:
         return _bundled(key)
-    upload = st.session_state["uploads"][key.split(":", 1)[1]]
-    return _uploaded(upload["digest"], upload["file"], upload["target"], upload["blocks_digest"],
-                     _data=upload["data"], _blocks=upload["blocks"])
+    upload = st.session_state["uploads"][key.split(":", 1)[1]]  # a core.views.uploads.TableUpload
+    blocks = upload.blocks
+    return _uploaded(upload.digest, upload.file, upload.target, blocks.digest if blocks else None,
+                     _data=upload.data, _blocks=blocks.mapping if blocks else None)
 
 
 def current_protocol() -> Protocol:
@@ -84,7 +80,7 @@ def current_protocol() -> Protocol:
 def audit_max_rows(dataset: Dataset) -> int | None:
     """Rows of the stratified sample the interactive audit uses, or None for the whole table.
 
-    Uploaded tables above :func:`core.dashboard.interactive_sample_rows` rows (the row cap, or
+    Uploaded tables above :func:`core.views.uploads.interactive_sample_rows` rows (the row cap, or
     fewer for wide tables: rows × groups is bounded) are audited on a sample of at most that
     many rows and at most ``st.session_state["audit_sample_rows"]`` (set on the Overview page);
     the bundled tables are always audited whole.
@@ -106,8 +102,7 @@ def _shipped(dataset_key: str, model: str, seed: int, protocol_json: str, *, _da
 def _dataset_digest(key: str) -> str:
     if key in DATASET_NAMES:
         return key
-    upload = st.session_state["uploads"][key.split(":", 1)[1]]
-    return f"{upload['digest']}:{upload['target']}:{upload['blocks_digest']}"
+    return st.session_state["uploads"][key.split(":", 1)[1]].key
 
 
 def _job(model: str) -> AuditResult | AuditJob:
@@ -226,24 +221,13 @@ def _unpaired_upload(content: str, *, _files: dict) -> UnpairedRecords:
     return load_unpaired_upload(_files["clean"], _files["perturbed"], _files.get("counts"))
 
 
-def upload_digest(files: dict[str, tuple[str, bytes] | None]) -> str:
-    """Content hash of an upload (roles, names and bytes)."""
-    h = hashlib.sha256()
-    for role in sorted(files):
-        if files[role] is not None:
-            name, data = files[role]
-            h.update(f"{role}\0{name}\0{len(data)}\0".encode())
-            h.update(data)
-    return h.hexdigest()
-
-
 def paired_data() -> PairedData | None:
     """The records chosen on the Paired bounds page; None while a chosen upload is missing.
 
     ``st.session_state["paired_data_source"]`` is ``"demo"``, ``"paired"`` or ``"unpaired"``;
-    an upload lives in ``st.session_state["paired_upload"]`` as ``{"kind": ..., "files":
-    {role: (file name, bytes)}}`` with roles ``records`` (paired) or ``clean``, ``perturbed``
-    and optionally ``counts`` (unpaired). Parsing is cached by content hash.
+    an upload lives in ``st.session_state["paired_upload"]`` as a
+    :class:`core.views.uploads.FilesUpload` with roles ``records`` (paired) or ``clean``,
+    ``perturbed`` and optionally ``counts`` (unpaired). Parsing is cached by content hash.
 
     Raises
     ------
@@ -254,9 +238,9 @@ def paired_data() -> PairedData | None:
     if source == "demo":
         return PairedData("paired", "demo", "the shipped demo pool", records=demo_pool().records)
     upload = st.session_state["paired_upload"]
-    if not upload or upload["kind"] != source:
+    if not upload or upload.kind != source:
         return None
-    files = {role: tuple(item) for role, item in upload["files"].items() if item is not None}
+    files = {role: tuple(item) for role, item in upload.files.items() if item is not None}
     content = upload_digest(files)
     label = ", ".join(name for name, _ in files.values())
     if source == "paired":
@@ -305,8 +289,8 @@ class ScreeningData:
 def screening_data(outcome_records: pd.DataFrame | None = None, records_key: str | None = None) -> ScreeningData:
     """The demo pool's screening, or the per-probe outputs uploaded in this session.
 
-    The upload lives in ``st.session_state["recapture_upload"]`` as ``{"files": {"probes":
-    (file name, bytes), "clean": (file name, bytes)}}`` or None (the demo pool).
+    The upload lives in ``st.session_state["recapture_upload"]`` as a
+    :class:`core.views.uploads.FilesUpload` (roles ``probes`` and ``clean``) or None (the demo pool).
 
     Parameters
     ----------
@@ -328,7 +312,7 @@ def screening_data(outcome_records: pd.DataFrame | None = None, records_key: str
                              images=pool.images.size > 0)
     if outcome_records is not None and records_key is None:
         raise ValueError("`records_key` is required with `outcome_records`.")
-    files = {role: tuple(item) for role, item in upload["files"].items()}
+    files = {role: tuple(item) for role, item in upload.files.items()}
     content = upload_digest(files)
     scores = _screening_upload(content, records_key, _files=files, _outcomes=outcome_records)
     label = ", ".join(name for name, _ in files.values())

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from core.dashboard import UPLOAD_LIMIT_MB, table_columns
+from core.views.uploads import UPLOAD_LIMIT_MB, table_columns
 from core.tabular.audit import AuditResult
 from core.tabular.audit_folder import (VIEW_DIR, SavedAudit, list_audit_folders, open_audit_folder, reopen_audit,
                                       saved_result)
@@ -129,7 +129,7 @@ def own_audit() -> AuditResult:
         saved = saved_folder()
         return _folder_result(str(saved.path), _stamp(saved.path))
     files = {role: tuple(v) for role, v in source["files"].items() if v is not None}
-    from ui.data import upload_digest
+    from core.views.uploads import upload_digest
 
     return _upload_result(upload_digest(files), source["target"], tuple(source["trust"]),
                           tuple(source["feature_order"]) if source["feature_order"] else None, _files=files)

@@ -150,7 +150,7 @@ def _elsewhere(queue: pd.DataFrame, key: AuditKey) -> pd.Series:
 
 def queue_display(queue: pd.DataFrame, latest: pd.DataFrame, key: AuditKey) -> pd.DataFrame:
     """The queue with the latest decisions, shown with labels: "Unreviewed", minutes, reasons in words."""
-    from core.dashboard import attach_decisions
+    from core.views.ranking import attach_decisions
 
     latest_by = latest.set_index("sample_id")
     out = attach_decisions(queue, latest)
@@ -166,7 +166,7 @@ def queue_display(queue: pd.DataFrame, latest: pd.DataFrame, key: AuditKey) -> p
 
 def queue_table(shown: pd.DataFrame, *, score_label: str, caption: str) -> list[int]:
     """The queue as a multi-row-selectable table; returns the selected row positions."""
-    from core.dashboard import display_frame
+    from core.views.formatting import display_frame
 
     labels = {**COLUMN_LABELS, "score_value": score_label}
     config = {c: st.column_config.Column(labels[c]) for c in shown.columns if c in labels}

@@ -320,6 +320,19 @@ class CertificateSet:
                        traj_pred=self.traj_pred[idx], traj_margin=self.traj_margin[idx], collapse=self.collapse[idx],
                        drops=self.drops[idx], operators=ops, search=search)
 
+    def with_search(self, search: FlipSearchResult | None) -> CertificateSet:
+        """This set with ``search`` as its flip search (its ``flip_budget_exact`` /
+        ``flip_budget_beam`` columns replaced, as :func:`certify` writes them), or none.
+
+        ``search`` must hold one result per sample of this set, in the same order.
+        """
+        if search is not None and len(search) != len(self):
+            raise ValueError(f"`search` must hold the {len(self)} samples of this set; got {len(search)} samples.")
+        table = self.table.drop(columns=[c for c in ("flip_budget_exact", "flip_budget_beam") if c in self.table])
+        if search is not None:
+            table = table.assign(**_search_columns(search))
+        return replace(self, table=table, search=search)
+
     @classmethod
     def concat(cls, parts: Sequence[CertificateSet], *, ignore_index: bool = False) -> CertificateSet:
         """Concatenate certificate sets of disjoint row chunks computed under one protocol.
@@ -880,15 +893,23 @@ def certify(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike, grou
     for j, op in enumerate(ops):
         columns[f"lambda_star_{op}"] = lambda_stars[:, j]
     if result is not None:
-        if search in ("exact", "both"):
-            columns["flip_budget_exact"] = result.k_exact
-        if search in ("beam", "both"):
-            columns["flip_budget_beam"] = result.k_beam.astype(np.int64)
+        columns.update(_search_columns(result))
     table = pd.DataFrame(columns, index=pd.RangeIndex(n) if index is None else index)
     return CertificateSet(table=table, protocol=protocol, group_names=gi.names, group_columns=gi.columns,
                           baseline=b, fingerprint=fingerprint, depth=depth, path_rule=path_rule, order=order_names,
                           path_idx=path, traj_proba=traj, traj_pred=traj_pred, traj_margin=traj_margin,
                           collapse=collapse, drops=drops, operators=ops, search=result, probe_proba=probe_proba)
+
+
+def _search_columns(search: FlipSearchResult) -> dict[str, np.ndarray]:
+    """The table columns of a flip search: ``flip_budget_exact`` (float, NaN = undecided under
+    the cap) and/or ``flip_budget_beam`` (int), by its method."""
+    columns = {}
+    if search.method in ("exact", "both"):
+        columns["flip_budget_exact"] = search.k_exact
+    if search.method in ("beam", "both"):
+        columns["flip_budget_beam"] = search.k_beam.astype(np.int64)
+    return columns
 
 
 # --------------------------------------------------------------------------------------------

@@ -77,6 +77,7 @@ __all__ = [
     "random_order_scores",
     "review_budget",
     "search_diagnostics",
+    "strongest_confidence_score",
 ]
 
 
@@ -350,6 +351,40 @@ def evaluate_scores(scores: Mapping[str, ArrayLike], labels: BrittleLabels, y_tr
 # --------------------------------------------------------------------------------------------
 # Ordering and attribution baselines
 # --------------------------------------------------------------------------------------------
+def strongest_confidence_score(evaluation: pd.DataFrame) -> str | None:
+    """The confidence score FDS is compared with: the one of highest AUROC in an evaluation table.
+
+    Parameters
+    ----------
+    evaluation : DataFrame
+        :func:`evaluate_scores` rows (columns ``score``, ``kind``, ``auroc``).
+
+    Returns
+    -------
+    str or None
+        The ``score`` of kind ``"confidence"`` with the highest AUROC (ties: the first in table
+        order). **None** when no confidence score has a defined AUROC (one class only in the
+        population, or no confidence score in the table): there is then nothing to compare
+        with, and callers show no comparison (NaN in tables) rather than an undefined one.
+
+    Examples
+    --------
+    >>> ev = pd.DataFrame({"score": ["fds", "max_softmax", "margin"], "kind": ["certificate", "confidence",
+    ...                    "confidence"], "auroc": [0.9, 0.6, 0.7]})
+    >>> strongest_confidence_score(ev)
+    'margin'
+    >>> print(strongest_confidence_score(ev.assign(auroc=np.nan)))
+    None
+    """
+    missing = {"score", "kind", "auroc"} - set(evaluation.columns)
+    if missing:
+        raise ValueError(f"`evaluation` must have the columns score, kind and auroc; missing {sorted(missing)}.")
+    conf = evaluation[(evaluation["kind"] == "confidence") & evaluation["auroc"].notna()]
+    if conf.empty:
+        return None
+    return str(conf["score"].iloc[int(np.argmax(conf["auroc"].to_numpy(dtype=float)))])
+
+
 def random_order_scores(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike,
                         groups: Mapping[str, Sequence[int]], baseline: ArrayLike, protocol: Protocol | None = None,
                         *, n_orders: int = 5, seed: int | np.random.Generator,

@@ -234,15 +234,7 @@ def _long(table: ClassTable, tau: float, levels: tuple[str, ...], *, observed: b
 
 
 def _group_counts(table: ClassTable, tau: float) -> dict[str, np.ndarray]:
-    cc, pc = table.clean_correct, table.pert_correct
-    return {
-        "n": table.group_n,
-        "a": table.per_group(cc),
-        "b": table.per_group(pc),
-        "u": table.per_group(cc & (table.clean_max_prob >= tau)),
-        "v": table.per_group(pc & (table.pert_max_prob < tau)),
-        "t": table.per_group(~pc & (table.pert_max_prob >= tau)),
-    }
+    return table.acceptance_counts(tau)
 
 
 def _interval_arrays(table: ClassTable, tau: float, levels: tuple[str, ...]) -> dict:

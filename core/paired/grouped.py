@@ -81,6 +81,26 @@ class ClassTable:
         out = np.bincount(self.record_group, weights=w, minlength=len(self.group_n))
         return out.astype(np.int64) if weights is None else out
 
+    def acceptance_counts(self, tau: float) -> dict[str, np.ndarray]:
+        """Per-group counts behind the bounds at threshold ``tau`` (accepted when ``max_prob ≥ τ``).
+
+        Returns
+        -------
+        dict of str -> ndarray of shape (n_groups,), int64
+            ``n`` (records per side), ``a`` / ``b`` (clean / perturbed correct), ``u`` (clean
+            correct and accepted), ``v`` (perturbed correct and rejected), ``t`` (perturbed
+            wrong and accepted). None of them needs the pairing.
+        """
+        cc, pc = self.clean_correct, self.pert_correct
+        return {
+            "n": self.group_n,
+            "a": self.per_group(cc),
+            "b": self.per_group(pc),
+            "u": self.per_group(cc & (self.clean_max_prob >= tau)),
+            "v": self.per_group(pc & (self.pert_max_prob < tau)),
+            "t": self.per_group(~pc & (self.pert_max_prob >= tau)),
+        }
+
     def per_cell(self, values: np.ndarray) -> np.ndarray:
         """Sum a per-group array over the groups of each cell; shape (n_cells,)."""
         return np.bincount(self.group_cell, weights=np.asarray(values, dtype=float), minlength=self.n_cells)

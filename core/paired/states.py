@@ -273,16 +273,14 @@ def five_state_counts(records: pd.DataFrame, tau: float | None = None) -> pd.Dat
     table = class_table(records)
     out = table.cells.iloc[table.group_cell].reset_index(drop=True)
     out["true_label"] = table.group_label
-    out["n"] = table.group_n
-    out["a"] = table.per_group(table.clean_correct)
-    out["b"] = table.per_group(table.pert_correct)
+    counts = table.acceptance_counts(check_tau(tau) if tau is not None else 0.0)
+    for name in ("n", "a", "b"):
+        out[name] = counts[name]
     for j, name in enumerate(STATES):
         out[name] = table.observed[:, j]
     if tau is not None:
-        t = check_tau(tau)
-        out["u"] = table.per_group(table.clean_correct & (table.clean_max_prob >= t))
-        out["v"] = table.per_group(table.pert_correct & (table.pert_max_prob < t))
-        out["t"] = table.per_group(~table.pert_correct & (table.pert_max_prob >= t))
+        for name in ("u", "v", "t"):
+            out[name] = counts[name]
     return out
 
 

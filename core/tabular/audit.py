@@ -58,6 +58,7 @@ from core.cfc.evaluation import (
     protocol_sensitivity,
     random_order_scores,
     search_diagnostics,
+    strongest_confidence_score,
 )
 from core.cfc.grouping import build_groups, trace_feature_origins
 from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, Protocol
@@ -641,7 +642,7 @@ def summary_markdown(result: AuditResult) -> str:
     f = result.fragility
     ev = result.evaluation.set_index("score")
     conf = ev[ev["kind"] == "confidence"]
-    best_conf = conf["auroc"].idxmax() if conf["auroc"].notna().any() else None
+    best_conf = strongest_confidence_score(result.evaluation)
     lines = [
         f"# Fragility audit: {result.dataset.name} / {result.model_name} / seed {result.seed}",
         "",
@@ -747,7 +748,8 @@ class SweepResult:
     runs : DataFrame
         One row per unit: nominal metrics, fragility summary, ``fds_auroc`` / ``fds_capture@20``
         and ``conf_auroc`` / ``conf_capture@20`` of the unit's strongest confidence score
-        (by AUROC), ``fingerprint`` and ``seconds``.
+        (:func:`~core.cfc.evaluation.strongest_confidence_score`; NaN when no confidence score
+        has a defined AUROC), ``fingerprint`` and ``seconds``.
     table : DataFrame
         Means over seeds per (dataset, model), columns :data:`SWEEP_TABLE_COLUMNS`;
         ``fds_win_rate`` is the share of seeds where FDS AUROC beats the strongest confidence
@@ -825,11 +827,12 @@ def run_sweep(datasets: Sequence[str | Dataset] | str, models: Sequence[str] | s
                 key = {"dataset": ds.name, "model": m, "seed": s}
                 units.append(res.evaluation.assign(**key))
                 ev = res.evaluation.set_index("score")
-                conf = ev[ev["kind"] == "confidence"]
-                best = conf["auroc"].idxmax() if conf["auroc"].notna().any() else conf.index[0]
+                best = strongest_confidence_score(res.evaluation)  # None: no confidence AUROC defined -> NaN
                 runs.append({**key, **res.nominal, **res.fragility, "fds_auroc": ev.loc["fds", "auroc"],
-                             "conf_auroc": conf.loc[best, "auroc"], "fds_capture@20": ev.loc["fds", "capture@20"],
-                             "conf_capture@20": conf.loc[best, "capture@20"], "fingerprint": res.fingerprint,
+                             "conf_auroc": ev.loc[best, "auroc"] if best else np.nan,
+                             "fds_capture@20": ev.loc["fds", "capture@20"],
+                             "conf_capture@20": ev.loc[best, "capture@20"] if best else np.nan,
+                             "fingerprint": res.fingerprint,
                              "seconds": time.perf_counter() - start})
     if progress is not None:
         progress("sweep done", total, total)

@@ -264,14 +264,14 @@ def test_calibration_verdict_ties_and_errors():
     (b"\x80\x04\x95\x10", "a Python pickle"),
 ])
 def test_binary_files_renamed_csv_are_refused_before_any_column_is_offered(head, kind):
-    from core.dashboard import table_columns
+    from core.views.uploads import table_columns
 
     with pytest.raises(ValueError, match=rf"'photo\.csv' is {kind}.*not a text table"):
         table_columns(head + bytes(100), "photo.csv")
 
 
 def test_text_tables_pass_the_sniffing():
-    from core.dashboard import table_columns
+    from core.views.uploads import table_columns
     from core.validation import check_text_table
 
     assert table_columns("\ufeffx;y\n1;a\n".encode("utf-8"), "ok.csv") == ["x", "y"]

@@ -359,7 +359,7 @@ def test_multiclass_audit_reports_what_it_cannot_show(tmp_path):
 
 
 def test_paired_pool_cell_is_the_hardest_condition_of_the_first_model():
-    from core.dashboard import evaluation_records
+    from core.views.paired import evaluation_records
     from core.paired.demo import load_demo_pool
 
     paired = load_paired(PAIRED_DEMO)

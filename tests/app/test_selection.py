@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.cfc.operators import remove
-from core.dashboard import path_evidence_table, removal_steps_table
+from core.views.tabular import path_evidence_table, removal_steps_table
 
 
 @pytest.fixture(scope="module")

@@ -7,20 +7,17 @@ file uploader. The glue functions are checked against naive twins.
 """
 from __future__ import annotations
 
-import shlex
 import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from core.cfc.protocol import Protocol
-from core.dashboard import (check_upload_size, cli_commands, load_paired_upload, load_unpaired_upload,
-                            unpaired_class_summary)
 from core.paired.bounds import identified_intervals
 from core.paired.demo import DEFAULT_DIR, load_demo_pool
 from core.paired.records import unpair
 from core.paired.states import coverage_threshold
+from core.views.uploads import FilesUpload
 
 MODELS = ["cnn-w8", "logreg-c1"]
 
@@ -59,7 +56,7 @@ def _table_with(at, *columns: str) -> pd.DataFrame:
 def _paired_page(app, source: str, files: dict | None):
     app.switch_page("pages/paired_bounds.py").run()
     app.session_state["paired_data_source"] = source
-    app.session_state["paired_upload"] = None if files is None else {"kind": source, "files": files}
+    app.session_state["paired_upload"] = None if files is None else FilesUpload(kind=source, files=files)
     app.run()
     return app
 
@@ -93,7 +90,7 @@ def test_paired_upload_through_the_file_uploader(app, records):
     assert any("Upload the files above" in i.value for i in at.info)
     at.get("file_uploader")[0].set_value(("mine.csv", _csv(records), "text/csv")).run()
     _ok(at)
-    assert at.session_state["paired_upload"]["files"]["records"][0] == "mine.csv"
+    assert at.session_state["paired_upload"].files["records"][0] == "mine.csv"
     assert at.selectbox(key="paired_model").options == sorted(MODELS)
 
 
@@ -168,74 +165,7 @@ def test_recapture_page_says_uploads_have_no_probe_outputs(app, records):
     assert at.metric  # and it keeps showing the demo queue
 
 
-# ---------------------------------------------------------------------------------------------
-# Upload glue
-
-def test_upload_size_limit_names_the_file():
-    check_upload_size(b"x" * 1024**2, "ok.csv", limit_mb=1)
-    with pytest.raises(ValueError, match=r"'big\.csv' is 1\.0 MB; uploads are limited to 1 MB"):
-        check_upload_size(b"x" * (1024**2 + 1), "big.csv", limit_mb=1)
-
-
-def test_paired_upload_reads_parquet_and_strips_client_paths(records):
-    data = records.head(50).to_parquet(index=False)
-    out = load_paired_upload("../../etc/mine.parquet", data)
-    assert len(out) == 50
-    bad = records.head(5).drop(columns="pert_pred").to_parquet(index=False)
-    with pytest.raises(ValueError, match=r"^mine\.parquet: missing column\(s\) \['pert_pred'\]"):
-        load_paired_upload("C:\\Users\\ana\\mine.parquet", bad)
-    with pytest.raises(ValueError, match=r"mine\.txt.*unknown file type"):
-        load_paired_upload("mine.txt", b"a,b\n1,2\n")
-
-
-def test_unpaired_class_summary_matches_a_naive_loop(records):
-    cell = records[(records["model"] == MODELS[1]) & (records["split"] == "eval")]
-    known = unpair(cell[cell["condition"] == cell["condition"].iloc[0]], level="I5")
-    unpaired = load_unpaired_upload(("x.csv", _csv(known.clean)), ("y.csv", _csv(known.perturbed)),
-                                    ("z.csv", _csv(known.counts)))
-    tau = 0.9
-    out = unpaired_class_summary(unpaired, tau)
-    rows = []
-    for y in sorted(unpaired.clean["true_label"].unique()):
-        c = unpaired.clean[unpaired.clean["true_label"] == y]
-        p = unpaired.perturbed[unpaired.perturbed["true_label"] == y]
-        n = a = b = u = v = t = 0
-        for pred, prob in zip(c["pred"], c["max_prob"]):
-            n += 1
-            a += pred == y
-            u += pred == y and prob >= tau
-        for pred, prob in zip(p["pred"], p["max_prob"]):
-            b += pred == y
-            v += pred == y and prob < tau
-            t += pred != y and prob >= tau
-        rows.append((y, n, a, b, u, v, t))
-    naive = pd.DataFrame(rows, columns=["true_label", "n", "a", "b", "u", "v", "t"])
-    pd.testing.assert_frame_equal(out[naive.columns].astype(np.int64), naive.astype(np.int64))
-    assert list(out.columns[-5:]) == ["h", "r", "s", "w", "k"]
-    with pytest.raises(ValueError, match="`tau` must be in"):
-        unpaired_class_summary(unpaired, 1.5)
-
-
-@pytest.mark.parametrize("protocol, blocks", [
-    (Protocol(), None),
-    (Protocol(grouping="domain_block", baseline="median", depth=2, operators=(), severities=(0.25, 1.0),
-              weights=(0.5, 0.25, 0.25), path="adaptive", merge_threshold=0.55), "my blocks.yaml"),
-], ids=["default", "custom"])
-def test_cli_commands_reproduce_the_interactive_settings(protocol, blocks):
-    from core.cli import build_parser
-    from core.cli_options import protocol_from_args
-
-    commands = cli_commands("big table.csv", "default", model="logreg", seed=7, protocol=protocol, blocks_file=blocks)
-    for name in ("audit", "certify"):
-        argv = shlex.split(commands[name])
-        assert argv[:4] == ["python", "-m", "core", name]
-        args = build_parser().parse_args(argv[3:])
-        assert (args.data, args.target, args.blocks) == ("big table.csv", "default", blocks)
-        assert protocol_from_args(args) == protocol
-        assert args.max_rows is None if name == "audit" else not hasattr(args, "max_rows")
-    audit = build_parser().parse_args(shlex.split(commands["audit"])[3:])
-    assert (audit.models, audit.seeds) == (["logreg"], [7])
-
+# The upload glue's unit tests are in tests/views (test_uploads.py, test_paired.py, test_commands.py).
 
 # ---------------------------------------------------------------------------------------------
 # Large tables on the Overview page
@@ -313,8 +243,8 @@ def probe_outputs() -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _recapture_page(app, probes: pd.DataFrame, clean: pd.DataFrame, *, probes_name: str = "probes.csv"):
-    app.session_state["recapture_upload"] = {"files": {"probes": (probes_name, _csv(probes)),
-                                                       "clean": ("clean.csv", _csv(clean))}}
+    app.session_state["recapture_upload"] = FilesUpload(kind="screening", files={
+        "probes": (probes_name, _csv(probes)), "clean": ("clean.csv", _csv(clean))})
     app.switch_page("pages/recapture.py").run()
     return app
 
@@ -384,21 +314,6 @@ def test_bad_probe_file_names_file_row_and_column(app, probe_outputs):
     assert "bad probes.csv (per-probe outputs), row 2 (line 3)" in messages[0]
     assert "column 'max_prob': 1.7 is not a probability" in messages[0]
     assert not at.metric  # nothing is ranked from a refused file
-
-
-def test_probe_upload_glue_names_parquet_rows_and_missing_columns(probe_outputs):
-    from core.dashboard import load_screening_upload
-
-    clean, probes = probe_outputs
-    bad = probes.copy()
-    bad.loc[4, "kind"] = "blur"
-    with pytest.raises(ValueError, match=r"^p\.parquet \(per-probe outputs\), row 5 \(model='cnn-w8', .*column "
-                                         r"'kind': 'blur'"):
-        load_screening_upload(("dir/p.parquet", bad.to_parquet(index=False)), ("c.csv", _csv(clean)))
-    with pytest.raises(ValueError, match=r"^c\.csv \(clean outputs\) is missing column\(s\) \['pred'\]"):
-        load_screening_upload(("p.csv", _csv(probes)), ("c.csv", _csv(clean.drop(columns="pred"))))
-    with pytest.raises(ValueError, match=r"'big\.csv' is .* MB; uploads are limited"):
-        load_screening_upload(("big.csv", b"x" * (50 * 1024**2 + 1)), ("c.csv", _csv(clean)))
 
 
 # ---------------------------------------------------------------------------------------------

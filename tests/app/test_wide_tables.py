@@ -17,12 +17,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core import viz
-from core.dashboard import (
+from core.views.tabular import raw_values_table
+from core.views.uploads import (
     CELL_BUDGET,
     LARGE_TABLE_ROWS,
     MIN_SAMPLE_ROWS,
     interactive_sample_rows,
-    raw_values_table,
 )
 from core.viz.certificate import _step_labels, _wrap
 

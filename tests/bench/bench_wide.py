@@ -6,7 +6,7 @@ Builds a synthetic table of ``--rows`` rows and ``--columns`` numeric columns (a
 informative, the rest noise, some missing values), uploads it the way the Overview does
 (CSV bytes through :func:`core.tabular.datasets.load_user_data`), then runs
 :func:`core.tabular.audit.run_audit` on the interactive sample the dashboard picks for it
-(:func:`core.dashboard.interactive_sample_rows`). Prints the wall time per stage, the sample
+(:func:`core.views.uploads.interactive_sample_rows`). Prints the wall time per stage, the sample
 and the ratio of the total to the 30-second target of the issue.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from core.dashboard import interactive_sample_rows  # noqa: E402
+from core.views.uploads import interactive_sample_rows  # noqa: E402
 from core.tabular.audit import run_audit  # noqa: E402
 from core.tabular.datasets import load_user_data  # noqa: E402
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import expit
 from scipy.stats import spearmanr
@@ -494,3 +494,38 @@ def test_bootstrap_refuses_duplicates_and_missing_reference():
         paired_bootstrap(pd.concat([units, units]))
     with pytest.raises(ValueError, match="no non-certificate score"):
         paired_bootstrap(units[units["score"] == "fds"])
+
+
+# ---------------------------------------------------------------------------------------------
+# The strongest confidence score (one function for the overview, the summary and the sweep)
+
+def _naive_strongest(rows):
+    best = None
+    for score, kind, value in rows:
+        if kind == "confidence" and value == value and (best is None or value > best[1]):
+            best = (score, value)
+    return None if best is None else best[0]
+
+
+@settings(max_examples=60)
+@given(rows=st.lists(st.tuples(st.sampled_from(["fds", "max_softmax", "margin", "entropy", "x"]),
+                               st.sampled_from(["certificate", "confidence", "perturbation"]),
+                               st.one_of(st.just(float("nan")), st.sampled_from([0.5, 0.7]), st.floats(0, 1))),
+                     max_size=8))
+def test_strongest_confidence_score_matches_a_naive_loop(rows):
+    from core.cfc.evaluation import strongest_confidence_score
+
+    frame = pd.DataFrame(rows, columns=["score", "kind", "auroc"])
+    assert strongest_confidence_score(frame) == _naive_strongest(rows)
+
+
+def test_strongest_confidence_score_fallback_and_validation():
+    from core.cfc.evaluation import strongest_confidence_score
+
+    ev = pd.DataFrame({"score": ["fds", "max_softmax", "margin"], "kind": ["certificate", "confidence", "confidence"],
+                       "auroc": [0.9, 0.7, 0.7]})
+    assert strongest_confidence_score(ev) == "max_softmax"  # tie: first in table order
+    assert strongest_confidence_score(ev.assign(auroc=[0.9, np.nan, np.nan])) is None
+    assert strongest_confidence_score(ev.iloc[:1]) is None
+    with pytest.raises(ValueError, match=r"missing \['kind'\]"):
+        strongest_confidence_score(ev.drop(columns="kind"))

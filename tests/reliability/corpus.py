@@ -810,7 +810,7 @@ def _upload(name: str, content: bytes, target: str = "y"):
 
 def _paired_upload(name: str, content: bytes):
     def call(ctx: Ctx):
-        from core.dashboard import load_paired_upload
+        from core.views.uploads import load_paired_upload
 
         return load_paired_upload(name, content)
 
@@ -841,7 +841,7 @@ def _api_cases() -> list[Case]:
         Case("api-label-channel-tau-p-bool", _noop, call=lambda ctx: __import__(
             "core.cfc.stressors", fromlist=["x"]).LabelChannel(tau_p=True), match=(r"`tau_p`", r"True")),
         Case("api-unpaired-summary-tau-string", _noop, call=lambda ctx: __import__(
-            "core.dashboard", fromlist=["x"]).unpaired_class_summary(__import__(
+            "core.views.paired", fromlist=["x"]).unpaired_class_summary(__import__(
                 "core.paired.records", fromlist=["x"]).validate_unpaired(side(), side(seed=1)), "0.8"),
              match=(r"`tau`", r"'0\.8'")),
         Case("api-protocol-zero-weights", _noop, call=_protocol(weights=(0, 0, 0)), match=(r"weights", r"zero")),

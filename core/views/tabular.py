@@ -1,0 +1,286 @@
+"""One tabular audit as tables: the dataset's columns, its evidence groups, its predictions, and
+one sample's raw values, removal steps, path evidence, what-if probabilities and certificate bundle.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from core.views.formatting import is_missing, rounded_text
+
+if TYPE_CHECKING:
+    from core.cfc.certificate import CertificateSet, SampleCertificate
+    from core.cfc.search import FlipSearchResult
+    from core.tabular.audit import AuditResult
+    from core.tabular.datasets import Dataset
+
+__all__ = [
+    "column_summary",
+    "groups_table",
+    "path_evidence_table",
+    "prediction_table",
+    "raw_values_table",
+    "removal_steps_table",
+    "sample_bundle",
+    "whatif_probabilities",
+]
+
+
+def groups_table(groups: Mapping[str, Sequence[int]], feature_names: Sequence[str],
+                 origins: Sequence[str]) -> pd.DataFrame:
+    """One row per evidence group: its raw columns and transformed columns.
+
+    Parameters
+    ----------
+    groups : mapping of str -> sequence of int
+        Evidence groups over the transformed columns, in declared order.
+    feature_names : sequence of str, length d
+        Transformed column names.
+    origins : sequence of str, length d
+        Raw column of origin of every transformed column.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``group``, ``raw_columns`` (comma-separated, in first-use order),
+        ``n_transformed`` and ``transformed_columns``.
+
+    Examples
+    --------
+    >>> groups_table({"age": [0], "home": [1, 2]}, ["age", "home_own", "home_rent"],
+    ...              ["age", "home", "home"]).to_dict("records")[1]
+    {'group': 'home', 'raw_columns': 'home', 'n_transformed': 2, 'transformed_columns': 'home_own, home_rent'}
+    """
+    if len(feature_names) != len(origins):
+        raise ValueError(f"`feature_names` ({len(feature_names)}) and `origins` ({len(origins)}) must have one "
+                         "entry per transformed column.")
+    rows = []
+    for name, cols in groups.items():
+        raw = list(dict.fromkeys(origins[c] for c in cols))
+        rows.append({"group": name, "raw_columns": ", ".join(raw), "n_transformed": len(cols),
+                     "transformed_columns": ", ".join(feature_names[c] for c in cols)})
+    return pd.DataFrame(rows, columns=["group", "raw_columns", "n_transformed", "transformed_columns"])
+
+
+def column_summary(dataset: Dataset) -> pd.DataFrame:
+    """One row per raw feature of a :class:`~core.tabular.datasets.Dataset`.
+
+    Columns ``column``, ``kind`` (numeric / categorical), ``missing`` (count of missing
+    values), ``distinct`` (distinct non-missing values) and ``block`` (domain block, if any).
+    """
+    frame = dataset.frame
+    blocks = dataset.blocks or {}
+    rows = [{"column": c, "kind": "numeric" if c in dataset.numeric else "categorical",
+             "missing": int(frame[c].isna().sum()), "distinct": int(frame[c].nunique(dropna=True)),
+             "block": blocks.get(c)} for c in dataset.features]
+    return pd.DataFrame(rows, columns=["column", "kind", "missing", "distinct", "block"])
+
+
+def prediction_table(result: AuditResult) -> pd.DataFrame:
+    """One row per test prediction of an audit, for the explorer and the triage queue.
+
+    Parameters
+    ----------
+    result : core.tabular.audit.AuditResult
+
+    Returns
+    -------
+    DataFrame
+        ``sample_id`` (source row id), ``position`` (row in the certificate set),
+        ``true_class``, ``predicted``, ``confidence``, ``fds`` (risk, 0–1), ``flip_budget``
+        (``k*``, smaller = more fragile; ``K+1`` = no flip), ``rcma`` (risk),
+        ``lambda_star_<operator>`` (smaller = more fragile, ``inf`` = none), ``high_confidence``
+        and ``brittle`` (held-out label), in certificate order.
+    """
+    cert = result.certificates.table
+    classes = np.asarray(result.dataset.classes, dtype=object)
+    out = pd.DataFrame({
+        "sample_id": cert.index.to_numpy(),
+        "position": np.arange(len(cert)),
+        "true_class": classes[np.asarray(result.y_test, dtype=int)],
+        "predicted": classes[cert["pred"].to_numpy(dtype=int)],
+        "confidence": cert["confidence"].to_numpy(),
+        "fds": cert["fds"].to_numpy(),
+        "flip_budget": cert["flip_budget"].to_numpy(),
+        "rcma": cert["rcma"].to_numpy(),
+    })
+    for column in cert.columns:
+        if column.startswith("lambda_star_"):
+            out[column] = cert[column].to_numpy()
+    out["high_confidence"] = np.asarray(result.labels.high_confidence, dtype=bool)
+    out["brittle"] = np.asarray(result.labels.labels, dtype=bool)
+    return out
+
+
+def sample_bundle(certificates: CertificateSet, position: int, *,
+                  search: FlipSearchResult | None = None) -> dict[str, Any]:
+    """The certificate of one sample as a strict-JSON bundle (same format as a whole set).
+
+    The bundle carries the protocol, the certificate fingerprint, the groups and baseline and
+    every trajectory array of that one sample, so it can be stored and re-checked with
+    :func:`core.cfc.certificate.verify` against the model and the sample's features. It is
+    ``certificates.take([position]).with_search(search)`` without the model probe, written by
+    :meth:`~core.cfc.certificate.CertificateSet.to_bundle` (schema: :mod:`core.cfc.bundle`).
+
+    Parameters
+    ----------
+    certificates : core.cfc.certificate.CertificateSet
+    position : int
+        Row of the sample in the set (0-based).
+    search : core.cfc.search.FlipSearchResult, optional
+        Exact / beam search of this one sample, included when given.
+    """
+    from dataclasses import replace
+
+    n = len(certificates)
+    if isinstance(position, bool) or not isinstance(position, (int, np.integer)) or not 0 <= position < n:
+        raise ValueError(f"`position` must be a row in 0..{n - 1}; got {position!r}.")
+    if search is not None and len(search) != 1:
+        raise ValueError(f"`search` must hold exactly this one sample; got {len(search)} samples.")
+    one = certificates.take([int(position)]).with_search(search)
+    # The one-sample bundle carries this sample's search (or none) and no model probe.
+    return replace(one, probe_proba=None).to_bundle()
+
+
+def whatif_probabilities(result: AuditResult, position: int, removed: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Probabilities of one test prediction as it is and with some evidence groups removed.
+
+    Parameters
+    ----------
+    result : core.tabular.audit.AuditResult
+        Only ``X_test``, ``groups``, ``baseline`` and ``model`` are read.
+    position : int
+        Row of ``result.X_test``.
+    removed : sequence of str
+        Group names set to the baseline (``R(x, S)``, SPEC A.1).
+
+    Returns
+    -------
+    original, edited : ndarray of shape (n_classes,)
+        One batched ``predict_proba`` call over both rows.
+    """
+    from threadpoolctl import threadpool_limits
+
+    from core.cfc.operators import remove
+
+    x = result.X_test[position:position + 1]
+    stacked = np.vstack([x, remove(x, result.groups, result.baseline, list(removed))])
+    # Two rows: waking an OpenMP pool costs more than it gives (hist_gb, busy 2 cores: 83 ms
+    # threaded vs 7 ms on one thread), and this runs on every what-if toggle.
+    with threadpool_limits(limits=1):
+        proba = np.asarray(result.model.predict_proba(stacked), dtype=float)
+    return proba[0], proba[1]
+
+
+def raw_values_table(raw_row: pd.Series, groups: Mapping[str, Sequence[int]], origins: Sequence[str]) -> pd.DataFrame:
+    """Raw feature values of one sample with the evidence group each column belongs to.
+
+    Parameters
+    ----------
+    raw_row : Series
+        The sample's raw row (feature columns; other entries such as the target are skipped
+        unless they feed a group).
+    groups : mapping of str -> sequence of int
+        Evidence groups over the transformed columns.
+    origins : sequence of str
+        Raw column of origin of every transformed column.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``group``, ``column``, ``value`` (text, floats rounded to 3 decimals as in
+        :func:`path_evidence_table`; missing shown as missing), in group order.
+    """
+    rows = []
+    for name, cols in groups.items():
+        for column in dict.fromkeys(origins[c] for c in cols):
+            rows.append({"group": name, "column": column, "value": rounded_text(raw_row.get(column))})
+    return pd.DataFrame(rows, columns=["group", "column", "value"])
+
+
+def removal_steps_table(certificate: SampleCertificate, classes: Sequence[object]) -> pd.DataFrame:
+    """The prediction after each removal along one certificate's path, for people.
+
+    Parameters
+    ----------
+    certificate : core.cfc.certificate.SampleCertificate
+        ``path`` (K group names) and the step arrays ``preds``, ``proba`` and ``path_margins``
+        of shape (K+1, ...) with step 0 the intact input.
+    classes : sequence
+        Class names in encoded order.
+
+    Returns
+    -------
+    DataFrame
+        One row per step 0..K: ``step``, ``group removed`` (``"none (intact)"`` at step 0),
+        ``prediction`` (class name after the removals so far), ``P(original class)`` and
+        ``margin`` (centred pseudo-logit margin of the original class, nats; below 0 =
+        flipped), both rounded to 3 decimals, and ``flipped`` (``"yes"`` / ``"no"``).
+    """
+    cert = certificate
+    names = np.asarray([str(c) for c in classes], dtype=object)
+    steps = len(cert.path_margins)
+    if len(cert.path) != steps - 1:
+        raise ValueError(f"`certificate` has {len(cert.path)} path groups but {steps} steps; expected one step "
+                         "more than groups (step 0 is the intact input).")
+    preds = np.asarray(cert.preds, dtype=int)
+    return pd.DataFrame({
+        "step": np.arange(steps),
+        "group removed": ["none (intact)", *map(str, cert.path)],
+        "prediction": names[preds],
+        "P(original class)": np.round(np.asarray(cert.proba, dtype=float)[:, cert.pred], 3),
+        "margin": np.round(np.asarray(cert.path_margins, dtype=float), 3),
+        "flipped": np.where(preds != cert.pred, "yes", "no"),
+    })
+
+
+def path_evidence_table(x: np.ndarray, baseline: np.ndarray, groups: Mapping[str, Sequence[int]],
+                        path: Sequence[str], *, feature_names: Sequence[str], origins: Sequence[str],
+                        raw_row: pd.Series) -> pd.DataFrame:
+    """The values of the groups on a removal path next to the baseline that replaces them.
+
+    Parameters
+    ----------
+    x : ndarray of shape (d,)
+        The sample's transformed features (model space).
+    baseline : ndarray of shape (d,)
+        The protocol's baseline (model space); removing a group sets its columns to it.
+    groups : mapping of str -> sequence of int
+        Evidence groups over the ``d`` transformed columns.
+    path : sequence of str
+        Group names in removal order (most supportive first).
+    feature_names : sequence of str, length d
+        Name of every transformed column.
+    origins : sequence of str, length d
+        Raw column of origin of every transformed column.
+    raw_row : Series
+        The sample's raw row (raw values are looked up by origin; absent ones are missing).
+
+    Returns
+    -------
+    DataFrame
+        One row per transformed column of every path group, in path order: ``step`` (1 =
+        removed first), ``group``, ``raw column``, ``raw value`` (text, floats rounded to 3
+        decimals, ``"missing"`` when missing), ``feature``, ``value`` and ``baseline`` (model space, rounded to 3 decimals).
+    """
+    x = np.asarray(x, dtype=float).ravel()
+    b = np.asarray(baseline, dtype=float).ravel()
+    d = x.size
+    if b.size != d or len(feature_names) != d or len(origins) != d:
+        raise ValueError(f"`x` has {d} features but `baseline` has {b.size}, `feature_names` {len(feature_names)} "
+                         f"and `origins` {len(origins)}; expected the same length.")
+    unknown = [g for g in path if g not in groups]
+    if unknown:
+        raise ValueError(f"`path` names groups that are not in `groups`: {unknown!r} (groups: {list(groups)}).")
+    rows = []
+    for step, name in enumerate(path, start=1):
+        for c in groups[name]:
+            raw = raw_row.get(origins[c])
+            rows.append({"step": step, "group": str(name), "raw column": str(origins[c]),
+                         "raw value": "missing" if is_missing(raw) else rounded_text(raw),
+                         "feature": str(feature_names[c]),
+                         "value": round(float(x[c]), 3), "baseline": round(float(b[c]), 3)})
+    return pd.DataFrame(rows, columns=["step", "group", "raw column", "raw value", "feature", "value", "baseline"])
