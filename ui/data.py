@@ -33,6 +33,7 @@ from core.tabular.datasets import DATASET_NAMES, Dataset, load_dataset, load_use
 from core.tabular.models import MODELS
 from core.tabular.shipped import shipped_audit
 from ui.audit_jobs import AuditJob, job_for, show_progress_and_stop
+from ui.uploads import upload_digest  # re-exported: pages hash their uploads with it too
 
 def dataset_label(key: str) -> str:
     """Display name of a dataset key (bundled name or ``upload:<name>``)."""
@@ -224,17 +225,6 @@ def _paired_upload(content: str, file_name: str, *, _data: bytes) -> pd.DataFram
 @st.cache_data(show_spinner="Validating the uploaded tables…", max_entries=4)
 def _unpaired_upload(content: str, *, _files: dict) -> UnpairedRecords:
     return load_unpaired_upload(_files["clean"], _files["perturbed"], _files.get("counts"))
-
-
-def upload_digest(files: dict[str, tuple[str, bytes] | None]) -> str:
-    """Content hash of an upload (roles, names and bytes)."""
-    h = hashlib.sha256()
-    for role in sorted(files):
-        if files[role] is not None:
-            name, data = files[role]
-            h.update(f"{role}\0{name}\0{len(data)}\0".encode())
-            h.update(data)
-    return h.hexdigest()
 
 
 def paired_data() -> PairedData | None:
