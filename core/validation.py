@@ -44,6 +44,7 @@ __all__ = [
     "check_unit_interval",
     "check_upload_size",
     "csv_header_duplicate",
+    "numeric_cells",
     "warn_constant_features",
 ]
 
@@ -132,6 +133,35 @@ def check_unit_interval(value: Any, name: str) -> float:
     if math.isnan(v) or not 0.0 <= v <= 1.0:
         raise ValueError(f"`{name}` must be in [0, 1]; got {value!r}.")
     return v
+
+
+def numeric_cells(column: pd.Series, *, kind: str) -> tuple[np.ndarray, int | None]:
+    """The cells of a table column as numbers, with the position of the first invalid one.
+
+    ``kind="count"`` wants non-negative integers (class labels, counts) and returns int64;
+    ``kind="probability"`` wants numbers in [0, 1] and returns float64. Text, NaN and inf are
+    invalid. The caller words the error (it knows the file and row names); the position is
+    0-based in ``column``, ``None`` when every cell is valid (the values are then usable).
+
+    Examples
+    --------
+    >>> numeric_cells(pd.Series([0, 2, 7]), kind="count")
+    (array([0, 2, 7]), None)
+    >>> numeric_cells(pd.Series(["1", "1.5", "x"]), kind="count")[1]
+    1
+    >>> numeric_cells(pd.Series([0.2, 1.01]), kind="probability")[1]
+    1
+    """
+    values = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
+    if kind == "count":
+        bad = ~np.isfinite(values) | (values != np.round(values)) | (values < 0)
+    elif kind == "probability":
+        bad = ~np.isfinite(values) | (values < 0) | (values > 1)
+    else:
+        raise ValueError(f"`kind` must be 'count' or 'probability'; got {kind!r}.")
+    if bad.any():
+        return values, int(np.flatnonzero(bad)[0])
+    return (values.astype(np.int64) if kind == "count" else values), None
 
 
 def check_input_file(path: str | os.PathLike[str], *, what: str = "input file",

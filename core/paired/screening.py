@@ -63,6 +63,7 @@ from core.metrics.ranking import (
     top_k_coverage_rows,
 )
 from core.paired.records import validate_records
+from core.validation import numeric_cells
 
 __all__ = [
     "RISK_SIGN",
@@ -127,20 +128,16 @@ def _require(frame, name: str, columns: Sequence[str]) -> None:
 
 
 def _int_column(frame: pd.DataFrame, col: str, name: str) -> np.ndarray:
-    values = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float)
-    bad = ~np.isfinite(values) | (values != np.round(values)) | (values < 0)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
+    values, i = numeric_cells(frame[col], kind="count")
+    if i is not None:
         raise ValueError(f"{_where(frame, i, f'`{name}`')}, column {col!r}: {_py(frame[col].iloc[i])!r} is not "
                          "a class label; expected a non-negative integer.")
-    return values.astype(np.int64)
+    return values
 
 
 def _prob_column(frame: pd.DataFrame, col: str, name: str) -> np.ndarray:
-    values = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float)
-    bad = ~np.isfinite(values) | (values < 0) | (values > 1)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
+    values, i = numeric_cells(frame[col], kind="probability")
+    if i is not None:
         raise ValueError(f"{_where(frame, i, f'`{name}`')}, column {col!r}: {_py(frame[col].iloc[i])!r} is not a "
                          "probability; expected a number in [0, 1].")
     return values
