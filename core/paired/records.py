@@ -28,7 +28,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from core.validation import check_unique_columns, csv_header_duplicate, numeric_cells
+from core.validation import check_cells, check_unique_columns, csv_header_duplicate
 
 __all__ = [
     "CELL_COLUMNS",
@@ -156,19 +156,12 @@ def _as_labels(frame: pd.DataFrame, col: str, origin: TableOrigin, known: np.nda
 
 
 def _as_counts(frame: pd.DataFrame, col: str, origin: TableOrigin, *, what: str) -> np.ndarray:
-    values, i = numeric_cells(frame[col], kind="count")
-    if i is not None:
-        raise ValueError(f"{origin.row(i, frame.index[i])}, column {col!r}: {_show(frame[col].iloc[i])} is not {what}; "
-                         "expected a non-negative integer.")
-    return values
+    return check_cells(frame[col], kind="count", noun=what, where=lambda i: origin.row(i, frame.index[i]))
 
 
 def _as_probs(frame: pd.DataFrame, col: str, origin: TableOrigin) -> np.ndarray:
-    values, i = numeric_cells(frame[col], kind="probability")
-    if i is not None:
-        raise ValueError(f"{origin.row(i, frame.index[i])}, column {col!r}: {_show(frame[col].iloc[i])} is not a "
-                         "probability; expected a number in [0, 1].")
-    return values
+    return check_cells(frame[col], kind="probability", noun="a probability",
+                       where=lambda i: origin.row(i, frame.index[i]))
 
 
 def _check_side(frame: pd.DataFrame, origin: TableOrigin, label: np.ndarray, pred_col: str, max_col: str,

@@ -63,7 +63,7 @@ from core.metrics.ranking import (
     top_k_coverage_rows,
 )
 from core.paired.records import validate_records
-from core.validation import numeric_cells
+from core.validation import check_cells
 
 __all__ = [
     "RISK_SIGN",
@@ -128,19 +128,12 @@ def _require(frame, name: str, columns: Sequence[str]) -> None:
 
 
 def _int_column(frame: pd.DataFrame, col: str, name: str) -> np.ndarray:
-    values, i = numeric_cells(frame[col], kind="count")
-    if i is not None:
-        raise ValueError(f"{_where(frame, i, f'`{name}`')}, column {col!r}: {_py(frame[col].iloc[i])!r} is not "
-                         "a class label; expected a non-negative integer.")
-    return values
+    return check_cells(frame[col], kind="count", noun="a class label", where=lambda i: _where(frame, i, f"`{name}`"))
 
 
 def _prob_column(frame: pd.DataFrame, col: str, name: str) -> np.ndarray:
-    values, i = numeric_cells(frame[col], kind="probability")
-    if i is not None:
-        raise ValueError(f"{_where(frame, i, f'`{name}`')}, column {col!r}: {_py(frame[col].iloc[i])!r} is not a "
-                         "probability; expected a number in [0, 1].")
-    return values
+    return check_cells(frame[col], kind="probability", noun="a probability",
+                       where=lambda i: _where(frame, i, f"`{name}`"))
 
 
 def _prob_names(frame: pd.DataFrame) -> list[str]:
