@@ -25,3 +25,11 @@ def explorer_path(at) -> list[str]:
         if ticks and ticks[0] == "0<br>intact":
             return [t.split("−", 1)[1] for t in ticks[1:]]
     raise AssertionError("trajectory chart not found")
+
+
+def only_error(at) -> str:
+    """The one error message of a run that raised no exception (fails on none or several)."""
+    assert not at.exception, [e.value for e in at.exception]
+    messages = [e.value for e in at.error]
+    assert len(messages) == 1, messages
+    return messages[0]
