@@ -29,6 +29,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -139,6 +141,18 @@ def _overview(browser, url: str, t0: float) -> tuple[object, float]:
     return page, _wait_idle(page) - t0
 
 
+@contextmanager
+def _server(port: int, reviews_db: Path) -> Iterator[tuple[float, float]]:
+    """A fresh server process; yields its launch moment and the seconds until it answered."""
+    t0 = time.perf_counter()
+    proc = start_server(port, reviews_db=reviews_db)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", proc, timeout_s=300, poll_s=0.05)
+        yield t0, time.perf_counter() - t0
+    finally:
+        stop_server(proc, timeout_s=20)
+
+
 def _quantile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
@@ -156,11 +170,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
         reviews_db = Path(tmp) / "reviews.sqlite3"
         browser = launch_chromium(pw)
-        t0 = time.perf_counter()
-        proc = start_server(port, reviews_db=reviews_db)
-        try:
-            wait_healthy(url, proc, timeout_s=300, poll_s=0.05)
-            t_server = time.perf_counter() - t0
+        with _server(port, reviews_db) as (t0, t_server):
             page, t_cold = _overview(browser, url, t0)
             first = {heading: _visit(page, nav, heading) for nav, heading in PAGES[1:]}
             cached: dict[str, list[float]] = {heading: [] for _, heading in PAGES}
@@ -169,17 +179,9 @@ def main() -> None:
                     cached[heading].append(_visit(page, nav, heading))
             interactions = _interactions(page, args.interactions)
             page.close()
-        finally:
-            stop_server(proc, timeout_s=20)
-        t0 = time.perf_counter()
-        proc = start_server(port, reviews_db=reviews_db)
-        try:
-            wait_healthy(url, proc, timeout_s=300, poll_s=0.05)
-            t_server2 = time.perf_counter() - t0
+        with _server(port, reviews_db) as (t0, t_server2):
             page, t_second = _overview(browser, url, t0)
             page.close()
-        finally:
-            stop_server(proc, timeout_s=20)
         browser.close()
 
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end")
