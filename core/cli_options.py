@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,10 @@ from core.constants import LEVELS
 __all__ = [
     "add_protocol_options",
     "add_tau_levels_options",
+    "argument_type",
+    "comma_floats",
     "float_list",
+    "fraction",
     "levels_list",
     "names",
     "positive_int",
@@ -26,37 +30,49 @@ __all__ = [
 ]
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}")
-    return value
+def argument_type(convert: Callable[[str], Any], accept: Callable[[Any], bool] = lambda value: True, *,
+                  expected: str, refused: str | None = None) -> Callable[[str], Any]:
+    """An argparse ``type=``: ``convert(text)``, kept when ``accept(value)`` holds.
+
+    Bad text is refused with ``expected <expected>; got '<text>'`` (``<refused>`` instead of
+    ``<expected>`` when the text converts but ``accept`` fails), the one wording of every
+    ``python -m core`` option.
+
+    Examples
+    --------
+    >>> even = argument_type(int, lambda v: v % 2 == 0, expected="an even integer")
+    >>> even("4")
+    4
+    >>> even("3")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected an even integer; got '3'
+    """
+    def parse(text: str) -> Any:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}; got {text!r}") from None
+        if not accept(value):
+            raise argparse.ArgumentTypeError(f"expected {refused or expected}; got {text!r}")
+        return value
+
+    return parse
 
 
-def unit_float(text: str) -> float:
-    """argparse type: a number in [0, 1] (``nan`` refused)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1]; got {text!r}") from None
-    if math.isnan(value) or not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1]; got {text!r}")
-    return value
+def comma_floats(text: str) -> tuple[float, ...]:
+    """Comma-separated numbers, empty items dropped (``ValueError`` on a non-number)."""
+    return tuple(float(v) for v in text.split(",") if v.strip())
 
 
-def float_list(text: str) -> tuple[float, ...]:
-    """argparse type: comma-separated numbers (empty items ignored)."""
-    try:
-        values = tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got {text!r}") from None
-    if not all(math.isfinite(v) for v in values):
-        raise argparse.ArgumentTypeError(f"expected comma-separated finite numbers; got {text!r}")
-    return values
+#: argparse type: an integer >= 1.
+positive_int = argument_type(int, lambda v: v >= 1, expected="a positive integer")
+#: argparse type: a number in [0, 1] (``nan`` refused).
+unit_float = argument_type(float, lambda v: not math.isnan(v) and 0 <= v <= 1, expected="a number in [0, 1]")
+#: argparse type: a fraction in (0, 1], e.g. a review budget (``nan`` refused).
+fraction = argument_type(float, lambda v: 0 < v <= 1, expected="a fraction in (0, 1]")
+#: argparse type: comma-separated finite numbers (empty items ignored).
+float_list = argument_type(comma_floats, lambda vs: all(math.isfinite(v) for v in vs),
+                           expected="comma-separated numbers", refused="comma-separated finite numbers")
 
 
 def names(text: str) -> list[str]:

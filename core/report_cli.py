@@ -19,21 +19,12 @@ beside ``--out`` and renamed into place; bad input exits with code 2 and one lin
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
+from core.cli_options import fraction
+
 __all__ = ["register"]
-
-
-def _budget(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1]; got {text!r}") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1]; got {text!r}")
-    return value
 
 
 def register(subparsers) -> None:
@@ -54,7 +45,7 @@ def register(subparsers) -> None:
                    help=f"review database (default: ${ENV_VAR} or the dashboard's default, when the file exists)")
     p.add_argument("--no-reviews", action="store_true", help="leave the reviewers' decisions out")
     p.add_argument("--paired", metavar="DIR", help="demo pool or `python -m core paired` output folder")
-    p.add_argument("--budget", type=_budget, default=0.1,
+    p.add_argument("--budget", type=fraction, default=0.1,
                    help="triage review budget, fraction of the high-confidence predictions (default 0.1)")
     p.set_defaults(func=_report)
 

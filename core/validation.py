@@ -23,7 +23,7 @@ import math
 import numbers
 import os
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ __all__ = [
     "MAX_CLASSES",
     "UPLOAD_LIMIT_MB",
     "ConstantFeatureWarning",
+    "check_cells",
     "check_finite_features",
     "check_input_file",
     "check_table",
@@ -132,6 +133,39 @@ def check_unit_interval(value: Any, name: str) -> float:
     if math.isnan(v) or not 0.0 <= v <= 1.0:
         raise ValueError(f"`{name}` must be in [0, 1]; got {value!r}.")
     return v
+
+
+def check_cells(column: pd.Series, *, kind: str, noun: str, where: Callable[[int], str]) -> np.ndarray:
+    """The cells of a table column as numbers, refused at the first invalid one.
+
+    ``kind="count"`` wants non-negative integers (class labels, counts) and returns int64;
+    ``kind="probability"`` wants numbers in [0, 1] and returns float64. Text, NaN and inf are
+    invalid. The message reads ``<where(i)>, column '<name>': <value> is not <noun>; expected
+    <what kind wants>.``, ``where`` naming the 0-based row ``i`` the way the caller's user sees it.
+
+    Examples
+    --------
+    >>> check_cells(pd.Series([0, 2, 7]), kind="count", noun="a count", where=str)
+    array([0, 2, 7])
+    >>> check_cells(pd.Series(["1", "1.5"], name="k"), kind="count", noun="a count",
+    ...             where=lambda i: f"counts.csv row {i + 1}")
+    Traceback (most recent call last):
+    ...
+    ValueError: counts.csv row 2, column 'k': '1.5' is not a count; expected a non-negative integer.
+    """
+    values = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
+    if kind == "count":
+        bad, expected = ~np.isfinite(values) | (values != np.round(values)) | (values < 0), "a non-negative integer"
+    elif kind == "probability":
+        bad, expected = ~np.isfinite(values) | (values < 0) | (values > 1), "a number in [0, 1]"
+    else:
+        raise ValueError(f"`kind` must be 'count' or 'probability'; got {kind!r}.")
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        value = column.iloc[i]
+        shown = repr(value.item() if isinstance(value, np.generic) else value)
+        raise ValueError(f"{where(i)}, column {column.name!r}: {shown} is not {noun}; expected {expected}.")
+    return values.astype(np.int64) if kind == "count" else values
 
 
 def check_input_file(path: str | os.PathLike[str], *, what: str = "input file",

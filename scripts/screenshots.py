@@ -13,20 +13,15 @@ still written, so the broken page can be looked at).
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import socket
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
+sys.path.insert(0, str(ROOT / "tests"))
+from browser_kit import CHROMIUM, dashboard_server, healthy, launch_chromium, ready as _ready, settle  # noqa: E402
+
 # A cold start computes the default audit; the comparison page trains further models.
 RUN_TIMEOUT_MS = 240_000
 #: (url path, page heading) of every page, in navigation order.
@@ -43,69 +38,9 @@ PAGES = (
 MAX_HEIGHT = 12_000
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
-            return resp.read().strip() == b"ok"
-    except OSError:
-        return False
-
-
-@contextmanager
-def dashboard_server(*, timeout_s: float = 90) -> Iterator[str]:
-    """A headless ``streamlit run app.py`` on a free port; yields its URL, stops it on exit."""
-    with tempfile.TemporaryDirectory(prefix="screenshots-") as tmp:
-        port = _free_port()
-        env = {**os.environ, "AUDIT_REVIEWS_DB": str(Path(tmp) / "reviews.sqlite3"), "PYTHONUNBUFFERED": "1"}
-        log_path = Path(tmp) / "server.log"
-        with open(log_path, "w+") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                 "--browser.gatherUsageStats", "false", "--server.port", str(port),
-                 "--server.address", "127.0.0.1", "--server.fileWatcherType", "none"],
-                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-            url = f"http://127.0.0.1:{port}"
-            try:
-                deadline = time.monotonic() + timeout_s
-                while not _healthy(url):
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        log.seek(0)
-                        tail = log.read()[-2000:]
-                        raise RuntimeError(f"the dashboard server did not start:\n{tail}")
-                    time.sleep(0.3)
-                yield url
-            finally:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-
-
-def settle(page, *, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
-    """Wait until no script run is in progress (status widget hidden for a steady 0.75 s)."""
-    status = page.locator('[data-testid="stStatusWidget"]')
-    deadline = time.monotonic() + timeout_ms / 1000
-    steady = 0
-    while steady < 3:
-        if time.monotonic() > deadline:
-            raise TimeoutError("the app was still running after the timeout")
-        steady = steady + 1 if status.count() == 0 or not status.first.is_visible() else 0
-        page.wait_for_timeout(250)
-
-
 def ready(page, heading: str) -> None:
     """Wait for the page's heading, the end of its script run and its first chart."""
-    page.get_by_role("heading", name=heading).first.wait_for(timeout=RUN_TIMEOUT_MS)
-    settle(page)
-    page.locator(".js-plotly-plot").first.wait_for(state="visible", timeout=RUN_TIMEOUT_MS)
-    settle(page)
+    _ready(page, heading, timeout_ms=RUN_TIMEOUT_MS)
     page.wait_for_timeout(500)  # plotly's resize to the final column width
 
 
@@ -113,7 +48,7 @@ def full_page_png(page, path: Path, *, width: int, height: int = 900) -> None:
     """Whole page: Streamlit scrolls inside its main container, so grow the viewport to it."""
     total = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
     page.set_viewport_size({"width": width, "height": min(MAX_HEIGHT, max(height, int(total)))})
-    settle(page)
+    settle(page, timeout_ms=RUN_TIMEOUT_MS)
     page.wait_for_timeout(500)
     page.screenshot(path=str(path), full_page=True)
     page.set_viewport_size({"width": width, "height": height})
@@ -130,7 +65,7 @@ def take(url: str, out: Path, widths: list[int]) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     problems: list[str] = []
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        browser = launch_chromium(pw)
         try:
             for width in widths:
                 page = browser.new_page(viewport={"width": width, "height": 900})
@@ -171,12 +106,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         if args.url:
-            if not _healthy(args.url.rstrip("/")):
+            if not healthy(args.url.rstrip("/")):
                 print(f"error: no dashboard answers at {args.url}.", file=sys.stderr)
                 return 2
             problems = take(args.url.rstrip("/"), Path(args.out), args.widths)
         else:
-            with dashboard_server() as url:
+            with (tempfile.TemporaryDirectory(prefix="screenshots-") as tmp,
+                  dashboard_server(tmp, timeout_s=90, tail_chars=2000) as url):
                 problems = take(url, Path(args.out), args.widths)
     except (RuntimeError, TimeoutError, PlaywrightError) as exc:
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)

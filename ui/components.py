@@ -1,11 +1,8 @@
-"""Small Streamlit building blocks shared by the pages: headers, figures, tables, errors."""
+"""Small Streamlit building blocks shared by the pages: headers, figures, tables, errors (:mod:`ui.errors`)."""
 from __future__ import annotations
 
-import logging
 import re
-import sqlite3
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -14,8 +11,8 @@ import streamlit as st
 
 from core.views.formatting import display_frame
 from core.viz.tables import column_label, display_values
+from ui.errors import guarded  # re-exported: the pages take their building blocks from here
 
-_LOG = logging.getLogger("reliability_audit.ui")
 # Tables longer than this show their first rows only (a browser grid of 10^5+ rows stalls the
 # page); the CSV download always holds every row.
 MAX_SHOWN_ROWS = 10_000
@@ -91,27 +88,6 @@ def table(frame: pd.DataFrame, *, name: str, caption: str | None = None, key: st
                        icon=":material/download:", help=f"Download {name} ({len(full):,} rows) as CSV",
                        type="tertiary")
     return event
-
-
-@contextmanager
-def guarded(what: str) -> Iterator[None]:
-    """Show failures inside the block as ``st.error`` with what to do — never a traceback.
-
-    ``ValueError`` is bad input (its message names the file, column or parameter to fix);
-    a locked review database asks to retry; anything else is logged with its traceback on
-    the server and summarised for the user.
-    """
-    try:
-        yield
-    except ValueError as exc:
-        st.error(f"**{what}:** {exc}", icon=":material/error:")
-    except sqlite3.OperationalError as exc:
-        st.error(f"**{what}:** the review database is busy or unwritable ({exc}). Retry in a moment, "
-                 "or restart the server with another `--reviews-db` file.", icon=":material/error:")
-    except Exception as exc:  # the page must stay usable; details go to the server log
-        _LOG.exception("%s failed", what)
-        st.error(f"**{what} failed unexpectedly** ({type(exc).__name__}: {exc}). The details are in the "
-                 "server log; try another dataset, model or protocol.", icon=":material/error:")
 
 
 def run_page(body: Callable[[], None], what: str) -> None:

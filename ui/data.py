@@ -21,7 +21,7 @@ import streamlit as st
 
 from core.cfc.protocol import Protocol
 from core.views.uploads import (UPLOAD_LIMIT_MB, interactive_sample_rows, load_paired_upload, load_screening_upload,
-                                load_unpaired_upload, upload_digest)
+                                load_unpaired_upload, upload_digest)  # upload_digest re-exported: pages hash their uploads with it too
 from core.exceptions import AuditWarning
 from core.paired.demo import DEFAULT_DIR, DemoPool, load_demo_pool
 from core.paired.records import UnpairedRecords

@@ -20,7 +20,8 @@ from core.tabular.audit_folder import (VIEW_DIR, SavedAudit, list_audit_folders,
                                       saved_result)
 from core.tabular.model_files import load_model_bytes, read_table
 from core.tabular.own_model import audit_model
-from ui.components import guarded
+from core.views.uploads import upload_digest
+from ui.errors import guarded
 
 __all__ = ["default_audits_dir", "live_model_off", "own_audit", "own_label", "own_mode", "render_own_model_sidebar",
            "saved_folder"]
@@ -129,8 +130,6 @@ def own_audit() -> AuditResult:
         saved = saved_folder()
         return _folder_result(str(saved.path), _stamp(saved.path))
     files = {role: tuple(v) for role, v in source["files"].items() if v is not None}
-    from core.views.uploads import upload_digest
-
     return _upload_result(upload_digest(files), source["target"], tuple(source["trust"]),
                           tuple(source["feature_order"]) if source["feature_order"] else None, _files=files)
 

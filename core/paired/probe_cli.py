@@ -17,34 +17,18 @@ the output folder appears only when complete. Bad input exits with code 2 and on
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from core.atomic import check_output_folder
+from core.cli_options import argument_type, comma_floats, positive_int
 from core.validation import check_input_file
 
 __all__ = ["register"]
 
 
-def _floats(text: str) -> tuple[float, ...]:
-    try:
-        values = tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got {text!r}") from None
-    if not values:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got {text!r}")
-    return values
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}")
-    return value
+#: Per-channel statistics: at least one number (``inf`` passes here, the model check refuses it).
+_floats = argument_type(comma_floats, bool, expected="comma-separated numbers")
 
 
 def register(subparsers) -> None:
@@ -63,7 +47,7 @@ def register(subparsers) -> None:
     p.add_argument("--natural", default="default", help="'default' (18 natural transforms), 'none', or names")
     p.add_argument("--mean", type=_floats, default=None, help="per-channel mean subtracted after scaling to [0, 1]")
     p.add_argument("--std", type=_floats, default=None, help="per-channel std divided by after the mean")
-    p.add_argument("--batch-size", type=_positive, default=256, help="images per model call (bounds memory)")
+    p.add_argument("--batch-size", type=positive_int, default=256, help="images per model call (bounds memory)")
     p.add_argument("--perturbed", action="append", default=[], metavar="DIR2",
                    help="the same images after a real re-capture (same file names); repeatable")
     p.add_argument("--seed", type=int, default=0, help="seed of the random corruptions")

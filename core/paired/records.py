@@ -28,7 +28,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from core.validation import check_unique_columns, csv_header_duplicate
+from core.validation import check_cells, check_unique_columns, csv_header_duplicate
 
 __all__ = [
     "CELL_COLUMNS",
@@ -145,14 +145,7 @@ def _no_empty_cells(frame: pd.DataFrame, columns: Iterable[str], origin: TableOr
 
 
 def _as_labels(frame: pd.DataFrame, col: str, origin: TableOrigin, known: np.ndarray | None) -> np.ndarray:
-    raw = frame[col]
-    numeric = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
-    bad = ~np.isfinite(numeric) | (numeric != np.round(numeric)) | (numeric < 0)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{origin.row(i, frame.index[i])}, column {col!r}: {_show(raw.iloc[i])} is not a class label; "
-                         "expected a non-negative integer.")
-    labels = numeric.astype(np.int64)
+    labels = _as_counts(frame, col, origin, what="a class label")
     if known is not None:
         unknown = ~np.isin(labels, known)
         if unknown.any():
@@ -162,15 +155,13 @@ def _as_labels(frame: pd.DataFrame, col: str, origin: TableOrigin, known: np.nda
     return labels
 
 
+def _as_counts(frame: pd.DataFrame, col: str, origin: TableOrigin, *, what: str) -> np.ndarray:
+    return check_cells(frame[col], kind="count", noun=what, where=lambda i: origin.row(i, frame.index[i]))
+
+
 def _as_probs(frame: pd.DataFrame, col: str, origin: TableOrigin) -> np.ndarray:
-    raw = frame[col]
-    values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
-    bad = ~np.isfinite(values) | (values < 0) | (values > 1)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{origin.row(i, frame.index[i])}, column {col!r}: {_show(raw.iloc[i])} is not a probability; "
-                         "expected a number in [0, 1].")
-    return values
+    return check_cells(frame[col], kind="probability", noun="a probability",
+                       where=lambda i: origin.row(i, frame.index[i]))
 
 
 def _check_side(frame: pd.DataFrame, origin: TableOrigin, label: np.ndarray, pred_col: str, max_col: str,
@@ -406,14 +397,7 @@ def _validate_counts(counts: pd.DataFrame, origin: TableOrigin, clean: pd.DataFr
     _no_empty_cells(counts, ["true_label", *cols], origin)
     out = pd.DataFrame({"true_label": _as_labels(counts, "true_label", origin, None)})
     for col in cols:
-        raw = counts[col]
-        values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
-        bad = ~np.isfinite(values) | (values != np.round(values)) | (values < 0)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"{origin.row(i, counts.index[i])}, column {col!r}: {_show(raw.iloc[i])} is not a count; "
-                             "expected a non-negative integer.")
-        out[col] = values.astype(np.int64)
+        out[col] = _as_counts(counts, col, origin, what="a count")
     dup = _first_duplicate(out[["true_label"]])
     if dup is not None:
         i, j = dup

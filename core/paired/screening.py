@@ -63,6 +63,7 @@ from core.metrics.ranking import (
     top_k_coverage_rows,
 )
 from core.paired.records import validate_records
+from core.validation import check_cells
 
 __all__ = [
     "RISK_SIGN",
@@ -116,6 +117,12 @@ def _where(frame: pd.DataFrame, i: int, name: str) -> str:
     return f"{name} row {i + 1} (model={_py(row['model'])!r}, record_id={_py(row['record_id'])!r})"
 
 
+def _outcome(r: pd.Series) -> str:
+    """An outcome record as the messages name it."""
+    return (f"`outcomes` record (model={r['model']!r}, condition={r['condition']!r}, "
+            f"record_id={_py(r['record_id'])!r})")
+
+
 def _require(frame, name: str, columns: Sequence[str]) -> None:
     if not isinstance(frame, pd.DataFrame):
         raise ValueError(f"`{name}` must be a pandas DataFrame; got {type(frame).__name__}.")
@@ -127,23 +134,12 @@ def _require(frame, name: str, columns: Sequence[str]) -> None:
 
 
 def _int_column(frame: pd.DataFrame, col: str, name: str) -> np.ndarray:
-    values = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float)
-    bad = ~np.isfinite(values) | (values != np.round(values)) | (values < 0)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{_where(frame, i, f'`{name}`')}, column {col!r}: {_py(frame[col].iloc[i])!r} is not "
-                         "a class label; expected a non-negative integer.")
-    return values.astype(np.int64)
+    return check_cells(frame[col], kind="count", noun="a class label", where=lambda i: _where(frame, i, f"`{name}`"))
 
 
 def _prob_column(frame: pd.DataFrame, col: str, name: str) -> np.ndarray:
-    values = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float)
-    bad = ~np.isfinite(values) | (values < 0) | (values > 1)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{_where(frame, i, f'`{name}`')}, column {col!r}: {_py(frame[col].iloc[i])!r} is not a "
-                         "probability; expected a number in [0, 1].")
-    return values
+    return check_cells(frame[col], kind="probability", noun="a probability",
+                       where=lambda i: _where(frame, i, f"`{name}`"))
 
 
 def _prob_names(frame: pd.DataFrame) -> list[str]:
@@ -512,8 +508,7 @@ def _dev_failures(outcomes, c, split):
     if clash.any():
         i = int(np.flatnonzero(clash)[0])
         r = rec.iloc[i]
-        raise ValueError(f"`outcomes` record (model={r['model']!r}, condition={r['condition']!r}, "
-                         f"record_id={_py(r['record_id'])!r}) disagrees with `clean` about the image: true_label "
+        raise ValueError(f"{_outcome(r)} disagrees with `clean` about the image: true_label "
                          f"{_py(r['true_label'])} / clean_pred {_py(r['clean_pred'])} there, "
                          f"{_py(c['true_label'][pos[i]])} / {_py(c['pred'][pos[i]])} in `clean`.")
     failed = (rec["pert_pred"].to_numpy() != rec["true_label"].to_numpy())[known]
@@ -679,8 +674,7 @@ def _outcome_matrix(scores: pd.DataFrame, outcomes: pd.DataFrame):
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         r = rec.iloc[i]
-        raise ValueError(f"`outcomes` record (model={r['model']!r}, condition={r['condition']!r}, "
-                         f"record_id={_py(r['record_id'])!r}) disagrees with `scores`: it must be the same clean-correct "
+        raise ValueError(f"{_outcome(r)} disagrees with `scores`: it must be the same clean-correct "
                          f"image with true_label {labels[i]}; got true_label={r['true_label']}, "
                          f"clean_pred={r['clean_pred']}.")
     return rec.assign(failed=(rec["pert_pred"] != rec["true_label"]).astype(np.float64))

@@ -20,24 +20,18 @@ stderr (see :mod:`core.cli`).
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from core.atomic import atomic_folder, check_output_folder
-from core.cli_options import add_protocol_options, float_list, names, positive_int, protocol_from_args
+from core.cli_options import (add_protocol_options, argument_type, float_list, names, positive_int,
+                              protocol_from_args)
 
 __all__ = ["register"]
 
 
-def _seeds(text: str) -> list[int]:
-    try:
-        seeds = [int(v) for v in names(text)]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated non-negative integers; got {text!r}") from None
-    if not seeds or min(seeds) < 0:
-        raise argparse.ArgumentTypeError(f"expected comma-separated non-negative integers; got {text!r}")
-    return seeds
+_seeds = argument_type(lambda text: [int(v) for v in names(text)], lambda seeds: bool(seeds) and min(seeds) >= 0,
+                       expected="comma-separated non-negative integers")
 
 
 def register(subparsers) -> None:

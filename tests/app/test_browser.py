@@ -6,99 +6,50 @@ console error, uncaught page error or Streamlit exception box.
 """
 from __future__ import annotations
 
-import os
 import re
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+from browser_kit import (ChromiumMissingError, ServerStartError, dashboard_server, launch_chromium,  # noqa: E402
+                         ready, settle)
+
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
 # Cold start computes the default audit; the comparison page trains further models.
 RUN_TIMEOUT_MS = 150_000
 
 pytestmark = pytest.mark.browser
 _BASE_PATH_PROBE = re.compile(r"/explorer/_stcore/(health|host-config)$")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+_settle = partial(settle, timeout_ms=RUN_TIMEOUT_MS)
+_ready = partial(ready, timeout_ms=RUN_TIMEOUT_MS)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A headless dashboard server on a free localhost port, with its own review DB."""
-    tmp = tmp_path_factory.mktemp("server")
-    port = _free_port()
-    env = {**os.environ, "AUDIT_REVIEWS_DB": str(tmp / "reviews.sqlite3"), "PYTHONUNBUFFERED": "1"}
-    log = open(tmp / "server.log", "w+")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--browser.gatherUsageStats", "false", "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
-                if resp.read().strip() == b"ok":
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            log.seek(0)
-            proc.kill()
-            pytest.fail(f"streamlit server did not start:\n{log.read()[-3000:]}")
-        time.sleep(0.3)
-    yield url
-    proc.terminate()
     try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+        with dashboard_server(tmp_path_factory.mktemp("server")) as url:
+            yield url
+    except ServerStartError as exc:
+        pytest.fail(f"streamlit server did not start: {exc}")
 
 
 @pytest.fixture(scope="module")
 def browser():
     from playwright.sync_api import sync_playwright
 
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"Debian's chromium is required at {CHROMIUM} (apt-get install chromium).")
     with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            chromium = launch_chromium(pw)
+        except ChromiumMissingError as exc:
+            pytest.fail(str(exc))
         yield chromium
         chromium.close()
-
-
-def _settle(page, *, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
-    """Wait until no script run is in progress (status widget hidden for a steady 0.75 s)."""
-    status = page.locator('[data-testid="stStatusWidget"]')
-    deadline = time.monotonic() + timeout_ms / 1000
-    steady = 0
-    while steady < 3:
-        if time.monotonic() > deadline:
-            raise AssertionError("the app was still running after the timeout")
-        steady = steady + 1 if status.count() == 0 or not status.first.is_visible() else 0
-        page.wait_for_timeout(250)
-
-
-def _ready(page, heading: str) -> None:
-    page.get_by_role("heading", name=heading).first.wait_for(timeout=RUN_TIMEOUT_MS)
-    _settle(page)
-    page.locator(".js-plotly-plot").first.wait_for(state="visible", timeout=RUN_TIMEOUT_MS)
-    _settle(page)
 
 
 def _widget(page, testid: str, label: str):

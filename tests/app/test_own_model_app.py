@@ -11,6 +11,7 @@ from core import audit_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tabular"))
 from own_models import default_tables, hist_gb_pipeline, wine_tables  # noqa: E402
+from app_checks import assert_ok  # noqa: E402
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -45,19 +46,14 @@ def _app(monkeypatch, *args):
     return at
 
 
-def _ok(at) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
 def test_every_page_renders_a_saved_multiclass_audit(monkeypatch, reviews_db, wine_audit):
     at = _app(monkeypatch, "--audit", str(wine_audit))
-    _ok(at)
+    assert_ok(at)
     assert any("Saved audit: wine" in s.value for s in at.subheader)
     assert any("saved audit wine" in c.value for c in at.caption)
     for page in PAGES:
         at.switch_page(f"pages/{page}.py").run()
-        _ok(at)
+        assert_ok(at)
         assert at.title
     at.switch_page("pages/explorer.py").run()
     assert any("class_" in str(m.value) or "class_" in str(m.label) for m in at.metric) or \
@@ -105,11 +101,11 @@ def test_every_page_works_on_a_folder_whose_model_cannot_be_used(monkeypatch, re
     folder = shutil.copytree(wine_audit, tmp_path / "old")
     named = damage(folder)
     at = _app(monkeypatch, "--audit", str(folder))
-    _ok(at)
+    assert_ok(at)
     assert at.dataframe, "the saved certificate table is still shown"
     for page in PAGES:
         at.switch_page(f"pages/{page}.py").run()
-        _ok(at)
+        assert_ok(at)
         assert at.title
     at.switch_page("pages/triage.py").run()
     assert any("Evidence for sample" in e.label for e in at.expander), "the triage evidence comes from the saved tables"
@@ -126,12 +122,12 @@ def test_every_page_works_on_a_folder_whose_model_cannot_be_used(monkeypatch, re
 def test_a_folder_with_a_loadable_model_keeps_its_live_panels(monkeypatch, reviews_db, wine_audit):
     at = _app(monkeypatch, "--audit", str(wine_audit))
     at.switch_page("pages/explorer.py").run()
-    _ok(at)
+    assert_ok(at)
     assert not [i.value for i in at.info if " is off:" in i.value]
     assert any(m.label == "Exact minimum" for m in at.metric)
     pills = at.pills(key="whatif_groups")
     pills.set_value([pills.options[0]]).run()
-    _ok(at)
+    assert_ok(at)
     assert any("What-if prediction" in md.value and "1 group(s)" in md.value for md in at.markdown)
 
 
@@ -160,11 +156,11 @@ def test_an_uploaded_model_is_audited_on_every_page(monkeypatch, reviews_db, tmp
         "files": {"model": ("pipe.skops", sio.dumps(pipe)), "test": ("test.csv", test.to_csv(index=False).encode()),
                   "train": ("train.csv", train.to_csv(index=False).encode())}}
     at.run()
-    _ok(at)
+    assert_ok(at)
     assert any("your model pipe.skops" in c.value for c in at.caption)
     for page in PAGES:
         at.switch_page(f"pages/{page}.py").run()
-        _ok(at)
+        assert_ok(at)
 
 
 def test_an_upload_with_untrusted_types_lists_them(monkeypatch, reviews_db):
@@ -181,14 +177,14 @@ def test_an_upload_with_untrusted_types_lists_them(monkeypatch, reviews_db):
 
 def test_audits_dir_lists_saved_audits_and_opens_one(monkeypatch, reviews_db, wine_audit):
     at = _app(monkeypatch, "--audits-dir", str(wine_audit.parent))
-    _ok(at)
+    assert_ok(at)
     assert at.sidebar.selectbox(key="own_folder").options == ["wine"]
     at.sidebar.button(key="own_open").click().run()
-    _ok(at)
+    assert_ok(at)
     assert at.session_state["own_audit"] == {"kind": "folder", "path": str(wine_audit)}
     assert any("Saved audit: wine" in s.value for s in at.subheader)
     at.sidebar.button(key="own_close").click().run()
-    _ok(at)
+    assert_ok(at)
     assert at.session_state["own_audit"] is None
     assert at.sidebar.selectbox(key="dataset").value == "credit_data"
 
@@ -203,7 +199,7 @@ def test_an_uploaded_onnx_model_is_audited(monkeypatch, reviews_db):
         "files": {"model": ("pipe.onnx", pipeline_to_onnx(hist_gb_pipeline(train))),
                   "test": ("test.csv", test.to_csv(index=False).encode()), "train": None}}
     at.run()
-    _ok(at)
+    assert_ok(at)
     at.switch_page("pages/explorer.py").run()
-    _ok(at)
+    assert_ok(at)
     assert any("your model pipe.onnx" in c.value for c in at.caption)

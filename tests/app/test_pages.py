@@ -12,14 +12,9 @@ import pandas as pd
 import pytest
 
 from core.reviews import ReviewStore
+from app_checks import assert_ok, explorer_path, metric
 
 PAGES = ["overview", "explorer", "triage", "comparison", "calibration", "paired_bounds", "recapture"]
-
-
-def _metric(at, label: str) -> str:
-    values = [m.value for m in at.metric if m.label == label]
-    assert values, f"no metric {label!r}; metrics: {[m.label for m in at.metric]}"
-    return values[0]
 
 
 def _table_with(at, column: str):
@@ -30,16 +25,11 @@ def _table_with(at, column: str):
     raise AssertionError(f"no table with column {column!r}")
 
 
-def _ok(at) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_runs_without_error(app, page):
-    _ok(app)
+    assert_ok(app)
     app.switch_page(f"pages/{page}.py").run()
-    _ok(app)
+    assert_ok(app)
     assert app.title, "every page starts with a title"
     assert app.caption, "every page explains its charts"
     if page in ("paired_bounds", "recapture"):  # image pages: no tabular selection in the sidebar
@@ -51,21 +41,21 @@ def test_every_page_runs_without_error(app, page):
 
 def test_default_overview_shows_the_default_audit(app):
     assert app.title[0].value == "Overview: data & protocol"
-    assert _metric(app, "Rows") == "4,454"
-    assert re.fullmatch(r"0\.\d{3}", _metric(app, "FDS AUROC (brittle vs not)"))
+    assert metric(app, "Rows") == "4,454"
+    assert re.fullmatch(r"0\.\d{3}", metric(app, "FDS AUROC (brittle vs not)"))
     assert any("certificate fingerprint" in c.value for c in app.caption)
 
 
 def test_budget_slider_changes_the_queue_length(app):
     app.switch_page("pages/triage.py").run()
-    n = int(_metric(app, "Ranked predictions").replace(",", ""))
-    assert int(_metric(app, "Queue length")) == max(1, int(n * 0.10 + 0.5))
+    n = int(metric(app, "Ranked predictions").replace(",", ""))
+    assert int(metric(app, "Queue length")) == max(1, int(n * 0.10 + 0.5))
     queue = app.dataframe(key="triage_table").value
-    assert len(queue) == int(_metric(app, "Queue length"))
+    assert len(queue) == int(metric(app, "Queue length"))
     app.slider(key="triage_budget").set_value(30).run()
-    _ok(app)
-    assert int(_metric(app, "Queue length")) == max(1, int(n * 0.30 + 0.5))
-    assert len(app.dataframe(key="triage_table").value) == int(_metric(app, "Queue length"))
+    assert_ok(app)
+    assert int(metric(app, "Queue length")) == max(1, int(n * 0.30 + 0.5))
+    assert len(app.dataframe(key="triage_table").value) == int(metric(app, "Queue length"))
     # The budget survives a page switch (persisted widget state).
     app.switch_page("pages/overview.py").run()
     app.switch_page("pages/triage.py").run()
@@ -82,29 +72,19 @@ def test_group_toggle_changes_the_whatif_prediction(app):
     app.switch_page("pages/explorer.py").run()
     before = _whatif_line(app)
     assert "unchanged, with 0 group(s)" in before
-    budget = _metric(app, "Flip budget k*")
+    budget = metric(app, "Flip budget k*")
     pills = app.button_group(key="whatif_groups")
-    path = _explorer_path(app)
+    path = explorer_path(app)
     assert set(path) <= set(pills.options)
     # Removing the certificate's path up to k* must flip the prediction: that is what k* means.
     chosen = path[: int(budget)] if budget.isdigit() else path
     pills.set_value(chosen).run()
-    _ok(app)
+    assert_ok(app)
     after = _whatif_line(app)
     assert after != before
     assert f"with {len(chosen)} group(s)" in after
     if budget.isdigit():
         assert "**flipped**" in after
-
-
-def _explorer_path(at) -> list[str]:
-    """The removal path of the open certificate, read from the trajectory chart's ticks."""
-    for chart in at.get("plotly_chart"):
-        spec = json.loads(chart.proto.spec)
-        ticks = spec["layout"].get("xaxis2", {}).get("ticktext")
-        if ticks and ticks[0] == "0<br>intact":
-            return [t.split("−", 1)[1] for t in ticks[1:]]
-    raise AssertionError("trajectory chart not found")
 
 
 def test_selecting_a_table_row_opens_that_sample(app):
@@ -114,7 +94,7 @@ def test_selecting_a_table_row_opens_that_sample(app):
     assert f"Sample {second}:" not in app.subheader[0].value
     app.session_state["explorer_table"] = {"selection": {"rows": [1], "columns": [], "cells": []}}
     app.run()
-    _ok(app)
+    assert_ok(app)
     assert app.subheader[0].value.startswith(f"Sample {second}:")
     # The choice survives a page switch.
     app.switch_page("pages/triage.py").run()
@@ -129,14 +109,14 @@ def test_review_decision_is_stored_and_read_back_after_restart(app, new_app, rev
     app.radio(key="review_decision").set_value("needs_reacquisition")
     app.text_area(key="review_note").input("Income looks imputed; re-check the source file.")
     app.button[[b.label for b in app.button].index("Save decision")].click().run()
-    _ok(app)
+    assert_ok(app)
     assert any(f"Saved: sample {first}" in s.value for s in app.success)
     assert app.text_area(key="review_note").value == ""  # cleared for the next case
 
     # A fresh session (as after a server restart) finds the decision in the same database.
     fresh = new_app()
     fresh.switch_page("pages/triage.py").run()
-    _ok(fresh)
+    assert_ok(fresh)
     queue = fresh.dataframe(key="triage_table").value
     row = queue[queue["sample_id"] == first].iloc[0]
     assert (row["decision"], row["reviewer"]) == ("Needs evidence re-acquisition", "ana")
@@ -180,7 +160,7 @@ def test_all_zero_fds_weights_are_refused_on_the_protocol_form(app):
 def test_bad_upload_shows_what_to_fix(app):
     csv = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0], "y": ["a", "a", "a", "a"]}).to_csv(index=False).encode()
     app.get("file_uploader")[0].set_value(("single_class.csv", csv, "text/csv")).run()
-    _ok(app)
+    assert_ok(app)
     app.selectbox(key="upload_target").set_value("y").run()
     app.button[[b.label for b in app.button].index("Add to the datasets")].click().run()
     assert not app.exception
@@ -197,7 +177,7 @@ def test_calibration_method_filter_changes_the_diagram(app):
 
     assert {"uncalibrated", "global temperature", "BATS"} <= traces(app)
     app.multiselect(key="calib_methods").set_value(["bats"]).run()
-    _ok(app)
+    assert_ok(app)
     assert "uncalibrated" not in traces(app) and "BATS" in traces(app)
 
 
@@ -206,7 +186,7 @@ def test_paired_condition_changes_the_five_state_table(app):
     before = _table_with(app, "h").value
     options = app.selectbox(key="paired_condition").options
     app.selectbox(key="paired_condition").set_value(options[-1]).run()
-    _ok(app)
+    assert_ok(app)
     after = _table_with(app, "h").value
     assert not before.equals(after)
     assert after.iloc[-1]["true_label"] == "all"
@@ -215,11 +195,11 @@ def test_paired_condition_changes_the_five_state_table(app):
 
 def test_recapture_budget_changes_the_queue(app):
     app.switch_page("pages/recapture.py").run()
-    n = int(_metric(app, "Clean-correct test images").replace(",", ""))
-    assert int(_metric(app, "Re-tests in the queue")) == max(1, int(n * 0.10 + 0.5))
+    n = int(metric(app, "Clean-correct test images").replace(",", ""))
+    assert int(metric(app, "Re-tests in the queue")) == max(1, int(n * 0.10 + 0.5))
     app.slider(key="recap_budget").set_value(25).run()
-    _ok(app)
-    k = int(_metric(app, "Re-tests in the queue"))
+    assert_ok(app)
+    k = int(metric(app, "Re-tests in the queue"))
     assert k == max(1, int(n * 0.25 + 0.5))
     assert _table_with(app, "selection_prob").value["selection_prob"].sum() == pytest.approx(k)
 
@@ -236,7 +216,7 @@ def test_paired_cost_weight_changes_the_policy_comparison(app):
 
     before = heatmap(app)
     app.select_slider(key="paired_lambda").set_value(1.0).run()
-    _ok(app)
+    assert_ok(app)
     after = heatmap(app)
     assert before != after
     assert all(row[i] == "+0.0000" for i, row in enumerate(after))  # D⁺[j, j] = 0

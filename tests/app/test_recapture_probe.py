@@ -8,19 +8,9 @@ import pandas as pd
 import pytest
 import torch
 from PIL import Image
+from app_checks import assert_ok, metric
 
 SIZE, N_CLASSES, N_IMAGES = 16, 3, 12
-
-
-def _ok(at) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
-def _metric(at, label: str) -> str:
-    values = [m.value for m in at.metric if m.label == label]
-    assert values, f"no metric {label!r}; metrics: {[m.label for m in at.metric]}"
-    return values[0]
 
 
 def _captions(at) -> list[str]:
@@ -98,11 +88,11 @@ def test_upload_panel_probes_the_model_and_queues_its_images(app, upload):
     model_bytes, images, labels = upload
     members, _ = _members(images, labels)
     at = _run_probes(app, model_bytes, _zip(members))
-    _ok(at)
+    assert_ok(at)
     run = at.session_state["recapture_probe_run"]
     assert run["result"].manifest["n_images"] == N_IMAGES
-    assert int(_metric(at, "Clean-correct test images")) == N_IMAGES - 3
-    assert int(_metric(at, "Re-tests in the queue")) == 1  # 10 % of 9, rounded, at least 1
+    assert int(metric(at, "Clean-correct test images")) == N_IMAGES - 3
+    assert int(metric(at, "Re-tests in the queue")) == 1  # 10 % of 9, rounded, at least 1
     assert any("a probe run has no real re-captures" in i.value for i in at.info)
     captions = _captions(at)
     # Gallery + inspector: the clean image and every probe with its true-class probability.
@@ -115,8 +105,8 @@ def test_upload_panel_probes_the_model_and_queues_its_images(app, upload):
     assert f"contrast s2 · p(true) {row['true_prob']:.2f}" in " ".join(probe_caps)
     # A larger budget lists more images; the ranking is by U (lowest first).
     at.slider(key="recap_budget").set_value(50).run()
-    _ok(at)
-    assert int(_metric(at, "Re-tests in the queue")) == 5
+    assert_ok(at)
+    assert int(metric(at, "Re-tests in the queue")) == 5
     scores = run["result"].probes.groupby("record_id")["true_prob"].mean()
     correct = run["result"].clean.query("pred == true_label")["record_id"]
     worst = scores.loc[correct].sort_values().index[0]
@@ -127,7 +117,7 @@ def test_labels_csv_alongside_the_zip(app, upload):
     model_bytes, images, labels = upload
     members, csv = _members(images, labels, labels_inside=False)
     at = _run_probes(app, model_bytes, _zip(members), labels=csv)
-    _ok(at)
+    assert_ok(at)
     assert at.session_state["recapture_probe_run"]["result"].manifest["n_images"] == N_IMAGES
 
 
@@ -159,7 +149,7 @@ def test_bad_uploads_show_one_error_naming_the_file(app, upload, case, message):
 
 def test_demo_pool_inspector_shows_probe_images_with_probabilities(app):
     app.switch_page("pages/recapture.py").run()
-    _ok(app)
+    assert_ok(app)
     captions = _captions(app)
     assert any(c.startswith("#1 · ") for c in captions)
     model = app.selectbox(key="recap_model").value

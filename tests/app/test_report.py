@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,9 @@ from core.report import (audit_inputs, build_report, collapse_from_margins, load
 from core.reviews import ReviewStore
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+from browser_kit import ChromiumMissingError, ServerStartError, dashboard_server, launch_chromium  # noqa: E402
+
 PAIRED_DEMO = ROOT / "assets" / "paired_demo"
 SECTIONS = ("protocol", "models", "fds", "triage", "examples", "paired")
 
@@ -278,16 +282,16 @@ def test_overview_has_the_download_report_button(app):
 def test_report_renders_offline_in_chromium(audit, tmp_path, capsys):
     from playwright.sync_api import sync_playwright
 
-    chromium = "/usr/bin/chromium"
-    if not Path(chromium).exists():
-        pytest.fail(f"Debian's chromium is required at {chromium} (apt-get install chromium).")
     out = tmp_path / "report.html"
     code, err = _run(["report", str(audit[1]), "--out", str(out), "--paired", str(PAIRED_DEMO)], capsys)
     assert code == 0, err
     n_figures = len(re.findall(r'class="plotly-graph-div"', out.read_text(encoding="utf-8")))
     assert n_figures == 11
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            browser = launch_chromium(pw)
+        except ChromiumMissingError as exc:
+            pytest.fail(str(exc))
         try:
             context = browser.new_context(offline=True, viewport={"width": 1400, "height": 900})
             blocked: list[str] = []
@@ -375,40 +379,14 @@ def test_paired_pool_cell_is_the_hardest_condition_of_the_first_model():
 @pytest.mark.browser
 def test_download_report_button_serves_the_report(tmp_path):
     """The button's deferred builder runs on Streamlit's download thread in a real server."""
-    import os
-    import socket
-    import subprocess
-    import sys
-    import time
-    import urllib.request
-
     from playwright.sync_api import sync_playwright
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = {**os.environ, "AUDIT_REVIEWS_DB": str(tmp_path / "reviews.sqlite3")}
-    log = open(tmp_path / "server.log", "w+")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                             "--browser.gatherUsageStats", "false", "--server.port", str(port),
-                             "--server.address", "127.0.0.1", "--server.fileWatcherType", "none"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    pytest.fail(f"streamlit server did not start:\n{log.read()[-3000:]}")
-                time.sleep(0.3)
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
+        with dashboard_server(tmp_path) as url, sync_playwright() as pw:
+            browser = launch_chromium(pw)
             try:
                 page = browser.new_page(accept_downloads=True, viewport={"width": 1400, "height": 900})
-                page.goto(f"http://127.0.0.1:{port}/")
+                page.goto(f"{url}/")
                 button = page.get_by_role("button", name="Download report")
                 button.wait_for(timeout=180_000)
                 with page.expect_download(timeout=180_000) as info:
@@ -418,13 +396,8 @@ def test_download_report_button_serves_the_report(tmp_path):
                 download.save_as(tmp_path / "report.html")
             finally:
                 browser.close()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+    except (ServerStartError, ChromiumMissingError) as exc:
+        pytest.fail(str(exc))
     text = (tmp_path / "report.html").read_text(encoding="utf-8")
     for section in SECTIONS:
         assert f"id='{section}'" in text, section

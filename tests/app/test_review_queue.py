@@ -3,13 +3,9 @@ the default decision, decisions across audits of the same data, and a restart.""
 from __future__ import annotations
 
 from core.reviews import AuditKey, ReviewStore, remembered_reviewer
+from app_checks import assert_ok
 
 PAGE = "pages/triage.py"
-
-
-def _ok(at) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
 def _button(at, label: str):
@@ -32,7 +28,7 @@ def _stored(db) -> list[tuple[str, str, str]]:
 def test_reviewer_walks_the_queue_and_finds_it_again_after_a_restart(new_app, reviews_db):
     app = new_app()
     app.switch_page(PAGE).run()
-    _ok(app)
+    assert_ok(app)
     queue = _queue(app)
     ids = [str(s) for s in queue["sample_id"]]
     assert len(ids) >= 7
@@ -42,7 +38,7 @@ def test_reviewer_walks_the_queue_and_finds_it_again_after_a_restart(new_app, re
 
     # Enter in the reviewer field commits the name only: nothing is submitted.
     app.text_input(key="review_reviewer").input("ana").run()
-    _ok(app)
+    assert_ok(app)
     assert _stored(reviews_db) == []
 
     # Save & next: the decision is stored with its reasons; the next unreviewed case opens.
@@ -50,7 +46,7 @@ def test_reviewer_walks_the_queue_and_finds_it_again_after_a_restart(new_app, re
     app.multiselect(key="review_reasons").select("evidence_sufficient")
     app.text_area(key="review_note").input("path is plausible")
     _button(app, "Save & next (Alt+S)").click().run()
-    _ok(app)
+    assert_ok(app)
     assert _stored(reviews_db) == [(ids[0], "ana", "acceptable")]
     assert app.session_state["selected_sample"] == int(ids[1])
     assert app.radio(key="review_decision").value is None and app.text_area(key="review_note").value == ""
@@ -59,7 +55,7 @@ def test_reviewer_walks_the_queue_and_finds_it_again_after_a_restart(new_app, re
     app.radio(key="review_decision").set_value("confirmed_brittle")
     _button(app, "Save decision").click().run()
     _button(app, "Save decision").click().run()
-    _ok(app)
+    assert_ok(app)
     assert _stored(reviews_db)[1:] == [(ids[1], "ana", "confirmed_brittle")]
 
     # Next / Previous: back on ids[1], the form starts on its latest decision.
@@ -71,7 +67,7 @@ def test_reviewer_walks_the_queue_and_finds_it_again_after_a_restart(new_app, re
 
     # Retract: an appended entry; the case is unreviewed again and the form follows.
     _button(app, "Retract latest").click().run()
-    _ok(app)
+    assert_ok(app)
     assert _stored(reviews_db)[-1] == (ids[1], "ana", "retracted")
     assert len(_stored(reviews_db)) == 3
     assert app.radio(key="review_decision").value is None
@@ -82,11 +78,11 @@ def test_reviewer_walks_the_queue_and_finds_it_again_after_a_restart(new_app, re
     # Bulk decision on three selected rows (one transaction), then the rows are deselected.
     app.session_state["triage_table"] = {"selection": {"rows": [3, 4, 5], "columns": [], "cells": []}}
     app.run()
-    _ok(app)
+    assert_ok(app)
     app.selectbox(key="review_bulk_decision").set_value("needs_reacquisition")
     app.multiselect(key="review_bulk_reasons").select("missing_field")
     _button(app, "Apply to 3 cases").click().run()
-    _ok(app)
+    assert_ok(app)
     assert _stored(reviews_db)[3:] == [(ids[i], "ana", "needs_reacquisition") for i in (3, 4, 5)]
     assert not [b for b in app.button if b.label.startswith("Apply to")]
 
@@ -108,7 +104,7 @@ def test_reviewer_walks_the_queue_and_finds_it_again_after_a_restart(new_app, re
     assert [str(s) for s in _queue(app)["sample_id"]] == [ids[0]]
     app.multiselect(key="review_filter_reasons").unselect("evidence_sufficient")
     app.multiselect(key="review_filter_reviewers").select("ana").run()
-    _ok(app)
+    assert_ok(app)
     assert [str(s) for s in _queue(app)["sample_id"]] == [ids[0], ids[3], ids[4], ids[5]]
 
     # A decision made under another audit of the same data (another model) is shown with it.
@@ -123,7 +119,7 @@ def test_reviewer_walks_the_queue_and_finds_it_again_after_a_restart(new_app, re
     assert remembered_reviewer(reviews_db) == "ana"
     fresh = new_app()
     fresh.switch_page(PAGE).run()
-    _ok(fresh)
+    assert_ok(fresh)
     assert fresh.text_input(key="review_reviewer").value == "ana"
     table = _queue(fresh).set_index("sample_id")
     assert table.loc[int(ids[0]), "decision"] == "Acceptable"

@@ -6,7 +6,6 @@ dataset, model, seed and protocol as the app's default), never read back from th
 """
 from __future__ import annotations
 
-import json
 from types import SimpleNamespace
 
 import numpy as np
@@ -17,6 +16,7 @@ from hypothesis import strategies as st
 
 from core.cfc.operators import remove
 from core.views.tabular import path_evidence_table, removal_steps_table
+from app_checks import assert_ok, explorer_path, metric
 
 
 @pytest.fixture(scope="module")
@@ -27,11 +27,6 @@ def audit():
     return run_audit("credit_data", model="hist_gb", seed=0)
 
 
-def _ok(at) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
 def _table_with(at, column: str) -> pd.DataFrame:
     for frame in at.dataframe:
         if column in frame.value.columns:
@@ -39,16 +34,10 @@ def _table_with(at, column: str) -> pd.DataFrame:
     raise AssertionError(f"no table with column {column!r}")
 
 
-def _metric(at, label: str) -> str:
-    values = [m.value for m in at.metric if m.label == label]
-    assert values, f"no metric {label!r}"
-    return values[0]
-
-
 def _select(at, key: str, row: int) -> None:
     at.session_state[key] = {"selection": {"rows": [row], "columns": [], "cells": []}}
     at.run()
-    _ok(at)
+    assert_ok(at)
 
 
 def _explorer_sample(at) -> int:
@@ -57,18 +46,9 @@ def _explorer_sample(at) -> int:
     return int(head.split()[1].rstrip(":"))
 
 
-def _trajectory_path(at) -> list[str]:
-    for chart in at.get("plotly_chart"):
-        spec = json.loads(chart.proto.spec)
-        ticks = spec["layout"].get("xaxis2", {}).get("ticktext")
-        if ticks and ticks[0] == "0<br>intact":
-            return [t.split("−", 1)[1] for t in ticks[1:]]
-    raise AssertionError("trajectory chart not found")
-
-
 def _click(at, label: str) -> None:
     at.button[[b.label for b in at.button].index(label)].click().run()
-    _ok(at)
+    assert_ok(at)
 
 
 # --------------------------------------------------------------------------------------------
@@ -123,7 +103,7 @@ def test_path_evidence_table_lists_path_groups_in_order_with_their_baseline():
 # --------------------------------------------------------------------------------------------
 def test_triage_panel_shows_the_evidence_of_the_selected_case(app, audit):
     app.switch_page("pages/triage.py").run()
-    _ok(app)
+    assert_ok(app)
     queue = app.dataframe(key="triage_table").value
     _select(app, "triage_table", 2)
     sample_id = int(queue.iloc[2]["sample_id"])
@@ -135,9 +115,9 @@ def test_triage_panel_shows_the_evidence_of_the_selected_case(app, audit):
     row = certs.table.iloc[position]
     path = list(row["path"])
     k = int(row["flip_budget"])
-    assert _metric(app, "Flip budget k*") == (str(k) if k <= certs.depth else f"> {certs.depth}")
-    assert _metric(app, "FDS (risk)") == f"{row['fds']:.3f}"
-    assert _trajectory_path(app) == path
+    assert metric(app, "Flip budget k*") == (str(k) if k <= certs.depth else f"> {certs.depth}")
+    assert metric(app, "FDS (risk)") == f"{row['fds']:.3f}"
+    assert explorer_path(app) == path
 
     # The prediction after each removal, recomputed from the model on R(x, path[:j]).
     x = audit.X_test[position:position + 1]
@@ -191,14 +171,14 @@ def test_switching_pages_keeps_the_selection_both_ways(app):
     _select(app, "triage_table", 3)
     chosen = int(queue.iloc[3]["sample_id"])
     app.switch_page("pages/explorer.py").run()
-    _ok(app)
+    assert_ok(app)
     assert _explorer_sample(app) == chosen
     table = app.dataframe(key="explorer_table").value
     other = int(table.iloc[5]["sample_id"])
     _select(app, "explorer_table", 5)
     assert _explorer_sample(app) == other
     app.switch_page("pages/triage.py").run()
-    _ok(app)
+    assert_ok(app)
     assert app.session_state["selected_sample"] == other
     assert any(e.label.startswith(f"Evidence for sample {other}:") for e in app.expander)
     assert f"History of sample {other}" in " ".join(m.value for m in app.markdown)
@@ -213,7 +193,7 @@ def test_open_in_explorer_shows_a_low_confidence_case_too(app):
     app.switch_page("pages/triage.py").run()
     app.radio(key="triage_scope").set_value("all").run()
     app.slider(key="triage_budget").set_value(50).run()
-    _ok(app)
+    assert_ok(app)
     queue = app.dataframe(key="triage_table").value
     low = np.flatnonzero(queue["confidence"].to_numpy(float) < 0.9)
     assert low.size, "the top half of all predictions holds low-confidence ones on the default audit"
@@ -258,7 +238,7 @@ def test_explorer_search_shows_a_certificate_of_the_filtered_rows(app, downloads
     # A sample id as query: the filter drops the sample shown so far.
     target = next(int(s) for s in full["sample_id"] if str(before) not in str(s))
     app.text_input(key="explorer_search").input(str(target)).run()
-    _ok(app)
+    assert_ok(app)
     filtered = app.dataframe(key="explorer_table").value
     ids = set(filtered["sample_id"].astype(int))
     expected = {int(s) for s in full["sample_id"] if str(target) in str(s)}
@@ -282,7 +262,7 @@ def test_explorer_class_search_keeps_a_matching_selection(app):
     _select(app, "explorer_table", int(np.flatnonzero(full["sample_id"].isin(match["sample_id"]))[-1]))
     chosen = _explorer_sample(app)
     app.text_input(key="explorer_search").input(cls).run()
-    _ok(app)
+    assert_ok(app)
     ids = set(app.dataframe(key="explorer_table").value["sample_id"].astype(int))
     assert chosen in ids
     assert _explorer_sample(app) == chosen  # still in the filter: kept
@@ -290,9 +270,9 @@ def test_explorer_class_search_keeps_a_matching_selection(app):
 
 def test_whatif_toggles_reset_when_the_sample_changes(app):
     app.switch_page("pages/explorer.py").run()
-    path = _trajectory_path(app)
+    path = explorer_path(app)
     app.button_group(key="whatif_groups").set_value(path[:1]).run()
-    _ok(app)
+    assert_ok(app)
     app.run()  # same sample: the toggles stay
     assert app.button_group(key="whatif_groups").value == path[:1]
     assert any("with 1 group(s)" in m.value for m in app.markdown)
@@ -307,12 +287,12 @@ def test_model_comparison_opens_on_the_shared_sample(app):
     _select(app, "explorer_table", 4)
     chosen = int(table.iloc[4]["sample_id"])
     app.switch_page("pages/comparison.py").run()
-    _ok(app)
+    assert_ok(app)
     box = app.selectbox(key="compare_sample")
     assert box.value == chosen
     other = next(o for o in box.options if int(o.split(" ")[0]) != chosen)
     box.select(int(other.split(" ")[0])).run()
-    _ok(app)
+    assert_ok(app)
     assert app.session_state["selected_sample"] == int(other.split(" ")[0])
     app.switch_page("pages/explorer.py").run()
     assert _explorer_sample(app) == int(other.split(" ")[0])

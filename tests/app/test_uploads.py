@@ -18,6 +18,7 @@ from core.paired.demo import DEFAULT_DIR, load_demo_pool
 from core.paired.records import unpair
 from core.paired.states import coverage_threshold
 from core.views.uploads import FilesUpload
+from app_checks import assert_ok, metric, only_error
 
 MODELS = ["cnn-w8", "logreg-c1"]
 
@@ -33,17 +34,6 @@ def records() -> pd.DataFrame:
 
 def _csv(frame: pd.DataFrame) -> bytes:
     return frame.to_csv(index=False).encode()
-
-
-def _ok(at) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
-def _metric(at, label: str) -> str:
-    values = [m.value for m in at.metric if m.label == label]
-    assert values, f"no metric {label!r}; metrics: {[m.label for m in at.metric]}"
-    return values[0]
 
 
 def _table_with(at, *columns: str) -> pd.DataFrame:
@@ -66,30 +56,30 @@ def _paired_page(app, source: str, files: dict | None):
 
 def test_paired_upload_shows_its_own_cells_and_intervals(app, records):
     at = _paired_page(app, "paired", {"records": ("mine.csv", _csv(records))})
-    _ok(at)
+    assert_ok(at)
     assert at.selectbox(key="paired_model").options == sorted(MODELS)
     model, condition = at.selectbox(key="paired_model").value, at.selectbox(key="paired_condition").value
     cell = records[(records["model"] == model) & (records["condition"] == condition) & (records["split"] == "eval")]
-    assert _metric(at, "Pairs in the cell") == f"{len(cell):,}"
+    assert metric(at, "Pairs in the cell") == f"{len(cell):,}"
     # τ at the default 80 % coverage, from the model's clean development records (one per record id).
     dev = records[(records["model"] == model) & (records["split"] == "dev")].drop_duplicates("record_id")
-    assert _metric(at, "Acceptance threshold τ") == f"{coverage_threshold(dev['clean_max_prob'].to_numpy(), 0.8):.4f}"
+    assert metric(at, "Acceptance threshold τ") == f"{coverage_threshold(dev['clean_max_prob'].to_numpy(), 0.8):.4f}"
     intervals = _table_with(at, "target", "level", "low", "high", "observed")
     assert len(intervals) == 9
     assert (intervals["low"] <= intervals["observed"] + 1e-12).all()
     assert (intervals["observed"] <= intervals["high"] + 1e-12).all()
     states = _table_with(at, "h", "r", "s", "w", "k")
     assert states.iloc[-1]["n"] == len(cell)
-    assert _metric(at, "Cells") == "4"  # the grid covers the uploaded cells only
+    assert metric(at, "Cells") == "4"  # the grid covers the uploaded cells only
     assert any("Records: **mine.csv**" in c.value for c in at.caption)
 
 
 def test_paired_upload_through_the_file_uploader(app, records):
     at = _paired_page(app, "paired", None)
-    _ok(at)
+    assert_ok(at)
     assert any("Upload the files above" in i.value for i in at.info)
     at.get("file_uploader")[0].set_value(("mine.csv", _csv(records), "text/csv")).run()
-    _ok(at)
+    assert_ok(at)
     assert at.session_state["paired_upload"].files["records"][0] == "mine.csv"
     assert at.selectbox(key="paired_model").options == sorted(MODELS)
 
@@ -103,9 +93,9 @@ def test_unpaired_upload_shows_intervals_without_observed_value(app, records, le
     if unpaired.counts is not None:
         files["counts"] = ("counts.csv", _csv(unpaired.counts))
     at = _paired_page(app, "unpaired", files)
-    _ok(at)
-    assert _metric(at, "Highest level") == level
-    assert _metric(at, "Records per side") == f"{len(cell):,}"
+    assert_ok(at)
+    assert metric(at, "Highest level") == level
+    assert metric(at, "Records per side") == f"{len(cell):,}"
     intervals = _table_with(at, "target", "level", "low", "high")
     shown_levels = ["I0", "Ik", "I5"][: ["I0", "Ik", "I5"].index(level) + 1]
     assert sorted(intervals["level"].unique()) == sorted(shown_levels)
@@ -128,7 +118,7 @@ def test_unpaired_upload_shows_intervals_without_observed_value(app, records, le
 def test_forgetting_the_upload_asks_for_files_again(app, records):
     at = _paired_page(app, "paired", {"records": ("mine.csv", _csv(records))})
     at.button[[b.label for b in at.button].index("Forget the upload")].click().run()
-    _ok(at)
+    assert_ok(at)
     assert at.session_state["paired_upload"] is None
     assert any("Upload the files above" in i.value for i in at.info)
     assert not at.metric
@@ -138,11 +128,9 @@ def test_bad_probability_names_file_row_and_column(app, records):
     bad = records.copy()
     bad.loc[2, "clean_max_prob"] = 1.7  # data row 3 (CSV line 4)
     at = _paired_page(app, "paired", {"records": ("bad.csv", _csv(bad))})
-    assert not at.exception
-    messages = [e.value for e in at.error]
-    assert len(messages) == 1
-    assert "bad.csv, row 3 (line 4), column 'clean_max_prob'" in messages[0]
-    assert "1.7" in messages[0]
+    message = only_error(at)
+    assert "bad.csv, row 3 (line 4), column 'clean_max_prob'" in message
+    assert "1.7" in message
     assert not at.metric  # nothing is shown from a refused file
 
 
@@ -160,7 +148,7 @@ def test_impossible_counts_name_the_counts_table(app, records):
 def test_recapture_page_says_uploads_have_no_probe_outputs(app, records):
     at = _paired_page(app, "paired", {"records": ("mine.csv", _csv(records))})
     at.switch_page("pages/recapture.py").run()
-    _ok(at)
+    assert_ok(at)
     assert any("not your uploaded records" in i.value for i in at.info)
     assert at.metric  # and it keeps showing the demo queue
 
@@ -185,8 +173,8 @@ def test_large_upload_is_audited_on_a_stratified_sample(app):
     app.get("file_uploader")[0].set_value(("big.csv", _csv(frame), "text/csv")).run()
     app.selectbox(key="upload_target").set_value("y").run()
     app.button[[b.label for b in app.button].index("Add to the datasets")].click().run()
-    _ok(app)
-    assert _metric(app, "Rows") == "20,500"
+    assert_ok(app)
+    assert metric(app, "Rows") == "20,500"
     assert any("stratified sample of 1,000 rows" in w.value for w in app.warning)
     code = [c.value for c in app.code]
     assert any(c.startswith("python -m core audit --data big.csv --target y --model hist_gb --seed 0") for c in code)
@@ -198,13 +186,13 @@ def test_large_upload_is_audited_on_a_stratified_sample(app):
     buffer.name = "big.csv"
     dataset = load_user_data(buffer, "y")
     expected = split_dataset(subsample_dataset(dataset, 1_000, seed=0), seed=0, val_size=0.2, test_size=0.2)
-    assert _metric(app, "Test predictions") == f"{len(expected.test_index):,}"
+    assert metric(app, "Test predictions") == f"{len(expected.test_index):,}"
 
     app.number_input(key="audit_sample_rows").set_value(2_000).run()
-    _ok(app)
+    assert_ok(app)
     assert any("stratified sample of 2,000 of 20,500 rows" in c.value for c in app.caption)
     expected = split_dataset(subsample_dataset(dataset, 2_000, seed=0), seed=0, val_size=0.2, test_size=0.2)
-    assert _metric(app, "Test predictions") == f"{len(expected.test_index):,}"
+    assert metric(app, "Test predictions") == f"{len(expected.test_index):,}"
 
 
 def test_small_tables_are_audited_whole(app):
@@ -262,10 +250,10 @@ def test_probe_upload_ranks_its_own_images_and_follows_the_budget(app, probe_out
 
     clean, probes = probe_outputs
     at = _recapture_page(app, probes, clean)
-    _ok(at)
+    assert_ok(at)
     scores = _expected_scores(probes, clean)
     n = len(scores)
-    assert _metric(at, "Clean-correct test images") == f"{n:,}"
+    assert metric(at, "Clean-correct test images") == f"{n:,}"
     assert any("Images: **probes.csv, clean.csv**" in c.value for c in at.caption)
     # No paired records uploaded: the queue is ranked by the score alone, the curves are hidden.
     assert any("No real failures to judge the scores by" in i.value for i in at.info)
@@ -273,9 +261,9 @@ def test_probe_upload_ranks_its_own_images_and_follows_the_budget(app, probe_out
     assert "Failures found (expected)" not in [m.label for m in at.metric]
     for percent in (10, 30):
         at.slider(key="recap_budget").set_value(percent).run()
-        _ok(at)
+        assert_ok(at)
         k = max(1, int(np.floor(percent / 100 * n + 0.5)))
-        assert _metric(at, "Re-tests in the queue") == f"{k:,}"
+        assert metric(at, "Re-tests in the queue") == f"{k:,}"
         shown = _table_with(at, "rank", "record_id", "selection_prob")
         assert "image" not in shown.columns  # thumbnails only for the demo pool
         assert shown["selection_prob"].sum() == pytest.approx(k)
@@ -292,12 +280,12 @@ def test_probe_upload_with_paired_records_shows_failure_coverage(app, probe_outp
                     & (pool["source"] == "simulated-recapture")].reset_index(drop=True)
     _paired_page(app, "paired", {"records": ("recaptures.csv", _csv(outcomes))})
     at = _recapture_page(app, probes, clean)
-    _ok(at)
+    assert_ok(at)
     assert at.selectbox(key="recap_outcome_source").value == "simulated-recapture"
     scores = _expected_scores(probes, clean, outcomes)
     queue = recapture_queue(scores, score="U", budget=0.1, outcomes=outcomes)
-    assert _metric(at, "Failures found (expected)") == f"{queue['coverage'].iloc[0]:.0%}"
-    assert _metric(at, "Best possible at this budget") == f"{queue['ceiling'].iloc[0]:.0%}"
+    assert metric(at, "Failures found (expected)") == f"{queue['coverage'].iloc[0]:.0%}"
+    assert metric(at, "Best possible at this budget") == f"{queue['ceiling'].iloc[0]:.0%}"
     assert at.get("plotly_chart")
     shown = _table_with(at, "rank", "record_id", "n_failed")
     assert shown["n_failed"].tolist() == queue["n_failed"].tolist()
@@ -308,11 +296,9 @@ def test_bad_probe_file_names_file_row_and_column(app, probe_outputs):
     bad = probes.copy()
     bad.loc[1, "max_prob"] = 1.7  # data row 2 (CSV line 3)
     at = _recapture_page(app, bad, clean, probes_name="bad probes.csv")
-    assert not at.exception
-    messages = [e.value for e in at.error]
-    assert len(messages) == 1
-    assert "bad probes.csv (per-probe outputs), row 2 (line 3)" in messages[0]
-    assert "column 'max_prob': 1.7 is not a probability" in messages[0]
+    message = only_error(at)
+    assert "bad probes.csv (per-probe outputs), row 2 (line 3)" in message
+    assert "column 'max_prob': 1.7 is not a probability" in message
     assert not at.metric  # nothing is ranked from a refused file
 
 
@@ -321,15 +307,15 @@ def test_bad_probe_file_names_file_row_and_column(app, probe_outputs):
 
 def test_fixed_tau_replaces_the_coverage_threshold(app, records):
     at = _paired_page(app, "paired", {"records": ("mine.csv", _csv(records))})
-    _ok(at)
+    assert_ok(at)
     model, condition = at.selectbox(key="paired_model").value, at.selectbox(key="paired_condition").value
     cell = records[(records["model"] == model) & (records["condition"] == condition) & (records["split"] == "eval")]
     before = _table_with(at, "target", "level", "low", "high", "observed")
     at.session_state["paired_tau_mode"] = "fixed"
     at.session_state["paired_tau_value"] = 0.55
     at.run()
-    _ok(at)
-    assert _metric(at, "Acceptance threshold τ") == "0.5500"
+    assert_ok(at)
+    assert metric(at, "Acceptance threshold τ") == "0.5500"
     shown = _table_with(at, "target", "level", "low", "high", "observed")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
@@ -343,5 +329,5 @@ def test_fixed_tau_replaces_the_coverage_threshold(app, records):
 
 def test_fixed_tau_is_offered_for_uploads_only(app):
     app.switch_page("pages/paired_bounds.py").run()
-    _ok(app)
+    assert_ok(app)
     assert "paired_tau_mode" not in [c.key for c in app.get("button_group")]

@@ -25,6 +25,7 @@ from core.views.uploads import (
     interactive_sample_rows,
 )
 from core.viz.certificate import _step_labels, _wrap
+from app_checks import assert_ok
 
 N_COLUMNS = 500
 
@@ -152,10 +153,6 @@ def test_interactive_sample_rows_by_hand_and_invariants():
 # ---------------------------------------------------------------------------------------------
 # The explorer on an uploaded 500-column table (AppTest)
 
-def _ok(at) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
 
 def _chart(at, title_start: str) -> dict:
     for chart in at.get("plotly_chart"):
@@ -172,14 +169,14 @@ def test_explorer_on_a_500_column_upload(app):
     app.get("file_uploader")[0].set_value(("wide.csv", buffer.getvalue(), "text/csv")).run()
     app.selectbox(key="upload_target").set_value("target").run()
     app.button[[b.label for b in app.button].index("Add to the datasets")].click().run()
-    _ok(app)
+    assert_ok(app)
     # 400 rows × 500 columns exceed the rows × groups budget: audited on a stated sample of 200 rows.
     rows = interactive_sample_rows(400, N_COLUMNS)
     assert rows == 200
     assert any(f"stratified sample of {rows:,} rows" in w.value and "500 columns" in w.value for w in app.warning)
     assert any(f"capped at **{rows:,} rows**" in c.value for c in app.caption)
     app.switch_page("pages/explorer.py").run()
-    _ok(app)
+    assert_ok(app)
     assert any(f"stratified sample of {rows:,} of 400 rows" in c.value for c in app.caption)
     # A searchable picker, not 500 pills; the removal path is offered first.
     picker = app.multiselect(key="whatif_groups")
@@ -189,7 +186,7 @@ def test_explorer_on_a_500_column_upload(app):
     bars = _chart(app, "One-step drops")["data"][0]["y"]
     assert len(bars) == top_n + 1 and bars[-1] == f"{N_COLUMNS - top_n} other groups"
     app.number_input(key="drops_top_n").set_value(5).run()
-    _ok(app)
+    assert_ok(app)
     assert len(_chart(app, "One-step drops")["data"][0]["y"]) == 6
     # Raw values rounded to at most 3 decimals.
     raw = next(d.value for d in app.dataframe if list(d.value.columns) == ["group", "column", "value"])
@@ -198,6 +195,6 @@ def test_explorer_on_a_500_column_upload(app):
     # Setting path groups to the baseline through the picker changes the what-if line.
     before = next(m.value for m in app.markdown if m.value.startswith("What-if prediction"))
     picker.set_value(picker.options[:3]).run()
-    _ok(app)
+    assert_ok(app)
     after = next(m.value for m in app.markdown if m.value.startswith("What-if prediction"))
     assert "with 3 group(s) at the baseline" in after and before != after

@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, tuple[str, ...], bool]] = [
 ACCEPTED_CYCLES: set[tuple[str, ...]] = set()
 #: The command-line modules of every package sit in the cli layer: they parse arguments and
 #: call their package, and share ``core.cli_options``.
-CLI_MODULES = ("core.*.cli",)
+CLI_MODULES = ("core.*.cli", "core.*.*_cli")
 
 
 def module_files(root: Path = ROOT) -> dict[str, Path]:

@@ -25,17 +25,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
+sys.path.insert(0, str(ROOT / "tests"))
+from browser_kit import free_port, is_idle, launch_chromium, start_server, stop_server, wait_healthy  # noqa: E402
+from browser_kit import wait_idle as _wait_idle  # noqa: E402
 PAGES = [
     ("Overview: data & protocol", "Overview"),
     ("Certificate explorer", "Certificate explorer"),
@@ -46,31 +47,6 @@ PAGES = [
     ("Recapture queue", "Recapture queue"),
 ]
 COLD_TARGET_S, SECOND_TARGET_S, SWITCH_TARGET_S, INTERACTION_TARGET_S = 5.0, 2.0, 1.0, 0.5
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_idle(page, timeout_s: float = 300.0) -> float:
-    """Block until the script run is over; return the moment it was first seen over."""
-    status = page.locator('[data-testid="stStatusWidget"]')
-    deadline = time.perf_counter() + timeout_s
-    idle_since = None
-    while True:
-        now = time.perf_counter()
-        if now > deadline:
-            raise TimeoutError("app still running")
-        idle = status.count() == 0 or not status.first.is_visible()
-        if idle and idle_since is None:
-            idle_since = now
-        elif not idle:
-            idle_since = None
-        if idle_since is not None and now - idle_since >= 0.5:  # steady, not between two reruns
-            return idle_since
-        page.wait_for_timeout(25)
 
 
 def _visit(page, nav_title: str, heading: str) -> float:
@@ -100,7 +76,6 @@ def _timed(page, act, probe: str, *, timeout_s: float = 120.0, settle_s: float =
     holding for ``settle_s`` (so a second rerun queued behind the first, or a status widget
     shown late in a run, is not missed; 0.5 s like ``_wait_idle`` plus margin)."""
     before = _probe(page, probe)
-    status = page.locator('[data-testid="stStatusWidget"]')
     start = time.perf_counter()
     act()
     done_since = None
@@ -108,8 +83,7 @@ def _timed(page, act, probe: str, *, timeout_s: float = 120.0, settle_s: float =
         now = time.perf_counter()
         if now - start > timeout_s:
             raise TimeoutError(f"no change of {probe[:40]!r} within {timeout_s} s")
-        idle = status.count() == 0 or not status.first.is_visible()
-        done = idle and _probe(page, probe) != before
+        done = is_idle(page) and _probe(page, probe) != before
         if done and done_since is None:
             done_since = now
         elif not done:
@@ -157,25 +131,6 @@ def _interactions(page, n: int) -> dict[str, list[float]]:
     return times
 
 
-def _start_server(port: int, env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--browser.gatherUsageStats", "false", "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-
-
-def _wait_health(url: str) -> None:
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as resp:
-                if resp.read().strip() == b"ok":
-                    return
-        except OSError:
-            time.sleep(0.05)
-
-
 def _overview(browser, url: str, t0: float) -> tuple[object, float]:
     """A new page on the Overview, and the seconds from ``t0`` until the audit's charts are drawn."""
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
@@ -186,13 +141,16 @@ def _overview(browser, url: str, t0: float) -> tuple[object, float]:
     return page, _wait_idle(page) - t0
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
+@contextmanager
+def _server(port: int, reviews_db: Path) -> Iterator[tuple[float, float]]:
+    """A fresh server process; yields its launch moment and the seconds until it answered."""
+    t0 = time.perf_counter()
+    proc = start_server(port, reviews_db=reviews_db)
     try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+        wait_healthy(f"http://127.0.0.1:{port}", proc, timeout_s=300, poll_s=0.05)
+        yield t0, time.perf_counter() - t0
+    finally:
+        stop_server(proc, timeout_s=20)
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -207,16 +165,12 @@ def main() -> None:
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
-        env = {**os.environ, "AUDIT_REVIEWS_DB": str(Path(tmp) / "reviews.sqlite3")}
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        t0 = time.perf_counter()
-        proc = _start_server(port, env)
-        try:
-            _wait_health(url)
-            t_server = time.perf_counter() - t0
+        reviews_db = Path(tmp) / "reviews.sqlite3"
+        browser = launch_chromium(pw)
+        with _server(port, reviews_db) as (t0, t_server):
             page, t_cold = _overview(browser, url, t0)
             first = {heading: _visit(page, nav, heading) for nav, heading in PAGES[1:]}
             cached: dict[str, list[float]] = {heading: [] for _, heading in PAGES}
@@ -225,17 +179,9 @@ def main() -> None:
                     cached[heading].append(_visit(page, nav, heading))
             interactions = _interactions(page, args.interactions)
             page.close()
-        finally:
-            _stop(proc)
-        t0 = time.perf_counter()
-        proc = _start_server(port, env)
-        try:
-            _wait_health(url)
-            t_server2 = time.perf_counter() - t0
+        with _server(port, reviews_db) as (t0, t_server2):
             page, t_second = _overview(browser, url, t0)
             page.close()
-        finally:
-            _stop(proc)
         browser.close()
 
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end")

@@ -94,19 +94,19 @@ OUTPUT = {"audit": "out", "paired": "out", "certify": "run", "paired-grid": "run
 COMMANDS = list(OUTPUT)
 
 
-def _prior(folder: Path, command: str) -> Path | None:
-    name = OUTPUT[command]
+def _prior(folder: Path, command: str) -> tuple[Path | None, str | None]:
+    """An earlier result where ``command`` writes, and its digest; (None, None) for a new run folder."""
+    prior = folder / OUTPUT[command]
     if command in ("audit", "paired"):
-        (folder / name).mkdir()
-        (folder / name / "summary.md").write_text("previous result\n")
-        return folder / name
-    if command == "synth":
-        table(5).to_parquet(folder / name, index=False)
-        return folder / name
-    if command == "reviews-export":
-        table(5).to_csv(folder / name, index=False)
-        return folder / name
-    return None  # certify / paired-grid: a new run folder
+        prior.mkdir()
+        (prior / "summary.md").write_text("previous result\n")
+    elif command == "synth":
+        table(5).to_parquet(prior, index=False)
+    elif command == "reviews-export":
+        table(5).to_csv(prior, index=False)
+    else:
+        return None, None  # certify / paired-grid: a new run folder
+    return prior, sha_tree(prior)
 
 
 def _run(argv: list[str]) -> tuple[int, str]:
@@ -177,8 +177,7 @@ def readonly(tmp_path):
 @pytest.mark.parametrize("command", COMMANDS)
 def test_read_only_folder(command, inputs, readonly):
     folder, make_readonly = readonly
-    prior = _prior(folder, command)
-    digest = sha_tree(prior) if prior is not None else None
+    prior, digest = _prior(folder, command)
     make_readonly()
     code, err = _run(_argv(command, inputs, folder / OUTPUT[command]))
     _assert_clean_failure(code, err, folder, command, prior, digest)
@@ -236,8 +235,7 @@ def full_disk(tmp_path, monkeypatch):
 @pytest.mark.parametrize("command", COMMANDS)
 def test_disk_full(command, inputs, full_disk):
     folder, fill, mounted = full_disk
-    prior = _prior(folder, command)
-    digest = sha_tree(prior) if prior is not None else None
+    prior, digest = _prior(folder, command)
     fill()
     code, err = _run(_argv(command, inputs, folder / OUTPUT[command]))
     (folder / "filler").unlink(missing_ok=True)
@@ -280,8 +278,7 @@ def _limit_fsize(limit: int):
 def test_file_size_limit(command, inputs, tmp_path):
     folder = tmp_path / "lim"
     folder.mkdir()
-    prior = _prior(folder, command)
-    digest = sha_tree(prior) if prior is not None else None
+    prior, digest = _prior(folder, command)
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     # SQLite maps a 32 KiB -shm file to read a WAL database: the export's limit lets that through.
     limit = 65536 if command == "reviews-export" else 2048
@@ -325,8 +322,7 @@ def _writing(folder: Path, name: str):
 def test_sigkill_mid_write(command, inputs, tmp_path):
     folder = tmp_path / "kill"
     folder.mkdir()
-    prior = _prior(folder, command)
-    digest = sha_tree(prior) if prior is not None else None
+    prior, digest = _prior(folder, command)
     argv = _argv(command, inputs, folder / OUTPUT[command])
     if command == "synth":
         argv[argv.index("--rows") + 1] = "3000000"  # long enough to be killed while writing

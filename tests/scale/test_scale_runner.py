@@ -51,6 +51,15 @@ def _run(data: Path, out: Path, *, chunk: int = 100, progress=None):
     return result
 
 
+def _interrupted_run(data: Path, out: Path) -> None:
+    """Start a run and stop it at its first progress report: an unfinished run folder."""
+    def stop(info):
+        raise Interrupt
+
+    with pytest.raises(Interrupt):
+        _run(data, out, progress=stop)
+
+
 def _files(out: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
 
@@ -91,8 +100,7 @@ def test_interrupted_run_resumes_to_byte_identical_output(tmp_path):
 
 def test_resume_with_another_chunk_size_is_refused(tmp_path):
     data = _data(tmp_path)
-    with pytest.raises(Interrupt):
-        _run(data, tmp_path / "out", progress=lambda info: (_ for _ in ()).throw(Interrupt))
+    _interrupted_run(data, tmp_path / "out")
     with pytest.raises(ValueError, match=r"chunk_rows: 100 \(stored\) vs 50 \(now\)"):
         _run(data, tmp_path / "out", chunk=50)
 
@@ -126,8 +134,7 @@ def test_unreadable_partition_fails_naming_it_and_keeps_finished_ones(tmp_path):
 
 def test_resume_on_other_data_is_refused(tmp_path):
     data = _data(tmp_path)
-    with pytest.raises(Interrupt):
-        _run(data, tmp_path / "out", progress=lambda info: (_ for _ in ()).throw(Interrupt))
+    _interrupted_run(data, tmp_path / "out")
     pq.write_table(pa.table({"x": np.linspace(0, 1, 334)}), data / "f0.parquet", row_group_size=97,
                    write_page_checksum=True, compression="none")
     with pytest.raises(ValueError, match=r"data: .*f0.parquet.*\(stored\) vs"):
@@ -141,8 +148,7 @@ def test_csv_source_runs_and_resumes_like_parquet(tmp_path):
     csv = tmp_path / "x.csv"
     # repr round-trips floats exactly, so the CSV carries the same values as the Parquet files
     csv.write_text("x\n" + "\n".join(repr(float(v)) for v in x) + "\n")
-    with pytest.raises(Interrupt):
-        _run(csv, tmp_path / "from_csv", progress=lambda info: (_ for _ in ()).throw(Interrupt))
+    _interrupted_run(csv, tmp_path / "from_csv")
     result = _run(csv, tmp_path / "from_csv")
     assert (result.computed, result.reused, result.n_rows) == (9, 1, 1000)
     for name in (f"part-{i:05d}.parquet" for i in range(10)):
