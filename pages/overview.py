@@ -191,7 +191,8 @@ def _data_section(dataset, label: str | None = None) -> None:
 
 
 def _report(result, **options) -> str:
-    from core.report import report_for_result  # imports plotly.io's HTML writer: only when a report is asked for
+    # imports plotly.io's HTML writer: only when a report is asked for
+    from core.report import report_for_result
 
     return report_for_result(result, **options)
 

@@ -66,7 +66,8 @@ def softmax_temperature(logits: ArrayLike, temperature: ArrayLike) -> np.ndarray
         raise ValueError(f"`temperature` must be a scalar or have shape ({z.shape[0]},); got {T.shape}.")
     if not (np.isfinite(T).all() and (T > 0).all()):
         raise ValueError(f"`temperature` must be finite and positive; got minimum {float(np.min(T))!r}.")
-    from scipy.special import log_softmax  # scipy is imported where it is used: not by the dashboard's first screen
+    # scipy is imported where it is used: not by the dashboard's first screen
+    from scipy.special import log_softmax
 
     return np.exp(log_softmax(z / (T[:, None] if T.ndim == 1 else T), axis=1))
 

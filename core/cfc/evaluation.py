@@ -652,7 +652,8 @@ def protocol_sensitivity(predict_proba: Callable[[np.ndarray], ArrayLike], X: Ar
 
 
 def _spearman(a: np.ndarray, b: np.ndarray) -> float:
-    from scipy.stats import spearmanr  # scipy.stats costs seconds to import: not on the dashboard's first screen
+    # scipy.stats costs seconds to import: not on the dashboard's first screen
+    from scipy.stats import spearmanr
 
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         return math.nan  # a constant ranking has no rank correlation

@@ -71,7 +71,8 @@ def macro_f1(y: Any, P: Any) -> float:
     >>> macro_f1([0, 0, 1, 1], [[0.9, 0.1], [0.4, 0.6], [0.2, 0.8], [0.3, 0.7]])
     0.7333333333333334
     """
-    from sklearn.metrics import f1_score  # sklearn.metrics imports scipy.stats: only when a metric is computed
+    # sklearn.metrics imports scipy.stats: only when a metric is computed
+    from sklearn.metrics import f1_score
 
     y, P = _metrics_iv(y, P)
     return float(f1_score(y, P.argmax(axis=1), average="macro", zero_division=0.0))
