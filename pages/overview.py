@@ -6,7 +6,6 @@ import os
 
 import streamlit as st
 
-from core import viz
 from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, OPERATORS, PATH_RULES, Protocol
 from core.views.commands import cli_commands
 from core.views.formatting import parse_float_list
@@ -14,13 +13,13 @@ from core.views.tabular import column_summary, groups_table
 from core.views.uploads import (CELL_BUDGET, LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, TableUpload, parse_blocks,
                                 table_columns)
 from core.paired.demo import DEFAULT_DIR as PAIRED_DEMO_DIR
-from core.report import report_for_result
 from core.tabular.datasets import DATASET_NAMES, load_user_data
 from core.tabular.own_model import feature_origins
 from ui.audit_line import audit_line
 from ui.components import figure, guarded, page_header, run_page, table
 from ui.data import audit_max_rows, current_audit, current_dataset, current_protocol, dataset_label
 from ui.entry import ensure_entrypoint
+from ui.figure_cache import persisted_figure
 from ui.own_model import own_label, own_mode, saved_folder
 
 ensure_entrypoint()
@@ -184,12 +183,20 @@ def _data_section(dataset, label: str | None = None) -> None:
             st.session_state["overview_column"] = dataset.features[0]
         column = st.selectbox("Column to inspect", list(dataset.features), key="overview_column",
                               persist_state="session")
-        figure(viz.column_distribution_figure(frame[column], frame[dataset.target], classes=dataset.classes),
+        figure(persisted_figure("column_distribution_figure", frame[column], frame[dataset.target],
+                                classes=dataset.classes),
                "Bars per class; missing values are counted, never dropped. A column whose classes separate "
                "cleanly is strong evidence — and a single point of failure if it goes missing.")
     with st.expander(f"Raw data preview (first 500 of {len(frame):,} rows; the CSV has all of them)"):
         table(frame.head(500).reset_index(names="row_id"), name=f"{dataset.name} raw data",
               key="overview_preview", download=frame.reset_index(names="row_id"), height=300)
+
+
+def _report(result, **options) -> str:
+    # imports plotly.io's HTML writer: only when a report is asked for
+    from core.report import report_for_result
+
+    return report_for_result(result, **options)
 
 
 def _glance_section(progress_at=None) -> None:
@@ -202,8 +209,7 @@ def _glance_section(progress_at=None) -> None:
     # Built only on click (on Streamlit's download thread): the file inlines plotly.js (~5 MB).
     db, paired = st.session_state["reviews_db"], os.environ.get("PAIRED_DEMO_DIR") or PAIRED_DEMO_DIR
     budget = st.session_state["triage_budget"] / 100
-    st.download_button("Download report", lambda: report_for_result(result, reviews_db=db, paired_dir=paired,
-                                                                       budget=budget),
+    st.download_button("Download report", lambda: _report(result, reviews_db=db, paired_dir=paired, budget=budget),
                        file_name=f"report_{result.dataset.name}_{result.model_name}_seed{result.seed}.html",
                        mime="text/html", icon=":material/download:", on_click="ignore", key="overview_report",
                        help="One self-contained HTML file for stakeholders (opens offline): protocol, metrics, "
@@ -230,12 +236,13 @@ def _glance_section(progress_at=None) -> None:
                    help="Share of all brittle cases found by reviewing the 20 % highest-FDS predictions.")
     left, right = st.columns(2)
     with left:
-        figure(viz.confidence_fds_figure(cert["confidence"].to_numpy(), cert["fds"].to_numpy(),
-                                         brittle=result.labels.labels, threshold=result.labels.tau_p),
+        figure(persisted_figure("confidence_fds_figure", cert["confidence"].to_numpy(), cert["fds"].to_numpy(),
+                                brittle=result.labels.labels, threshold=result.labels.tau_p),
                "Each dot is a test prediction. Right of the dashed line the model is confident; high up it is "
                "fragile (FDS, larger = more fragile). Orange dots broke under held-out stress.")
     with right:
-        figure(viz.flip_budget_histogram(cert["flip_budget"].to_numpy(), depth=result.certificates.depth),
+        figure(persisted_figure("flip_budget_histogram", cert["flip_budget"].to_numpy(),
+                                depth=result.certificates.depth),
                "How many evidence groups (removed greedily, most supportive first) it takes to flip each "
                "prediction. Bars on the left are predictions that hinge on one or two groups.")
     st.markdown("**Every risk score against the held-out brittle labels** (high-confidence test predictions; "

@@ -21,8 +21,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
-from scipy.optimize import minimize_scalar
-from scipy.special import log_softmax
 
 from core.cfc.scores import pseudo_logits
 from core.metrics.calibration import brier, check_n_bins, ece, ece_bins, nll
@@ -68,6 +66,9 @@ def softmax_temperature(logits: ArrayLike, temperature: ArrayLike) -> np.ndarray
         raise ValueError(f"`temperature` must be a scalar or have shape ({z.shape[0]},); got {T.shape}.")
     if not (np.isfinite(T).all() and (T > 0).all()):
         raise ValueError(f"`temperature` must be finite and positive; got minimum {float(np.min(T))!r}.")
+    # scipy is imported where it is used: not by the dashboard's first screen
+    from scipy.special import log_softmax
+
     return np.exp(log_softmax(z / (T[:, None] if T.ndim == 1 else T), axis=1))
 
 
@@ -89,6 +90,8 @@ def _labels_iv(y: ArrayLike, n: int, n_classes: int, name: str) -> np.ndarray:
 
 
 def _nll(z: np.ndarray, y: np.ndarray, T: float | np.ndarray) -> float:
+    from scipy.special import log_softmax
+
     T = np.asarray(T, dtype=float)
     logp = log_softmax(z / (T[:, None] if T.ndim == 1 else T), axis=1)
     return float(-logp[np.arange(y.size), y].mean())
@@ -117,6 +120,8 @@ def fit_temperature(logits: ArrayLike, y: ArrayLike, *, bounds: tuple[float, flo
     lo, hi = (float(b) for b in bounds)
     if not 0.0 < lo < hi < np.inf:
         raise ValueError(f"`bounds` must satisfy 0 < low < high < inf; got {bounds!r}.")
+    from scipy.optimize import minimize_scalar
+
     res = minimize_scalar(lambda beta: _nll(z, y, 1.0 / beta), bounds=(1.0 / hi, 1.0 / lo), method="bounded",
                           options={"xatol": 1e-8})
     # Brent's bounded search never evaluates the end points exactly; keep them if they win.

@@ -33,7 +33,6 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
-from scipy.stats import spearmanr
 
 from core._rng import as_generator
 from core.cfc.certificate import CertificateSet, certify
@@ -688,6 +687,9 @@ def protocol_sensitivity(predict_proba: Callable[[np.ndarray], ArrayLike], X: Ar
 
 
 def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    # scipy.stats costs seconds to import: not on the dashboard's first screen
+    from scipy.stats import spearmanr
+
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         return math.nan  # a constant ranking has no rank correlation
     return float(spearmanr(a, b).statistic)

@@ -35,7 +35,6 @@ from typing import Callable, Mapping
 
 import numpy as np
 from PIL import Image
-from scipy import ndimage
 
 __all__ = [
     "CORRUPTIONS",
@@ -197,6 +196,9 @@ def impulse_noise(images, severity, rng):
 
 def _disk_kernel(radius: float, alias_sigma: float) -> np.ndarray:
     """ImageNet-C's anti-aliased disk: an aliased disk smoothed by a 3x3 Gaussian, sum 1."""
+    # scipy.ndimage costs 0.5 s to import: only when an image is perturbed
+    from scipy import ndimage
+
     half = int(np.ceil(radius)) + 1
     grid = np.arange(-half, half + 1)
     xx, yy = np.meshgrid(grid, grid)
@@ -214,6 +216,8 @@ def defocus_blur(images, severity, rng):
     Deterministic; ``rng`` is accepted for the common signature and not used.
     Same parameters and return value as :func:`gaussian_noise`.
     """
+    from scipy import ndimage
+
     x, single, (radius, alias_sigma) = _prepare(images, severity, rng, "defocus_blur")
     kernel = _disk_kernel(radius, alias_sigma)
     kernel = kernel[None] if x.ndim == 3 else kernel[None, :, :, None]
@@ -241,6 +245,8 @@ def motion_blur(images, severity, rng):
 
 def _streak(x: np.ndarray, angle: np.ndarray, radius: float, sigma: float) -> np.ndarray:
     """Motion-blur taps of a grey batch ``(n, H, W)`` along one angle per image."""
+    from scipy import ndimage
+
     n, h, w = x.shape
     dist = np.arange(2 * int(np.ceil(radius)) + 1, dtype=np.float64)
     weights = np.exp(-(dist**2) / (2.0 * sigma**2))
@@ -347,6 +353,8 @@ def _affine(x: np.ndarray, matrix: np.ndarray, *, shift=(0.0, 0.0), cval: float 
 
     Bilinear; outside the image ``mirror`` (torchvision's "reflect") unless ``cval`` is given.
     """
+    from scipy import ndimage
+
     if x.ndim == 4:  # colour: each channel alike (a 4-D bilinear resampling would cost 4x the taps)
         return np.stack([_affine(x[..., c], matrix, shift=shift, cval=cval) for c in range(x.shape[-1])], -1)
     _, h, w = x.shape
@@ -544,6 +552,8 @@ def homographies(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
 
 def _smooth_field(rng: np.random.Generator, shape, sigma: float) -> np.ndarray:
     """Low-frequency random field with zero mean and unit standard deviation per image."""
+    from scipy import ndimage
+
     field = ndimage.gaussian_filter(rng.normal(size=shape), sigma=(0, sigma, sigma), mode="wrap")
     field -= field.mean(axis=(1, 2), keepdims=True)
     return field / field.std(axis=(1, 2), keepdims=True)
@@ -577,6 +587,8 @@ def simulate_recapture(images, condition: RecaptureCondition, rng) -> np.ndarray
     -------
     ndarray of float32, same shape as ``images``, values on the 8-bit grid ``k / 255``.
     """
+    from scipy import ndimage
+
     if not isinstance(condition, RecaptureCondition):
         raise ValueError(f"`condition` must be a RecaptureCondition; got {type(condition).__name__}.")
     if not isinstance(rng, np.random.Generator):

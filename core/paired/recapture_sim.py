@@ -36,7 +36,6 @@ from types import MappingProxyType
 from typing import Literal, Mapping
 
 import numpy as np
-from scipy import ndimage
 
 from core.paired.corruptions import batch_iv, finish_batch, homographies, jpeg_roundtrip
 
@@ -195,6 +194,9 @@ def _display(x: np.ndarray, p: dict) -> np.ndarray:
 
 def _paper(x: np.ndarray, p: dict, texture_seeds: np.ndarray) -> np.ndarray:
     """The print on the fine grid: halftone, ink spread and dot gain, textured off-white paper."""
+    # scipy.ndimage costs 0.5 s to import: only when an image is simulated
+    from scipy import ndimage
+
     f = SUPERSAMPLE
     coverage = ndimage.zoom(1.0 - x, (1, f, f), order=1, grid_mode=True, mode="nearest")
     ink = halftone(np.clip(coverage, 0.0, 1.0), p["halftone_period"])
@@ -212,6 +214,8 @@ def _paper(x: np.ndarray, p: dict, texture_seeds: np.ndarray) -> np.ndarray:
 
 def _capture(fine: np.ndarray, d: dict[str, np.ndarray], p: dict, h: int, w: int, cval: float) -> np.ndarray:
     """Photograph the fine-grid page: perspective warp, 2 x 2 samples per camera pixel, defocus."""
+    from scipy import ndimage
+
     n = fine.shape[0]
     f = SUPERSAMPLE
     corners = np.array([[0.0, 0.0], [w, 0.0], [w, h], [0.0, h]])  # image-pixel units, edges

@@ -13,7 +13,6 @@ import warnings
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import average_precision_score, f1_score
 
 from core.exceptions import UndefinedMetricWarning
 from core.metrics import calibration as _calibration
@@ -72,6 +71,9 @@ def macro_f1(y: Any, P: Any) -> float:
     >>> macro_f1([0, 0, 1, 1], [[0.9, 0.1], [0.4, 0.6], [0.2, 0.8], [0.3, 0.7]])
     0.7333333333333334
     """
+    # sklearn.metrics imports scipy.stats: only when a metric is computed
+    from sklearn.metrics import f1_score
+
     y, P = _metrics_iv(y, P)
     return float(f1_score(y, P.argmax(axis=1), average="macro", zero_division=0.0))
 
@@ -114,6 +116,8 @@ def average_precision(y: Any, P: Any) -> float:
     >>> average_precision([0, 1, 0, 1], [[0.9, 0.1], [0.65, 0.35], [0.6, 0.4], [0.2, 0.8]])
     0.8333333333333333
     """
+    from sklearn.metrics import average_precision_score
+
     y, P = _metrics_iv(y, P)
     return _one_vs_rest(y, P, average_precision_score, "average precision", need_negatives=False)
 

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from sklearn.compose import ColumnTransformer
-from sklearn.impute import SimpleImputer
-from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+if TYPE_CHECKING:  # scikit-learn is imported by fit_preprocessor: the dashboard's first screen needs none
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
 
 from core.tabular.datasets import UNKNOWN_TOKEN
 
@@ -137,6 +137,11 @@ def fit_preprocessor(
             raise ValueError(f"Column {dup!r} is listed twice in `{kind}`.")
     if len(train) == 0:
         raise ValueError("`train` has no rows; fit the preprocessing on the training split.")
+    from sklearn.compose import ColumnTransformer
+    from sklearn.impute import SimpleImputer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
     raw = _prepare(train, numeric, categorical, where="`train`")
 
     steps: list[tuple[str, Pipeline, list[str]]] = []
