@@ -12,7 +12,8 @@ from core.views.paired import (evaluation_records, grid_summary, model_threshold
 from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload
 from core.constants import COVERAGES
 from core.exceptions import UndefinedTargetWarning
-from core.paired.bounds import identified_intervals, identified_intervals_grid, unpaired_intervals
+from core.paired.bounds import identified_intervals, unpaired_intervals
+from core.paired.coverage_grid import coverage_grid, load_precomputed_grid
 from core.paired.policies import LAMBDAS, evaluate_policies
 from core.paired.states import coverage_threshold, development_thresholds, five_state_counts
 from ui.components import figure, guarded, page_header, run_page, table
@@ -48,16 +49,21 @@ def _thresholds(key: str, *, _records: pd.DataFrame) -> pd.DataFrame:
 
 @st.cache_data(show_spinner="Computing identified intervals for every cell…", max_entries=16)
 def _grid(key: str, coverage: float, fixed_tau: float | None, *, _records: pd.DataFrame) -> pd.DataFrame:
-    """Intervals of every cell at each model's coverage threshold, or at ``fixed_tau`` for all models."""
-    evaluation = evaluation_records(_records)
-    thresholds = _thresholds(key, _records=_records)
-    parts = []
+    """Intervals of every cell at each model's coverage threshold, or at ``fixed_tau`` for all models.
+
+    The shipped demo pool's grids are stored (``scripts/build_paired_grid.py``) and used only when
+    their fingerprint matches these records, the coverage, the code and the libraries exactly;
+    a test holds them equal to this computation.
+    """
+    if fixed_tau is None:
+        stored = load_precomputed_grid(_records, coverage)
+        if stored is not None:
+            return stored
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedTargetWarning)  # dM_k undefined where no pair stays correct: NaN
-        for model, part in evaluation.groupby("model", sort=True):
-            tau = fixed_tau if fixed_tau is not None else model_threshold(thresholds, model, coverage).tau
-            parts.append(identified_intervals_grid(part, tau).assign(tau=tau))
-    return pd.concat(parts, ignore_index=True)
+        if fixed_tau is not None:
+            return coverage_grid(_records, tau=fixed_tau)
+        return coverage_grid(_records, coverage, thresholds=_thresholds(key, _records=_records))
 
 
 def _fixed_tau(data: PairedData) -> float | None:

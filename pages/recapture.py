@@ -10,7 +10,7 @@ import streamlit as st
 from core import viz
 from core.views.screening import coverage_by_budget
 from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload
-from core.paired.demo import render_condition
+from core.paired.demo import render_condition, render_condition_image
 from core.paired.images import png_data_uri
 from core.paired.probe import parse_floats, probe_image, probe_uploaded
 from core.paired.screening import (
@@ -107,12 +107,20 @@ def _demo_condition(condition: str) -> np.ndarray:
     return render_condition(pool.images, condition, seed=int(pool.manifest.get("seed", 0)))
 
 
+@st.cache_resource(max_entries=400, show_spinner=False)
+def _demo_probe_image(probe: str, position: int) -> np.ndarray:
+    """One demo image under one probe: rendered alone when the probe draws nothing at random."""
+    pool = demo_pool()
+    alone = render_condition_image(pool.images, position, probe, seed=int(pool.manifest.get("seed", 0)))
+    return alone if alone is not None else _demo_condition(probe)[position]
+
+
 def _probe_view(data: ScreeningData, record_id, probe: str) -> np.ndarray | None:
     """What the model saw of ``record_id`` under ``probe``."""
     if data.key == "demo":
         pool = demo_pool()
         where = np.flatnonzero(pool.image_ids == record_id)
-        return _demo_condition(probe)[where[0]] if where.size else None
+        return _demo_probe_image(probe, int(where[0])) if where.size else None
     run = _run()
     image = _image(data, record_id)
     if image is None:

@@ -130,8 +130,41 @@ def flip_endpoint_range(c, d_in, d_out, *, s: int, w: int) -> tuple[int, int] | 
 
 @lru_cache(maxsize=65536)
 def _range_cached(key: tuple[tuple[int, int, int], ...], s: int, w: int) -> tuple[int, int] | None:
-    types = np.array(key, dtype=np.int64).reshape(-1, 3)
-    c, d_in, d_out = types[:, 0], types[:, 1], types[:, 2]
+    return _clipped_range(key, s, w, None, None)
+
+
+def _clipped_range(key, s: int, w: int, floor: int | None, cap: int | None) -> tuple[int, int] | None:
+    """``(max(low, floor), min(high, cap))`` of the exact range; a bound is solved only if needed."""
+    quick = _quick_range(key, s, w)
+    if quick is None or quick[0] == "exact":
+        if quick is None:
+            return None
+        low, high = quick[1], quick[2]
+    else:
+        _, box_low, box_high, seen_low, seen_high = quick
+        # seen_low / seen_high are attained by feasible placements, so low ≤ seen_low and
+        # high ≥ seen_high; either settles its bound when it meets the box or the clip.
+        if seen_low == box_low or (floor is not None and seen_low <= floor):
+            low = seen_low
+        else:
+            low = _solved_bound(key, s, w, "low")
+        if seen_high == box_high or (cap is not None and seen_high >= cap):
+            high = seen_high
+        else:
+            high = _solved_bound(key, s, w, "high")
+    if floor is not None:
+        low = max(low, floor)
+    if cap is not None:
+        high = min(high, cap)
+    return int(low), int(high)
+
+
+@lru_cache(maxsize=65536)
+def _quick_range(key: tuple[tuple[int, int, int], ...], s: int, w: int):
+    """Everything short of the integer program: ``None`` (not realisable), ``("exact", low, high)``
+    or ``("open", box_low, box_high, seen_low, seen_high)`` with the extremes of the feasible
+    placements found by :func:`_witness_placements`."""
+    c, d_in, d_out = _types(key)
     d = d_in + d_out
     h = int(d.sum()) - s - w
     r = int(c.sum()) - s - w
@@ -142,17 +175,96 @@ def _range_cached(key: tuple[tuple[int, int, int], ...], s: int, w: int) -> tupl
     if h == 0 or s + w == 0:
         # The flip block is forced (nothing, or every perturbed wrong record).
         forced = np.zeros_like(d) if h == 0 else d
-        return ik_range if placement_is_feasible(c, d, forced, s=s, w=w) else None
+        return ("exact", *ik_range) if placement_is_feasible(c, d, forced, s=s, w=w) else None
     # With s = 0 and no label able to hold more than w endpoints of the changed pairs, no
     # constraint involves p beyond its box: every choice of h endpoints is feasible.
     if s == 0 and not np.any(c + d > w):
-        return ik_range
+        return ("exact", *ik_range)
     if np.log(d + 1.0).sum() <= np.log(_ENUMERATION_LIMIT):
-        return _enumerate(c, d_in, d_out, h=h, s=s, w=w)
-    if total_in == 0 or total_out == 0:
-        # Every placement gives the same count; only feasibility is in question.
-        return ik_range if _solve(c, d_in, d_out, h=h, r=r, s=s, w=w, objective=False) is not None else None
-    return _solve(c, d_in, d_out, h=h, r=r, s=s, w=w)
+        found = _enumerate(c, d_in, d_out, h=h, s=s, w=w)
+        return None if found is None else ("exact", *found)
+    seen = _witness_placements(c, d_in, d_out, h=h, s=s, w=w)
+    if seen is None:
+        if _solve(c, d_in, d_out, h=h, r=r, s=s, w=w, objective=False) is None:
+            return None
+        if total_in == 0 or total_out == 0:
+            return ("exact", *ik_range)
+        return ("open", *ik_range, ik_range[1], ik_range[0])  # nothing seen: both bounds are solved
+    if total_in == 0 or total_out == 0 or seen == ik_range:
+        # Every placement gives the same count, or feasible placements attain both box ends.
+        return ("exact", *ik_range)
+    return ("open", *ik_range, *seen)
+
+
+@lru_cache(maxsize=65536)
+def _solved_bound(key: tuple[tuple[int, int, int], ...], s: int, w: int, which: str) -> int:
+    c, d_in, d_out = _types(key)
+    h = int((d_in + d_out).sum()) - s - w
+    r = int(c.sum()) - s - w
+    found = _solve(c, d_in, d_out, h=h, r=r, s=s, w=w, which=which)
+    if found is None:  # a placement was seen, so the program cannot be infeasible
+        raise RuntimeError("the five-state placement program found no placement where one is known.")
+    return found[0] if which == "low" else found[1]
+
+
+def _types(key) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    types = np.array(key, dtype=np.int64).reshape(-1, 3)
+    return types[:, 0], types[:, 1], types[:, 2]
+
+
+# Candidate placements tried per box before the integer program is asked.
+_WITNESS_DRAWS = 64
+
+
+def _witness_placements(c, d_in, d_out, *, h, s, w) -> tuple[int, int] | None:
+    """Extremes of the flip endpoints inside the subset over a set of feasible candidate placements.
+
+    A cheap search that can only prove attainability: candidates are drawn (a fixed seed, so the
+    same problem always takes the same path) in the whole box and in the two sub-boxes where the
+    Ik extremes would be attained (``p ≤ d_in`` or ``p ≥ d_in`` for the largest count,
+    ``p ≤ d_out`` or ``p ≥ d_out`` for the smallest), and checked exactly by
+    :func:`placement_is_feasible`. Returns ``(min, max)`` of ``Σ p_in`` over the feasible ones,
+    or ``None`` when none was found (which proves nothing).
+    """
+    from core._rng import as_generator
+
+    rng = as_generator(0)
+    d = d_in + d_out
+    zero = np.zeros_like(d)
+    total_in, total_out = int(d_in.sum()), int(d_out.sum())
+    boxes = [(zero, d),
+             (zero, d_in) if h <= total_in else (d_in, d),
+             (zero, d_out) if h <= total_out else (d_out, d)]
+    cand = np.concatenate([_box_candidates(lo, hi, h, rng) for lo, hi in boxes])
+    cand = cand[placement_is_feasible(c, d, cand, s=s, w=w)]
+    if len(cand) == 0:
+        return None
+    return int(np.maximum(0, cand - d_out).sum(axis=1).min()), int(np.minimum(cand, d_in).sum(axis=1).max())
+
+
+def _box_candidates(lo: np.ndarray, hi: np.ndarray, total: int, rng: np.random.Generator) -> np.ndarray:
+    """Integer vectors ``lo ≤ v ≤ hi`` with ``Σ v = total``: random unit fills and vertices.
+
+    Half are ``lo`` plus ``total − Σ lo`` units drawn without replacement from the box's spare
+    capacity (near the proportional split); half fill labels to capacity in a random order (the
+    vertices of the box slice, where linear optima sit). Shape (n, n_labels); empty when the
+    box cannot hold ``total``.
+    """
+    n, L = _WITNESS_DRAWS, len(lo)
+    spare = hi - lo
+    extra = total - int(lo.sum())
+    if extra < 0 or extra > int(spare.sum()):
+        return np.empty((0, L), dtype=np.int64)
+    units = np.repeat(np.arange(L), spare)
+    drawn = rng.permuted(np.broadcast_to(units, (n, len(units))), axis=1)[:, :extra]
+    offsets = (np.arange(n) * L)[:, None]
+    fills = np.bincount((drawn + offsets).ravel(), minlength=n * L).reshape(n, L)
+    order = np.argsort(rng.random((n, L)), axis=1)
+    spare_ordered = spare[order]
+    before = np.cumsum(spare_ordered, axis=1) - spare_ordered
+    vertex = np.empty((n, L), dtype=np.int64)
+    np.put_along_axis(vertex, order, np.clip(extra - before, 0, spare_ordered), axis=1)
+    return np.concatenate([lo + fills, lo + vertex])
 
 
 def _enumerate(c, d_in, d_out, *, h, s, w):
@@ -168,12 +280,12 @@ def _enumerate(c, d_in, d_out, *, h, s, w):
     return int(low), int(high)
 
 
-def _solve(c, d_in, d_out, *, h, r, s, w, objective: bool = True):
+def _solve(c, d_in, d_out, *, h, r, s, w, objective: bool = True, which: str = "both"):
     """Exact integer program over label types; see the module docstring for the polytope.
 
-    Returns ``(low, high)`` of the flip endpoints inside the subset, or with
-    ``objective=False`` a truthy value when the placement polytope has an integer point;
-    ``None`` when it has none.
+    Returns ``(low, high)`` of the flip endpoints inside the subset (with ``which="low"`` or
+    ``"high"`` only that bound is solved and the other is None), or with ``objective=False`` a
+    truthy value when the placement polytope has an integer point; ``None`` when it has none.
     """
     # Imported here: scipy.optimize costs ~0.5 s at start-up and most classes never need it.
     from scipy import sparse
@@ -239,11 +351,18 @@ def _solve(c, d_in, d_out, *, h, r, s, w, objective: bool = True):
     goal = np.zeros(n_var)
     goal[pin] = 1
     goal[pool_pin] = 1
-    lowest = checked(_status(milp(goal, **problem)))
-    if lowest is None:
-        return None
-    highest = checked(_status(milp(-goal, **problem)))
-    return int(round(lowest.fun)), int(round(-highest.fun))
+    low = high = None
+    if which in ("both", "low"):
+        lowest = checked(_status(milp(goal, **problem)))
+        if lowest is None:
+            return None
+        low = int(round(lowest.fun))
+    if which in ("both", "high"):
+        highest = checked(_status(milp(-goal, **problem)))
+        if highest is None:
+            return None
+        high = int(round(-highest.fun))
+    return low, high
 
 
 def _status(res):
@@ -257,8 +376,8 @@ def _status(res):
 # ---------------------------------------------------------------------------------------------
 # Per-group driver
 
-def flip_ranges(table: ClassTable, inside: np.ndarray, *,
-                skip: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def flip_ranges(table: ClassTable, inside: np.ndarray, *, skip: np.ndarray | None = None,
+                floor: np.ndarray | None = None, cap: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per (cell, class) group, the I5 range of harmful-flip endpoints inside a record subset.
 
     Parameters
@@ -269,13 +388,18 @@ def flip_ranges(table: ClassTable, inside: np.ndarray, *,
         Marks the perturbed records of the subset (only wrong ones matter).
     skip : ndarray of bool, shape (n_groups,), optional
         Groups whose answer the caller does not need; they keep the Ik range.
+    floor, cap : ndarray of int, shape (n_groups,), optional
+        For a caller that only uses ``max(low, floor)`` and ``min(high, cap)`` (the I5 bound
+        on ``H`` clips at ``a − u`` and ``u``): those are returned instead, and a bound that a
+        feasible placement already shows to be beyond its clip is not solved.
 
     Returns
     -------
     low, high : ndarray of int, shape (n_groups,)
         Extremes of the number of subset records among the perturbed wrong records opposite
-        clean-correct ones. Groups where the counts cannot bind keep the Ik (box) range
-        ``[max(0, h − d_out), min(h, d_in)]`` without solving anything.
+        clean-correct ones (clipped by ``floor`` / ``cap`` when given). Groups where the counts
+        cannot bind keep the Ik (box) range ``[max(0, h − d_out), min(h, d_in)]`` without
+        solving anything.
     """
     h_obs, _, s_obs, w_obs, _ = table.observed.T
     wrong_pert = ~table.pert_correct
@@ -285,12 +409,17 @@ def flip_ranges(table: ClassTable, inside: np.ndarray, *,
     low = np.maximum(0, h_obs - d_out)
     high = np.minimum(h_obs, d_in)
     candidates = (h_obs > 0) & (s_obs + w_obs > 0) & (d_in > 0) & (d_out > 0) & (low < high)
+    floor = None if floor is None else np.asarray(floor, dtype=np.int64)
+    cap = None if cap is None else np.asarray(cap, dtype=np.int64)
+    if floor is not None and cap is not None:
+        # Both clipped bounds are known from the box alone: max(low, floor) = floor when
+        # floor ≥ the box's top, min(high, cap) = cap when cap ≤ the box's bottom.
+        candidates &= ~((floor >= high) & (cap <= low))
     if skip is not None:
         candidates &= ~skip
-    if not candidates.any():
-        return low, high
-    labels_per_group = _distinct_wrong_labels(table, wrong_clean, wrong_pert)
-    candidates &= labels_per_group >= 2
+    if candidates.any():
+        labels_per_group = _distinct_wrong_labels(table, wrong_clean, wrong_pert)
+        candidates &= labels_per_group >= 2
     for grp in np.flatnonzero(candidates):
         sl = slice(table.group_start[grp], table.group_start[grp + 1])
         cw = table.clean_pred[sl][wrong_clean[sl]]
@@ -300,10 +429,16 @@ def flip_ranges(table: ClassTable, inside: np.ndarray, *,
         c = np.bincount(np.searchsorted(labels, cw), minlength=len(labels))
         di = np.bincount(np.searchsorted(labels, pw[pin]), minlength=len(labels))
         do = np.bincount(np.searchsorted(labels, pw[~pin]), minlength=len(labels))
-        rng = flip_endpoint_range(c, di, do, s=int(s_obs[grp]), w=int(w_obs[grp]))
+        key = tuple(sorted(zip(c.tolist(), di.tolist(), do.tolist())))
+        rng = _clipped_range(key, int(s_obs[grp]), int(w_obs[grp]),
+                             None if floor is None else int(floor[grp]), None if cap is None else int(cap[grp]))
         if rng is None:  # validated counts are always realisable; this is a bug, not bad input
             raise RuntimeError(f"five-state counts of group {grp} are not realisable.")
         low[grp], high[grp] = rng
+    if floor is not None:
+        low = np.maximum(low, floor)
+    if cap is not None:
+        high = np.minimum(high, cap)
     return low, high
 
 

@@ -262,7 +262,8 @@ def _interval_arrays(table: ClassTable, tau: float, levels: tuple[str, ...]) -> 
             out["dM_k", "Ik"] = dmk
         if "I5" in levels:
             # With no clean record correct and accepted, H is 0 whatever the flip endpoints are.
-            t_min, t_max = flip_ranges(table, table.pert_max_prob >= tau, skip=u == 0)
+            # Only max(0, t_min − (a − u)) and min(u, t_max) are used: the solver may clip there.
+            t_min, t_max = flip_ranges(table, table.pert_max_prob >= tau, skip=u == 0, floor=a - u, cap=u)
             out["H", "I5"] = (cell(np.maximum(0, t_min - (a - u))) / N, cell(np.minimum(u, t_max)) / N)
             # Theorem 1 (001): five-state counts add nothing for L and dM_k.
             out["L", "I5"] = l_bounds

@@ -66,6 +66,7 @@ __all__ = [
     "fashion_mnist",
     "load_demo_pool",
     "render_condition",
+    "render_condition_image",
     "save_demo_pool",
     "pool_indices",
 ]
@@ -630,6 +631,51 @@ def render_condition(images, condition: str, *, seed=0) -> np.ndarray:
     rng = _condition_streams(seed)[match[0]]
     out = _perturb(images.astype(np.float32) / 255.0, table.iloc[match[0]], rng)
     return np.rint(out * 255.0).astype(np.uint8)
+
+
+def render_condition_image(images, index: int, condition: str, *, seed=0) -> np.ndarray | None:
+    """``render_condition(images, condition, seed=seed)[index]`` rendered alone, where that is the same.
+
+    A condition that makes no random draw (the natural transforms and the deterministic
+    corruptions: defocus, contrast, brightness, pixelate, JPEG) acts on every image by itself,
+    so one image is rendered from that image alone (the page's probe view needs one image,
+    not 1,500). Whether the condition drew is read from its random stream's state, not from a
+    list of names.
+
+    Parameters
+    ----------
+    images : ndarray of uint8, shape (n, 28, 28)
+        The complete held-out image array of the pool, in stored order.
+    index : int
+        Position of the image in ``images``.
+    condition : str
+        A ``condition`` value of :func:`demo_conditions`.
+    seed : int
+        The pool's seed (``manifest.json``).
+
+    Returns
+    -------
+    ndarray of uint8, shape (28, 28), or None
+        None when the condition draws at random (noise, motion blur, the simulated
+        recaptures): its draws are made for the whole batch, so render the whole pool with
+        :func:`render_condition` (and cache it).
+    """
+    table = demo_conditions()
+    match = np.flatnonzero(table["condition"].to_numpy() == condition)
+    if match.size != 1:
+        raise ValueError(f"`condition` must be one of the pool's conditions; got {condition!r}.")
+    images = np.asarray(images)
+    if images.dtype != np.uint8 or images.ndim != 3:
+        raise ValueError(f"`images` must be a uint8 array (n, H, W); got {images.dtype} {images.shape}.")
+    if not 0 <= int(index) < len(images):
+        raise ValueError(f"`index` must be in [0, {len(images)}); got {index!r}.")
+    rng = _condition_streams(seed)[match[0]]
+    before = rng.bit_generator.state
+    index = int(index)
+    out = _perturb(images[index:index + 1].astype(np.float32) / 255.0, table.iloc[match[0]], rng)
+    if rng.bit_generator.state != before:
+        return None
+    return np.rint(out[0] * 255.0).astype(np.uint8)
 
 
 # ------------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from core.paired.demo import (
     pool_indices,
     reevaluate_demo_pool,
     render_condition,
+    render_condition_image,
     save_demo_models,
     save_demo_pool,
 )
@@ -383,6 +384,31 @@ def test_render_condition_reproduces_the_model_inputs(shipped):
     np.testing.assert_array_equal(render_condition(shipped.images, "rotate-10", seed=seed)[:5], expected)
     with pytest.raises(ValueError, match="`condition` must be one of the pool's conditions"):
         render_condition(shipped.images, "fog s3")
+
+
+@pytest.mark.slow
+def test_one_image_rendered_alone_equals_its_image_in_the_whole_pools_render(shipped):
+    """The Recapture page renders the inspected image alone under every probe that draws nothing."""
+    seed = shipped.manifest["seed"]
+    n = len(shipped.images)
+    positions = [0, 1, n // 3, n // 2, n - 2, n - 1]
+    alone = []
+    for condition in demo_conditions()["condition"]:
+        first = render_condition_image(shipped.images, positions[0], condition, seed=seed)
+        if first is None:
+            continue
+        alone.append(condition)
+        full = render_condition(shipped.images, condition, seed=seed)
+        for i in positions:
+            got = first if i == positions[0] else render_condition_image(shipped.images, i, condition, seed=seed)
+            np.testing.assert_array_equal(got, full[i], err_msg=f"{condition}, image {i}")
+    # Every natural transform and the five deterministic corruptions (two severities each) go alone;
+    # noise, motion blur and the simulated recaptures draw at random and need the whole batch.
+    families = set(demo_conditions().set_index("condition").loc[alone, "family"])
+    assert families == set(NATURAL_TRANSFORMS) | {"defocus_blur", "contrast", "brightness", "pixelate",
+                                                  "jpeg_compression"}
+    with pytest.raises(ValueError, match=r"`index` must be in \[0, 1500\); got 1500"):
+        render_condition_image(shipped.images, n, "hflip", seed=seed)
 
 
 # ------------------------------------------------------------------------------------------
