@@ -27,6 +27,7 @@ from ui.data import (
     upload_digest,
 )
 from ui.entry import ensure_entrypoint
+from ui.layout import flow_columns
 
 ensure_entrypoint()
 
@@ -279,7 +280,8 @@ def _queue(data: ScreeningData) -> None:
     models = sorted(scores["model"].unique())
     if st.session_state["recap_model"] not in models:
         st.session_state["recap_model"] = models[0]
-    c1, c2, c3, c4 = st.columns([2, 3, 2, 3])
+    # Two per row at 1000 px: four columns cut "cnn-w16" and "all recapture conditions".
+    c1, c2, c3, c4 = flow_columns([2, 3, 2, 3], key="recap_controls", min_width=[170, 230, 170, 230], gap="small")
     c1.selectbox("Model", models, key="recap_model", persist_state="session")
     model = st.session_state["recap_model"]
     mine = scores[scores["model"] == model]
@@ -308,7 +310,7 @@ def _queue(data: ScreeningData) -> None:
         cell = outcomes[outcomes["condition"] == condition]
     queue = recapture_queue(mine, score=score, budget=budget, outcomes=cell)
 
-    m = st.columns(4)
+    m = flow_columns(4, key="recap_metrics", min_width=210, gap="small")
     m[0].metric("Clean-correct test images", f"{len(mine):,}")
     m[1].metric("Re-tests in the queue", f"{int(queue['k'].iloc[0]):,}")
     if outcomes is None:
