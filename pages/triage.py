@@ -122,7 +122,7 @@ def _body() -> None:
     scores = result.scores.reset_index(drop=True)
     if st.session_state["triage_score"] not in scores.columns:
         st.session_state["triage_score"] = "fds"
-    c1, c2, c3 = flow_columns([2, 2, 3], key="triage_controls", min_width=[220, 220, 240], gap="small")
+    c1, c2, c3 = flow_columns([2, 2, 3], key="triage_controls", min_width=[300, 240, 240], gap="small")
     c1.selectbox("Rank by", list(scores.columns), key="triage_score", format_func=_score_label,
                  persist_state="session", help="Every score is oriented larger = riskier.")
     c2.radio("Ranked predictions", list(_SCOPES), key="triage_scope", format_func=_SCOPES.get, persist_state="session")

@@ -151,8 +151,8 @@ def trajectory_figure(
         customdata=custom,
         hovertemplate="step %{customdata[0]}<br>probability %{y:.3f}<br>prediction %{customdata[1]}<extra></extra>",
     ), row=2, col=1)
-    fig.add_hline(y=0, line=dict(color=LIGHT_GREY, width=2), row=1, col=1,
-                  annotation_text="decision boundary (margin 0)", annotation_position="bottom left")
+    # The boundary is named by the axis title: a text on the line sat under the path's points.
+    fig.add_hline(y=0, line=dict(color=LIGHT_GREY, width=2), row=1, col=1)
     if k_star <= depth:
         fig.add_vline(x=k_star - 0.5, line=dict(color=_FLIPPED, dash="dash", width=2))
         fig.add_annotation(x=k_star - 0.5, y=1.0, yref="paper", text=f"flip at k* = {k_star}",
@@ -165,7 +165,7 @@ def trajectory_figure(
     fig.update_xaxes(range=[-0.5, depth + 0.5], tickangle=0)
     fig.update_xaxes(tickmode="array", tickvals=steps.tolist(), ticktext=labels, row=2, col=1,
                      tickfont=dict(size=_STEP_FONT), title_text="groups removed (cumulative, → baseline)")
-    fig.update_yaxes(title_text="margin (nats)", row=1, col=1)
+    fig.update_yaxes(title_text="margin (nats; 0 = boundary)", row=1, col=1)
     fig.update_yaxes(title_text=f"P({class_label})", range=[0, 1.05], row=2, col=1)
     # The colour key is a subtitle, not a legend: a legend above the plot ran into the title
     # and the k* label in a half-width column, and the two panels' y titles name the lines.
@@ -247,11 +247,13 @@ def degradation_figure(
         if is_finite(star):
             at = int(np.argmin(np.abs(lam - float(star))))
             fig.add_trace(go.Scatter(
-                x=[float(star)], y=[float(curve_m[at])], mode="markers+text", showlegend=False,
+                x=[float(star)], y=[float(curve_m[at])], mode="markers", showlegend=False,
                 marker=dict(symbol="star", size=16, color=colour, line=dict(color="black", width=1)),
-                text=[f"λ* = {float(star):.2f}"], textposition="top center",
                 hovertemplate=f"{name}: first flip at λ* = %{{x:.2f}}<extra></extra>",
             ))
+            # An annotation on a white box, not the marker's text: that sat on the other curve.
+            fig.add_annotation(x=float(star), y=float(curve_m[at]), text=f"λ* = {float(star):.2f}", showarrow=False,
+                               yshift=18, font=dict(color=colour), bgcolor="rgba(255,255,255,0.85)")
     # The boundary is named in the legend, not by a text on the line: the ★ of λ* sit on that
     # line (the first flip is where the margin crosses 0) and would cover the text.
     fig.add_hline(y=0, line=dict(color=LIGHT_GREY, width=2))

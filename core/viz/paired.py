@@ -94,7 +94,7 @@ def intervals_figure(intervals: pd.DataFrame, *, targets: Sequence[str] = ("H", 
                 ), row=1, col=col)
         fig.update_yaxes(type="category", categoryorder="array", categoryarray=list(levels)[::-1], row=1, col=col)
         fig.update_xaxes(title_text="share of records" if target in ("H", "L") else "probability drop",
-                         range=x_range, row=1, col=col)
+                         range=x_range, nticks=4, row=1, col=col)  # five ticks ran together at 1000 px
     fig.update_yaxes(title_text="information level", row=1, col=1)
     # One legend entry per level even when the first panel lacks it.
     shown = {tr.name for tr in fig.data if tr.showlegend}
@@ -137,7 +137,7 @@ def grid_summary_figure(summary: pd.DataFrame, *, value: str = "mean_width",
                                  showlegend=col == 1, marker=dict(color=_LEVEL_COLOURS.get(level, GREY)),
                                  hovertemplate=f"{target} · {level}<br>%{{x}}: %{{y:.4f}}<extra></extra>"),
                           row=1, col=col)
-        fig.update_xaxes(title_text="source", type="category", tickangle=0, row=1, col=col)
+        fig.update_xaxes(title_text="source", type="category", tickangle=0, tickfont=dict(size=11), row=1, col=col)
     fig.update_yaxes(title_text=value_title, row=1, col=1)
     fig.update_layout(barmode="group")
     lines = 1 + max((t.count("<br>") for t in sources.values()), default=0)

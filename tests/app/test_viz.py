@@ -367,3 +367,17 @@ def test_grid_summary_wraps_hyphenated_sources_instead_of_rotating_them():
     assert set(fig.data[0].x) == {"synthetic", "simulated-<br>recapture"}
     assert fig.layout.xaxis.tickangle == 0
     assert fig.layout.margin.b == 62 + 16 + 58  # two tick lines, then the legend's rows
+
+
+def test_collapse_labels_each_reference_line_at_opposite_ends():
+    fig = viz.collapse_figure([0, 0.4, 0.8, 1.05, 1.2, 1.4], rcma=0.8, path=_LONG)
+    labels = [(a.text, a.y, a.xanchor) for a in fig.layout.annotations]
+    # One dict per label: a shared one was filled in by the second line and lost the RCMA label.
+    assert labels == [("RCMA = 0.800", 0.8, "left"), ("c = 1: margin gone", 1.0, "right")]
+
+
+def test_lambda_star_labels_are_boxed_annotations_above_their_star():
+    fig = _every_figure()["degradation_figure"]
+    (label,) = [a for a in fig.layout.annotations if a.text.startswith("λ*")]
+    assert (label.text, label.x, label.y, label.yshift) == ("λ* = 1.00", 1.0, -0.5, 18)
+    assert label.bgcolor and label.font.color == OKABE_ITO["blue"]
