@@ -368,12 +368,16 @@ def _gallery(data: ScreeningData, queue: pd.DataFrame, score: str) -> None:
     _tiles(tiles)
 
 
-def _tiles(tiles: list[tuple[np.ndarray, str]], per_row: int = 6) -> None:
-    """Images with captions in aligned rows of ``per_row``."""
-    for start in range(0, len(tiles), per_row):
-        cols = st.columns(per_row)
-        for col, (img, caption) in zip(cols, tiles[start:start + per_row]):
-            col.image(_large(img), caption=caption)
+def _tiles(tiles: list[tuple[np.ndarray, str]], width: int = 110) -> None:
+    """Images with captions, ``width`` px each, as many to a row as fit.
+
+    Fixed-width tiles in one wrapping row: seven columns of a 540 px page (1000 px with the
+    sidebar) were 70 px wide and broke the probe names mid-word ("shot_noi se s2").
+    """
+    with st.container(horizontal=True, wrap=True, gap="small"):
+        for img, caption in tiles:
+            with st.container(width=width):
+                st.image(_large(img), caption=caption, width="stretch")
 
 
 def _inspect(data: ScreeningData, model: str, queue: pd.DataFrame, score: str) -> None:
@@ -405,7 +409,7 @@ def _inspect(data: ScreeningData, model: str, queue: pd.DataFrame, score: str) -
                 if view is not None:
                     wrong = " ✗" if int(row.pred) != int(row.true_label) else ""
                     tiles.append((view, f"{row.probe} · p(true) {row.true_prob:.2f}{wrong}"))
-            _tiles(tiles, per_row=7)
+            _tiles(tiles)
 
 
 def _why_no_outcomes(data: ScreeningData) -> str:
