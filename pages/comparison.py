@@ -12,6 +12,7 @@ from ui.audit_line import audit_line
 from ui.components import figure, page_header, run_page, table
 from ui.data import audits_for, current_audit, model_label
 from ui.entry import ensure_entrypoint
+from ui.layout import flow_columns
 from ui.own_model import own_mode
 from ui.selection import sample_in, select_sample, selected_sample
 
@@ -60,16 +61,16 @@ def _body() -> None:
                     f"≤ 2 groups): **{model_label(stable)}**" + (" — the same model." if best == stable else "."))
     st.caption(_rcma_note(audits, frame))
     labelled = frame.assign(model=frame["model"].map(model_label))
-    left, right = st.columns(2)
+    left, right = flow_columns(2, key="comparison_tradeoffs", min_width=380)
     with left:
         figure(viz.tradeoff_figure(labelled, x="auroc", y="share_k_le_2", x_title="test AUROC (higher = better)",
                                    y_title="share flipped by ≤ 2 groups (lower = better)", x_bounds=(0, 1),
-                                   y_bounds=(0, 1)),
+                                   y_bounds=(0, 1), title="AUROC vs flips by ≤ 2 groups"),
                "Bottom-right would be ideal: accurate, and few predictions hinge on one or two evidence groups.")
     with right:
         figure(viz.tradeoff_figure(labelled, x="auroc", y="share_brittle", x_title="test AUROC (higher = better)",
                                    y_title="share held-out brittle (lower = better)", x_bounds=(0, 1),
-                                   y_bounds=(0, 1)),
+                                   y_bounds=(0, 1), title="AUROC vs held-out brittle"),
                "Share of all test predictions that are confident yet break under the held-out stressors.")
 
     st.subheader("One prediction, every model")

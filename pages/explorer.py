@@ -15,6 +15,7 @@ from ui.audit_line import audit_line
 from ui.components import figure, guarded, page_header, run_page, table
 from ui.data import current_audit
 from ui.entry import ensure_entrypoint
+from ui.layout import flow_columns
 from ui.own_model import live_model_off
 from ui.selection import apply_table_selection, sample_in, select_sample, selected_sample
 
@@ -60,7 +61,8 @@ def _pick_sample(frame) -> int | None:
     The chosen sample is always a row of the table as filtered (``None`` when no row matches),
     and it is the shared selection of the tabular pages (:mod:`ui.selection`).
     """
-    c1, c2, c3 = st.columns([2, 2, 1.4])  # room for the toggle's label at 1000 px
+    # Wrapping, not shrinking: at 1000 px the toggle's label read "High con…".
+    c1, c2, c3 = flow_columns([2, 2, 1.4], key="explorer_controls", min_width=[200, 200, 200], gap="small")
     c3.toggle("High confidence only", key="explorer_hc", persist_state="session", on_change=_clear_selection,
               help="Only predictions with confidence p̂ ≥ 0.9 — confident yet fragile ones are the risky cases.")
     c1.text_input("Search (sample id or class)", key="explorer_search", persist_state="session",
@@ -120,7 +122,7 @@ def _whatif(result, cert, position: int, classes: list[str]) -> None:
     only this panel (one batched ``predict_proba`` of two rows), not the whole certificate."""
     st.subheader("What if?")
     st.markdown("Set evidence groups to their baseline value and see the live prediction of the model.")
-    left, right = st.columns([3, 2])
+    left, right = flow_columns([3, 2], key="explorer_whatif_row", min_width=[340, 300])
     with left:
         if not live_model_off(result, "The what-if"):
             with guarded("What-if"):
@@ -173,7 +175,7 @@ def _body() -> None:
     depth = result.certificates.depth
 
     st.subheader(f"Sample {cert.index}: predicted **{row['predicted']}** with confidence {cert.confidence:.3f}")
-    m = st.columns(6)
+    m = flow_columns(6, key="explorer_metrics", min_width=130, gap="small")  # six 85 px metrics read "0.…"
     m[0].metric("True class", str(row["true_class"]))
     m[1].metric("FDS (risk)", f"{cert.fds:.3f}", help="1 − exp(−u); larger = more fragile")
     m[2].metric("Flip budget k*", flip_budget_text(cert, depth),

@@ -20,6 +20,7 @@ from ui.components import figure, guarded, page_header, run_page, table
 from ui.data import audit_max_rows, current_audit, current_dataset, current_protocol, dataset_label
 from ui.entry import ensure_entrypoint
 from ui.figure_cache import persisted_figure
+from ui.layout import flow_columns
 from ui.own_model import own_label, own_mode, saved_folder
 
 ensure_entrypoint()
@@ -112,7 +113,8 @@ def _protocol_form(n_groups: int) -> None:
     st.markdown("A certificate is only meaningful relative to its declared protocol; its fingerprint "
                 "(SHA-256 of the canonical JSON) is stored with every certificate and review.")
     with st.form("protocol_form", border=True):
-        c1, c2, c3 = st.columns(3)
+        # Two per row at 1000 px: a third of the form cut the severity grid ("0.1, 0.2, … 0.6").
+        c1, c2, c3 = flow_columns(3, key="overview_protocol_row", min_width=220, gap="small")
         # The rule's name only: with its description the option was cut at the box's edge
         # ("raw_origin — one group per raw column (i"); the descriptions are in the help.
         c1.selectbox("Grouping", GROUPING_RULES, key="proto_grouping", persist_state="session",
@@ -163,7 +165,7 @@ def _data_section(dataset, label: str | None = None) -> None:
         st.markdown(dataset.description)
     frame = dataset.frame
     counts = frame[dataset.target].value_counts().reindex(list(dataset.classes), fill_value=0)
-    cols = st.columns(4)
+    cols = flow_columns(4, key="overview_data_metrics", min_width=170, gap="small")
     cols[0].metric("Rows", f"{len(frame):,}")
     cols[1].metric("Raw features", f"{len(dataset.features)}", help=f"{len(dataset.numeric)} numeric, "
                    f"{len(dataset.categorical)} categorical")
@@ -175,7 +177,8 @@ def _data_section(dataset, label: str | None = None) -> None:
         cols[3].metric("Classes", f"{len(dataset.classes)}", help=" / ".join(f"{c}: {n:,}" for c, n in counts.items()))
     for note in dataset.notes:
         st.info(note, icon=":material/info:")
-    left, right = st.columns([2, 3])
+    # Stacked at 1000 px: beside the column table the histogram was 300 px wide (axis title cut).
+    left, right = flow_columns([2, 3], key="overview_data_row", min_width=[280, 400])
     with left:
         table(column_summary(dataset), name=f"{dataset.name} columns", key="overview_columns", height=380)
     with right:
@@ -219,8 +222,8 @@ def _glance_section(progress_at=None) -> None:
     from core.cfc.evaluation import strongest_confidence_score  # lazy: keep the cold start light
 
     best_conf = strongest_confidence_score(result.evaluation)  # None: no confidence AUROC to compare with
-    # Two rows of three: five metrics in one row cut their labels at 1000 px ("High confiden…").
-    cols = st.columns(3) + st.columns(3)
+    # Wrapping at 210 px each: five metrics in one row cut their labels at 1000 px ("High confiden…").
+    cols = flow_columns(5, key="overview_glance_metrics", min_width=210, gap="small")
     cols[0].metric("Test predictions", f"{len(cert):,}")
     cols[1].metric(f"High confidence (p̂ ≥ {result.label_channel.tau_p:g})", f"{int(result.labels.high_confidence.sum()):,}")
     cols[2].metric("Held-out brittle", f"{int(result.labels.labels.sum()):,}",
@@ -234,7 +237,7 @@ def _glance_section(progress_at=None) -> None:
                    delta=(f"{ev.loc['fds', 'capture@20'] - ev.loc[best_conf, 'capture@20']:+.2f} vs {best_conf}"
                           if best_conf else None),
                    help="Share of all brittle cases found by reviewing the 20 % highest-FDS predictions.")
-    left, right = st.columns(2)
+    left, right = flow_columns(2, key="overview_glance_charts", min_width=380)
     with left:
         figure(persisted_figure("confidence_fds_figure", cert["confidence"].to_numpy(), cert["fds"].to_numpy(),
                                 brittle=result.labels.labels, threshold=result.labels.tau_p),

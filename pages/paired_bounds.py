@@ -19,6 +19,7 @@ from core.paired.states import coverage_threshold, development_thresholds, five_
 from ui.components import figure, guarded, page_header, run_page, table
 from ui.data import PairedData, paired_data
 from ui.entry import ensure_entrypoint
+from ui.layout import flow_columns
 
 ensure_entrypoint()
 
@@ -110,7 +111,7 @@ def _policies(data: PairedData, model: str, condition: str, source: str) -> None
     comparison = policy_comparison(report, level=level, lam=lam)
     matrix, regret, labels = comparison.matrix.matrix, comparison.matrix.regret, comparison.matrix.labels
     chosen = comparison.chosen
-    left, right = st.columns([3, 2])
+    left, right = flow_columns([3, 2], key="paired_policy_row", min_width=[400, 320])
     with left:
         figure(viz.policy_matrix_figure(matrix, labels),
                "Cell (row j, column ℓ): the largest amount by which j can cost more than ℓ over every pairing "
@@ -166,7 +167,7 @@ def _paired_body(data: PairedData) -> None:
     cell = evaluation[(evaluation["model"] == model) & (evaluation["condition"] == condition)
                       & (evaluation["source"] == st.session_state["paired_source"])]
 
-    m = st.columns([1, 1.5, 1, 1])  # the wider column keeps "Acceptance threshold τ" whole at 1000 px
+    m = flow_columns([1, 1.5, 1, 1], key="paired_cell_metrics", min_width=[150, 190, 150, 180], gap="small")
     m[0].metric("Pairs in the cell", f"{len(cell):,}")
     m[1].metric("Acceptance threshold τ", f"{tau:.4f}")
     m[2].metric("Clean accuracy", f"{(cell['clean_pred'] == cell['true_label']).mean():.1%}")
@@ -178,7 +179,7 @@ def _paired_body(data: PairedData) -> None:
     figure(viz.intervals_figure(intervals),
            "Each bar spans every value some pairing consistent with that level allows; narrower is better "
            "identified. The ◆ (recorded pairing) always lies inside. 'undefined' = no pair is correct on both sides.")
-    left, right = st.columns([3, 2])
+    left, right = flow_columns([3, 2], key="paired_tables_row", min_width=[380, 300])
     with left:
         counts = five_state_counts(cell, tau)
         columns = ["true_label", "n", "h", "r", "s", "w", "k", "u", "v", "t"]
@@ -199,7 +200,7 @@ def _paired_body(data: PairedData) -> None:
     figure(viz.grid_summary_figure(overview.widths),
            "Mean width of the identified interval over all cells of a source. The drop from I0 to Ik shows what "
            "reporting the per-class count of records correct on both sides buys; I5 adds the other state counts.")
-    s = st.columns(4)
+    s = flow_columns(4, key="paired_grid_metrics", min_width=210, gap="small")
     s[0].metric("Cells", f"{overview.cells:,}")
     s[1].metric("Cells where I5 narrows H", f"{overview.i5_narrows_h:.1%}",
                 help="The five-state counts strictly tighten H beyond Ik")
@@ -227,7 +228,7 @@ def _unpaired_body(data: PairedData) -> None:
     coverage = float(st.session_state["paired_coverage"])
     tau = coverage_threshold(unpaired.clean["max_prob"].to_numpy(), coverage) if fixed_tau is None else fixed_tau
     clean, pert = unpaired.clean, unpaired.perturbed
-    m = st.columns(5)
+    m = flow_columns(5, key="paired_unpaired_metrics", min_width=170, gap="small")
     m[0].metric("Records per side", f"{len(clean):,}")
     m[1].metric("Highest level", unpaired.level)
     m[2].metric("Acceptance threshold τ", f"{tau:.4f}")
@@ -240,7 +241,7 @@ def _unpaired_body(data: PairedData) -> None:
            f"Each bar spans every value some pairing consistent with that level allows; narrower is better "
            f"identified. Levels above {unpaired.level} need more counts. 'undefined' = no pair can be correct on "
            "both sides.")
-    left, right = st.columns([3, 2])
+    left, right = flow_columns([3, 2], key="paired_unpaired_tables", min_width=[380, 300])
     with left:
         table(unpaired_class_summary(unpaired, tau), name="unpaired class summary", key="paired_unpaired_classes",
               caption="Per class: n records per side; a / b clean / perturbed correct; u clean correct & accepted, "

@@ -28,6 +28,7 @@ from ui.data import (
     upload_digest,
 )
 from ui.entry import ensure_entrypoint
+from ui.layout import flow_columns
 
 ensure_entrypoint()
 
@@ -288,7 +289,8 @@ def _queue(data: ScreeningData) -> None:
     models = sorted(scores["model"].unique())
     if st.session_state["recap_model"] not in models:
         st.session_state["recap_model"] = models[0]
-    c1, c2, c3, c4 = st.columns([2, 3, 2, 3])
+    # Two per row at 1000 px: four columns cut "cnn-w16" and "all recapture conditions".
+    c1, c2, c3, c4 = flow_columns([2, 3, 2, 3], key="recap_controls", min_width=[170, 230, 170, 230], gap="small")
     c1.selectbox("Model", models, key="recap_model", persist_state="session")
     model = st.session_state["recap_model"]
     mine = scores[scores["model"] == model]
@@ -317,7 +319,7 @@ def _queue(data: ScreeningData) -> None:
         cell = outcomes[outcomes["condition"] == condition]
     queue = recapture_queue(mine, score=score, budget=budget, outcomes=cell)
 
-    m = st.columns(4)
+    m = flow_columns(4, key="recap_metrics", min_width=210, gap="small")
     m[0].metric("Clean-correct test images", f"{len(mine):,}")
     m[1].metric("Re-tests in the queue", f"{int(queue['k'].iloc[0]):,}")
     if outcomes is None:
@@ -376,12 +378,16 @@ def _gallery(data: ScreeningData, queue: pd.DataFrame, score: str) -> None:
     _tiles(tiles)
 
 
-def _tiles(tiles: list[tuple[np.ndarray, str]], per_row: int = 6) -> None:
-    """Images with captions in aligned rows of ``per_row``."""
-    for start in range(0, len(tiles), per_row):
-        cols = st.columns(per_row)
-        for col, (img, caption) in zip(cols, tiles[start:start + per_row]):
-            col.image(_large(img), caption=caption)
+def _tiles(tiles: list[tuple[np.ndarray, str]], width: int = 110) -> None:
+    """Images with captions, ``width`` px each, as many to a row as fit.
+
+    Fixed-width tiles in one wrapping row: seven columns of a 540 px page (1000 px with the
+    sidebar) were 70 px wide and broke the probe names mid-word ("shot_noi se s2").
+    """
+    with st.container(horizontal=True, wrap=True, gap="small"):
+        for img, caption in tiles:
+            with st.container(width=width):
+                st.image(_large(img), caption=caption, width="stretch")
 
 
 def _inspect(data: ScreeningData, model: str, queue: pd.DataFrame, score: str) -> None:
@@ -413,7 +419,7 @@ def _inspect(data: ScreeningData, model: str, queue: pd.DataFrame, score: str) -
                 if view is not None:
                     wrong = " ✗" if int(row.pred) != int(row.true_label) else ""
                     tiles.append((view, f"{row.probe} · p(true) {row.true_prob:.2f}{wrong}"))
-            _tiles(tiles, per_row=7)
+            _tiles(tiles)
 
 
 def _why_no_outcomes(data: ScreeningData) -> str:

@@ -14,6 +14,7 @@ from ui.audit_line import audit_line
 from ui.components import figure, guarded, page_header, run_page
 from ui.data import current_audit, review_store
 from ui.entry import ensure_entrypoint
+from ui.layout import flow_columns
 from ui.review import (
     bulk_form,
     history_panel,
@@ -80,7 +81,7 @@ def _evidence(result, frame, sample_id: int) -> None:
     depth = result.certificates.depth
     with st.expander(f"Evidence for sample {sample_id}: predicted {row['predicted']} "
                      f"(true class {row['true_class']})", expanded=True, icon=":material/troubleshoot:"):
-        m = st.columns(4)
+        m = flow_columns(4, key="triage_case_metrics", min_width=200, gap="small")
         m[0].metric("Confidence", f"{cert.confidence:.3f}")
         m[1].metric("FDS (risk)", f"{cert.fds:.3f}", help="1 − exp(−u); larger = more fragile")
         m[2].metric("Flip budget k*", flip_budget_text(cert, depth),
@@ -99,7 +100,8 @@ def _review_panel(key, sample_id: int, queue, shown) -> None:
     flash, st.session_state["review_flash"] = st.session_state["review_flash"], None
     if flash:
         (st.success if flash[0] == "success" else st.error)(flash[1])
-    left, right = st.columns([2, 3])
+    # Stacked below about 750 px of page width: beside the history the form was 210 px wide.
+    left, right = flow_columns([2, 3], key="triage_review_row", min_width=[340, 380])
     with left:
         st.markdown(f"**Sample {sample_id}** — Alt+1/2/3 pick a decision, Alt+S saves and opens the next "
                     "unreviewed case, Alt+N / Alt+P step through the shown queue.")
@@ -122,7 +124,7 @@ def _body() -> None:
     scores = result.scores.reset_index(drop=True)
     if st.session_state["triage_score"] not in scores.columns:
         st.session_state["triage_score"] = "fds"
-    c1, c2, c3 = st.columns([2, 2, 3])
+    c1, c2, c3 = flow_columns([2, 2, 3], key="triage_controls", min_width=[300, 240, 240], gap="small")
     c1.selectbox("Rank by", list(scores.columns), key="triage_score", format_func=_score_label,
                  persist_state="session", help="Every score is oriented larger = riskier.")
     c2.radio("Ranked predictions", list(_SCOPES), key="triage_scope", format_func=_SCOPES.get, persist_state="session")
@@ -140,7 +142,7 @@ def _body() -> None:
     queue = rank_queue(population, "score_value", budget=budget)
     summary = score_summary(scores[mask], brittle, budget)
 
-    m = st.columns(4)
+    m = flow_columns(4, key="triage_metrics", min_width=200, gap="small")
     m[0].metric("Ranked predictions", f"{len(population):,}")
     m[1].metric("Held-out brittle", f"{int(brittle.sum()):,}", help="Brittle under the held-out stressors, among the "
                 "ranked predictions (evaluation label only)")

@@ -11,6 +11,7 @@ from core import viz
 from core.views.tabular import path_evidence_table, removal_steps_table
 from core.tabular.own_model import feature_origins
 from ui.components import figure, table
+from ui.layout import flow_columns
 
 #: One-step drops shown by default before the other groups are folded into one bar.
 DEFAULT_TOP_GROUPS = 15
@@ -45,7 +46,8 @@ def certificate_figures(result: Any, cert: Any, *, key: str) -> None:
 
 
 def _trajectory_row(cert: Any, classes: list[str], *, key: str) -> None:
-    left, right = st.columns([3, 2])
+    # Side by side from about 800 px of page width, stacked below (the step labels need 420 px).
+    left, right = flow_columns([3, 2], key=f"{key}_trajectory_row", min_width=[420, 340])
     with left:
         figure(cached_figure("trajectory_figure", list(cert.path), cert.path_margins, cert.proba[:, cert.pred],
                              flip_budget=int(cert.flip_budget), predicted=[classes[p] for p in cert.preds],
@@ -60,7 +62,7 @@ def _trajectory_row(cert: Any, classes: list[str], *, key: str) -> None:
 
 
 def _operator_row(cert: Any, *, key: str) -> None:
-    left, right = st.columns(2)
+    left, right = flow_columns(2, key=f"{key}_operator_row", min_width=380)
     with left:
         figure(cached_figure("degradation_figure", cert.severities, dict(cert.operator_margins),
                              dict(cert.lambda_star), margin0=float(cert.margin)),

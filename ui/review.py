@@ -40,6 +40,7 @@ from core.reviews import (
 )
 from core.reviews.queue import UNREVIEWED, minutes
 from ui.data import review_store
+from ui.layout import flow_columns
 from ui.selection import select_sample, selected_sample
 from ui.shortcuts import shortcuts
 
@@ -116,7 +117,8 @@ def prepare_case(key: AuditKey, sample_id: int, latest: pd.DataFrame) -> None:
 
 def queue_filter(latest: pd.DataFrame) -> QueueFilter:
     """The filter row above the queue (status, decision, reviewer, reason)."""
-    c = st.columns([2, 3, 2, 3])
+    # Two per row at 1000 px (four 100 px boxes cut "All cases" to "All case"), four at 1400 px.
+    c = flow_columns([2, 3, 2, 3], key="review_filter_row", min_width=[170, 220, 170, 220], gap="small")
     clear = {"on_change": clear_table_selection, "persist_state": "session"}  # row positions change
     c[0].selectbox("Show", list(_STATUS), key="review_filter_status", format_func=_STATUS.get, **clear)
     c[1].multiselect("Latest decision", list(DECISIONS), key="review_filter_decisions",
@@ -292,13 +294,15 @@ def review_form(key: AuditKey, sample_id: int, *, queue_order: Sequence[int], sh
     st.multiselect("Reasons", list(REASONS), key="review_reasons", format_func=REASONS.get,
                    placeholder="structured reasons (any number)")
     st.text_area("Note", key="review_note", placeholder="why — what did you check?", height=80)
-    b = st.columns(2)
+    # Rows that wrap instead of columns that shrink: in a 210 px form the labels read "Save d…"
+    # and "Save &…", and the navigation buttons lost their text.
+    b = flow_columns([1, 1], key="review_save_row", min_width=[130, 170], gap="small")
     b[0].button("Save decision", type="secondary", key="review_save", on_click=_save,
                 args=(key, sample_id, token, list(queue_order), False), width="stretch")
     b[1].button("Save & next (Alt+S)", type="primary", key="review_save_next", on_click=_save,
                 args=(key, sample_id, token, list(queue_order), True), width="stretch",
                 help="Save, then open the next unreviewed case in queue order (wrapping to the top).")
-    n = st.columns(3)
+    n = flow_columns(3, key="review_nav_row", min_width=[150, 130, 140], gap="small")
     n[0].button("Previous (Alt+P)", key="review_previous", on_click=_move, args=(list(shown_order), -1),
                 width="stretch", icon=":material/arrow_back:")
     n[1].button("Next (Alt+N)", key="review_next", on_click=_move, args=(list(shown_order), 1), width="stretch",
@@ -316,7 +320,7 @@ def bulk_form(key: AuditKey, sample_ids: Sequence[int]) -> None:
     with st.container(border=True):
         st.markdown(f"**Bulk decision for the {len(sample_ids)} selected cases** "
                     f"({', '.join(str(s) for s in sample_ids[:12])}{' …' if len(sample_ids) > 12 else ''})")
-        c = st.columns([2, 3, 3, 2])
+        c = flow_columns([2, 3, 3, 2], key="review_bulk_row", min_width=[200, 220, 200, 160], gap="small")
         c[0].selectbox("Decision", DECISIONS, key="review_bulk_decision", format_func=DECISION_LABELS.get)
         c[1].multiselect("Reasons", list(REASONS), key="review_bulk_reasons", format_func=REASONS.get)
         c[2].text_input("Note", key="review_bulk_note")

@@ -93,37 +93,60 @@ def is_finite(value: object) -> bool:
         return False
 
 
-_LEGENDS = {
-    "top": dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1.0),
-    "right": dict(orientation="v", yanchor="top", y=1.0, xanchor="left", x=1.02),
-    "bottom": dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0.0),
-}
+#: Where :func:`finish` may put the legend.
+_LEGEND_PLACES = ("bottom", "right")
+
+
+#: Below the x-axis title, in px under the plot area: tick labels (one line) plus the axis title.
+_BELOW_AXIS_PX = 62
+
+
+def _legend(at: str, plot_height: int, below_px: int) -> dict:
+    # Never above the plot: that is the top margin, where the title and subtitle are, and a
+    # horizontal legend wraps to more rows in a narrow column and grows up into them.
+    if at == "right":
+        return dict(orientation="v", yanchor="top", y=1.0, xanchor="left", x=1.02)
+    return dict(orientation="h", yanchor="top", y=-below_px / max(plot_height, 1), xanchor="left", x=0.0)
 
 
 def finish(fig: go.Figure, *, title: str, x_title: str | None = None, y_title: str | None = None,
-           height: int = 380, legend: bool = True, legend_at: str = "top", subtitle: str | None = None) -> go.Figure:
+           height: int = 380, legend: bool = True, legend_at: str = "bottom", subtitle: str | None = None,
+           tick_lines: int = 1) -> go.Figure:
     """Apply the house layout: white template, title, axis titles and the legend position
-    (``"top"``: one row above the plot; ``"right"`` for many series; ``"bottom"`` under the
-    x-axis title, when subplot titles occupy the top).
+    (``"bottom"``: horizontal rows under the x-axis title; ``"right"``: one column beside the
+    plot, for many series). No legend goes above the plot, where the title is: at 1000 px a
+    half-width column wraps a horizontal legend into rows that ran into the title.
 
     Plotly never wraps a title: keep ``title`` short enough for a half-width column (about 45
     characters) and put the reading key ("orange = …", "◆ = …") in ``subtitle``, a smaller
-    second line (break it with ``<br>`` or :func:`wrap_label` when it is long).
+    second line (break it with ``<br>`` or :func:`wrap_label` when it is long). Every axis gets
+    ``automargin``, so long or wrapped tick labels push the margin instead of being cut;
+    ``tick_lines`` is the number of lines of the x tick labels, which a bottom legend clears.
     """
+    if legend_at not in _LEGEND_PLACES:
+        raise ValueError(f"`legend_at` must be one of {_LEGEND_PLACES}; got {legend_at!r}.")
+    if not (isinstance(tick_lines, int) and tick_lines >= 1):
+        raise ValueError(f"`tick_lines` must be an int >= 1; got {tick_lines!r}.")
     lines = 0 if subtitle is None else subtitle.count("<br>") + 1
+    below = _BELOW_AXIS_PX + 16 * (tick_lines - 1)
+    top = 70 + 16 * lines
+    bottom = below + 58 if legend_at == "bottom" and legend else 60 + 16 * (tick_lines - 1)
+    total = height + 16 * lines + (bottom - 60)
     fig.update_layout(
         template="plotly_white",
         # Pinned to the top of the figure: plotly centres a title in the top margin, so a larger
         # margin (for panel titles) would otherwise push the subtitle onto them.
         title=dict(text=title, x=0.0, xanchor="left", y=1.0, yref="container", yanchor="top", pad=dict(t=14),
                    font=dict(size=16), subtitle=dict(text=subtitle or "", font=dict(size=12, color=GREY))),
-        height=height + 16 * lines,
-        margin=dict(l=60, r=20, t=70 + 16 * lines, b=110 if legend_at == "bottom" and legend else 60),
+        height=total,
+        margin=dict(l=60, r=20, t=top, b=bottom),
         showlegend=legend,
-        legend=_LEGENDS[legend_at],
+        legend=_legend(legend_at, total - top - bottom, below),
         font=dict(family="Source Sans Pro, DejaVu Sans, sans-serif", size=13),
         hoverlabel=dict(namelength=-1),
     )
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
     if x_title is not None:
         fig.update_xaxes(title_text=x_title)
     if y_title is not None:

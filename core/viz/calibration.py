@@ -38,7 +38,7 @@ def reliability_figure(bins: pd.DataFrame) -> go.Figure:
     methods = list(dict.fromkeys(bins["method"]))
     colours = dict(zip(methods, series_colours(len(methods))))
     fig = make_subplots(rows=1, cols=max(1, len(panels)), shared_yaxes=True, subplot_titles=panels,
-                        horizontal_spacing=0.05)
+                        horizontal_spacing=0.09)
     biggest = max(float(data["count"].max()), 1.0) if len(data) else 1.0
     # Zoom to the populated part (confidence never goes below 1/C) but keep the diagonal's origin
     # visible in tenths, so panels stay comparable.
@@ -56,7 +56,9 @@ def reliability_figure(bins: pd.DataFrame) -> go.Figure:
                 customdata=part["count"],
                 hovertemplate=f"{method}<br>confidence %{{x:.3f}}<br>accuracy %{{y:.3f}}<br>n = %{{customdata}}<extra></extra>",
             ), row=1, col=col)
-        fig.update_xaxes(range=[low, 1.02], title_text="mean predicted confidence (0–1)", row=1, col=col)
+        fig.update_xaxes(range=[low, 1.02], title_text="mean confidence", row=1, col=col)
     fig.update_yaxes(range=[low, 1.02], title_text="observed accuracy (0–1)", row=1, col=1)
-    return finish(fig, title="Reliability diagrams (below the diagonal = over-confident)", height=460,
+    # Short per-panel axis titles: at 1000 px "mean predicted confidence (0–1)" ran into its
+    # neighbour's; the reading key is a subtitle (a long title ran past a narrow figure).
+    return finish(fig, title="Reliability diagrams", subtitle="below the diagonal = over-confident", height=460,
                   legend_at="bottom")

@@ -68,12 +68,22 @@ def _wrap(text: str, width: int, *, lines: int = 2) -> str:
 
 
 def _step_labels(path: Sequence[str], *, width: int = 16) -> list[str]:
-    return ["0<br>intact"] + [f"{k}<br>{_wrap(f'−{name}', width)}" for k, name in enumerate(path, start=1)]
+    # No "−" before the name (the axis title says the groups are removed): in the narrowest
+    # plot every character of a slot goes to the name.
+    return ["0<br>intact" if width >= 6 else "0"] + [f"{k}<br>{_wrap(name, width)}" for k, name in enumerate(path, start=1)]
+
+
+#: Tick font of the step axis (px) and its mean character width in the house font.
+_STEP_FONT, _STEP_CHAR_PX = 11, 5.6
+#: The narrowest plot area a step axis must fit: a 420 px column (ui.layout.flow_columns keeps
+#: the trajectory at least that wide, then stacks) minus the y-axis margin.
+_NARROWEST_PLOT_PX = 340
 
 
 def _label_width(depth: int) -> int:
-    # ~700 px of plot at 1400 px page width, ~7 px per character at the house font size.
-    return int(np.clip(100 // (depth + 1), 6, 18))
+    """Characters per tick-label line so that ``depth + 1`` labels fit side by side in the
+    narrowest plot, with a character of space between neighbours."""
+    return int(np.clip(_NARROWEST_PLOT_PX / (depth + 1) / _STEP_CHAR_PX - 1, 4, 18))
 
 
 def _flip_budget_iv(flip_budget: int, depth: int) -> int:
@@ -141,12 +151,8 @@ def trajectory_figure(
         customdata=custom,
         hovertemplate="step %{customdata[0]}<br>probability %{y:.3f}<br>prediction %{customdata[1]}<extra></extra>",
     ), row=2, col=1)
-    # Legend entries for the marker colours (the traces themselves mix both colours).
-    for colour, text in ((_KEPT, "prediction unchanged"), (_FLIPPED, "prediction flipped")):
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", marker=dict(color=colour, size=11),
-                                 name=text, showlegend=True), row=1, col=1)
-    fig.add_hline(y=0, line=dict(color=LIGHT_GREY, width=2), row=1, col=1,
-                  annotation_text="decision boundary (margin 0)", annotation_position="bottom left")
+    # The boundary is named by the axis title: a text on the line sat under the path's points.
+    fig.add_hline(y=0, line=dict(color=LIGHT_GREY, width=2), row=1, col=1)
     if k_star <= depth:
         fig.add_vline(x=k_star - 0.5, line=dict(color=_FLIPPED, dash="dash", width=2))
         fig.add_annotation(x=k_star - 0.5, y=1.0, yref="paper", text=f"flip at k* = {k_star}",
@@ -156,12 +162,17 @@ def trajectory_figure(
                            showarrow=False, xanchor="right", yanchor="bottom", font=dict(color=_KEPT))
     # Half a step of padding on both sides keeps the first and last tick labels inside the plot;
     # labels are wrapped, never rotated, so none runs past the figure's edge.
-    fig.update_xaxes(range=[-0.5, depth + 0.5], tickangle=0, automargin=True)
+    fig.update_xaxes(range=[-0.5, depth + 0.5], tickangle=0)
     fig.update_xaxes(tickmode="array", tickvals=steps.tolist(), ticktext=labels, row=2, col=1,
-                     title_text="groups removed (step k, cumulative; group replaced by baseline)")
-    fig.update_yaxes(title_text="margin (nats)", row=1, col=1)
+                     tickfont=dict(size=_STEP_FONT), title_text="groups removed (cumulative, → baseline)")
+    fig.update_yaxes(title_text="margin (nats; 0 = boundary)", row=1, col=1)
     fig.update_yaxes(title_text=f"P({class_label})", range=[0, 1.05], row=2, col=1)
-    return finish(fig, title="Removal trajectory", height=520)
+    # The colour key is a subtitle, not a legend: a legend above the plot ran into the title
+    # and the k* label in a half-width column, and the two panels' y titles name the lines.
+    key = (f"<span style='color:{_KEPT}'>●</span> prediction unchanged · "
+           f"<span style='color:{_FLIPPED}'>●</span> flipped")
+    return finish(fig, title="Removal trajectory", subtitle=key, height=520, legend=False,
+                  tick_lines=1 + max(label.count("<br>") for label in labels))
 
 
 def collapse_figure(collapse: ArrayLike, *, rcma: float, path: Sequence[str] | None = None) -> go.Figure:
@@ -188,15 +199,18 @@ def collapse_figure(collapse: ArrayLike, *, rcma: float, path: Sequence[str] | N
         x=steps, y=c, width=1.0, name="collapse c_k", marker=dict(color=OKABE_ITO["sky_blue"], line=dict(color=_KEPT, width=1)),
         customdata=names, hovertemplate="step %{x} %{customdata}<br>c_k %{y:.3f}<extra></extra>",
     ))
+    # Short labels on white boxes at opposite ends of their lines: in a narrow column the longer
+    # ones ran into each other (and past the figure's edge), and below its line the c = 1 label
+    # sat behind the bars of c_k ≥ 1.
     fig.add_hline(y=rcma, line=dict(color=OKABE_ITO["orange"], dash="dash", width=2),
-                  annotation_text=f"RCMA = {rcma:.3f} (mean bar height)", annotation_position="top left")
-    # On a white box above the line: below it, the label sat behind the bars of c_k ≥ 1.
-    fig.add_hline(y=1.0, line=dict(color=GREY, dash="dot"), annotation_text="c = 1: margin fully gone",
+                  annotation_text=f"RCMA = {rcma:.3f}", annotation_position="top left",
+                  annotation=dict(bgcolor="rgba(255,255,255,0.85)"))  # one dict each: plotly fills it in
+    fig.add_hline(y=1.0, line=dict(color=GREY, dash="dot"), annotation_text="c = 1: margin gone",
                   annotation_position="top right", annotation=dict(bgcolor="rgba(255,255,255,0.85)"))
     fig.update_xaxes(tickmode="array", tickvals=steps.tolist(), range=[-0.6, depth + 0.6], tickangle=0)
     fig.update_yaxes(rangemode="tozero")
-    return finish(fig, title="Margin collapse along the path", x_title="groups removed (step k)",
-                  y_title="margin loss c_k (unitless)", legend=False)
+    return finish(fig, title="Margin collapse along the path", subtitle="dashed = RCMA, the mean bar height",
+                  x_title="groups removed (step k)", y_title="margin loss c_k", legend=False)
 
 
 def degradation_figure(
@@ -233,19 +247,23 @@ def degradation_figure(
         if is_finite(star):
             at = int(np.argmin(np.abs(lam - float(star))))
             fig.add_trace(go.Scatter(
-                x=[float(star)], y=[float(curve_m[at])], mode="markers+text", showlegend=False,
+                x=[float(star)], y=[float(curve_m[at])], mode="markers", showlegend=False,
                 marker=dict(symbol="star", size=16, color=colour, line=dict(color="black", width=1)),
-                text=[f"λ* = {float(star):.2f}"], textposition="top center",
                 hovertemplate=f"{name}: first flip at λ* = %{{x:.2f}}<extra></extra>",
             ))
+            # An annotation on a white box, not the marker's text: that sat on the other curve.
+            fig.add_annotation(x=float(star), y=float(curve_m[at]), text=f"λ* = {float(star):.2f}", showarrow=False,
+                               yshift=18, font=dict(color=colour), bgcolor="rgba(255,255,255,0.85)")
     # The boundary is named in the legend, not by a text on the line: the ★ of λ* sit on that
     # line (the first flip is where the margin crosses 0) and would cover the text.
     fig.add_hline(y=0, line=dict(color=LIGHT_GREY, width=2))
     fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line=dict(color=LIGHT_GREY, width=2),
                              name="decision boundary (margin 0)", hoverinfo="skip"))
     fig.update_xaxes(range=[-0.02, 1.05])
-    return finish(fig, title="Partial degradation per operator (★ = λ*, first flip)",
-                  x_title="severity λ (0 = intact, 1 = replaced by baseline)", y_title="margin (nats)")
+    # The key in a subtitle and the legend under the axis: with the key in the title, the title
+    # ran into the legend above the plot even at 1400 px.
+    return finish(fig, title="Partial degradation per operator", subtitle="★ = λ*, the first severity that flips",
+                  x_title="severity λ (0 = intact, 1 = baseline)", y_title="margin (nats)")
 
 
 def drops_figure(groups: Sequence[str], drops: ArrayLike, *, path: Sequence[str] = (),
@@ -294,10 +312,10 @@ def drops_figure(groups: Sequence[str], drops: ArrayLike, *, path: Sequence[str]
     ))
     fig.add_vline(x=0, line=dict(color="black", width=1))
     fig.update_yaxes(autorange="reversed", type="category", automargin=True)
-    title = "One-step drops δ_g (blue = on the removal path)"
+    title = "One-step drops δ_g"
     if folded.shape[0]:
-        title = f"One-step drops δ_g: top {shown.shape[0]} of {len(groups)} groups (blue = on the path)"
-    return finish(fig, title=title, x_title="margin drop δ_g (nats; > 0 = supports it)",
+        title = f"One-step drops δ_g: top {shown.shape[0]} of {len(groups)} groups"
+    return finish(fig, title=title, subtitle="blue = on the removal path", x_title="margin drop δ_g (nats)",
                   y_title="evidence group", height=max(300, 28 * len(names) + 120), legend=False)
 
 
@@ -340,12 +358,13 @@ def confidence_fds_figure(confidence: ArrayLike, fds: ArrayLike, *, brittle: Arr
             sel = idx[mask[idx]]
             fig.add_trace(go.Scatter(x=conf[sel], y=f[sel], mode="markers", name=name,
                                        marker=dict(color=colour, size=6, opacity=0.6)))
-    fig.add_vline(x=threshold, line=dict(color=GREY, dash="dash"), annotation_text=f"high confidence ≥ {threshold:g}",
-                  annotation_position="top left")
+    # Named in the subtitle: a text on the line sat on the points near FDS = 1.
+    fig.add_vline(x=threshold, line=dict(color=GREY, dash="dash"))
     fig.update_yaxes(range=[0, 1])
     # Below the plot: its entries wrap to a second row in a half-width column and ran into the title.
-    return finish(fig, title="Confidence is not stability", x_title="confidence p̂ (max probability)",
-                  y_title="FDS (0–1, larger = more fragile)", legend_at="bottom")
+    return finish(fig, title="Confidence is not stability", subtitle=f"dashed = high confidence (p̂ ≥ {threshold:g})",
+                  x_title="confidence p̂ (max probability)", y_title="FDS (larger = more fragile)",
+                  legend_at="bottom")
 
 
 def flip_budget_histogram(flip_budget: ArrayLike, *, depth: int) -> go.Figure:
@@ -354,10 +373,11 @@ def flip_budget_histogram(flip_budget: ArrayLike, *, depth: int) -> go.Figure:
     if k.size and (k.min() < 1 or k.max() > depth + 1):
         raise ValueError(f"`flip_budget` values must lie in 1..{depth + 1}; got range {k.min()}..{k.max()}.")
     counts = np.bincount(k, minlength=depth + 2)[1:]
-    labels = [str(v) for v in range(1, depth + 1)] + [f"no flip ≤ {depth}"]
+    labels = [str(v) for v in range(1, depth + 1)] + [f"no flip<br>≤ {depth}"]
     colours = [_FLIPPED] * depth + [_KEPT]
     fig = go.Figure(go.Bar(x=labels, y=counts, marker=dict(color=colours),
                            hovertemplate="k* = %{x}: %{y} predictions<extra></extra>"))
-    fig.update_xaxes(type="category")
-    return finish(fig, title="Flip budget k* over the evaluated predictions",
-                  x_title="groups removed until the prediction flips (k*)", y_title="predictions (count)", legend=False)
+    fig.update_xaxes(type="category", tickangle=0)
+    return finish(fig, title="Flip budget k* of the evaluated predictions",
+                  x_title="groups removed until it flips (k*)", y_title="predictions (count)", legend=False,
+                  tick_lines=2)

@@ -53,7 +53,8 @@ def column_distribution_figure(values: pd.Series, target: pd.Series, *, classes:
                 hovertemplate=f"{label}<br>{name} %{{x}}<br>rows %{{y}}<extra></extra>",
             ))
         fig.update_layout(barmode="overlay")
-        x_title = f"{name} (raw value; {missing:,} missing not shown)"
+        x_title = f"{name} (raw value)"
+        note = f"{missing:,} missing value{'' if missing == 1 else 's'} not shown"
     else:
         text = v.astype(object).where(v.notna(), _MISSING).map(str)
         order = text.value_counts().index.tolist()
@@ -63,5 +64,8 @@ def column_distribution_figure(values: pd.Series, target: pd.Series, *, classes:
                                  hovertemplate=f"{label}<br>%{{x}}: %{{y}} rows<extra></extra>"))
         fig.update_layout(barmode="group")
         fig.update_xaxes(type="category")
-        x_title = f"{name} (category; missing shown as {_MISSING})"
-    return finish(fig, title=f"Distribution of {name} by class", x_title=x_title, y_title="rows (count)", height=360)
+        x_title = f"{name} (category)"
+        note = f"missing values shown as {_MISSING}"
+    # The note is a subtitle: in the x-axis title it made the title run past a half-width figure.
+    return finish(fig, title=f"Distribution of {name} by class", subtitle=note, x_title=x_title,
+                  y_title="rows (count)", height=360)

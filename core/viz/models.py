@@ -28,7 +28,8 @@ def _padded_range(values: pd.Series, bounds: tuple[float, float] | None, *, shar
 
 def tradeoff_figure(frame: pd.DataFrame, *, x: str, y: str, x_title: str, y_title: str,
                     label: str = "model", x_bounds: tuple[float, float] | None = None,
-                    y_bounds: tuple[float, float] | None = None) -> go.Figure:
+                    y_bounds: tuple[float, float] | None = None,
+                    title: str = "Nominal quality vs stability") -> go.Figure:
     """One point per model: a nominal metric against a fragility metric.
 
     Parameters
@@ -42,6 +43,8 @@ def tradeoff_figure(frame: pd.DataFrame, *, x: str, y: str, x_title: str, y_titl
     x_bounds, y_bounds : (float, float), optional
         The range a metric can take (``(0, 1)`` for AUROC and shares): the padded axis is
         clipped to it.
+    title : str
+        Figure title; two tradeoffs side by side need different ones.
     """
     missing = {label, x, y} - set(frame.columns)
     if missing:
@@ -65,7 +68,7 @@ def tradeoff_figure(frame: pd.DataFrame, *, x: str, y: str, x_title: str, y_titl
     if len(data):  # room for the markers and their labels, inside the metric's range
         fig.update_xaxes(range=_padded_range(data[x], x_bounds))
         fig.update_yaxes(range=_padded_range(data[y], y_bounds, share=0.35))
-    return finish(fig, title="Nominal quality vs stability", x_title=x_title, y_title=y_title, legend=False, height=420)
+    return finish(fig, title=title, x_title=x_title, y_title=y_title, legend=False, height=420)
 
 
 def trajectories_by_model_figure(trajectories: Mapping[str, tuple[Sequence[str], ArrayLike, int]]) -> go.Figure:

@@ -109,7 +109,7 @@ def score_metrics_figure(table: pd.DataFrame, *, capture_column: str, highlight:
     frame = table.sort_values("auroc", ascending=False, na_position="last")
     names = frame["score"].astype(str).tolist()
     colours = [HIGHLIGHT if n == highlight else OKABE_ITO["blue"] for n in names]
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.07,
                         subplot_titles=("AUROC", capture_column))
     fig.add_trace(go.Bar(x=frame["auroc"], y=names, orientation="h", marker=dict(color=colours),
                          hovertemplate="%{y}: AUROC %{x:.3f}<extra></extra>"), row=1, col=1)

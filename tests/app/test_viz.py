@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import pytest
 
 from core import viz
-from core.viz._style import OKABE_ITO, series_colours
+from core.viz._style import OKABE_ITO, finish, series_colours
 
 PALETTE = set(OKABE_ITO.values()) | {"#7F7F7F", "#D9D9D9", "#FFFFFF"}
 
@@ -53,7 +53,7 @@ def test_trajectory_marks_the_flip_between_the_last_kept_and_first_flipped_step(
     margin_trace = fig.data[0]
     assert list(margin_trace.marker.color) == [OKABE_ITO["blue"]] * 2 + [OKABE_ITO["vermillion"]] * 2
     assert "flip at k* = 2" in [a.text for a in fig.layout.annotations]
-    assert list(fig.layout.xaxis2.ticktext) == ["0<br>intact", "1<br>−income", "2<br>−debt", "3<br>−age"]
+    assert list(fig.layout.xaxis2.ticktext) == ["0<br>intact", "1<br>income", "2<br>debt", "3<br>age"]
 
 
 def test_trajectory_without_flip_says_so():
@@ -229,3 +229,157 @@ def test_viz_never_imports_streamlit():
     code = f"import sys, core.viz, {views}, core.reviews; print('streamlit' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# ---------------------------------------------------------------------------------------------
+# Layout of every builder: nothing shares the title's top margin, long labels push margins.
+_LONG = ["worst concave points of the tumour", "mean fractal dimension", "Income", "a_very_long_feature_name_x",
+         "Seniority"]
+
+
+def _every_figure() -> dict[str, go.Figure]:
+    q = np.array([0.05, 0.1, 0.5, 1.0])
+    summary = pd.DataFrame({"source": ["synthetic"] * 2 + ["simulated-recapture"] * 2, "target": ["H"] * 4,
+                            "level": ["I0", "Ik"] * 2, "mean_width": [0.3, 0.1, 0.2, 0.05]})
+    bins = pd.DataFrame({"panel": ["all", "all", "fragile"], "method": ["raw", "BATS", "raw"],
+                         "confidence": [0.6, 0.7, 0.9], "accuracy": [0.5, 0.75, 0.4], "count": [10, 30, 5]})
+    models = pd.DataFrame({"model": ["Histogram gradient boosting", "lr"], "auroc": [0.8, 0.9], "rcma": [0.1, 0.4]})
+    return {
+        "trajectory_figure": viz.trajectory_figure(_LONG, [2.0, 1.2, 0.4, -0.1, -0.5, -0.9],
+                                                   [0.9, 0.8, 0.6, 0.45, 0.4, 0.3], flip_budget=3),
+        "collapse_figure": viz.collapse_figure([0, 0.4, 0.8, 1.05, 1.2, 1.4], rcma=0.8, path=_LONG),
+        "degradation_figure": viz.degradation_figure([0.5, 1.0], {"attenuate_single": [0.5, -0.5],
+                                                                  "attenuate_all": [1.0, 0.5]},
+                                                     {"attenuate_single": 1.0}, margin0=2.0),
+        "drops_figure": viz.drops_figure(_LONG, [0.5, 0.4, 0.3, 0.2, 0.1], path=_LONG[:2]),
+        "whatif_figure": viz.whatif_figure(["good", "bad"], [0.8, 0.2], [0.4, 0.6]),
+        "confidence_fds_figure": viz.confidence_fds_figure([0.6, 0.95], [0.2, 0.9], brittle=[False, True]),
+        "flip_budget_histogram": viz.flip_budget_histogram([1, 2, 6], depth=5),
+        "column_distribution_figure": viz.column_distribution_figure(pd.Series([1.0, 2.0, None], name="Income"),
+                                                                     pd.Series(["a", "b", "a"])),
+        "tradeoff_figure": viz.tradeoff_figure(models, x="auroc", y="rcma", x_title="AUROC", y_title="RCMA"),
+        "trajectories_by_model_figure": viz.trajectories_by_model_figure(
+            {"lr": (["a", "b"], [2.0, 1.0, -1.0], 2), "Histogram gradient boosting": (["b", "a"], [4.0, 3.0, 2.0], 3)}),
+        "reliability_figure": viz.reliability_figure(bins),
+        "intervals_figure": viz.intervals_figure(_intervals()),
+        "grid_summary_figure": viz.grid_summary_figure(summary),
+        "policy_matrix_figure": viz.policy_matrix_figure(np.zeros((2, 2)), ["q = 90%", "q = 100%"]),
+        "regret_figure": viz.regret_figure(["q = 90%", "q = 100%"], [0.1, 0.0], chosen="q = 100%"),
+        "coverage_figure": viz.coverage_figure(q, {"fds": [0.3, 0.5, 0.9, 1.0]}, ceiling=q, random=q, selected=0.1),
+        "score_metrics_figure": viz.score_metrics_figure(
+            pd.DataFrame({"score": ["fds", "margin"], "auroc": [0.8, 0.6], "c": [0.4, 0.2]}), capture_column="c"),
+    }
+
+
+def test_the_layout_checks_cover_every_figure_builder():
+    builders = {n for n in viz.__all__ if n.endswith(("_figure", "_histogram"))}
+    assert builders == set(_every_figure())
+
+
+def _legend_entries(fig: go.Figure) -> list[str]:
+    return [t.name for t in fig.data if t.name and t.showlegend is not False]
+
+
+@pytest.mark.parametrize("name", sorted(_every_figure()))
+def test_no_legend_shares_the_top_margin_with_the_title(name):
+    """The title is pinned to the top of the figure; a visible legend is below the plot area
+    (horizontal, top edge under the axis) or beside it (vertical, right of it), never above the
+    plot, where a wrapped legend ran into the title at 1000 px."""
+    fig = _every_figure()[name]
+    title = fig.layout.title
+    assert (title.yref, title.y, title.yanchor) == ("container", 1.0, "top")
+    if not fig.layout.showlegend or len(_legend_entries(fig)) < 1:
+        return
+    legend = fig.layout.legend
+    if legend.orientation == "h":
+        assert legend.yanchor == "top" and legend.y < 0, (name, legend.y, legend.yanchor)
+    else:
+        assert legend.xanchor == "left" and legend.x > 1, (name, legend.x)
+
+
+@pytest.mark.parametrize("name", sorted(_every_figure()))
+def test_every_axis_pushes_its_margin_for_long_labels(name):
+    layout = _every_figure()[name].to_plotly_json()["layout"]
+    axes = {k: v for k, v in layout.items() if k.startswith(("xaxis", "yaxis"))}
+    assert axes
+    assert all(v.get("automargin") is True for v in axes.values()), \
+        {k: v.get("automargin") for k, v in axes.items()}
+
+
+def _plot_height(fig: go.Figure) -> float:
+    return fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+
+
+@pytest.mark.parametrize("tick_lines", [1, 2, 3])
+def test_a_bottom_legend_clears_the_tick_labels_and_the_axis_title(tick_lines):
+    fig = go.Figure(go.Scatter(x=[0, 1], y=[0, 1], name="a"))
+    finish(fig, title="t", x_title="x", tick_lines=tick_lines)
+    below = -fig.layout.legend.y * _plot_height(fig)  # px between the plot's bottom and the legend
+    # One line of tick labels (~16 px) per line, ~46 px for the gap, standoff and axis title.
+    assert below == pytest.approx(46 + 16 * tick_lines)
+    # ... and at least two rows of legend (~20 px each) fit inside the bottom margin.
+    assert fig.layout.margin.b - below >= 40
+
+
+def test_finish_rejects_a_legend_above_the_plot():
+    with pytest.raises(ValueError, match=r"`legend_at` must be one of \('bottom', 'right'\); got 'top'"):
+        finish(go.Figure(), title="t", legend_at="top")
+    with pytest.raises(ValueError, match=r"`tick_lines` must be an int >= 1; got 0"):
+        finish(go.Figure(), title="t", tick_lines=0)
+
+
+def test_wrapped_tick_labels_raise_the_bottom_margin_by_their_extra_lines():
+    one = finish(go.Figure(), title="t", legend=False)
+    three = finish(go.Figure(), title="t", legend=False, tick_lines=3)
+    assert three.layout.margin.b - one.layout.margin.b == 32
+    assert _plot_height(three) == _plot_height(one)  # the figure grows, the plot keeps its size
+
+
+@pytest.mark.parametrize("depth", range(1, 13))
+def test_trajectory_step_labels_fit_side_by_side_in_a_420px_column(depth):
+    """Every line of every step label fits its slot of the narrowest plot (340 px inside a
+    420 px column) at the step-axis font, so neighbours never overlap."""
+    path = [f"group_number_{i}_with_a_long_name" for i in range(depth)]
+    fig = viz.trajectory_figure(path, np.linspace(2, -1, depth + 1), np.linspace(0.9, 0.2, depth + 1),
+                                flip_budget=1)
+    axis = fig.layout.xaxis2
+    slot = 340 / (depth + 1)
+    widest = max(len(line) for label in axis.ticktext for line in label.split("<br>"))
+    assert widest * axis.tickfont.size * 0.51 <= slot  # Source Sans: ~0.51 em per character
+    assert axis.tickangle == 0 and len(axis.ticktext) == depth + 1
+
+
+def test_trajectory_has_no_legend_and_keys_its_colours_in_the_subtitle():
+    fig = _every_figure()["trajectory_figure"]
+    assert fig.layout.showlegend is False
+    key = fig.layout.title.subtitle.text
+    assert OKABE_ITO["blue"] in key and OKABE_ITO["vermillion"] in key and "flipped" in key
+    # The bottom margin grows with the wrapped step labels (3 lines here: number + 2 of name).
+    assert fig.layout.margin.b == 60 + 16 * 2
+
+
+def test_long_group_names_in_the_drops_chart_are_whole_and_push_the_margin():
+    fig = _every_figure()["drops_figure"]
+    assert set(fig.data[0].y) == set(_LONG)  # categories are never cut: automargin makes room
+    assert fig.layout.yaxis.automargin is True and fig.layout.yaxis.type == "category"
+
+
+def test_grid_summary_wraps_hyphenated_sources_instead_of_rotating_them():
+    fig = _every_figure()["grid_summary_figure"]
+    assert set(fig.data[0].x) == {"synthetic", "simulated-<br>recapture"}
+    assert fig.layout.xaxis.tickangle == 0
+    assert fig.layout.margin.b == 62 + 16 + 58  # two tick lines, then the legend's rows
+
+
+def test_collapse_labels_each_reference_line_at_opposite_ends():
+    fig = viz.collapse_figure([0, 0.4, 0.8, 1.05, 1.2, 1.4], rcma=0.8, path=_LONG)
+    labels = [(a.text, a.y, a.xanchor) for a in fig.layout.annotations]
+    # One dict per label: a shared one was filled in by the second line and lost the RCMA label.
+    assert labels == [("RCMA = 0.800", 0.8, "left"), ("c = 1: margin gone", 1.0, "right")]
+
+
+def test_lambda_star_labels_are_boxed_annotations_above_their_star():
+    fig = _every_figure()["degradation_figure"]
+    (label,) = [a for a in fig.layout.annotations if a.text.startswith("λ*")]
+    assert (label.text, label.x, label.y, label.yshift) == ("λ* = 1.00", 1.0, -0.5, 18)
+    assert label.bgcolor and label.font.color == OKABE_ITO["blue"]
