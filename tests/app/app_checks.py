@@ -23,7 +23,7 @@ def explorer_path(at) -> list[str]:
         spec = json.loads(chart.proto.spec)
         ticks = spec["layout"].get("xaxis2", {}).get("ticktext")
         if ticks and ticks[0] == "0<br>intact":
-            return [t.split("−", 1)[1] for t in ticks[1:]]
+            return [t.split("<br>", 1)[1] for t in ticks[1:]]  # "step<br>group"
     raise AssertionError("trajectory chart not found")
 
 
