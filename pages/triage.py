@@ -7,6 +7,7 @@ import streamlit as st
 from core.cfc.evaluation import SCORES
 from core.dashboard import capture_curves, prediction_table, rank_queue, score_summary
 from core.reviews import filter_queue
+from core.metrics.ranking import review_budget
 from core.reviews.queue import UNREVIEWED
 from ui.certificate import cached_figure, certificate_panel, flip_budget_text, lambda_text
 from ui.components import audit_line, figure, guarded, page_header, run_page
@@ -113,10 +114,40 @@ def _review_panel(key, sample_id: int, queue, shown) -> None:
                            icon=":material/download:", on_click="ignore", key="triage_export_reviews")
 
 
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _ranked(fingerprint: str, result_id: int, score: str, scope: str, *, _population):
+    """The whole ranked population (budget 1), once per audit, score and scope: a budget's
+    queue is its first ``k`` rows (:func:`_queue`), the order is not recomputed on every step
+    of the slider."""
+    return rank_queue(_population, "score_value", budget=1.0)
+
+
+def _queue(ranked, budget: float):
+    """``rank_queue(population, "score_value", budget=budget)``, sliced from the ranked whole."""
+    return ranked.head(review_budget(budget, len(ranked))).copy()  # the cached whole stays intact
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _curves(fingerprint: str, result_id: int, scope: str, *, _scores, _brittle):
+    """Capture curves of every score over the 100 budgets (budget-independent)."""
+    return capture_curves(_scores, _brittle, _BUDGETS)
+
+
 def _body() -> None:
     result = current_audit()
     audit_line(result)
-    frame = prediction_table(result)
+    _triage(result, prediction_table(result))
+
+
+@st.fragment
+def _triage(result, frame) -> None:
+    """Everything below the audit line in one fragment: the budget slider, the score and scope,
+    a queue row or a review button rerun this part only (not the sidebar and the audit
+    look-up). A fragment rerun does not pass through the page's :func:`run_page`, hence its own."""
+    run_page(lambda: _queue_and_review(result, frame), "Triage queue")
+
+
+def _queue_and_review(result, frame) -> None:
     scores = result.scores.reset_index(drop=True)
     if st.session_state["triage_score"] not in scores.columns:
         st.session_state["triage_score"] = "fds"
@@ -133,8 +164,9 @@ def _body() -> None:
         mask = np.ones(len(frame), bool)
     population = frame[mask].assign(score_value=scores[score].to_numpy()[mask])
     brittle = population["brittle"].to_numpy()
-    curves, ceiling, random = capture_curves(scores[mask], brittle, _BUDGETS)
-    queue = rank_queue(population, "score_value", budget=budget)
+    scope = st.session_state["triage_scope"] if mask.sum() < len(mask) else "all"
+    curves, ceiling, random = _curves(result.fingerprint, id(result), scope, _scores=scores[mask], _brittle=brittle)
+    queue = _queue(_ranked(result.fingerprint, id(result), score, scope, _population=population), budget)
     summary = score_summary(scores[mask], brittle, budget)
 
     m = st.columns(4)
