@@ -39,7 +39,7 @@ def _expected(reference, score: str, scope: str, percent: int) -> list[int]:
 def test_queue_follows_budget_score_and_scope(app, reference):
     app.switch_page("pages/triage.py").run()
     steps = [("fds", "high-confidence", 10), ("fds", "high-confidence", 30), ("fds", "high-confidence", 11),
-             ("confidence", "high-confidence", 11), ("confidence", "all", 5), ("fds", "all", 5),
+             ("max_softmax", "high-confidence", 11), ("one_step", "all", 5), ("fds", "all", 5),
              ("fds", "high-confidence", 10)]
     for score, scope, percent in steps:
         app.selectbox(key="triage_score").set_value(score)
