@@ -57,7 +57,7 @@ def main() -> None:
         profiled = {"on": False}
 
         def profiled_run_page(body, what):
-            if not profiled["on"]:
+            if not profiled["on"] or profiler.is_running:  # a fragment's run_page inside the page's
                 return run_page(body, what)
             profiler.start()
             try:
