@@ -165,7 +165,19 @@ def _whatif_live(result, cert, position: int, classes: list[str]) -> None:
 def _body() -> None:
     result = current_audit()
     audit_line(result)
-    frame = prediction_table(result)
+    _explore(result, prediction_table(result))
+
+
+@st.fragment
+def _explore(result, frame) -> None:
+    """The sample table and the certificate of the chosen row: one fragment, so a row click (or
+    a filter change) reruns this part only, not the sidebar, the audit look-up and the page
+    header (the audit and its table are the arguments of the last full run). A fragment rerun
+    does not pass through the page's :func:`run_page`, hence its own."""
+    run_page(lambda: _certificate(result, frame), "Certificate explorer")
+
+
+def _certificate(result, frame) -> None:
     position = _pick_sample(frame)
     if position is None:
         return

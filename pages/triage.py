@@ -8,6 +8,7 @@ from core.cfc.evaluation import SCORES
 from core.views.ranking import capture_curves, rank_queue, score_summary
 from core.views.tabular import prediction_table
 from core.reviews import filter_queue
+from core.metrics.ranking import review_budget
 from core.reviews.queue import UNREVIEWED
 from ui.certificate import cached_figure, certificate_panel, flip_budget_text, lambda_text
 from ui.audit_line import audit_line
@@ -117,10 +118,40 @@ def _review_panel(key, sample_id: int, queue, shown) -> None:
                            icon=":material/download:", on_click="ignore", key="triage_export_reviews")
 
 
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _ranked(fingerprint: str, result_id: int, score: str, scope: str, *, _population):
+    """The whole ranked population (budget 1), once per audit, score and scope: a budget's
+    queue is its first ``k`` rows (:func:`_queue`), the order is not recomputed on every step
+    of the slider."""
+    return rank_queue(_population, "score_value", budget=1.0)
+
+
+def _queue(ranked, budget: float):
+    """``rank_queue(population, "score_value", budget=budget)``, sliced from the ranked whole."""
+    return ranked.head(review_budget(budget, len(ranked))).copy()  # the cached whole stays intact
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _curves(fingerprint: str, result_id: int, scope: str, *, _scores, _brittle):
+    """Capture curves of every score over the 100 budgets (budget-independent)."""
+    return capture_curves(_scores, _brittle, _BUDGETS)
+
+
 def _body() -> None:
     result = current_audit()
     audit_line(result)
-    frame = prediction_table(result)
+    _triage(result, prediction_table(result))
+
+
+@st.fragment
+def _triage(result, frame) -> None:
+    """Everything below the audit line in one fragment: the budget slider, the score and scope,
+    a queue row or a review button rerun this part only (not the sidebar and the audit
+    look-up). A fragment rerun does not pass through the page's :func:`run_page`, hence its own."""
+    run_page(lambda: _queue_and_review(result, frame), "Triage queue")
+
+
+def _queue_and_review(result, frame) -> None:
     scores = result.scores.reset_index(drop=True)
     if st.session_state["triage_score"] not in scores.columns:
         st.session_state["triage_score"] = "fds"
@@ -137,9 +168,10 @@ def _body() -> None:
         mask = np.ones(len(frame), bool)
     population = frame[mask].assign(score_value=scores[score].to_numpy()[mask])
     brittle = population["brittle"].to_numpy()
-    capture = capture_curves(scores[mask], brittle, _BUDGETS)
+    scope = st.session_state["triage_scope"] if mask.sum() < len(mask) else "all"
+    capture = _curves(result.fingerprint, id(result), scope, _scores=scores[mask], _brittle=brittle)
     curves, ceiling, random = capture.curves, capture.ceiling, capture.random
-    queue = rank_queue(population, "score_value", budget=budget)
+    queue = _queue(_ranked(result.fingerprint, id(result), score, scope, _population=population), budget)
     summary = score_summary(scores[mask], brittle, budget)
 
     m = flow_columns(4, key="triage_metrics", min_width=200, gap="small")

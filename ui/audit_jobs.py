@@ -10,6 +10,7 @@ progress callback only writes the job's own fields.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -18,7 +19,7 @@ from typing import Any
 
 import streamlit as st
 
-__all__ = ["AuditJob", "job_for", "show_progress_and_stop"]
+__all__ = ["AuditJob", "foreground_wait_s", "job_for", "show_progress_and_stop"]
 
 _LOG = logging.getLogger("reliability_audit.ui")
 # Finished jobs kept (the audits themselves); the oldest finished one goes first.
@@ -124,3 +125,15 @@ def show_progress_and_stop(jobs: Sequence[AuditJob]) -> None:
             icon=":material/hourglass_top:")
     _progress_panel(list(jobs))
     st.stop()
+
+
+def foreground_wait_s() -> float:
+    """Seconds a script run waits for a background audit before showing its progress instead.
+
+    ``AUDIT_FOREGROUND_WAIT_S`` (default 0.25, so progress shows within half a second); the
+    AppTest suites set it high to get finished audits in one run.
+    """
+    try:
+        return max(0.0, float(os.environ.get("AUDIT_FOREGROUND_WAIT_S", "0.25")))
+    except ValueError:
+        return 0.25

@@ -5,6 +5,7 @@ from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 import streamlit as st
 
 from core import viz
@@ -15,6 +16,13 @@ from ui.layout import flow_columns
 
 #: One-step drops shown by default before the other groups are folded into one bar.
 DEFAULT_TOP_GROUPS = 15
+
+# Plotly copies (and validates, property by property) the default template into every new
+# figure: 30-100 ms a figure, a third of a certificate chart's build and most of a row click
+# on a sample not seen yet. Streamlit sets that default to its own "streamlit" template, and
+# every figure of the product replaces it in core.viz._style.finish (plotly_white), so the
+# copy is thrown away: no default template, the same figures (tests/app/test_figure_cache.py).
+pio.templates.default = None
 
 
 @st.cache_resource(show_spinner=False, max_entries=512)

@@ -31,7 +31,7 @@ from core.tabular.audit import AuditResult, run_audit
 from core.tabular.datasets import DATASET_NAMES, Dataset, load_dataset, load_user_data
 from core.tabular.models import MODELS
 from core.tabular.shipped import shipped_audit
-from ui.audit_jobs import AuditJob, job_for, show_progress_and_stop
+from ui.audit_jobs import AuditJob, foreground_wait_s, job_for, show_progress_and_stop
 
 def dataset_label(key: str) -> str:
     """Display name of a dataset key (bundled name or ``upload:<name>``)."""
@@ -123,18 +123,6 @@ def _job(model: str) -> AuditResult | AuditJob:
                   f"{model_label(model)} on {dataset_label(key)}", compute)
     job.wait(foreground_wait_s())  # a quick audit completes without a flash of progress
     return job.result() if job.done else job
-
-
-def foreground_wait_s() -> float:
-    """Seconds a script run waits for a background audit before showing its progress instead.
-
-    ``AUDIT_FOREGROUND_WAIT_S`` (default 0.25, so progress shows within half a second); the
-    AppTest suites set it high to get finished audits in one run.
-    """
-    try:
-        return max(0.0, float(os.environ.get("AUDIT_FOREGROUND_WAIT_S", "0.25")))
-    except ValueError:
-        return 0.25
 
 
 def audit_for(model: str) -> AuditResult:

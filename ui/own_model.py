@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from core.views.uploads import UPLOAD_LIMIT_MB, table_columns
 from core.tabular.audit import AuditResult
 from core.tabular.audit_folder import (VIEW_DIR, SavedAudit, list_audit_folders, open_audit_folder, reopen_audit,
                                       saved_result)
 from core.tabular.model_files import load_model_bytes, read_table
 from core.tabular.own_model import audit_model
-from core.views.uploads import upload_digest
+from core.views.uploads import UPLOAD_LIMIT_MB, table_columns, upload_digest
+from ui.audit_jobs import foreground_wait_s, job_for, show_progress_and_stop
 from ui.errors import guarded
 
 __all__ = ["default_audits_dir", "live_model_off", "own_audit", "own_label", "own_mode", "render_own_model_sidebar",
@@ -87,21 +87,22 @@ def _holdout(test, target: str):
     return test[base], test[~base]
 
 
-@st.cache_resource(show_spinner="Auditing your model…", max_entries=4)
-def _upload_result(key: str, target: str, trust: tuple[str, ...], order: tuple[str, ...] | None, *,
-                   _files: dict) -> AuditResult:
-    model_name, model_bytes = _files["model"]
-    test = read_table(_files["test"][1], _files["test"][0])
+def _upload_result(target: str, trust: tuple[str, ...], order: tuple[str, ...] | None, files: dict,
+                   progress=None) -> AuditResult:
+    if progress is not None:  # reading a .skops model imports skops (seconds): say so at once
+        progress("load data", 0, 1)
+    model_name, model_bytes = files["model"]
+    test = read_table(files["test"][1], files["test"][0])
     if target not in test.columns:
-        raise ValueError(f"target {target!r} is not a column of {_files['test'][0]}.")
-    if _files.get("train") is not None:
-        train = read_table(_files["train"][1], _files["train"][0])
+        raise ValueError(f"target {target!r} is not a column of {files['test'][0]}.")
+    if files.get("train") is not None:
+        train = read_table(files["train"][1], files["train"][0])
     else:
         train, test = _holdout(test, target)
     labels = sorted({v.item() if isinstance(v, np.generic) else v for v in train[target].dropna().unique()},
                     key=str)
     model = load_model_bytes(model_bytes, model_name, trust=trust, feature_order=order, default_classes=labels)
-    return audit_model(model, train, test, target=target, name=model_name)
+    return audit_model(model, train, test, target=target, name=model_name, progress=progress)
 
 
 def saved_folder() -> SavedAudit | None:
@@ -130,8 +131,15 @@ def own_audit() -> AuditResult:
         saved = saved_folder()
         return _folder_result(str(saved.path), _stamp(saved.path))
     files = {role: tuple(v) for role, v in source["files"].items() if v is not None}
-    return _upload_result(upload_digest(files), source["target"], tuple(source["trust"]),
-                          tuple(source["feature_order"]) if source["feature_order"] else None, _files=files)
+    target, trust = source["target"], tuple(source["trust"])
+    order = tuple(source["feature_order"]) if source["feature_order"] else None
+    # In the background like every new audit: the other pages stay usable while it runs.
+    job = job_for(("own", upload_digest(files), target, trust, order), f"your model {files['model'][0]}",
+                  lambda progress: _upload_result(target, trust, order, files, progress))
+    job.wait(foreground_wait_s())
+    if not job.done:
+        show_progress_and_stop([job])
+    return job.result()
 
 
 def own_label() -> str:

@@ -40,6 +40,6 @@ def app(new_app):
 
 @pytest.fixture(autouse=True)
 def _finished_audits(monkeypatch):
-    """Script runs wait for background audits (ui.data.foreground_wait_s), so one AppTest run
+    """Script runs wait for background audits (ui.audit_jobs.foreground_wait_s), so one AppTest run
     shows a finished audit; tests of the progress panel set the wait back to 0."""
     monkeypatch.setenv("AUDIT_FOREGROUND_WAIT_S", "600")

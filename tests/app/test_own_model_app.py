@@ -203,3 +203,41 @@ def test_an_uploaded_onnx_model_is_audited(monkeypatch, reviews_db):
     at.switch_page("pages/explorer.py").run()
     assert_ok(at)
     assert any("your model pipe.onnx" in c.value for c in at.caption)
+
+
+def test_an_uploaded_model_is_audited_in_the_background(monkeypatch, reviews_db):
+    """Progress at once (no script run waits for the audit), the other pages usable meanwhile,
+    the finished audit picked up by the page that asked for it."""
+    import time
+
+    monkeypatch.setenv("AUDIT_FOREGROUND_WAIT_S", "0")
+    train, test = default_tables(n_train=1500, n_test=200)
+    at = _app(monkeypatch)
+    at.session_state["own_audit"] = {
+        "kind": "upload", "target": "default",
+        "trust": ["sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor"], "feature_order": None,
+        "files": {"model": ("bg.skops", sio.dumps(hist_gb_pipeline(train))),
+                  "test": ("test.csv", test.to_csv(index=False).encode()),
+                  "train": ("train.csv", train.to_csv(index=False).encode())}}
+    at.switch_page("pages/explorer.py").run()
+    assert_ok(at)
+    progress = [p.proto.text for p in at.get("progress")]
+    assert any("your model bg.skops" in t for t in progress), progress
+    assert any("being computed in the background" in i.value for i in at.info)
+    upload = at.session_state["own_audit"]
+    at.session_state["own_audit"] = None  # back to the tool's (shipped, cached) audit meanwhile
+    at.switch_page("pages/triage.py").run()
+    assert_ok(at)
+    assert at.get("plotly_chart") and not at.get("progress")
+    at.session_state["own_audit"] = upload
+    deadline = time.monotonic() + 600
+    at.switch_page("pages/explorer.py")
+    while True:
+        at.run()
+        assert_ok(at)
+        if not at.get("progress"):
+            break
+        assert time.monotonic() < deadline, "the background audit did not finish"
+        time.sleep(0.5)
+    assert any("your model bg.skops" in c.value for c in at.caption)
+    assert at.get("plotly_chart"), "the explorer shows the finished audit"
