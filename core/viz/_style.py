@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 import plotly.graph_objects as go
+import plotly.io as pio
 
 __all__ = ["OKABE_ITO", "GREY", "LIGHT_GREY", "DIVERGING", "SEQUENTIAL", "FLIPPED", "HIGHLIGHT", "SERIES_ORDER",
            "series_colours", "series_styles", "wrap_label", "finish", "is_finite"]
@@ -109,6 +110,27 @@ def _legend(at: str, plot_height: int, below_px: int) -> dict:
     return dict(orientation="h", yanchor="top", y=-below_px / max(plot_height, 1), xanchor="left", x=0.0)
 
 
+def _house_template(fig: go.Figure) -> None:
+    """Give ``fig`` the registered ``plotly_white`` template without re-validating it.
+
+    ``update_layout(template="plotly_white")`` validates every property of the template again
+    (30 ms a figure, most of a new certificate's build: a row click draws five). Plotly applies
+    its registered default template with validation off (``_initialize_layout_template``); this
+    does the same for the house template, which plotly validated when it registered it. The
+    figure JSON is identical (``tests/app/test_figure_template.py``). The switch is plotly's
+    private ``_validate`` attribute: should it go, the validated public path is used.
+    """
+    layout = fig.layout
+    if not hasattr(layout, "_validate"):
+        fig.update_layout(template="plotly_white")
+        return
+    layout._validate = False
+    try:
+        layout.template = pio.templates["plotly_white"]
+    finally:
+        layout._validate = getattr(fig, "_validate", True)
+
+
 def finish(fig: go.Figure, *, title: str, x_title: str | None = None, y_title: str | None = None,
            height: int = 380, legend: bool = True, legend_at: str = "bottom", subtitle: str | None = None,
            tick_lines: int = 1) -> go.Figure:
@@ -132,8 +154,8 @@ def finish(fig: go.Figure, *, title: str, x_title: str | None = None, y_title: s
     top = 70 + 16 * lines
     bottom = below + 58 if legend_at == "bottom" and legend else 60 + 16 * (tick_lines - 1)
     total = height + 16 * lines + (bottom - 60)
+    _house_template(fig)
     fig.update_layout(
-        template="plotly_white",
         # Pinned to the top of the figure: plotly centres a title in the top margin, so a larger
         # margin (for panel titles) would otherwise push the subtitle onto them.
         title=dict(text=title, x=0.0, xanchor="left", y=1.0, yref="container", yanchor="top", pad=dict(t=14),

@@ -62,3 +62,29 @@ def test_a_figure_is_the_same_with_or_without_the_default_template(name):
     assert plain == _build(name, "plotly")
     white = json.loads(go.Figure(layout={"template": "plotly_white"}).to_json())["layout"]["template"]
     assert plain["layout"]["template"] == white
+
+
+@pytest.mark.parametrize("name", sorted(_CASES))
+def test_the_unvalidated_house_template_gives_the_validated_figure(name, monkeypatch):
+    from core.viz import _style
+
+    fast = _build(name, None)
+    monkeypatch.setattr(_style, "_house_template", lambda fig: fig.update_layout(template="plotly_white"))
+    assert fast == _build(name, None)
+
+
+def test_the_house_template_falls_back_to_the_public_path_without_plotly_s_switch():
+    from core.viz._style import _house_template
+
+    class NoSwitch:  # a layout without plotly's private `_validate`: the public call is made
+        calls: list[dict] = []
+
+        def __init__(self):
+            self.layout = object()
+
+        def update_layout(self, **kwargs):
+            self.calls.append(kwargs)
+
+    fig = NoSwitch()
+    _house_template(fig)
+    assert fig.calls == [{"template": "plotly_white"}]

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from core.cfc.protocol import Protocol
-from core.dashboard import prediction_table
 from core.tabular.datasets import load_dataset
 from core.tabular.shipped import shipped_audit
+from core.views.tabular import prediction_table
 
 
 @pytest.fixture(scope="module")
