@@ -378,6 +378,15 @@ def _gallery(data: ScreeningData, queue: pd.DataFrame, score: str) -> None:
     _tiles(tiles)
 
 
+def _probe_label(probe: str) -> str:
+    """A probe's name as a tile caption: "jpeg_compression s2" -> "jpeg compression s2".
+
+    A caption breaks only at spaces; at 110 px the long names otherwise broke mid-word
+    ("jpeg_compressio / n").
+    """
+    return probe.replace("_", " ")
+
+
 def _tiles(tiles: list[tuple[np.ndarray, str]], width: int = 110) -> None:
     """Images with captions, ``width`` px each, as many to a row as fit.
 
@@ -418,7 +427,7 @@ def _inspect(data: ScreeningData, model: str, queue: pd.DataFrame, score: str) -
                 view = _probe_view(data, record, row.probe)
                 if view is not None:
                     wrong = " ✗" if int(row.pred) != int(row.true_label) else ""
-                    tiles.append((view, f"{row.probe} · p(true) {row.true_prob:.2f}{wrong}"))
+                    tiles.append((view, f"{_probe_label(row.probe)} · p(true) {row.true_prob:.2f}{wrong}"))
             _tiles(tiles)
 
 

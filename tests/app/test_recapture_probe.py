@@ -161,4 +161,5 @@ def test_demo_pool_inspector_shows_probe_images_with_probabilities(app):
     shown = [c for c in captions if "· p(true)" in c and not c.startswith("clean")]
     assert len(shown) == len(mine)
     for row in mine.head(3).itertuples():
-        assert any(c.startswith(f"{row.probe} · p(true) {row.true_prob:.2f}") for c in shown)
+        label = row.probe.replace("_", " ")  # captions break at spaces only
+        assert any(c.startswith(f"{label} · p(true) {row.true_prob:.2f}") for c in shown)
