@@ -604,6 +604,18 @@ def _condition_streams(seed) -> list[np.random.Generator]:
     return perturb.spawn(len(demo_conditions()))
 
 
+def _condition_input(images, condition: str) -> tuple[int, pd.Series, np.ndarray]:
+    """The condition's position and row in :func:`demo_conditions`, and the checked images."""
+    table = demo_conditions()
+    match = np.flatnonzero(table["condition"].to_numpy() == condition)
+    if match.size != 1:
+        raise ValueError(f"`condition` must be one of the pool's conditions; got {condition!r}.")
+    images = np.asarray(images)
+    if images.dtype != np.uint8 or images.ndim != 3:
+        raise ValueError(f"`images` must be a uint8 array (n, H, W); got {images.dtype} {images.shape}.")
+    return int(match[0]), table.iloc[match[0]], images
+
+
 def render_condition(images, condition: str, *, seed=0) -> np.ndarray:
     """Reproduce the inputs a condition gave the models (for thumbnails).
 
@@ -621,15 +633,8 @@ def render_condition(images, condition: str, *, seed=0) -> np.ndarray:
     -------
     ndarray of uint8, shape (n, 28, 28)
     """
-    table = demo_conditions()
-    match = np.flatnonzero(table["condition"].to_numpy() == condition)
-    if match.size != 1:
-        raise ValueError(f"`condition` must be one of the pool's conditions; got {condition!r}.")
-    images = np.asarray(images)
-    if images.dtype != np.uint8 or images.ndim != 3:
-        raise ValueError(f"`images` must be a uint8 array (n, H, W); got {images.dtype} {images.shape}.")
-    rng = _condition_streams(seed)[match[0]]
-    out = _perturb(images.astype(np.float32) / 255.0, table.iloc[match[0]], rng)
+    position, row, images = _condition_input(images, condition)
+    out = _perturb(images.astype(np.float32) / 255.0, row, _condition_streams(seed)[position])
     return np.rint(out * 255.0).astype(np.uint8)
 
 
@@ -660,19 +665,13 @@ def render_condition_image(images, index: int, condition: str, *, seed=0) -> np.
         recaptures): its draws are made for the whole batch, so render the whole pool with
         :func:`render_condition` (and cache it).
     """
-    table = demo_conditions()
-    match = np.flatnonzero(table["condition"].to_numpy() == condition)
-    if match.size != 1:
-        raise ValueError(f"`condition` must be one of the pool's conditions; got {condition!r}.")
-    images = np.asarray(images)
-    if images.dtype != np.uint8 or images.ndim != 3:
-        raise ValueError(f"`images` must be a uint8 array (n, H, W); got {images.dtype} {images.shape}.")
+    position, row, images = _condition_input(images, condition)
     if not 0 <= int(index) < len(images):
         raise ValueError(f"`index` must be in [0, {len(images)}); got {index!r}.")
-    rng = _condition_streams(seed)[match[0]]
+    rng = _condition_streams(seed)[position]
     before = rng.bit_generator.state
     index = int(index)
-    out = _perturb(images[index:index + 1].astype(np.float32) / 255.0, table.iloc[match[0]], rng)
+    out = _perturb(images[index:index + 1].astype(np.float32) / 255.0, row, rng)
     if rng.bit_generator.state != before:
         return None
     return np.rint(out[0] * 255.0).astype(np.uint8)
