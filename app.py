@@ -74,6 +74,8 @@ DEFAULTS: dict[str, object] = {
     "upload_target": None,
     "audit_sample_rows": LARGE_TABLE_ROWS,  # interactive audit sample of uploads above that many rows
     "overview_column": None,
+    "overview_preview_open": False,  # raw-data preview expander (its table is drawn only when open)
+    "overview_groups_open": False,   # evidence-groups expander (idem)
     # the sample selected on the tabular pages (dataset sample id, not a row position; ui/selection.py)
     "selected_sample": None,  # None = each page starts on its most fragile case
     # certificate explorer

@@ -7,19 +7,18 @@ import os
 import streamlit as st
 
 from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, OPERATORS, PATH_RULES, Protocol
+from core import viz
 from core.views.commands import cli_commands
 from core.views.formatting import parse_float_list
 from core.views.tabular import column_summary, groups_table
 from core.views.uploads import (CELL_BUDGET, LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, TableUpload, parse_blocks,
                                 table_columns)
-from core.paired.demo import DEFAULT_DIR as PAIRED_DEMO_DIR
 from core.tabular.datasets import DATASET_NAMES, load_user_data
 from core.tabular.own_model import feature_origins
 from ui.audit_line import audit_line
-from ui.components import figure, guarded, page_header, run_page, table
+from ui.components import chart, guarded, page_header, run_page, table
 from ui.data import audit_max_rows, current_audit, current_dataset, current_protocol, dataset_label
 from ui.entry import ensure_entrypoint
-from ui.figure_cache import persisted_figure
 from ui.layout import flow_columns
 from ui.own_model import own_label, own_mode, saved_folder
 
@@ -186,20 +185,23 @@ def _data_section(dataset, label: str | None = None) -> None:
             st.session_state["overview_column"] = dataset.features[0]
         column = st.selectbox("Column to inspect", list(dataset.features), key="overview_column",
                               persist_state="session")
-        figure(persisted_figure("column_distribution_figure", frame[column], frame[dataset.target],
-                                classes=dataset.classes),
-               "Bars per class; missing values are counted, never dropped. A column whose classes separate "
-               "cleanly is strong evidence — and a single point of failure if it goes missing.")
-    with st.expander(f"Raw data preview (first 500 of {len(frame):,} rows; the CSV has all of them)"):
-        table(frame.head(500).reset_index(names="row_id"), name=f"{dataset.name} raw data",
-              key="overview_preview", download=frame.reset_index(names="row_id"), height=300)
+        chart(viz.column_distribution_spec(frame[column], frame[dataset.target], classes=dataset.classes),
+              "Bars per class; missing values are counted, never dropped. A column whose classes separate "
+              "cleanly is strong evidence — and a single point of failure if it goes missing.")
+    # Drawn only once opened (a rerun): two more grids on the first screen cost the browser ~0.3 s.
+    with st.expander(f"Raw data preview (first 500 of {len(frame):,} rows; the CSV has all of them)",
+                     key="overview_preview_open", on_change="rerun") as preview:
+        if preview.open:
+            table(frame.head(500).reset_index(names="row_id"), name=f"{dataset.name} raw data",
+                  key="overview_preview", download=frame.reset_index(names="row_id"), height=300)
 
 
 def _report(result, **options) -> str:
-    # imports plotly.io's HTML writer: only when a report is asked for
+    # Imported on click: plotly.io's HTML writer and the paired engine are not first-screen costs.
+    from core.paired.demo import DEFAULT_DIR as PAIRED_DEMO_DIR
     from core.report import report_for_result
 
-    return report_for_result(result, **options)
+    return report_for_result(result, paired_dir=os.environ.get("PAIRED_DEMO_DIR") or PAIRED_DEMO_DIR, **options)
 
 
 def _glance_section(progress_at=None) -> None:
@@ -210,9 +212,8 @@ def _glance_section(progress_at=None) -> None:
     audit_line(result)
     st.subheader("The audit at a glance")
     # Built only on click (on Streamlit's download thread): the file inlines plotly.js (~5 MB).
-    db, paired = st.session_state["reviews_db"], os.environ.get("PAIRED_DEMO_DIR") or PAIRED_DEMO_DIR
-    budget = st.session_state["triage_budget"] / 100
-    st.download_button("Download report", lambda: _report(result, reviews_db=db, paired_dir=paired, budget=budget),
+    db, budget = st.session_state["reviews_db"], st.session_state["triage_budget"] / 100
+    st.download_button("Download report", lambda: _report(result, reviews_db=db, budget=budget),
                        file_name=f"report_{result.dataset.name}_{result.model_name}_seed{result.seed}.html",
                        mime="text/html", icon=":material/download:", on_click="ignore", key="overview_report",
                        help="One self-contained HTML file for stakeholders (opens offline): protocol, metrics, "
@@ -239,22 +240,22 @@ def _glance_section(progress_at=None) -> None:
                    help="Share of all brittle cases found by reviewing the 20 % highest-FDS predictions.")
     left, right = flow_columns(2, key="overview_glance_charts", min_width=380)
     with left:
-        figure(persisted_figure("confidence_fds_figure", cert["confidence"].to_numpy(), cert["fds"].to_numpy(),
-                                brittle=result.labels.labels, threshold=result.labels.tau_p),
-               "Each dot is a test prediction. Right of the dashed line the model is confident; high up it is "
-               "fragile (FDS, larger = more fragile). Orange dots broke under held-out stress.")
+        chart(viz.confidence_fds_spec(cert["confidence"].to_numpy(), cert["fds"].to_numpy(),
+                                      brittle=result.labels.labels, threshold=result.labels.tau_p),
+              "Each dot is a test prediction. Right of the dashed line the model is confident; high up it is "
+              "fragile (FDS, larger = more fragile). Red-orange dots broke under held-out stress.")
     with right:
-        figure(persisted_figure("flip_budget_histogram", cert["flip_budget"].to_numpy(),
-                                depth=result.certificates.depth),
-               "How many evidence groups (removed greedily, most supportive first) it takes to flip each "
-               "prediction. Bars on the left are predictions that hinge on one or two groups.")
+        chart(viz.flip_budget_spec(cert["flip_budget"].to_numpy(), depth=result.certificates.depth),
+              "How many evidence groups (removed greedily, most supportive first) it takes to flip each "
+              "prediction. Bars on the left are predictions that hinge on one or two groups.")
     st.markdown("**Every risk score against the held-out brittle labels** (high-confidence test predictions; "
                 "every score is oriented larger = riskier).")
     table(result.evaluation, name="score evaluation", key="overview_evaluation")
-    with st.expander("Evidence groups of this protocol"):
-        pre = result.preprocessor
-        table(groups_table(result.groups, pre.feature_names, feature_origins(pre)),
-              name="evidence groups", key="overview_groups")
+    with st.expander("Evidence groups of this protocol", key="overview_groups_open", on_change="rerun") as groups:
+        if groups.open:
+            pre = result.preprocessor
+            table(groups_table(result.groups, pre.feature_names, feature_origins(pre)),
+                  name="evidence groups", key="overview_groups")
     if result.notes:
         for note in result.notes:
             st.caption(f"Note: {note}")

@@ -17,7 +17,7 @@ from core.paired.coverage_grid import coverage_grid, load_precomputed_grid
 from core.paired.policies import LAMBDAS, evaluate_policies
 from core.paired.states import coverage_threshold, development_thresholds, five_state_counts
 from ui.components import figure, guarded, page_header, run_page, table
-from ui.data import PairedData, paired_data
+from ui.paired_data import PairedData, paired_data
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
 

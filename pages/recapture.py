@@ -9,7 +9,7 @@ import streamlit as st
 
 from core import viz
 from core.views.screening import coverage_by_budget
-from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload
+from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload, upload_digest
 from core.paired.demo import render_condition, render_condition_image
 from core.paired.images import png_data_uri
 from core.paired.probe import parse_floats, probe_image, probe_uploaded
@@ -20,13 +20,7 @@ from core.paired.screening import (
     screening_scores,
 )
 from ui.components import figure, guarded, page_header, run_page, table
-from ui.data import (
-    ScreeningData,
-    demo_pool,
-    paired_data,
-    screening_data,
-    upload_digest,
-)
+from ui.paired_data import ScreeningData, demo_pool, paired_data, screening_data
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
 

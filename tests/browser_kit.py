@@ -29,6 +29,8 @@ CHROMIUM = "/usr/bin/chromium"
 #: Headless Chromium in a container: no user namespace for the sandbox, no GPU.
 LAUNCH_ARGS = ("--no-sandbox", "--disable-gpu")
 STATUS_WIDGET = '[data-testid="stStatusWidget"]'
+#: A drawn chart: a plotly figure, or a Vega-Lite chart's canvas (the Overview's charts).
+CHART = '.js-plotly-plot, [data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg'
 
 
 class ServerStartError(RuntimeError):
@@ -47,18 +49,22 @@ def free_port() -> int:
 
 
 def start_server(port: int, *, reviews_db: str | os.PathLike[str],
-                 log: IO[str] | int = subprocess.DEVNULL) -> subprocess.Popen:
+                 log: IO[str] | int = subprocess.DEVNULL, script: str | os.PathLike[str] | None = None,
+                 env: dict[str, str] | None = None) -> subprocess.Popen:
     """``streamlit run app.py`` headless on ``127.0.0.1:port``, with its own review database.
 
     ``log`` takes the server's stdout and stderr (a text file open for writing, or
     ``subprocess.DEVNULL``); unbuffered, so that the log is complete when the server dies.
+    ``script`` runs another Streamlit script instead (from its own folder); ``env`` replaces
+    this process's environment.
     """
-    env = {**os.environ, "AUDIT_REVIEWS_DB": str(reviews_db), "PYTHONUNBUFFERED": "1"}
+    env = {**(os.environ if env is None else env), "AUDIT_REVIEWS_DB": str(reviews_db), "PYTHONUNBUFFERED": "1"}
+    path = ROOT / "app.py" if script is None else Path(script)
     return subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+        [sys.executable, "-m", "streamlit", "run", path.name, "--server.headless", "true",
          "--browser.gatherUsageStats", "false", "--server.port", str(port), "--server.address", "127.0.0.1",
          "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        cwd=path.parent, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
 
 
@@ -160,5 +166,5 @@ def ready(page, heading: str, *, timeout_ms: float = 150_000) -> None:
     """Wait for the page's heading, the end of its script run and its first chart."""
     page.get_by_role("heading", name=heading).first.wait_for(timeout=timeout_ms)
     settle(page, timeout_ms=timeout_ms)
-    page.locator(".js-plotly-plot").first.wait_for(state="visible", timeout=timeout_ms)
+    page.locator(CHART).first.wait_for(state="visible", timeout=timeout_ms)
     settle(page, timeout_ms=timeout_ms)

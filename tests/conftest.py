@@ -17,16 +17,6 @@ settings.register_profile(
 settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-# The dashboard's figure cache (ui.figure_cache) goes to a folder of this run, not the user's
-# cache: a test never reads a chart another run wrote (subprocesses inherit the variable).
-if "AUDIT_CACHE_DIR" not in os.environ:
-    import atexit
-    import shutil
-    import tempfile
-
-    os.environ["AUDIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="audit-cache-")
-    atexit.register(shutil.rmtree, os.environ["AUDIT_CACHE_DIR"], ignore_errors=True)
-
 
 _MAIN_MODULE = sys.modules["__main__"]
 

@@ -21,7 +21,7 @@ DEFAULT_TOP_GROUPS = 15
 # figure: 30-100 ms a figure, a third of a certificate chart's build and most of a row click
 # on a sample not seen yet. Streamlit sets that default to its own "streamlit" template, and
 # every figure of the product replaces it in core.viz._style.finish (plotly_white), so the
-# copy is thrown away: no default template, the same figures (tests/app/test_figure_cache.py).
+# copy is thrown away: no default template, the same figures (tests/app/test_figure_template.py).
 pio.templates.default = None
 
 

@@ -1,4 +1,5 @@
-"""Pure figure builders (plotly), importable and testable without Streamlit.
+"""Pure figure builders (plotly; Vega-Lite specs for the Overview, ``*_spec``), importable and
+testable without Streamlit.
 
 Every figure has a title, axis titles with units, and Okabe–Ito colours (colour-blind safe).
 The one-line "how to read it" captions live with the pages that show the figures.
@@ -8,13 +9,15 @@ from core.viz.calibration import reliability_figure
 from core.viz.certificate import (
     collapse_figure,
     confidence_fds_figure,
+    confidence_fds_spec,
     degradation_figure,
     drops_figure,
     flip_budget_histogram,
+    flip_budget_spec,
     trajectory_figure,
     whatif_figure,
 )
-from core.viz.data import column_distribution_figure
+from core.viz.data import column_distribution_spec
 from core.viz.models import tradeoff_figure, trajectories_by_model_figure
 from core.viz.paired import grid_summary_figure, intervals_figure, policy_matrix_figure, regret_figure
 from core.viz.ranking import coverage_figure, score_metrics_figure
@@ -22,12 +25,14 @@ from core.viz.ranking import coverage_figure, score_metrics_figure
 __all__ = [
     "OKABE_ITO",
     "collapse_figure",
-    "column_distribution_figure",
+    "column_distribution_spec",
     "confidence_fds_figure",
+    "confidence_fds_spec",
     "coverage_figure",
     "degradation_figure",
     "drops_figure",
     "flip_budget_histogram",
+    "flip_budget_spec",
     "grid_summary_figure",
     "intervals_figure",
     "policy_matrix_figure",

@@ -23,7 +23,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 __all__ = ["OKABE_ITO", "GREY", "LIGHT_GREY", "DIVERGING", "SEQUENTIAL", "FLIPPED", "HIGHLIGHT", "SERIES_ORDER",
-           "series_colours", "series_styles", "wrap_label", "finish", "is_finite"]
+           "series_colours", "series_styles", "wrap_label", "finish", "finish_spec", "COUNT_AXIS", "is_finite"]
 
 OKABE_ITO: dict[str, str] = {
     "black": "#000000",
@@ -174,3 +174,32 @@ def finish(fig: go.Figure, *, title: str, x_title: str | None = None, y_title: s
     if y_title is not None:
         fig.update_yaxes(title_text=y_title)
     return fig
+
+
+def finish_spec(spec: dict, *, title: str, subtitle: str | None = None, height: int = 300) -> dict:
+    """The house layout of a Vega-Lite chart, the twin of :func:`finish` for the first screen.
+
+    ``spec`` holds the chart's data, marks and encodings (Vega-Lite 5 JSON); this adds the title
+    pinned left with its reading key as ``subtitle``, the plot height in px (the width fills the
+    column) and every legend below the plot, never beside the title. Vega-Lite wraps neither: keep the title short (about 45
+    characters for a half-width column), as for :func:`finish`.
+    """
+    if not isinstance(height, int) or height < 1:
+        raise ValueError(f"`height` must be an int >= 1 (px); got {height!r}.")
+    head: dict = {"text": title, "anchor": "start", "fontSize": 16}
+    if subtitle:
+        head.update(subtitle=subtitle, subtitleColor=GREY, subtitleFontSize=12)
+    return {
+        **spec,
+        "title": head,
+        "height": height,
+        # Fill the column's width and keep ``height`` for the plot: Streamlit's default fit
+        # squeezed a layered chart into a third of its height and cut its title.
+        "autosize": {"type": "fit-x", "contains": "padding"},
+        "config": {"legend": {"orient": "bottom", "title": None, "labelLimit": 260},
+                   "axis": {"labelLimit": 160, "titleFontWeight": "normal"}},
+    }
+
+
+#: Axis of a count: whole numbers only (Vega-Lite would label 0.5, 1.5 rows on a small count).
+COUNT_AXIS = {"tickMinStep": 1, "format": "~d"}

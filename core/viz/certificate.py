@@ -14,14 +14,16 @@ import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 from plotly.subplots import make_subplots
 
-from core.viz._style import GREY, LIGHT_GREY, OKABE_ITO, finish, is_finite, series_colours
+from core.viz._style import COUNT_AXIS, GREY, LIGHT_GREY, OKABE_ITO, finish, finish_spec, is_finite, series_colours
 
 __all__ = [
     "collapse_figure",
     "confidence_fds_figure",
+    "confidence_fds_spec",
     "degradation_figure",
     "drops_figure",
     "flip_budget_histogram",
+    "flip_budget_spec",
     "trajectory_figure",
     "whatif_figure",
 ]
@@ -334,6 +336,31 @@ def whatif_figure(class_names: Sequence[str], original: ArrayLike, current: Arra
     return finish(fig, title="What-if prediction", x_title="class", y_title="predicted probability", height=340)
 
 
+def _confidence_series(confidence: ArrayLike, fds: ArrayLike, brittle: ArrayLike | None, *, max_points: int,
+                       seed: int) -> list[tuple[str, str, np.ndarray, np.ndarray]]:
+    """``(name, colour, confidence, fds)`` of every series of the confidence-vs-FDS chart, on a
+    display sample of at most ``max_points`` (the same points for the plotly and Vega-Lite charts)."""
+    conf = _vector(confidence, "confidence")
+    f = _vector(fds, "fds", length=conf.shape[0])
+    idx = np.arange(conf.shape[0])
+    if idx.shape[0] > max_points:  # display only: thousands of SVG markers make the browser crawl
+        idx = np.sort(np.random.default_rng(seed).choice(idx, size=max_points, replace=False))
+    if brittle is None:
+        return [("prediction", _KEPT, conf[idx], f[idx])]
+    b = np.asarray(brittle).astype(bool)
+    if b.shape != conf.shape:
+        raise ValueError(f"`brittle` must have shape {conf.shape}; got {b.shape}.")
+    series = []
+    for mask, colour, name in ((~b, _KEPT, "not brittle (held-out label)"), (b, _FLIPPED, "brittle (held-out label)")):
+        sel = idx[mask[idx]]
+        series.append((name, colour, conf[sel], f[sel]))
+    return series
+
+
+_CONFIDENCE_TITLE = "Confidence is not stability"
+_CONFIDENCE_AXES = ("confidence p̂ (max probability)", "FDS (larger = more fragile)")
+
+
 def confidence_fds_figure(confidence: ArrayLike, fds: ArrayLike, *, brittle: ArrayLike | None = None,
                           threshold: float = 0.9, max_points: int = 3000, seed: int = 0) -> go.Figure:
     """Confidence against FDS for a set of certificates (a sample of at most ``max_points``).
@@ -341,43 +368,85 @@ def confidence_fds_figure(confidence: ArrayLike, fds: ArrayLike, *, brittle: Arr
     Shows that confidence and fragility are different axes: high-confidence predictions spread
     over the whole FDS range. Points are coloured by the held-out brittle label when given.
     """
-    conf = _vector(confidence, "confidence")
-    f = _vector(fds, "fds", length=conf.shape[0])
-    idx = np.arange(conf.shape[0])
-    if idx.shape[0] > max_points:  # display only: thousands of SVG markers make the browser crawl
-        idx = np.sort(np.random.default_rng(seed).choice(idx, size=max_points, replace=False))
     fig = go.Figure()
-    if brittle is None:
-        fig.add_trace(go.Scatter(x=conf[idx], y=f[idx], mode="markers", name="prediction",
-                                   marker=dict(color=_KEPT, size=6, opacity=0.6)))
-    else:
-        b = np.asarray(brittle).astype(bool)
-        if b.shape != conf.shape:
-            raise ValueError(f"`brittle` must have shape {conf.shape}; got {b.shape}.")
-        for mask, colour, name in ((~b, _KEPT, "not brittle (held-out label)"), (b, _FLIPPED, "brittle (held-out label)")):
-            sel = idx[mask[idx]]
-            fig.add_trace(go.Scatter(x=conf[sel], y=f[sel], mode="markers", name=name,
-                                       marker=dict(color=colour, size=6, opacity=0.6)))
+    for name, colour, x, y in _confidence_series(confidence, fds, brittle, max_points=max_points, seed=seed):
+        fig.add_trace(go.Scatter(x=x, y=y, mode="markers", name=name, marker=dict(color=colour, size=6, opacity=0.6)))
     # Named in the subtitle: a text on the line sat on the points near FDS = 1.
     fig.add_vline(x=threshold, line=dict(color=GREY, dash="dash"))
     fig.update_yaxes(range=[0, 1])
     # Below the plot: its entries wrap to a second row in a half-width column and ran into the title.
-    return finish(fig, title="Confidence is not stability", subtitle=f"dashed = high confidence (p̂ ≥ {threshold:g})",
-                  x_title="confidence p̂ (max probability)", y_title="FDS (larger = more fragile)",
-                  legend_at="bottom")
+    return finish(fig, title=_CONFIDENCE_TITLE, subtitle=f"dashed = high confidence (p̂ ≥ {threshold:g})",
+                  x_title=_CONFIDENCE_AXES[0], y_title=_CONFIDENCE_AXES[1], legend_at="bottom")
+
+
+def confidence_fds_spec(confidence: ArrayLike, fds: ArrayLike, *, brittle: ArrayLike | None = None,
+                        threshold: float = 0.9, max_points: int = 3000, seed: int = 0) -> dict:
+    """:func:`confidence_fds_figure` as a Vega-Lite spec: the same points, colours and threshold line.
+
+    The Overview draws it without plotly.js, whose 4.7 MB bundle the browser would otherwise load
+    and compile on every start. Returns a Vega-Lite 5 spec with its data inline (one row per
+    shown point: ``confidence``, ``fds``, ``label``).
+    """
+    series = _confidence_series(confidence, fds, brittle, max_points=max_points, seed=seed)
+    values = [{"confidence": x, "fds": y, "label": name}
+              for name, _, xs, ys in series for x, y in zip(xs.tolist(), ys.tolist())]
+    points = {
+        "mark": {"type": "circle", "size": 36, "opacity": 0.6},
+        "encoding": {
+            "x": {"field": "confidence", "type": "quantitative", "title": _CONFIDENCE_AXES[0],
+                  "scale": {"zero": False, "nice": False}},
+            "y": {"field": "fds", "type": "quantitative", "title": _CONFIDENCE_AXES[1], "scale": {"domain": [0, 1]}},
+            "color": {"field": "label", "type": "nominal",
+                      "scale": {"domain": [s[0] for s in series], "range": [s[1] for s in series]}},
+            "tooltip": [{"field": "label", "title": "held-out label"},
+                        {"field": "confidence", "type": "quantitative", "format": ".3f"},
+                        {"field": "fds", "type": "quantitative", "title": "FDS", "format": ".3f"}],
+        },
+    }
+    line = {"mark": {"type": "rule", "color": GREY, "strokeDash": [6, 4]},
+            "encoding": {"x": {"datum": float(threshold), "type": "quantitative"}}}
+    return finish_spec({"data": {"values": values}, "layer": [points, line]}, title=_CONFIDENCE_TITLE,
+                       subtitle=f"dashed = high confidence (p̂ ≥ {threshold:g})")
+
+
+def _flip_counts(flip_budget: ArrayLike, depth: int) -> np.ndarray:
+    """Predictions per flip budget ``k* = 1 .. depth + 1`` (the last: no flip within ``depth``)."""
+    k = np.asarray(flip_budget, dtype=int)
+    if k.size and (k.min() < 1 or k.max() > depth + 1):
+        raise ValueError(f"`flip_budget` values must lie in 1..{depth + 1}; got range {k.min()}..{k.max()}.")
+    return np.bincount(k, minlength=depth + 2)[1:]
+
+
+_FLIP_TITLE = "Flip budget k* of the evaluated predictions"
+_FLIP_AXES = ("groups removed until it flips (k*)", "predictions (count)")
 
 
 def flip_budget_histogram(flip_budget: ArrayLike, *, depth: int) -> go.Figure:
     """How many groups must be removed to flip each prediction (``k* = K + 1``: never, within K)."""
-    k = np.asarray(flip_budget, dtype=int)
-    if k.size and (k.min() < 1 or k.max() > depth + 1):
-        raise ValueError(f"`flip_budget` values must lie in 1..{depth + 1}; got range {k.min()}..{k.max()}.")
-    counts = np.bincount(k, minlength=depth + 2)[1:]
+    counts = _flip_counts(flip_budget, depth)
     labels = [str(v) for v in range(1, depth + 1)] + [f"no flip<br>≤ {depth}"]
     colours = [_FLIPPED] * depth + [_KEPT]
     fig = go.Figure(go.Bar(x=labels, y=counts, marker=dict(color=colours),
                            hovertemplate="k* = %{x}: %{y} predictions<extra></extra>"))
     fig.update_xaxes(type="category", tickangle=0)
-    return finish(fig, title="Flip budget k* of the evaluated predictions",
-                  x_title="groups removed until it flips (k*)", y_title="predictions (count)", legend=False,
-                  tick_lines=2)
+    return finish(fig, title=_FLIP_TITLE, x_title=_FLIP_AXES[0], y_title=_FLIP_AXES[1], legend=False, tick_lines=2)
+
+
+def flip_budget_spec(flip_budget: ArrayLike, *, depth: int) -> dict:
+    """:func:`flip_budget_histogram` as a Vega-Lite spec (the Overview's chart, drawn without
+    plotly.js). One row per bar: ``k`` (``"1"`` … ``"K"``, ``"no flip ≤ K"``) and ``predictions``."""
+    counts = _flip_counts(flip_budget, depth)
+    labels = [str(v) for v in range(1, depth + 1)] + [f"no flip ≤ {depth}"]
+    values = [{"k": label, "predictions": int(c)} for label, c in zip(labels, counts)]
+    spec = {
+        "data": {"values": values},
+        "mark": {"type": "bar"},
+        "encoding": {
+            "x": {"field": "k", "type": "ordinal", "sort": labels, "title": _FLIP_AXES[0], "axis": {"labelAngle": 0}},
+            "y": {"field": "predictions", "type": "quantitative", "title": _FLIP_AXES[1], "axis": COUNT_AXIS},
+            "color": {"field": "k", "type": "ordinal", "legend": None,
+                      "scale": {"domain": labels, "range": [_FLIPPED] * depth + [_KEPT]}},
+            "tooltip": [{"field": "k", "title": "k*"}, {"field": "predictions", "type": "quantitative"}],
+        },
+    }
+    return finish_spec(spec, title=_FLIP_TITLE)

@@ -1,26 +1,30 @@
-"""Figures of raw data columns (missing values and categories shown, never dropped)."""
+"""Charts of raw data columns (missing values and categories shown, never dropped).
+
+Vega-Lite specs, not plotly figures: the column chart is on the Overview, the first screen,
+which then draws without loading plotly.js (a 4.7 MB bundle the browser compiles on every start).
+"""
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
-from core.viz._style import finish, series_colours
+from core.viz._style import COUNT_AXIS, finish_spec, series_colours
 
-__all__ = ["column_distribution_figure"]
+__all__ = ["column_distribution_spec"]
 
 _MISSING = "(missing)"
 
 
-def column_distribution_figure(values: pd.Series, target: pd.Series, *, classes: Sequence[object] | None = None,
-                               bins: int = 30) -> go.Figure:
-    """Distribution of one raw column, split by class.
+def column_distribution_spec(values: pd.Series, target: pd.Series, *, classes: Sequence[object] | None = None,
+                             bins: int = 30) -> dict:
+    """Distribution of one raw column, split by class, as a Vega-Lite spec.
 
-    Numeric columns are drawn as overlaid histograms (missing values counted in the title);
-    text / categorical columns as grouped bars per category, with missing values as their own
-    ``(missing)`` category.
+    Numeric columns are drawn as overlaid histograms on ``bins`` shared bins (missing and
+    infinite values counted in the subtitle); text / categorical / boolean columns as grouped
+    bars per category, most frequent first, with missing values as their own ``(missing)``
+    category.
 
     Parameters
     ----------
@@ -32,40 +36,61 @@ def column_distribution_figure(values: pd.Series, target: pd.Series, *, classes:
         Class order of the legend (default: sorted distinct labels).
     bins : int
         Histogram bins for a numeric column.
+
+    Returns
+    -------
+    dict
+        Vega-Lite 5 spec with its data inline, one row per (bin or category, class): ``class``,
+        ``rows`` and either ``start`` / ``end`` (numeric) or ``category``.
     """
     if len(values) != len(target):
         raise ValueError(f"`values` and `target` must have the same length; got {len(values)} and {len(target)}.")
+    if not (isinstance(bins, (int, np.integer)) and bins >= 1):
+        raise ValueError(f"`bins` must be an int >= 1; got {bins!r}.")
     name = str(values.name)
     labels = list(classes) if classes is not None else sorted(pd.unique(target.dropna()), key=str)
-    colours = series_colours(len(labels))
-    fig = go.Figure()
+    colour = {"field": "class", "type": "nominal", "sort": [str(c) for c in labels],
+              "scale": {"domain": [str(c) for c in labels], "range": series_colours(len(labels))}}
     v = values.reset_index(drop=True)
     t = target.reset_index(drop=True)
     missing = int(v.isna().sum())
     if pd.api.types.is_numeric_dtype(v) and not pd.api.types.is_bool_dtype(v):
-        finite = v[np.isfinite(v.to_numpy(dtype=float, na_value=np.nan))]
-        edges = np.histogram_bin_edges(finite.to_numpy(dtype=float), bins=bins) if len(finite) else None
-        for colour, label in zip(colours, labels):
-            part = v[(t == label) & v.notna()].to_numpy(dtype=float)
-            fig.add_trace(go.Histogram(
-                x=part, name=str(label), opacity=0.6, marker=dict(color=colour),
-                xbins=None if edges is None else dict(start=edges[0], end=edges[-1], size=(edges[-1] - edges[0]) / bins or 1),
-                hovertemplate=f"{label}<br>{name} %{{x}}<br>rows %{{y}}<extra></extra>",
-            ))
-        fig.update_layout(barmode="overlay")
-        x_title = f"{name} (raw value)"
-        note = f"{missing:,} missing value{'' if missing == 1 else 's'} not shown"
+        x = v.to_numpy(dtype=float, na_value=np.nan)
+        finite = np.isfinite(x)
+        edges = np.histogram_bin_edges(x[finite], bins=bins) if finite.any() else None
+        rows = []
+        for label in labels:
+            if edges is None:
+                break
+            counts, _ = np.histogram(x[finite & (t == label).to_numpy()], bins=edges)
+            rows += [{"class": str(label), "start": a, "end": b, "rows": int(c)}
+                     for a, b, c in zip(edges[:-1].tolist(), edges[1:].tolist(), counts)]
+        infinite = int((~finite).sum()) - missing
+        hidden = f"{missing:,} missing" + (f" and {infinite:,} infinite" if infinite else "")
+        note = f"{hidden} value{'' if missing + infinite == 1 else 's'} not shown"
+        spec = {"mark": {"type": "bar", "opacity": 0.6, "binSpacing": 0},
+                "encoding": {"x": {"field": "start", "type": "quantitative", "bin": {"binned": True},
+                                   "title": f"{name} (raw value)"},
+                             "x2": {"field": "end"},
+                             "y": {"field": "rows", "type": "quantitative", "stack": None, "title": "rows (count)",
+                                   "axis": COUNT_AXIS},
+                             "color": colour,
+                             "tooltip": [{"field": "class"}, {"field": "start", "title": "from", "format": ".4~g"},
+                                         {"field": "end", "title": "to", "format": ".4~g"}, {"field": "rows"}]}}
     else:
         text = v.astype(object).where(v.notna(), _MISSING).map(str)
         order = text.value_counts().index.tolist()
-        for colour, label in zip(colours, labels):
+        rows = []
+        for label in labels:
             counts = text[t == label].value_counts().reindex(order, fill_value=0)
-            fig.add_trace(go.Bar(x=order, y=counts.to_numpy(), name=str(label), marker=dict(color=colour),
-                                 hovertemplate=f"{label}<br>%{{x}}: %{{y}} rows<extra></extra>"))
-        fig.update_layout(barmode="group")
-        fig.update_xaxes(type="category")
-        x_title = f"{name} (category)"
+            rows += [{"class": str(label), "category": cat, "rows": int(c)} for cat, c in counts.items()]
         note = f"missing values shown as {_MISSING}"
-    # The note is a subtitle: in the x-axis title it made the title run past a half-width figure.
-    return finish(fig, title=f"Distribution of {name} by class", subtitle=note, x_title=x_title,
-                  y_title="rows (count)", height=360)
+        spec = {"mark": {"type": "bar"},
+                "encoding": {"x": {"field": "category", "type": "nominal", "sort": order, "title": f"{name} (category)",
+                                   "axis": {"labelAngle": -30 if len(order) > 6 else 0}},
+                             "xOffset": {"field": "class", "sort": [str(c) for c in labels]},
+                             "y": {"field": "rows", "type": "quantitative", "title": "rows (count)", "axis": COUNT_AXIS},
+                             "color": colour,
+                             "tooltip": [{"field": "class"}, {"field": "category"}, {"field": "rows"}]}}
+    return finish_spec({"data": {"values": rows}, **spec}, title=f"Distribution of {name} by class", subtitle=note,
+                       height=300)

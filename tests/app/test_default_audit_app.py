@@ -47,6 +47,8 @@ at = AppTest.from_file({APP!r}, default_timeout={TIMEOUT})
 at.run()
 print(json.dumps({{"exception": [e.value for e in at.exception], "error": [e.value for e in at.error],
                   "captions": [c.value for c in at.caption], "progress": len(at.get("progress")),
+                  "charts": {{"vega_lite": len(at.get("vega_lite_chart")), "plotly": len(at.get("plotly_chart"))}},
+                  "paired": sorted(m for m in sys.modules if m == "core.paired" or m.startswith("core.paired.")),
                   "heavy": sorted(m for m in sys.modules if m.split(".")[0] in {HEAVY!r}
                                   or any(m == h or m.startswith(h + ".") for h in {HEAVY_SUBMODULES!r}))}}))
 """
@@ -58,6 +60,9 @@ print(json.dumps({{"exception": [e.value for e in at.exception], "error": [e.val
     assert not report["exception"] and not report["error"], report
     assert any("Audit: **credit_data**" in c and "Histogram gradient boosting" in c for c in report["captions"])
     assert report["progress"] == 0, "the shipped audit is shown at once, nothing is computed"
+    # Drawn without plotly.js (4.7 MB the browser compiles before any chart: ~3 s of a start).
+    assert report["charts"] == {"vega_lite": 3, "plotly": 0}, report["charts"]
+    assert report["paired"] == [], "the image pages' engine is imported by those pages only"
     assert report["heavy"] == [], report["heavy"]
 
 

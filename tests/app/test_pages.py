@@ -17,6 +17,10 @@ from app_checks import assert_ok, explorer_path, metric
 PAGES = ["overview", "explorer", "triage", "comparison", "calibration", "paired_bounds", "recapture"]
 
 
+def _tables_with(at, column: str) -> list:
+    return [t for t in at.dataframe if column in t.value.columns]
+
+
 def _table_with(at, column: str):
     """The first table showing ``column`` (only selectable tables carry their key in AppTest)."""
     for frame in at.dataframe:
@@ -44,6 +48,21 @@ def test_default_overview_shows_the_default_audit(app):
     assert metric(app, "Rows") == "4,454"
     assert re.fullmatch(r"0\.\d{3}", metric(app, "FDS AUROC (brittle vs not)"))
     assert any("certificate fingerprint" in c.value for c in app.caption)
+
+
+def test_overview_draws_the_preview_and_the_groups_only_once_opened(app):
+    from ui.data import _bundled
+
+    frame = _bundled("credit_data").frame
+    assert not _tables_with(app, "row_id") and not _tables_with(app, "group")  # closed: not drawn
+    app.session_state["overview_preview_open"] = True  # as a click on the expander sets it
+    app.session_state["overview_groups_open"] = True
+    app.run()
+    assert_ok(app)
+    preview = _tables_with(app, "row_id")[0].value
+    assert len(preview) == 500 and preview["row_id"].tolist() == frame.index[:500].tolist()
+    groups = _tables_with(app, "group")
+    assert len(groups) == 1 and len(groups[0].value) == 13  # one group per raw column of credit_data
 
 
 def test_budget_slider_changes_the_queue_length(app):

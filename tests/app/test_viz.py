@@ -255,8 +255,6 @@ def _every_figure() -> dict[str, go.Figure]:
         "whatif_figure": viz.whatif_figure(["good", "bad"], [0.8, 0.2], [0.4, 0.6]),
         "confidence_fds_figure": viz.confidence_fds_figure([0.6, 0.95], [0.2, 0.9], brittle=[False, True]),
         "flip_budget_histogram": viz.flip_budget_histogram([1, 2, 6], depth=5),
-        "column_distribution_figure": viz.column_distribution_figure(pd.Series([1.0, 2.0, None], name="Income"),
-                                                                     pd.Series(["a", "b", "a"])),
         "tradeoff_figure": viz.tradeoff_figure(models, x="auroc", y="rcma", x_title="AUROC", y_title="RCMA"),
         "trajectories_by_model_figure": viz.trajectories_by_model_figure(
             {"lr": (["a", "b"], [2.0, 1.0, -1.0], 2), "Histogram gradient boosting": (["b", "a"], [4.0, 3.0, 2.0], 3)}),
