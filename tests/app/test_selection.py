@@ -209,18 +209,31 @@ def test_open_in_explorer_shows_a_low_confidence_case_too(app):
 # --------------------------------------------------------------------------------------------
 @pytest.fixture
 def downloads(monkeypatch):
-    """Every file handed to a download button, by its download file name (latest run last)."""
+    """Every file a download button would hand over, by its download file name (latest run last).
+
+    Files given as bytes are recorded as they are stored; files generated on click (a callable,
+    as the tables' CSVs are) are generated here at once, as a click would.
+    """
+    from streamlit.runtime.media_file_manager import MediaFileManager
     from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
     seen: dict[str, bytes] = {}
     original = MemoryMediaFileStorage.load_and_get_id
+    original_deferred = MediaFileManager.add_deferred
 
     def record(self, path_or_data, mimetype, kind, filename=None):
         if isinstance(path_or_data, bytes) and filename:
             seen[filename] = path_or_data
         return original(self, path_or_data, mimetype, kind, filename)
 
+    def record_deferred(self, data_callable, mimetype, coordinates, file_name=None, **kwargs):
+        if file_name:
+            data = data_callable()
+            seen[file_name] = data.encode("utf-8") if isinstance(data, str) else data
+        return original_deferred(self, data_callable, mimetype, coordinates, file_name, **kwargs)
+
     monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", record)
+    monkeypatch.setattr(MediaFileManager, "add_deferred", record_deferred)
     return seen
 
 
