@@ -91,6 +91,7 @@ DEFAULTS: dict[str, object] = {
     "triage_budget": 10,
     "triage_scope": "high-confidence",
     "triage_table": {"selection": {"rows": [], "columns": [], "cells": []}},
+    "triage_tab": "Trajectory and collapse",  # the open tab of the evidence panel (only it is drawn)
     "review_reviewer": "",
     "review_decision": "confirmed_brittle",
     "review_note": "",

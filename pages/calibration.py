@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core import viz
 from core.viz.verdicts import lowest_wins
 from ui.audit_line import audit_line
-from ui.components import figure, page_header, run_page, table
+from ui.components import cached_figure, figure, page_header, run_page, table
 from ui.data import current_audit
 from ui.entry import ensure_entrypoint
 
@@ -55,7 +54,7 @@ def _body() -> None:
     if bins.empty:
         st.info("Pick at least one method to draw the reliability diagrams.", icon=":material/info:")
     else:
-        figure(viz.reliability_figure(bins),
+        figure(cached_figure("reliability_figure", bins),
                "Each point is a confidence bin (bigger = more predictions). On the diagonal the stated confidence "
                "matches the observed accuracy; points below it are over-confident. Compare the two panels: "
                "fragile predictions are typically the over-confident ones.")

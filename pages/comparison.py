@@ -5,11 +5,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core import viz
 from core.views.comparison import comparison_samples, model_comparison_table, sample_across_models
 from core.tabular.models import MODEL_NAMES
 from ui.audit_line import audit_line
-from ui.components import figure, page_header, run_page, table
+from ui.components import cached_figure, figure, page_header, run_page, table
 from ui.data import audits_for, current_audit, model_label
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
@@ -63,12 +62,12 @@ def _body() -> None:
     labelled = frame.assign(model=frame["model"].map(model_label))
     left, right = flow_columns(2, key="comparison_tradeoffs", min_width=380)
     with left:
-        figure(viz.tradeoff_figure(labelled, x="auroc", y="share_k_le_2", x_title="test AUROC (higher = better)",
+        figure(cached_figure("tradeoff_figure", labelled, x="auroc", y="share_k_le_2", x_title="test AUROC (higher = better)",
                                    y_title="share flipped by ≤ 2 groups (lower = better)", x_bounds=(0, 1),
                                    y_bounds=(0, 1), title="AUROC vs flips by ≤ 2 groups"),
                "Bottom-right would be ideal: accurate, and few predictions hinge on one or two evidence groups.")
     with right:
-        figure(viz.tradeoff_figure(labelled, x="auroc", y="share_brittle", x_title="test AUROC (higher = better)",
+        figure(cached_figure("tradeoff_figure", labelled, x="auroc", y="share_brittle", x_title="test AUROC (higher = better)",
                                    y_title="share held-out brittle (lower = better)", x_bounds=(0, 1),
                                    y_bounds=(0, 1), title="AUROC vs held-out brittle"),
                "Share of all test predictions that are confident yet break under the held-out stressors.")
@@ -88,7 +87,7 @@ def _body() -> None:
     sample = st.session_state["compare_sample"]
     across = sample_across_models(audits, sample)
     trajectories = {model_label(name): trajectory for name, trajectory in across.trajectories.items()}
-    figure(viz.trajectories_by_model_figure(trajectories),
+    figure(cached_figure("trajectories_by_model_figure", trajectories),
            "Each panel removes that model's own most supportive groups first. 1 = the original support, 0 = the "
            "decision boundary, below 0 = flipped (vermillion points).")
     table(across.table.assign(model=across.table["model"].map(model_label)), name=f"sample {sample} by model",

@@ -6,8 +6,7 @@ import warnings
 import pandas as pd
 import streamlit as st
 
-from core import viz
-from core.views.paired import (evaluation_records, grid_summary, model_threshold, policy_comparison,
+from core.views.paired import (GridOverview, evaluation_records, grid_summary, model_threshold, policy_comparison,
                                unpaired_class_summary)
 from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload
 from core.constants import COVERAGES
@@ -16,7 +15,7 @@ from core.paired.bounds import identified_intervals, unpaired_intervals
 from core.paired.coverage_grid import coverage_grid, load_precomputed_grid
 from core.paired.policies import LAMBDAS, evaluate_policies
 from core.paired.states import coverage_threshold, development_thresholds, five_state_counts
-from ui.components import figure, guarded, page_header, run_page, table
+from ui.components import cached_figure, figure, guarded, page_header, run_page, table
 from ui.paired_data import PairedData, paired_data
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
@@ -67,6 +66,12 @@ def _grid(key: str, coverage: float, fixed_tau: float | None, *, _records: pd.Da
         return coverage_grid(_records, coverage, thresholds=_thresholds(key, _records=_records))
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def _grid_overview(key: str, coverage: float, fixed_tau: float | None, *, _records: pd.DataFrame) -> GridOverview:
+    """:func:`core.views.paired.grid_summary` of :func:`_grid` (0.16 s a rerun before this cache)."""
+    return grid_summary(_grid(key, coverage, fixed_tau, _records=_records))
+
+
 def _fixed_tau(data: PairedData) -> float | None:
     """The typed acceptance threshold when the user chose a fixed τ (uploads only), else None.
 
@@ -113,11 +118,11 @@ def _policies(data: PairedData, model: str, condition: str, source: str) -> None
     chosen = comparison.chosen
     left, right = flow_columns([3, 2], key="paired_policy_row", min_width=[400, 320])
     with left:
-        figure(viz.policy_matrix_figure(matrix, labels),
+        figure(cached_figure("policy_matrix_figure", matrix, labels),
                "Cell (row j, column ℓ): the largest amount by which j can cost more than ℓ over every pairing "
                "consistent with the level. Negative (blue, ✓) = row j is cheaper than ℓ whatever the pairing.")
     with right:
-        figure(viz.regret_figure(labels, regret, chosen=chosen),
+        figure(cached_figure("regret_figure", labels, regret, chosen=chosen),
                f"Worst-case regret: how much worse each policy can be than the best alternative. Minimax choice: "
                f"{chosen}; least mean cost over uniformly weighted pairings: q = {comparison.mean_coverage:.0%} "
                f"({comparison.mean_method}).")
@@ -176,7 +181,7 @@ def _paired_body(data: PairedData) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedTargetWarning)
         intervals = identified_intervals(cell, tau)
-    figure(viz.intervals_figure(intervals),
+    figure(cached_figure("intervals_figure", intervals),
            "Each bar spans every value some pairing consistent with that level allows; narrower is better "
            "identified. The ◆ (recorded pairing) always lies inside. 'undefined' = no pair is correct on both sides.")
     left, right = flow_columns([3, 2], key="paired_tables_row", min_width=[380, 300])
@@ -196,8 +201,8 @@ def _paired_body(data: PairedData) -> None:
 
     st.subheader("Across every model and condition")
     grid = _grid(data.key, coverage, fixed_tau, _records=records)
-    overview = grid_summary(grid)
-    figure(viz.grid_summary_figure(overview.widths),
+    overview = _grid_overview(data.key, coverage, fixed_tau, _records=records)
+    figure(cached_figure("grid_summary_figure", overview.widths),
            "Mean width of the identified interval over all cells of a source. The drop from I0 to Ik shows what "
            "reporting the per-class count of records correct on both sides buys; I5 adds the other state counts.")
     s = flow_columns(4, key="paired_grid_metrics", min_width=210, gap="small")
@@ -237,7 +242,7 @@ def _unpaired_body(data: PairedData) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedTargetWarning)
         intervals = unpaired_intervals(unpaired, tau)
-    figure(viz.intervals_figure(intervals),
+    figure(cached_figure("intervals_figure", intervals),
            f"Each bar spans every value some pairing consistent with that level allows; narrower is better "
            f"identified. Levels above {unpaired.level} need more counts. 'undefined' = no pair can be correct on "
            "both sides.")

@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core import viz
 from core.views.screening import coverage_by_budget
 from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload, upload_digest
 from core.paired.demo import render_condition, render_condition_image
@@ -19,7 +18,7 @@ from core.paired.screening import (
     screening_metrics,
     screening_scores,
 )
-from ui.components import figure, guarded, page_header, run_page, table
+from ui.components import cached_figure, figure, guarded, page_header, run_page, table
 from ui.paired_data import ScreeningData, demo_pool, paired_data, screening_data
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
@@ -328,7 +327,7 @@ def _queue(data: ScreeningData) -> None:
             _metrics(data.key, model, _scores=scores, _outcomes=data.outcomes),
             condition=None if condition == _POOLED else condition)
         budgets, curves, ceiling, random = coverage.budgets, coverage.curves, coverage.ceiling, coverage.random
-        figure(viz.coverage_figure(budgets, curves, ceiling=ceiling, random=random, selected=budget, highlight=score,
+        figure(cached_figure("coverage_figure", budgets, curves, ceiling=ceiling, random=random, selected=budget, highlight=score,
                                    title="Real failures found within the re-test budget",
                                    y_title="failure coverage (share of failures found)"),
                "Higher is better. Each line ranks the images by one score; dashed grey is the best any ranking "

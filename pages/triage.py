@@ -10,9 +10,9 @@ from core.views.tabular import prediction_table
 from core.reviews import filter_queue
 from core.metrics.ranking import review_budget
 from core.reviews.queue import UNREVIEWED
-from ui.certificate import cached_figure, certificate_panel, flip_budget_text, lambda_text
+from ui.certificate import certificate_panel, flip_budget_text, lambda_text
 from ui.audit_line import audit_line
-from ui.components import figure, guarded, page_header, run_page
+from ui.components import cached_figure, figure, guarded, page_header, run_page
 from ui.data import current_audit, review_store
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns

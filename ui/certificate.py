@@ -4,37 +4,15 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import plotly.graph_objects as go
-import plotly.io as pio
 import streamlit as st
 
-from core import viz
 from core.views.tabular import path_evidence_table, removal_steps_table
 from core.tabular.own_model import feature_origins
-from ui.components import figure, table
+from ui.components import cached_figure, figure, table
 from ui.layout import flow_columns
 
 #: One-step drops shown by default before the other groups are folded into one bar.
 DEFAULT_TOP_GROUPS = 15
-
-# Plotly copies (and validates, property by property) the default template into every new
-# figure: 30-100 ms a figure, a third of a certificate chart's build and most of a row click
-# on a sample not seen yet. Streamlit sets that default to its own "streamlit" template, and
-# every figure of the product replaces it in core.viz._style.finish (plotly_white), so the
-# copy is thrown away: no default template, the same figures (tests/app/test_figure_template.py).
-pio.templates.default = None
-
-
-@st.cache_resource(show_spinner=False, max_entries=512)
-def cached_figure(builder: str, *args: Any, **kwargs: Any) -> go.Figure:
-    """``core.viz.<builder>(*args, **kwargs)``, built once per content and shared read-only.
-
-    Building a plotly figure validates its whole layout and template: 0.1–0.2 s per
-    certificate chart, 0.8 s of a 0.95 s explorer rerun before this cache. The arguments are
-    the chart's own data (a few small arrays), so they key it exactly; ``st.plotly_chart``
-    copies the figure (``to_dict``) and never mutates it.
-    """
-    return getattr(viz, builder)(*args, **kwargs)
 
 
 def lambda_text(cert: Any) -> str:
@@ -127,16 +105,29 @@ def evidence_tables(result: Any, cert: Any, *, key: str) -> None:
     steps_table(result, cert, key=key)
 
 
+#: The tabs of :func:`certificate_panel`, in order.
+PANEL_TABS = ("Trajectory and collapse", "λ* per operator and one-step drops", "Path values vs baseline",
+              "Prediction after each removal")
+
+
 def certificate_panel(result: Any, cert: Any, *, key: str) -> None:
-    """The whole certificate of one sample in four tabs: a compact panel for the triage page."""
+    """The whole certificate of one sample in four tabs: a compact panel for the triage page.
+
+    Only the open tab is drawn (``st.session_state[f"{key}_tab"]``, its label): the four tabs
+    held four plotly charts and two grids the browser drew on every new case, most of a Triage
+    visit. Opening another tab reruns the fragment this panel is in.
+    """
     classes = [str(c) for c in result.dataset.classes]
-    tabs = st.tabs(["Trajectory and collapse", "λ* per operator and one-step drops", "Path values vs baseline",
-                    "Prediction after each removal"])
-    with tabs[0]:
-        _trajectory_row(cert, classes, key=key)
-    with tabs[1]:
-        _operator_row(cert, key=key)
-    with tabs[2]:
-        path_values_table(result, cert, key=key, height=250)
-    with tabs[3]:
-        steps_table(result, cert, key=key, height=250)
+    tabs = st.tabs(list(PANEL_TABS), key=f"{key}_tab", on_change="rerun")
+    if tabs[0].open:
+        with tabs[0]:
+            _trajectory_row(cert, classes, key=key)
+    if tabs[1].open:
+        with tabs[1]:
+            _operator_row(cert, key=key)
+    if tabs[2].open:
+        with tabs[2]:
+            path_values_table(result, cert, key=key, height=250)
+    if tabs[3].open:
+        with tabs[3]:
+            steps_table(result, cert, key=key, height=250)

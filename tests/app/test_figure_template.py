@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-import ui.certificate  # noqa: F401 - sets the default template off, as in the app
+import ui.components  # noqa: F401 - sets the default template off, as in the app
 from core import viz
 
 _PATH = ["income", "age", "debt"]

@@ -124,6 +124,10 @@ def test_triage_panel_shows_the_evidence_of_the_selected_case(app, audit):
     edited = np.vstack([remove(x, audit.groups, audit.baseline, path[:j]) for j in range(len(path) + 1)])
     proba = audit.model.predict_proba(edited)
     classes = [str(c) for c in audit.dataset.classes]
+    assert not any("group removed" in t.value.columns for t in app.dataframe)  # only the open tab is drawn
+    app.session_state["triage_tab"] = "Prediction after each removal"  # as a click on the tab sets it
+    app.run()
+    assert_ok(app)
     steps = _table_with(app, "group removed")
     assert steps["group removed"].tolist() == ["none (intact)", *path]
     assert steps["prediction"].tolist() == [classes[i] for i in proba.argmax(axis=1)]
@@ -133,6 +137,9 @@ def test_triage_panel_shows_the_evidence_of_the_selected_case(app, audit):
     assert (flips[0] if len(flips) else certs.depth + 1) == k
 
     # Raw values of the path's groups beside the baseline that replaces them.
+    app.session_state["triage_tab"] = "Path values vs baseline"
+    app.run()
+    assert_ok(app)
     evidence = _table_with(app, "baseline")
     expected = [(g, c) for g in path for c in audit.groups[g]]
     assert list(zip(evidence["group"], evidence["step"])) == [(g, path.index(g) + 1) for g, _ in expected]
