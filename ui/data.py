@@ -23,6 +23,7 @@ from core.tabular.models import MODELS
 from core.tabular.shipped import shipped_audit
 from ui.audit_jobs import AuditJob, foreground_wait_s, job_for, show_progress_and_stop
 
+
 def dataset_label(key: str) -> str:
     """Display name of a dataset key (bundled name or ``upload:<name>``)."""
     return f"{key.split(':', 1)[1]} (uploaded)" if key.startswith("upload:") else key
