@@ -19,7 +19,7 @@ from core.cfc.protocol import Protocol
 from core.views.uploads import LARGE_TABLE_ROWS
 from core.reviews import default_db_path
 from core.tabular.datasets import DEFAULT_DATASET
-from ui.certificate import DEFAULT_TOP_GROUPS
+from ui.certificate import DEFAULT_TOP_GROUPS, PANEL_TABS
 from ui.own_model import default_audits_dir
 from ui.sidebar import render_sidebar
 
@@ -91,7 +91,7 @@ DEFAULTS: dict[str, object] = {
     "triage_budget": 10,
     "triage_scope": "high-confidence",
     "triage_table": {"selection": {"rows": [], "columns": [], "cells": []}},
-    "triage_tab": "Trajectory and collapse",  # the open tab of the evidence panel (only it is drawn)
+    "triage_tab": PANEL_TABS[0],  # the open tab of the evidence panel (only it is drawn)
     "review_reviewer": "",
     "review_decision": "confirmed_brittle",
     "review_note": "",

@@ -118,16 +118,10 @@ def certificate_panel(result: Any, cert: Any, *, key: str) -> None:
     visit. Opening another tab reruns the fragment this panel is in.
     """
     classes = [str(c) for c in result.dataset.classes]
-    tabs = st.tabs(list(PANEL_TABS), key=f"{key}_tab", on_change="rerun")
-    if tabs[0].open:
-        with tabs[0]:
-            _trajectory_row(cert, classes, key=key)
-    if tabs[1].open:
-        with tabs[1]:
-            _operator_row(cert, key=key)
-    if tabs[2].open:
-        with tabs[2]:
-            path_values_table(result, cert, key=key, height=250)
-    if tabs[3].open:
-        with tabs[3]:
-            steps_table(result, cert, key=key, height=250)
+    draws = (lambda: _trajectory_row(cert, classes, key=key), lambda: _operator_row(cert, key=key),
+             lambda: path_values_table(result, cert, key=key, height=250),
+             lambda: steps_table(result, cert, key=key, height=250))
+    for tab, draw in zip(st.tabs(list(PANEL_TABS), key=f"{key}_tab", on_change="rerun"), draws):
+        if tab.open:
+            with tab:
+                draw()

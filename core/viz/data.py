@@ -49,8 +49,9 @@ def column_distribution_spec(values: pd.Series, target: pd.Series, *, classes: S
         raise ValueError(f"`bins` must be an int >= 1; got {bins!r}.")
     name = str(values.name)
     labels = list(classes) if classes is not None else sorted(pd.unique(target.dropna()), key=str)
-    colour = {"field": "class", "type": "nominal", "sort": [str(c) for c in labels],
-              "scale": {"domain": [str(c) for c in labels], "range": series_colours(len(labels))}}
+    names = [str(c) for c in labels]
+    colour = {"field": "class", "type": "nominal", "sort": names,
+              "scale": {"domain": names, "range": series_colours(len(labels))}}
     v = values.reset_index(drop=True)
     t = target.reset_index(drop=True)
     missing = int(v.isna().sum())
@@ -59,12 +60,11 @@ def column_distribution_spec(values: pd.Series, target: pd.Series, *, classes: S
         finite = np.isfinite(x)
         edges = np.histogram_bin_edges(x[finite], bins=bins) if finite.any() else None
         rows = []
-        for label in labels:
-            if edges is None:
-                break
-            counts, _ = np.histogram(x[finite & (t == label).to_numpy()], bins=edges)
-            rows += [{"class": str(label), "start": a, "end": b, "rows": int(c)}
-                     for a, b, c in zip(edges[:-1].tolist(), edges[1:].tolist(), counts)]
+        if edges is not None:  # no finite value: an empty chart, the subtitle says why
+            for label, shown in zip(labels, names):
+                counts, _ = np.histogram(x[finite & (t == label).to_numpy()], bins=edges)
+                rows += [{"class": shown, "start": a, "end": b, "rows": int(c)}
+                         for a, b, c in zip(edges[:-1].tolist(), edges[1:].tolist(), counts)]
         infinite = int((~finite).sum()) - missing
         hidden = f"{missing:,} missing" + (f" and {infinite:,} infinite" if infinite else "")
         note = f"{hidden} value{'' if missing + infinite == 1 else 's'} not shown"
@@ -81,14 +81,14 @@ def column_distribution_spec(values: pd.Series, target: pd.Series, *, classes: S
         text = v.astype(object).where(v.notna(), _MISSING).map(str)
         order = text.value_counts().index.tolist()
         rows = []
-        for label in labels:
+        for label, shown in zip(labels, names):
             counts = text[t == label].value_counts().reindex(order, fill_value=0)
-            rows += [{"class": str(label), "category": cat, "rows": int(c)} for cat, c in counts.items()]
+            rows += [{"class": shown, "category": cat, "rows": int(c)} for cat, c in counts.items()]
         note = f"missing values shown as {_MISSING}"
         spec = {"mark": {"type": "bar"},
                 "encoding": {"x": {"field": "category", "type": "nominal", "sort": order, "title": f"{name} (category)",
                                    "axis": {"labelAngle": -30 if len(order) > 6 else 0}},
-                             "xOffset": {"field": "class", "sort": [str(c) for c in labels]},
+                             "xOffset": {"field": "class", "sort": names},
                              "y": {"field": "rows", "type": "quantitative", "title": "rows (count)", "axis": COUNT_AXIS},
                              "color": colour,
                              "tooltip": [{"field": "class"}, {"field": "category"}, {"field": "rows"}]}}
