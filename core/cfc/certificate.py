@@ -931,7 +931,9 @@ class VerificationReport:
         the sample's whole sub-array; a shape disagreement is reported once with
         ``position = -1``.
     rtol, atol : float
-        Tolerances used for floating-point fields (``|a - e| <= atol + rtol * |e|``).
+        Tolerances used for floating-point fields (``|a - e| <= atol + rtol * max(|e|, scale)``,
+        ``scale`` the sample's margin size for fields computed from differences of margins;
+        see :func:`verify`).
     verdict : {"identical", "within_tolerance", "differs"}
         ``identical``: same fingerprint and every field bit-equal (same machine, same model).
         ``within_tolerance``: every discrete field equal, every float field and the model's
@@ -1015,6 +1017,38 @@ def _comparable_fields(cs: CertificateSet) -> dict[str, np.ndarray]:
     return out
 
 
+#: Fields in margin units (differences of clipped log-probabilities, log-odds).
+_MARGIN_FIELDS = ("table.margin", "table.path_margins", "table.one_step_max", "traj_margin", "drops")
+#: Fields that divide a difference of margins by ``|m(x)|`` (the collapse terms and what sums them).
+_COLLAPSE_FIELDS = ("collapse", "table.rcma")
+
+
+def _margin_scales(cs: CertificateSet) -> dict[str, np.ndarray]:
+    """Per-sample magnitudes that :func:`verify`'s ``rtol`` is relative to, beside ``|expected|``.
+
+    A model's rounding moves each log-probability of a sample by about ``rtol`` times the
+    size of the sample's margins, so a *difference* of margins (a one-step drop, a margin
+    near 0) carries an error of that size, however small the difference itself is
+    (cancellation: on an AVX-512 CPU a float32 torch model's drops of 1e-4 log-odds moved by
+    3e-6 against a build without AVX). The scale of sample ``i`` is its largest finite
+    ``|margin|`` or ``|drop|`` anywhere in its certificate, ``S_i``; the collapse terms
+    ``(m0 − m_k) / |m0|`` and ``rcma`` get ``S_i / |m0_i|``, and ``u`` / ``fds``
+    (``w1 · rcma + …``; ``dfds ≤ du``) ``w1 · S_i / |m0_i|``. Any other float field is
+    compared to its own size.
+    """
+    parts = [np.abs(cs.traj_margin).reshape(len(cs), -1), np.abs(cs.drops).reshape(len(cs), -1)]
+    parts += [np.abs(tr.margins).reshape(len(cs), -1) for tr in cs.operators.values()]
+    stacked = np.concatenate(parts, axis=1)
+    S = np.where(np.isfinite(stacked), stacked, 0.0).max(axis=1, initial=0.0)
+    ratio = S / (np.abs(cs.traj_margin[:, 0]) + _EPS)
+    w1 = max(float(cs.protocol.weights[0]), 0.0)
+    scales = {name: S for name in _MARGIN_FIELDS}
+    scales.update({f"operators.{op}.margins": S for op in cs.operators})
+    scales.update({name: ratio for name in _COLLAPSE_FIELDS})
+    scales.update({"table.u": w1 * ratio, "table.fds": w1 * ratio})
+    return scales
+
+
 def verify(bundle: CertificateSet | Mapping[str, Any] | str | Path, predict_proba: Callable[[np.ndarray], ArrayLike],
            X: ArrayLike, *, rtol: float = 1e-5, atol: float = 1e-6, batch_size: int = 65536,
            progress: Callable[[int, int], object] | None = None) -> VerificationReport:
@@ -1038,9 +1072,13 @@ def verify(bundle: CertificateSet | Mapping[str, Any] | str | Path, predict_prob
         The same rows, in the same order, that were certified.
     rtol, atol : float, default=1e-5, 1e-6
         Declared tolerances for floating-point fields, ``|actual - expected| <= atol +
-        rtol * |expected|``; ``inf``/``NaN`` must match. The defaults leave a margin of about
-        ten over the float32 rounding of a torch model on another CPU; float64 models agree to
-        about 1e-12 there.
+        rtol * max(|expected|, scale)``; ``inf``/``NaN`` must match. ``scale`` is 0 except for
+        the fields computed from differences of margins, whose rounding error follows the
+        size of the sample's margins rather than their own (drops, margins, collapse, RCMA,
+        ``u``, FDS; see ``_margin_scales``). The defaults leave a margin of about ten over the
+        float32 rounding of a torch model between AVX-512 and no-AVX kernels (its largest
+        difference, in ``collapse``, is 0.09 of its tolerance; compared to their own size
+        alone its drops were up to 3.8 times theirs); float64 models agree to about 1e-12.
     batch_size : int, default=65536
     progress : callable(done_rows, total_rows), optional
 
@@ -1070,6 +1108,7 @@ def verify(bundle: CertificateSet | Mapping[str, Any] | str | Path, predict_prob
     identical = True
     max_diff, max_field = 0.0, None
     exp_fields, act_fields = _comparable_fields(expected), _comparable_fields(actual)
+    scales = _margin_scales(expected)
     for field, E in exp_fields.items():
         Acur = act_fields.get(field)
         if Acur is None or Acur.shape != E.shape:
@@ -1078,8 +1117,13 @@ def verify(bundle: CertificateSet | Mapping[str, Any] | str | Path, predict_prob
             continue
         if E.dtype.kind == "f" or Acur.dtype.kind == "f":
             e64, a64 = E.astype(np.float64), Acur.astype(np.float64)
-            bad = ~np.isclose(a64, e64, rtol=rtol, atol=atol, equal_nan=True)
             both = np.isfinite(e64) & np.isfinite(a64)
+            close = np.isclose(a64, e64, rtol=rtol, atol=atol, equal_nan=True)
+            if field in scales:
+                scale = scales[field].reshape((-1,) + (1,) * (e64.ndim - 1))
+                with np.errstate(invalid="ignore"):
+                    close |= both & (np.abs(a64 - e64) <= atol + rtol * np.maximum(np.abs(e64), scale))
+            bad = ~close
             if both.any():
                 diff = float(np.max(np.abs(e64[both] - a64[both])))
                 if diff > max_diff:

@@ -7,9 +7,12 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from cfc_reference import random_problem
 
 from core.cfc import CertificateSet, Protocol, certify, verify
+from core.cfc.bundle import decode_floats, encode_floats
 
 F, X, GROUPS, XBAR = random_problem(0, n=25, d=7, n_groups=4, n_classes=3)
 
@@ -120,3 +123,46 @@ def test_non_json_index_is_refused():
     small = certify(F, pd.DataFrame(X[:2], index=pd.to_datetime(["2024-01-01", "2024-01-02"])), GROUPS, XBAR)
     with pytest.raises(ValueError, match="index cannot be written to JSON"):
         small.to_bundle()
+
+
+def _decode_floats_twin(values):
+    """The per-element loop decode_floats had before its numpy fast path: the reference."""
+    table = {"inf": np.inf, "-inf": -np.inf, "nan": np.nan}
+    return np.array([table[v] if isinstance(v, str) else v for v in values], dtype=np.float64)
+
+
+_JSON_SCALARS = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False), st.integers(-(2**70), 2**70), st.booleans(), st.none(),
+    st.sampled_from(["inf", "-inf", "nan", "NaN", "1.5", "", "Infinity"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_JSON_SCALARS, max_size=30) | st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=30)
+       | st.lists(st.integers(-(2**62), 2**62), max_size=30))
+def test_decode_floats_equals_its_loop_twin(values):
+    """The fast path changes nothing: same values bit for bit, same refusals (a string other
+    than 'inf'/'-inf'/'nan' is refused, never parsed leniently as numpy would)."""
+    try:
+        expected = _decode_floats_twin(values)
+    except (KeyError, TypeError, ValueError):
+        with pytest.raises(ValueError, match="Bundle field 'f'"):
+            decode_floats(values, where="f")
+        return
+    got = decode_floats(values, where="f")
+    assert got.dtype == np.float64 and got.shape == expected.shape
+    np.testing.assert_array_equal(got.view(np.int64), expected.view(np.int64))
+
+
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True, width=64), max_size=40))
+def test_encode_decode_floats_round_trip_bit_exact(values):
+    arr = np.array(values, dtype=np.float64)
+    back = decode_floats(json.loads(json.dumps(encode_floats(arr), allow_nan=False)), where="f")
+    np.testing.assert_array_equal(np.isnan(back), np.isnan(arr))
+    finite = ~np.isnan(arr)
+    np.testing.assert_array_equal(back[finite].view(np.int64), arr[finite].view(np.int64))
+
+
+@pytest.mark.parametrize("bad", [[[1.0], [2.0, 3.0]], [[1.0, 2.0]], "1.0", 3.0, [{"a": 1}]])
+def test_decode_floats_refuses_non_lists_and_nesting(bad):
+    with pytest.raises(ValueError, match="Bundle field 'f'"):
+        decode_floats(bad, where="f")

@@ -79,6 +79,7 @@ def problem(tmp_path_factory):
         with torch.no_grad():
             return torch.softmax(net(torch.from_numpy(np.asarray(A, dtype=np.float32))), dim=1).numpy()
 
+    torch_proba.net = net  # for the tests that re-round its logits
     return folder, X_test, {"torch": torch_proba, "mlp": mlp.predict_proba}, groups, baseline
 
 
@@ -131,3 +132,39 @@ def test_a_bundle_without_probe_values_cannot_pass_on_a_fingerprint_mismatch(pro
     report = verify(bundle, models["mlp"], X)
     assert report.verdict == "differs" and report.probe_max_abs_diff is None
     assert "stores no probe values" in str(report)
+
+
+def _rounded_elsewhere(net, rel: float, seed: int):
+    """The torch model as another CPU's float32 kernels compute it: every logit moved by up to
+    ``rel`` of its size (between AVX-512 and no-AVX kernels this net's logits moved by at most
+    2.9e-6 with logits up to 8.9: 3e-7 of the largest)."""
+    rng = np.random.default_rng(seed)
+
+    def proba(A):
+        with torch.no_grad():
+            z = net(torch.from_numpy(np.asarray(A, dtype=np.float32))).numpy().astype(np.float64)
+        z = z * (1 + rel * rng.uniform(-1, 1, z.shape))
+        return torch.softmax(torch.from_numpy(z.astype(np.float32)), dim=1).numpy()
+
+    return proba
+
+
+def test_drops_are_compared_at_the_size_of_their_margins(problem):
+    """A drop is a difference of two margins: kernel rounding moves it by about rtol × |margin|,
+    not rtol × |drop|. Such a recomputation verifies; a drop changed by 1e-3 still does not."""
+    folder, X, models, groups, baseline = problem
+    net = models["torch"].net
+    cs = certify(models["torch"], X, groups, baseline, Protocol())
+    elsewhere = _rounded_elsewhere(net, 1e-6, seed=0)  # three times the measured gap
+    moved = certify(elsewhere, X, groups, baseline, Protocol())
+    own_size = np.isclose(moved.drops, cs.drops, rtol=1e-5, atol=1e-6)
+    assert not own_size.all(), "the simulated rounding no longer exercises small drops"
+    report = verify(cs, elsewhere, X)
+    assert report.verdict in ("within_tolerance", "identical") and report.mismatches.empty, str(report)
+    # The tolerance is still tight: a tampered drop (1e-3 log-odds) is found, with its sample.
+    bundle = cs.to_bundle()
+    width = len(groups)
+    bundle["arrays"]["drops"]["data"][7 * width + 2] += 1e-3
+    tampered = verify(bundle, models["torch"], X)
+    assert not tampered.ok and "drops" in tampered.fields
+    assert 7 in tampered.mismatches.loc[tampered.mismatches["field"] == "drops", "position"].tolist()
