@@ -58,8 +58,12 @@ PROB_TOL = 1e-5
 """float32 probabilities of these small models differ by ~1e-7 between CPU kernels; 100x margin."""
 MAX_NEAR_TIES = 5
 """Near-tie labels excused per comparison (expected 0 or a handful)."""
-RETRAIN_AGREEMENT = 0.99
-"""Share of clean labels a re-trained slice model must share with the shipped one."""
+RETRAIN_AGREEMENT = 0.95
+"""Share of clean labels a re-trained slice model must share with the shipped one. Training
+amplifies last-bit differences over its epochs, so another CPU re-trains a sibling of the
+shipped model, not a copy: on an AVX-512 machine cnn-w8 agreed on 97.5 % of the labels (eval
+accuracy 0.822 vs 0.812), logreg-c1 on 99.9 %. 0.95 allows twice that measured gap; the
+accuracy bound below (0.02) checks the sibling is as good."""
 
 
 @pytest.fixture(scope="module")

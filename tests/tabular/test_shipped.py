@@ -89,7 +89,9 @@ def test_a_refitted_model_is_checked_like_verify_does(dataset):
     # Another CPU may round the 6-decimal fingerprint hash apart: probe probabilities within
     # verify's default tolerances still accept the refitted model ...
     rounded = RefitModel(dataclasses.replace(shipped, fingerprint="0" * 64))
-    np.testing.assert_array_equal(rounded.predict_proba(shipped.X_test), shipped.proba_test)
+    # Refitted on another CPU the lbfgs solution moves in its last bits (4e-11 on an AVX-512
+    # machine against the shipped file's): equal within verify's tolerances, not bit for bit.
+    np.testing.assert_allclose(rounded.predict_proba(shipped.X_test), shipped.proba_test, rtol=1e-5, atol=1e-6)
     # ... but a model whose probe probabilities moved is refused, every time it is asked.
     moved = dataclasses.replace(shipped.certificates, probe_proba=shipped.certificates.probe_proba + 1e-3)
     other = RefitModel(dataclasses.replace(shipped, fingerprint="0" * 64, certificates=moved))
