@@ -1021,7 +1021,12 @@ def _expand(df: pd.DataFrame) -> pd.DataFrame:
     """Back to the in-memory dtypes callers expect: str, int64, float64."""
     out = df.copy()
     for col in out.columns:
-        if isinstance(out[col].dtype, pd.CategoricalDtype) or pd.api.types.is_string_dtype(out[col].dtype):
+        codes = out[col].cat.codes.to_numpy() if isinstance(out[col].dtype, pd.CategoricalDtype) else None
+        if codes is not None and (codes >= 0).all():
+            # The categories converted once and gathered: the same str column as astype(str),
+            # which converts every row (0.46 of the pool's 0.94 s load).
+            out[col] = pd.Series(out[col].cat.categories.astype(str).take(codes), index=out.index, name=col)
+        elif codes is not None or pd.api.types.is_string_dtype(out[col].dtype):
             out[col] = out[col].astype(str)
         elif np.issubdtype(out[col].dtype, np.integer):
             out[col] = out[col].astype(np.int64)

@@ -508,3 +508,35 @@ def test_build_rejects_unknown_names(kwargs, message):
 def test_loading_an_incomplete_folder_names_the_missing_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="missing .*records.parquet"):
         load_demo_pool(tmp_path)
+
+
+def _expand_twin(df: pd.DataFrame) -> pd.DataFrame:
+    """The per-row conversion ``_expand`` made before it gathered categories: the reference."""
+    out = df.copy()
+    for col in out.columns:
+        if isinstance(out[col].dtype, pd.CategoricalDtype) or pd.api.types.is_string_dtype(out[col].dtype):
+            out[col] = out[col].astype(str)
+        elif np.issubdtype(out[col].dtype, np.integer):
+            out[col] = out[col].astype(np.int64)
+        elif out[col].dtype == np.float32:
+            out[col] = out[col].astype(np.float64)
+    return out
+
+
+def test_expand_equals_the_row_by_row_conversion():
+    """Every shipped table, and categoricals with unused and missing categories, read back as
+    the row-by-row ``astype(str)`` reads them, dtypes included."""
+    from core.paired.demo import _FILES, DEFAULT_DIR, _expand
+
+    for role in ("records", "probes", "clean", "models", "conditions"):
+        stored = pd.read_parquet(DEFAULT_DIR / _FILES[role])
+        pd.testing.assert_frame_equal(_expand(stored), _expand_twin(stored), check_exact=True)
+    odd = pd.DataFrame({
+        "unused": pd.Categorical(["b", "a", "b"], categories=["a", "b", "z"]),
+        "missing": pd.Categorical(["a", None, "a"]),
+        "numbers": pd.Categorical([3, 1, 3]),
+        "plain": pd.array(["x", "y", None], dtype="string"),
+        "k": np.array([1, 2, 3], dtype=np.int8),
+        "p": np.array([0.5, 0.25, 1.0], dtype=np.float32),
+    })
+    pd.testing.assert_frame_equal(_expand(odd), _expand_twin(odd), check_exact=True)
