@@ -13,7 +13,6 @@ pandas / scipy versions. Anything else (an upload, an edited solver, other libra
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 from pathlib import Path
@@ -22,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from core.constants import COVERAGES, LEVELS
+from core.digests import code_sha256, frame_sha256
 
 __all__ = ["PRECOMPUTED_GRID", "coverage_grid", "grid_fingerprint", "load_precomputed_grid",
            "write_precomputed_grid"]
@@ -97,11 +97,8 @@ def grid_fingerprint(records: pd.DataFrame, coverage: float) -> dict:
     """
     import scipy
 
-    row_hashes = pd.util.hash_pandas_object(records, index=False).to_numpy()
-    digest = hashlib.sha256(row_hashes.tobytes())
-    digest.update(json.dumps([[str(c), str(t)] for c, t in records.dtypes.items()]).encode())
-    return {"format": _FORMAT, "records_sha256": digest.hexdigest(), "coverage": float(coverage),
-            "levels": list(LEVELS), "code_sha256": _code_digest(),
+    return {"format": _FORMAT, "records_sha256": frame_sha256(records), "coverage": float(coverage),
+            "levels": list(LEVELS), "code_sha256": code_sha256(_CODE),
             "numpy": np.__version__, "pandas": pd.__version__, "scipy": scipy.__version__}
 
 
@@ -156,13 +153,3 @@ def load_precomputed_grid(records: pd.DataFrame, coverage: float, path: str | Pa
     except (OSError, ValueError):
         return None
     return frame.drop(columns="coverage").reset_index(drop=True)
-
-
-def _code_digest() -> str:
-    import importlib
-
-    digest = hashlib.sha256()
-    for name in _CODE:
-        digest.update(name.encode())
-        digest.update(Path(importlib.import_module(name).__file__).read_bytes())
-    return digest.hexdigest()

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: layer marked ``peers`` its packages may also import each other (cycles are still refused).
 #: Patterns are fnmatch patterns over dotted module names; the first match wins.
 LAYERS: list[tuple[str, tuple[str, ...], bool]] = [
-    ("base", ("core._rng", "core.constants", "core.exceptions", "core.atomic", "core.validation", "core.onnx_session", "core.metrics",
+    ("base", ("core._rng", "core.constants", "core.exceptions", "core.atomic", "core.validation", "core.onnx_session", "core.digests", "core.metrics",
               "core.metrics.*"), True),
     ("engines", ("core.cfc", "core.cfc.*", "core.paired", "core.paired.*", "core.reviews", "core.reviews.*"), False),
     ("tabular", ("core.tabular", "core.tabular.*"), False),

@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from cfc_reference import random_problem
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from cfc_reference import random_problem
 
 from core.cfc import CertificateSet, Protocol, certify, verify
 from core.cfc.bundle import decode_floats, encode_floats

@@ -152,7 +152,7 @@ def _rounded_elsewhere(net, rel: float, seed: int):
 def test_drops_are_compared_at_the_size_of_their_margins(problem):
     """A drop is a difference of two margins: kernel rounding moves it by about rtol × |margin|,
     not rtol × |drop|. Such a recomputation verifies; a drop changed by 1e-3 still does not."""
-    folder, X, models, groups, baseline = problem
+    _, X, models, groups, baseline = problem
     net = models["torch"].net
     cs = certify(models["torch"], X, groups, baseline, Protocol())
     elsewhere = _rounded_elsewhere(net, 1e-6, seed=0)  # three times the measured gap
