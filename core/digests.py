@@ -19,7 +19,19 @@ __all__ = ["code_sha256", "frame_sha256"]
 
 
 def frame_sha256(frame: pd.DataFrame) -> str:
-    """SHA-256 of every column and row of ``frame`` in order, with the columns' dtypes (not the index).
+    """SHA-256 over pandas' 64-bit hash of every row of ``frame`` in order, and the columns' dtypes.
+
+    The index is left out. Two frames with the same values, order and dtypes give the same
+    digest; any changed value, row order or dtype changes it (up to a 64-bit row-hash collision).
+
+    Parameters
+    ----------
+    frame : DataFrame
+
+    Returns
+    -------
+    str
+        64 hex characters.
 
     >>> a = pd.DataFrame({"x": [1, 2]})
     >>> frame_sha256(a) == frame_sha256(a.copy()), frame_sha256(a) == frame_sha256(a.iloc[::-1])
@@ -32,7 +44,19 @@ def frame_sha256(frame: pd.DataFrame) -> str:
 
 
 def code_sha256(modules: Iterable[str]) -> str:
-    """SHA-256 of the names and source files of ``modules`` (dotted names, imported to find them)."""
+    """SHA-256 of the names and source bytes of ``modules``, in the order given.
+
+    Parameters
+    ----------
+    modules : iterable of str
+        Dotted module names; each is imported to find its file.
+
+    Returns
+    -------
+    str
+        64 hex characters. Any edit of one of the files changes it (so does a checkout that
+        rewrites line endings).
+    """
     digest = hashlib.sha256()
     for name in modules:
         digest.update(name.encode())

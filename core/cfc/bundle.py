@@ -40,21 +40,28 @@ def encode_floats(values: np.ndarray) -> list[Any]:
 def decode_floats(values: list[Any], *, where: str) -> np.ndarray:
     """Inverse of :func:`encode_floats`: a flat list -> float64 array of shape ``(len(values),)``."""
     # Most lists hold numbers only: numpy converts those in C (a saved audit's tables are
-    # ~10^5 values, 0.09 s per Overview start in the per-element loop below). Strings, None
+    # ~10^5 values, 0.09 s per Overview start in the per-element loop below). Strings, nulls
     # and anything else numpy would coerce leniently take the strict loop.
     try:
         fast = np.asarray(values)
-    except (TypeError, ValueError):  # ragged nesting: the loop below names the field
+    except (TypeError, ValueError, OverflowError):  # ragged nesting: the loop below names the field
         fast = None
     if fast is not None and fast.ndim == 1 and fast.dtype.kind in "fi":
-        return fast.astype(np.float64)
+        return fast.astype(np.float64, copy=False)
     try:
-        out = np.array([_NONFINITE[v] if isinstance(v, str) else v for v in values], dtype=np.float64)
-    except (KeyError, TypeError, ValueError) as exc:
+        out = np.array([_NONFINITE[v] if isinstance(v, str) else _not_null(v) for v in values], dtype=np.float64)
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise ValueError(f"Bundle field {where!r} must hold numbers or 'inf'/'-inf'/'nan'; {exc!r}.") from exc
     if out.ndim != 1:
         raise ValueError(f"Bundle field {where!r} must be a flat list of numbers; got nested lists of shape {out.shape}.")
     return out
+
+
+def _not_null(value: Any) -> Any:
+    # numpy reads None as NaN; a bundle writes NaN as "nan", so a null is a damaged file.
+    if value is None:
+        raise TypeError("null is not a number")
+    return value
 
 
 def encode_array(a: np.ndarray) -> dict[str, Any]:

@@ -545,6 +545,13 @@ def _from_bundle(data: Mapping[str, Any]) -> CertificateSet:
 # --------------------------------------------------------------------------------------------
 # The ranking head
 # --------------------------------------------------------------------------------------------
+def _collapse_terms(traj_margin: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """``collapse`` (n, K+1) ``= max(0, (m0 − m_k) / (|m0| + 1e-8))`` and ``rcma`` (n,) (SPEC A.2)."""
+    m0 = traj_margin[:, 0]
+    collapse = np.maximum(0.0, (m0[:, None] - traj_margin) / (np.abs(m0)[:, None] + _EPS))
+    return collapse, collapse.sum(axis=1) / (depth + 1)
+
+
 def fds_from_components(rcma: ArrayLike, flip_budget: ArrayLike, lambda_stars: ArrayLike,
                         weights: Sequence[float] = (1 / 3, 1 / 3, 1 / 3)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``FDS = 1 − exp(−u)`` from certificate components (SPEC A.3).
@@ -858,8 +865,7 @@ def certify(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike, grou
     traj_pred = predicted_class(traj)
     traj_margin = class_margin(traj, y[:, None])
     m0 = traj_margin[:, 0]
-    collapse = np.maximum(0.0, (m0[:, None] - traj_margin) / (np.abs(m0)[:, None] + _EPS))
-    rcma = collapse.sum(axis=1) / (depth + 1)
+    collapse, rcma = _collapse_terms(traj_margin, depth)
     flips = traj_pred[:, 1:] != y[:, None]
     k_star = np.where(flips.any(axis=1), np.argmax(flips, axis=1) + 1, depth + 1)
     ops = {
@@ -1024,29 +1030,67 @@ _COLLAPSE_FIELDS = ("collapse", "table.rcma")
 
 
 def _margin_scales(cs: CertificateSet) -> dict[str, np.ndarray]:
-    """Per-sample magnitudes that :func:`verify`'s ``rtol`` is relative to, beside ``|expected|``.
+    """Magnitudes that :func:`verify`'s ``rtol`` is relative to, beside ``|expected|``.
 
     A model's rounding moves each log-probability of a sample by about ``rtol`` times the
     size of the sample's margins, so a *difference* of margins (a one-step drop, a margin
     near 0) carries an error of that size, however small the difference itself is
     (cancellation: on an AVX-512 CPU a float32 torch model's drops of 1e-4 log-odds moved by
-    3e-6 against a build without AVX). The scale of sample ``i`` is its largest finite
-    ``|margin|`` or ``|drop|`` anywhere in its certificate, ``S_i``; the collapse terms
-    ``(m0 − m_k) / |m0|`` and ``rcma`` get ``S_i / |m0_i|``, and ``u`` / ``fds``
-    (``w1 · rcma + …``; ``dfds ≤ du``) ``w1 · S_i / |m0_i|``. Any other float field is
-    compared to its own size.
+    3e-6 against a build without AVX). With ``S_i`` the largest finite ``|margin|`` or
+    ``|drop|`` anywhere in sample ``i``'s certificate, each margin moves by at most about
+    ``ε S_i``, and so:
+
+    - margin fields (drops, margins, ``one_step_max``, path and operator margins): ``S_i``;
+    - ``c_k = (m0 − m_k) / |m0|`` moves by ``(|δm0| + |δm_k| + |c_k| |δm0|) / |m0|``:
+      ``S_i (2 + |c_k|) / |m0_i|``, elementwise;
+    - ``rcma`` (the mean of the ``c_k ≥ 0``): ``S_i (2 + rcma_i) / |m0_i|``;
+    - ``u = w1 rcma + …`` and ``fds`` (``dfds ≤ du``): ``w1`` times rcma's.
+
+    Near ``m0 = 0`` these grow without bound, as the true rounding error does; a tampered
+    collapse or RCMA is still caught there, by :func:`_inconsistent_rows`. Returns arrays
+    of shape ``(n,)`` (per sample) or of the field's own shape.
     """
     parts = [np.abs(cs.traj_margin).reshape(len(cs), -1), np.abs(cs.drops).reshape(len(cs), -1)]
     parts += [np.abs(tr.margins).reshape(len(cs), -1) for tr in cs.operators.values()]
     stacked = np.concatenate(parts, axis=1)
     S = np.where(np.isfinite(stacked), stacked, 0.0).max(axis=1, initial=0.0)
     ratio = S / (np.abs(cs.traj_margin[:, 0]) + _EPS)
-    w1 = max(float(cs.protocol.weights[0]), 0.0)
+    collapse, rcma = _collapse_terms(cs.traj_margin, cs.depth)
+    collapse_scale = ratio[:, None] * (2.0 + np.where(np.isfinite(collapse), collapse, 0.0))
+    rcma_scale = ratio * (2.0 + np.where(np.isfinite(rcma), rcma, 0.0))
+    w1 = float(cs.protocol.weights[0])
     scales = {name: S for name in _MARGIN_FIELDS}
     scales.update({f"operators.{op}.margins": S for op in cs.operators})
-    scales.update({name: ratio for name in _COLLAPSE_FIELDS})
-    scales.update({"table.u": w1 * ratio, "table.fds": w1 * ratio})
+    scales.update({"collapse": collapse_scale, "table.rcma": rcma_scale,
+                   "table.u": w1 * rcma_scale, "table.fds": w1 * rcma_scale})
     return scales
+
+
+def _inconsistent_rows(cs: CertificateSet, fields: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Rows whose derived fields disagree with the bundle's own ``traj_margin`` / ``drops`` / ``λ*``.
+
+    Collapse, RCMA, ``u``, FDS and the degradation term are recomputed from the claimed base
+    arrays with the same code as :func:`certify` and must match to 1e-12 (only ``exp`` may
+    differ in its last bit between CPUs). Without this a claim could move a derived field
+    within the wide tolerance it gets near ``m0 = 0`` (:func:`_margin_scales`).
+    """
+    m = cs.traj_margin
+    collapse, rcma = _collapse_terms(m, cs.depth)
+    lam = np.column_stack([tr.lambda_star for tr in cs.operators.values()]) if cs.operators else np.zeros((len(cs), 0))
+    fds, u, degradation = fds_from_components(rcma, cs.table["flip_budget"].to_numpy(), lam, cs.protocol.weights)
+    derived = {"collapse": collapse, "table.rcma": rcma, "table.u": u, "table.fds": fds,
+               "table.degradation": degradation, "table.margin": m[:, 0], "table.path_margins": m,
+               "table.one_step_max": cs.drops.max(axis=1) if cs.drops.shape[1] else None}
+    out = {}
+    for name, want in derived.items():
+        have = fields.get(name)
+        if want is None or have is None or np.shape(have) != np.shape(want):
+            continue
+        bad = ~np.isclose(np.asarray(have, dtype=np.float64), want, rtol=1e-12, atol=1e-12, equal_nan=True)
+        rows = np.flatnonzero(bad.reshape(len(cs), -1).any(axis=1))
+        if rows.size:
+            out[name] = rows
+    return out
 
 
 def verify(bundle: CertificateSet | Mapping[str, Any] | str | Path, predict_proba: Callable[[np.ndarray], ArrayLike],
@@ -1074,11 +1118,14 @@ def verify(bundle: CertificateSet | Mapping[str, Any] | str | Path, predict_prob
         Declared tolerances for floating-point fields, ``|actual - expected| <= atol +
         rtol * max(|expected|, scale)``; ``inf``/``NaN`` must match. ``scale`` is 0 except for
         the fields computed from differences of margins, whose rounding error follows the
-        size of the sample's margins rather than their own (drops, margins, collapse, RCMA,
-        ``u``, FDS; see ``_margin_scales``). The defaults leave a margin of about ten over the
-        float32 rounding of a torch model between AVX-512 and no-AVX kernels (its largest
-        difference, in ``collapse``, is 0.09 of its tolerance; compared to their own size
-        alone its drops were up to 3.8 times theirs); float64 models agree to about 1e-12.
+        size of the sample's margins rather than their own: drops and margins get the
+        sample's largest ``|margin|`` or ``|drop|``, ``S``; collapse, RCMA, ``u`` and FDS
+        that divided by ``|m0|`` and grown by their own size (``docs/cfc.md``). Those derived
+        fields must also agree with the bundle's own margins and ``λ*`` to 1e-12, so a claim
+        cannot move them within that wider tolerance. Measured for a float32 torch MLP
+        between AVX-512 and no-AVX kernels: the largest difference is 0.09 of its tolerance
+        (compared to their own size alone, its drops were up to 3.8 times theirs); float64
+        models agree to about 1e-12. Another model's rounding may come closer to the bound.
     batch_size : int, default=65536
     progress : callable(done_rows, total_rows), optional
 
@@ -1109,6 +1156,12 @@ def verify(bundle: CertificateSet | Mapping[str, Any] | str | Path, predict_prob
     max_diff, max_field = 0.0, None
     exp_fields, act_fields = _comparable_fields(expected), _comparable_fields(actual)
     scales = _margin_scales(expected)
+    for field, rows in _inconsistent_rows(expected, exp_fields).items():
+        identical = False
+        for i in rows.tolist():
+            e = exp_fields[field][i]
+            records.append((i, expected.table.index[i], field, e.tolist() if isinstance(e, np.ndarray) else e,
+                            "inconsistent with the bundle's own traj_margin / drops / λ*"))
     for field, E in exp_fields.items():
         Acur = act_fields.get(field)
         if Acur is None or Acur.shape != E.shape:
@@ -1120,7 +1173,9 @@ def verify(bundle: CertificateSet | Mapping[str, Any] | str | Path, predict_prob
             both = np.isfinite(e64) & np.isfinite(a64)
             close = np.isclose(a64, e64, rtol=rtol, atol=atol, equal_nan=True)
             if field in scales:
-                scale = scales[field].reshape((-1,) + (1,) * (e64.ndim - 1))
+                scale = scales[field]
+                if scale.shape != e64.shape:  # per sample
+                    scale = scale.reshape((-1,) + (1,) * (e64.ndim - 1))
                 with np.errstate(invalid="ignore"):
                     close |= both & (np.abs(a64 - e64) <= atol + rtol * np.maximum(np.abs(e64), scale))
             bad = ~close

@@ -36,9 +36,10 @@ PRECOMPUTED_SCREENING = Path(__file__).resolve().parents[2] / "assets" / "paired
 OUTCOME_SOURCE = "simulated-recapture"
 _FORMAT = 1
 _META_KEY = b"demo_screening_fingerprint"
-# The modules whose code decides the scores: an edit to any of them retires the file.
-_CODE = ("core.paired.demo_screening", "core.paired.screening", "core.paired.records", "core.metrics.ranking",
-         "core.validation")
+# The modules whose code decides the scores (every project module they import, lazily too;
+# a test walks the imports): an edit to any of them retires the file.
+_CODE = ("core.paired.demo_screening", "core.paired.screening", "core.paired.records", "core.paired._fivestate",
+         "core.paired.grouped", "core.metrics.ranking", "core.validation")
 
 
 def demo_outcomes(pool: DemoPool) -> pd.DataFrame:
@@ -83,7 +84,15 @@ def screening_fingerprint(pool: DemoPool) -> dict:
 def write_precomputed_screening(pool: DemoPool, path: str | Path = PRECOMPUTED_SCREENING) -> Path:
     """Compute ``demo_screening(pool)`` and store it with its fingerprint (Parquet, atomic write).
 
-    Returns the path written; the fingerprint is in the file's schema metadata.
+    Parameters
+    ----------
+    pool : DemoPool
+    path : str or Path, default :data:`PRECOMPUTED_SCREENING`
+
+    Returns
+    -------
+    Path
+        The file written; :func:`screening_fingerprint` is in its schema metadata (never pickle).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -101,8 +110,16 @@ def write_precomputed_screening(pool: DemoPool, path: str | Path = PRECOMPUTED_S
 def load_precomputed_screening(pool: DemoPool, path: str | Path = PRECOMPUTED_SCREENING) -> pd.DataFrame | None:
     """The stored ``demo_screening(pool)``, or None unless its fingerprint matches exactly.
 
-    A missing or unreadable file, another pool, edited scoring code or other library versions
-    all give None (the caller computes the scores instead).
+    Parameters
+    ----------
+    pool : DemoPool
+    path : str or Path, default :data:`PRECOMPUTED_SCREENING`
+
+    Returns
+    -------
+    DataFrame or None
+        The stored scores; None for a missing or unreadable file, another pool, edited scoring
+        code or other library versions (the caller computes the scores instead).
     """
     import pyarrow.parquet as pq
 

@@ -22,16 +22,24 @@ def magic_statements(source: str) -> list[int]:
     """Line numbers of the statements Streamlit's magic would wrap in ``st.write``."""
     lines = []
     for node in ast.walk(ast.parse(source)):
-        body = getattr(node, "body", None)
-        if not isinstance(body, list):
+        for block in ("body", "orelse", "finalbody"):  # the statement lists magic.py rewrites
+            lines += _block_statements(node, block)
+    return sorted(lines)
+
+
+def _block_statements(node: ast.AST, block: str) -> list[int]:
+    body = getattr(node, block, None)
+    if not isinstance(body, list):
+        return []
+    lines = []
+    for i, stmt in enumerate(body):
+        if not isinstance(stmt, ast.Expr) or isinstance(stmt.value, (ast.Call, ast.Yield, ast.YieldFrom, ast.Await)):
             continue
-        for i, stmt in enumerate(body):
-            if not isinstance(stmt, ast.Expr) or isinstance(stmt.value, (ast.Call, ast.Yield, ast.YieldFrom, ast.Await)):
-                continue
-            docstring = i == 0 and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str) \
-                and isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-            if not docstring:
-                lines.append(stmt.lineno)
+        docstring = block == "body" and i == 0 and isinstance(stmt.value, ast.Constant) \
+            and isinstance(stmt.value.value, str) \
+            and isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        if not docstring:
+            lines.append(stmt.lineno)
     return lines
 
 
@@ -51,6 +59,9 @@ def test_no_page_writes_by_magic(script):
     ('def f():\n    """doc"""\n    "shown"\n', [3]),
     ('st.write(1)\nfor i in range(2):\n    i,\n', [3]),
     ('"""doc"""\nst.title("t")\n', []),
+    ('if x:\n    pass\nelse:\n    df\n', [4]),
+    ('try:\n    pass\nexcept ValueError:\n    err\nfinally:\n    df\n', [4, 6]),
+    ('for i in x:\n    pass\nelse:\n    "done"\n', [4]),
 ])
 def test_the_scan_finds_what_magic_would_write(source, lines):
     assert magic_statements(source) == lines

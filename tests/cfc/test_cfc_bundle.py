@@ -128,6 +128,8 @@ def test_non_json_index_is_refused():
 def _decode_floats_twin(values):
     """The per-element loop decode_floats had before its numpy fast path: the reference."""
     table = {"inf": np.inf, "-inf": -np.inf, "nan": np.nan}
+    if any(v is None for v in values):
+        raise TypeError("null")
     return np.array([table[v] if isinstance(v, str) else v for v in values], dtype=np.float64)
 
 
@@ -141,10 +143,10 @@ _JSON_SCALARS = st.one_of(
        | st.lists(st.integers(-(2**62), 2**62), max_size=30))
 def test_decode_floats_equals_its_loop_twin(values):
     """The fast path changes nothing: same values bit for bit, same refusals (a string other
-    than 'inf'/'-inf'/'nan' is refused, never parsed leniently as numpy would)."""
+    than 'inf'/'-inf'/'nan' or a null is refused, never parsed leniently as numpy would)."""
     try:
         expected = _decode_floats_twin(values)
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         with pytest.raises(ValueError, match="Bundle field 'f'"):
             decode_floats(values, where="f")
         return
@@ -162,7 +164,8 @@ def test_encode_decode_floats_round_trip_bit_exact(values):
     np.testing.assert_array_equal(back[finite].view(np.int64), arr[finite].view(np.int64))
 
 
-@pytest.mark.parametrize("bad", [[[1.0], [2.0, 3.0]], [[1.0, 2.0]], "1.0", 3.0, [{"a": 1}]])
-def test_decode_floats_refuses_non_lists_and_nesting(bad):
+@pytest.mark.parametrize("bad", [[[1.0], [2.0, 3.0]], [[1.0, 2.0]], "1.0", 3.0, [{"a": 1}], [1.0, None], [None],
+                                 [2**1100], [1.5, 2**1100]])
+def test_decode_floats_refuses_non_lists_nesting_nulls_and_overflow(bad):
     with pytest.raises(ValueError, match="Bundle field 'f'"):
         decode_floats(bad, where="f")

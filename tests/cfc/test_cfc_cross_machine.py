@@ -8,6 +8,7 @@ AVX2 loops), with the *same* fitted models, shipped to it in safe formats (a tor
 """
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from core.cfc import Protocol, baseline_vector, certify, raw_origin_groups, verify
+from core.cfc import CertificateSet, Protocol, baseline_vector, certify, raw_origin_groups, verify
 from core.tabular.datasets import load_dataset, split_dataset
 from core.tabular.preprocessing import fit_preprocessor
 
@@ -168,3 +169,70 @@ def test_drops_are_compared_at_the_size_of_their_margins(problem):
     tampered = verify(bundle, models["torch"], X)
     assert not tampered.ok and "drops" in tampered.fields
     assert 7 in tampered.mismatches.loc[tampered.mismatches["field"] == "drops", "position"].tolist()
+
+
+def _linear_problem(noise: float, seed: int):
+    """A 2-class linear model whose logits reach 9 and many of whose samples sit near the
+    boundary and flip on removal. ``noise`` moves every logit by up to that share of the sum of
+    its terms' sizes, ``Σ|w_j x_j| + |b|``, the bound on a dot product's rounding that another
+    CPU's kernels move within (the torch net above: 2.9e-6 at logits up to 8.9, 3e-7 of them)."""
+    rng = np.random.default_rng(seed)
+    W = rng.normal(0, 1, (6, 2))
+    X = rng.normal(0, 1.5, (400, 6))
+    X[:200] *= 0.02  # near the boundary
+    groups = {"a": [0, 1], "b": [2, 3], "c": [4, 5]}
+    jitter = np.random.default_rng(seed + 1)
+
+    def proba(A):
+        A = np.asarray(A, dtype=np.float64)
+        z = np.clip(A @ W + (0.4, -0.4), -9, 9)
+        z = z + noise * (np.abs(A) @ np.abs(W) + 0.4) * jitter.uniform(-1, 1, z.shape)
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    return proba, X, groups, np.zeros(6)
+
+
+def _away_from_ties(cs: CertificateSet, gap: float) -> np.ndarray:
+    """Rows none of whose margins (path, one-step, operators) lies within ``gap`` of 0: rounding of
+    ``gap`` cannot flip any of their predictions, so only float fields may move."""
+    parts = [cs.traj_margin, *[tr.margins.reshape(len(cs), -1) for tr in cs.operators.values()]]
+    m = np.abs(np.concatenate([p.reshape(len(cs), -1) for p in parts], axis=1))
+    return np.flatnonzero(np.nanmin(m, axis=1) > gap)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_samples_at_the_decision_boundary_verify_across_rounding(seed):
+    """Collapse terms divide by |m0|: near the boundary their rounding error is large and grows
+    with their own size; an honest recomputation with moved logits must still verify."""
+    exact, X, groups, baseline = _linear_problem(0.0, seed)
+    keep = _away_from_ties(certify(exact, X, groups, baseline, Protocol()), 1e-4)
+    cs = certify(exact, X[keep], groups, baseline, Protocol())
+    m0 = np.abs(cs.traj_margin[:, 0])
+    assert m0.min() < 0.1 and (cs.table["flip_budget"] <= cs.depth).sum() > 50
+    assert cs.table["rcma"].max() > 10  # large collapse terms exist
+    moved, *_ = _linear_problem(3e-7, seed)  # the torch net's measured share
+    report = verify(cs, moved, X[keep])
+    assert report.ok and report.mismatches.empty, str(report)
+    # ... where compared to their own size alone, or at S / |m0| without their own size, they would not
+    again = certify(moved, X[keep], groups, baseline, Protocol())
+    assert not np.isclose(again.collapse, cs.collapse, rtol=1e-5, atol=1e-6).all()
+    S = np.abs(np.concatenate([cs.traj_margin, cs.drops], axis=1)).max(axis=1)
+    for tr in cs.operators.values():
+        S = np.maximum(S, np.abs(tr.margins).reshape(len(cs), -1).max(axis=1))
+    assert (np.abs(again.collapse - cs.collapse) > 1e-6 + 1e-5 * (S / m0)[:, None]).any()
+
+
+def test_a_derived_field_moved_within_its_wide_tolerance_is_still_caught():
+    """Near m0 = 0 RCMA's tolerance is wide; the bundle's own margins pin it to 1e-12."""
+    exact, X, groups, baseline = _linear_problem(0.0, 0)
+    cs = certify(exact, X, groups, baseline, Protocol())
+    i = int(np.argmin(np.abs(cs.traj_margin[:, 0])))
+    bundle = cs.to_bundle()
+    for field in ("rcma", "fds"):
+        edited = copy.deepcopy(bundle)
+        edited["table"]["data"][field][i] += 0.01
+        report = verify(edited, exact, X)
+        assert not report.ok and f"table.{field}" in report.fields, str(report)
+        row = report.mismatches[report.mismatches["field"] == f"table.{field}"]
+        assert i in row["position"].tolist() and "inconsistent" in str(row["actual"].iloc[0])
