@@ -1,21 +1,24 @@
-"""Content digests that decide whether a shipped precomputation still stands for a fresh one.
+"""Content digests and signed Parquet files: whether a shipped precomputation still stands for a fresh one.
 
-A precomputed result (the demo pool's coverage grids, its screening scores) is used only when
-its fingerprint equals the one computed here and now: the inputs' content
-(:func:`frame_sha256`), the source of the modules that compute the numbers
+A precomputed result (the demo pool's coverage grids, its screening scores) is stored by
+:func:`write_signed_parquet` with its fingerprint in the file's schema metadata, and used only
+when :func:`read_signature` gives back the fingerprint computed here and now: the inputs'
+content (:func:`frame_sha256`), the source of the modules that compute the numbers
 (:func:`code_sha256`) and the library versions. Both digests are plain SHA-256 hex strings.
 """
 from __future__ import annotations
 
 import hashlib
 import importlib
+import io
 import json
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-__all__ = ["code_sha256", "frame_sha256"]
+__all__ = ["code_sha256", "frame_sha256", "read_signature", "write_signed_parquet"]
 
 
 def frame_sha256(frame: pd.DataFrame) -> str:
@@ -62,3 +65,53 @@ def code_sha256(modules: Iterable[str]) -> str:
         digest.update(name.encode())
         digest.update(Path(importlib.import_module(name).__file__).read_bytes())
     return digest.hexdigest()
+
+
+def write_signed_parquet(frame: pd.DataFrame, path: str | Path, *, key: bytes, signature: Any) -> Path:
+    """Write ``frame`` as zstd Parquet (never pickle) with ``signature`` as JSON under ``key``.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Stored without its index.
+    path : str or Path
+        Written atomically (:func:`core.atomic.atomic_write_bytes`).
+    key : bytes
+        The schema-metadata key of the signature.
+    signature : JSON-serialisable
+        What :func:`read_signature` gives back, e.g. one fingerprint or a list of them.
+
+    Returns
+    -------
+    Path
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from core.atomic import atomic_write_bytes
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), key: json.dumps(signature).encode()})
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer, compression="zstd")
+    atomic_write_bytes(path, buffer.getvalue())
+    return Path(path)
+
+
+def read_signature(path: str | Path, *, key: bytes) -> Any:
+    """The signature :func:`write_signed_parquet` stored under ``key``, read from the schema only.
+
+    Returns
+    -------
+    object or None
+        None for a missing, unreadable or unsigned file.
+    """
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(pq.read_schema(path).metadata[key])
+    except (OSError, KeyError, TypeError, ValueError):
+        return None

@@ -1025,8 +1025,6 @@ def _comparable_fields(cs: CertificateSet) -> dict[str, np.ndarray]:
 
 #: Fields in margin units (differences of clipped log-probabilities, log-odds).
 _MARGIN_FIELDS = ("table.margin", "table.path_margins", "table.one_step_max", "traj_margin", "drops")
-#: Fields that divide a difference of margins by ``|m(x)|`` (the collapse terms and what sums them).
-_COLLAPSE_FIELDS = ("collapse", "table.rcma")
 
 
 def _margin_scales(cs: CertificateSet) -> dict[str, np.ndarray]:
@@ -1055,7 +1053,8 @@ def _margin_scales(cs: CertificateSet) -> dict[str, np.ndarray]:
     stacked = np.concatenate(parts, axis=1)
     S = np.where(np.isfinite(stacked), stacked, 0.0).max(axis=1, initial=0.0)
     ratio = S / (np.abs(cs.traj_margin[:, 0]) + _EPS)
-    collapse, rcma = _collapse_terms(cs.traj_margin, cs.depth)
+    # The claimed collapse and RCMA: verify holds them to the claim's own margins separately.
+    collapse, rcma = cs.collapse, cs.table["rcma"].to_numpy(dtype=np.float64)
     collapse_scale = ratio[:, None] * (2.0 + np.where(np.isfinite(collapse), collapse, 0.0))
     rcma_scale = ratio * (2.0 + np.where(np.isfinite(rcma), rcma, 0.0))
     w1 = float(cs.protocol.weights[0])

@@ -13,15 +13,13 @@ pandas / scipy versions. Anything else (an upload, an edited solver, other libra
 """
 from __future__ import annotations
 
-import io
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from core.constants import COVERAGES, LEVELS
-from core.digests import code_sha256, frame_sha256
+from core.digests import code_sha256, frame_sha256, read_signature, write_signed_parquet
 
 __all__ = ["PRECOMPUTED_GRID", "coverage_grid", "grid_fingerprint", "load_precomputed_grid",
            "write_precomputed_grid"]
@@ -109,10 +107,6 @@ def write_precomputed_grid(records: pd.DataFrame, path: str | Path = PRECOMPUTED
     Returns the path written. The file is Parquet (never pickle); its schema metadata holds
     one fingerprint per coverage, and the rows carry a ``coverage`` column.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from core.atomic import atomic_write_bytes
     from core.paired.states import development_thresholds
 
     coverages = [float(q) for q in coverages]
@@ -121,12 +115,7 @@ def write_precomputed_grid(records: pd.DataFrame, path: str | Path = PRECOMPUTED
     for q in coverages:
         frames.append(coverage_grid(records, q, thresholds=thresholds).assign(coverage=q))
         prints.append(grid_fingerprint(records, q))
-    table = pa.Table.from_pandas(pd.concat(frames, ignore_index=True), preserve_index=False)
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}), _META_KEY: json.dumps(prints).encode()})
-    buffer = io.BytesIO()
-    pq.write_table(table, buffer, compression="zstd")
-    atomic_write_bytes(path, buffer.getvalue())
-    return Path(path)
+    return write_signed_parquet(pd.concat(frames, ignore_index=True), path, key=_META_KEY, signature=prints)
 
 
 def load_precomputed_grid(records: pd.DataFrame, coverage: float, path: str | Path = PRECOMPUTED_GRID
@@ -136,17 +125,8 @@ def load_precomputed_grid(records: pd.DataFrame, coverage: float, path: str | Pa
     A missing or unreadable file, other records, another coverage, an edited solver or other
     library versions all give None (the caller computes the grid instead).
     """
-    import pyarrow.parquet as pq
-
-    path = Path(path)
-    if not path.is_file():
-        return None
-    try:
-        prints = json.loads(pq.read_schema(path).metadata[_META_KEY])
-    except (OSError, KeyError, TypeError, ValueError):
-        return None
-    wanted = grid_fingerprint(records, coverage)
-    if wanted not in prints:
+    prints = read_signature(path, key=_META_KEY)
+    if not isinstance(prints, list) or grid_fingerprint(records, coverage) not in prints:
         return None
     try:
         frame = pd.read_parquet(path, filters=[("coverage", "==", float(coverage))])

@@ -14,15 +14,13 @@ holds the stored scores equal to a fresh computation.
 """
 from __future__ import annotations
 
-import io
-import json
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from core.digests import code_sha256, frame_sha256
+from core.digests import code_sha256, frame_sha256, read_signature, write_signed_parquet
 from core.exceptions import AuditWarning
 from core.paired.demo import DemoPool
 from core.paired.screening import screening_scores
@@ -82,55 +80,18 @@ def screening_fingerprint(pool: DemoPool) -> dict:
 
 
 def write_precomputed_screening(pool: DemoPool, path: str | Path = PRECOMPUTED_SCREENING) -> Path:
-    """Compute ``demo_screening(pool)`` and store it with its fingerprint (Parquet, atomic write).
-
-    Parameters
-    ----------
-    pool : DemoPool
-    path : str or Path, default :data:`PRECOMPUTED_SCREENING`
-
-    Returns
-    -------
-    Path
-        The file written; :func:`screening_fingerprint` is in its schema metadata (never pickle).
-    """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from core.atomic import atomic_write_bytes
-
-    table = pa.Table.from_pandas(demo_screening(pool), preserve_index=False)
-    meta = {**(table.schema.metadata or {}), _META_KEY: json.dumps(screening_fingerprint(pool)).encode()}
-    buffer = io.BytesIO()
-    pq.write_table(table.replace_schema_metadata(meta), buffer, compression="zstd")
-    atomic_write_bytes(path, buffer.getvalue())
-    return Path(path)
+    """Compute ``demo_screening(pool)`` and store it at ``path`` signed with
+    :func:`screening_fingerprint` (:func:`core.digests.write_signed_parquet`); returns ``path``."""
+    return write_signed_parquet(demo_screening(pool), path, key=_META_KEY, signature=screening_fingerprint(pool))
 
 
 def load_precomputed_screening(pool: DemoPool, path: str | Path = PRECOMPUTED_SCREENING) -> pd.DataFrame | None:
-    """The stored ``demo_screening(pool)``, or None unless its fingerprint matches exactly.
+    """The stored ``demo_screening(pool)`` at ``path``, or None unless its fingerprint matches exactly.
 
-    Parameters
-    ----------
-    pool : DemoPool
-    path : str or Path, default :data:`PRECOMPUTED_SCREENING`
-
-    Returns
-    -------
-    DataFrame or None
-        The stored scores; None for a missing or unreadable file, another pool, edited scoring
-        code or other library versions (the caller computes the scores instead).
+    A missing, unreadable or unsigned file, another pool, edited scoring code or other library
+    versions all give None (the caller computes the scores instead).
     """
-    import pyarrow.parquet as pq
-
-    path = Path(path)
-    if not path.is_file():
-        return None
-    try:
-        stored = json.loads(pq.read_schema(path).metadata[_META_KEY])
-    except (OSError, KeyError, TypeError, ValueError):
-        return None
-    if stored != screening_fingerprint(pool):
+    if read_signature(path, key=_META_KEY) != screening_fingerprint(pool):
         return None
     try:
         return pd.read_parquet(path)
