@@ -1,4 +1,4 @@
-"""Command line entry point: ``python -m core <command> ...``.
+"""Command line entry point: ``reliability-audit <command> ...`` (alias ``python -m core <command> ...``).
 
 Each sub-package that offers a command exposes ``register(subparsers)`` in its own ``cli``
 module; this file only wires them together, so adding a command never touches another one.
@@ -13,18 +13,25 @@ import importlib
 import re
 import sys
 import warnings
+from pathlib import Path
 
 # Modules that register sub-commands, in the order they appear in ``--help``.
-_COMMAND_MODULES = ("core.tabular.cli", "core.paired.cli", "core.paired.probe_cli", "core.scale.cli", "core.reviews.cli", "core.report_cli")
+_COMMAND_MODULES = ("core.tabular.cli", "core.paired.cli", "core.paired.probe_cli", "core.scale.cli", "core.reviews.cli",
+                    "core.report_cli", "core.dashboard_cli")
 
 
 class InputError(ValueError):
     """Bad user input: reported as one line on stderr with exit code 2."""
 
 
+def _prog() -> str:
+    """``reliability-audit`` when run as the console command, else ``python -m core``."""
+    return "reliability-audit" if Path(sys.argv[0]).name.startswith("reliability-audit") else "python -m core"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m core",
+        prog=_prog(),
         description="Reliability audit: fragility certificates and paired evaluations.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")

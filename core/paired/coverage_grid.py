@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from core.resources import ASSETS_DIR
 from core.constants import COVERAGES, LEVELS
 from core.digests import code_sha256, frame_sha256, read_signature, write_signed_parquet
 
@@ -25,7 +26,7 @@ __all__ = ["PRECOMPUTED_GRID", "coverage_grid", "grid_fingerprint", "load_precom
            "write_precomputed_grid"]
 
 #: The stored grids of the shipped demo pool (``scripts/build_paired_grid.py`` writes it).
-PRECOMPUTED_GRID = Path(__file__).resolve().parents[2] / "assets" / "paired_demo_grid.parquet"
+PRECOMPUTED_GRID = ASSETS_DIR / "paired_demo_grid.parquet"
 _FORMAT = 1
 _META_KEY = b"paired_grid_fingerprint"
 # The modules whose code decides the grid's numbers: an edit to any of them retires the file.

@@ -45,6 +45,7 @@ from typing import Callable, Literal, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from core.resources import ASSETS_DIR
 from core._rng import as_generator
 from core.atomic import atomic_path, atomic_write_bytes, atomic_write_text
 from core.paired.corruptions import CORRUPTIONS, NATURAL_TRANSFORMS
@@ -71,7 +72,7 @@ __all__ = [
     "pool_indices",
 ]
 
-DEFAULT_DIR = Path(__file__).resolve().parents[2] / "assets" / "paired_demo"
+DEFAULT_DIR = ASSETS_DIR / "paired_demo"
 """Where the shipped pool lives (``assets/paired_demo/``)."""
 
 SEVERITIES = (2, 4)

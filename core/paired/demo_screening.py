@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from core.resources import ASSETS_DIR
 from core.digests import code_sha256, frame_sha256, read_signature, write_signed_parquet
 from core.exceptions import AuditWarning
 from core.paired.demo import DemoPool
@@ -29,7 +30,7 @@ __all__ = ["OUTCOME_SOURCE", "PRECOMPUTED_SCREENING", "demo_outcomes", "demo_scr
            "load_precomputed_screening", "screening_fingerprint", "write_precomputed_screening"]
 
 #: The stored scores of the shipped demo pool (``scripts/build_paired_grid.py`` writes them).
-PRECOMPUTED_SCREENING = Path(__file__).resolve().parents[2] / "assets" / "paired_demo_screening.parquet"
+PRECOMPUTED_SCREENING = ASSETS_DIR / "paired_demo_screening.parquet"
 #: The demo pool's stand-in for physical re-tests: its failures fit ``g(S, U)`` and judge the scores.
 OUTCOME_SOURCE = "simulated-recapture"
 _FORMAT = 1

@@ -24,7 +24,7 @@ import pandas as pd
 
 from core.tabular.audit_view import LABEL_ARRAYS, VIEW_DIR, VIEW_SCHEMA, write_view
 
-__all__ = ["VIEW_DIR", "SavedAudit", "SavedModel", "SavedSpace", "list_audit_folders", "open_audit_folder",
+__all__ = ["VIEW_DIR", "SavedAudit", "SavedModel", "SavedSpace", "check_audit_folder", "list_audit_folders", "open_audit_folder",
            "reopen_audit", "saved_result", "write_view"]
 
 _REQUIRED = ("protocol.json", "evaluation.json", "certificates.parquet")
@@ -82,6 +82,24 @@ def _json(path: Path) -> dict:
     return data
 
 
+def check_audit_folder(path: str | Path) -> Path:
+    """``path`` as a Path when it is an audit folder (its required files exist); nothing is read.
+
+    Raises
+    ------
+    ValueError
+        The folder does not exist, or the first missing required file is named.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise ValueError(f"audit folder {str(path)!r} does not exist or is not a folder.")
+    missing = [name for name in _REQUIRED if not (path / name).is_file()]
+    if missing:
+        raise ValueError(f"{path} is not an audit folder: {missing[0]} is missing (expected the output of "
+                         "`reliability-audit audit --out` or AuditResult.save).")
+    return path
+
+
 def open_audit_folder(path: str | Path, *, trusted: Iterable[str] = (), load_model: bool = True) -> SavedAudit:
     """Read an audit folder; the model is loaded only from a safe ``_task.zip``.
 
@@ -101,13 +119,7 @@ def open_audit_folder(path: str | Path, *, trusted: Iterable[str] = (), load_mod
     """
     from core.tabular.certify_task import LEGACY_TASK_FILE, TASK_FILE, load_certify_task
 
-    path = Path(path)
-    if not path.is_dir():
-        raise ValueError(f"audit folder {str(path)!r} does not exist or is not a folder.")
-    missing = [name for name in _REQUIRED if not (path / name).is_file()]
-    if missing:
-        raise ValueError(f"{path} is not an audit folder: {missing[0]} is missing (expected the output of "
-                         "`python -m core audit --out` or AuditResult.save).")
+    path = check_audit_folder(path)
     tables = {name: pd.read_parquet(path / f"{name}.parquet") if (path / f"{name}.parquet").is_file() else None
               for name in ("train", "test")}
     task, why = None, None

@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from core.resources import ASSETS_DIR
 from core.cfc.protocol import Protocol
 from core.cfc.stressors import LabelChannel
 
@@ -32,7 +33,7 @@ __all__ = ["SHIPPED_DIR", "SHIPPED_MODELS", "SOURCE_FILE", "RefitModel", "audit_
            "write_source"]
 
 #: Where the shipped audits live (``AUDIT_SHIPPED_DIR`` overrides it, e.g. in tests).
-SHIPPED_DIR = Path(__file__).resolve().parents[2] / "assets" / "default_audit"
+SHIPPED_DIR = ASSETS_DIR / "default_audit"
 SOURCE_FILE = "source.json"
 #: What ``scripts/build_default_audit.py`` ships: the default dataset at seed 0 under the default
 #: protocol, for the sidebar's default model and the Model comparison page's default models.

@@ -1,0 +1,113 @@
+"""The ``dashboard`` command: start the installed dashboard from any folder.
+
+``reliability-audit dashboard [--audit DIR] [--reviews-db PATH] [--audits-dir DIR] [-- STREAMLIT OPTIONS]``
+
+Runs ``streamlit run`` on the dashboard shipped with the package (:mod:`core.resources`), with
+the dashboard's own Streamlit settings (``.streamlit/config.toml`` beside ``app.py``; Streamlit
+reads that file only from the working folder, so they are passed as options). Options after
+``--`` go to Streamlit and win over those settings, e.g. ``-- --server.port 8600
+--server.headless true``. Paths are checked first: a bad ``--audit`` exits with code 2 and one
+line, and no server starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+__all__ = ["register", "streamlit_command"]
+
+
+def register(subparsers) -> None:
+    """Add the ``dashboard`` command."""
+    p = subparsers.add_parser(
+        "dashboard",
+        help="open the dashboard (the bundled default audit, or a saved audit with --audit)",
+        usage="%(prog)s [--audit DIR] [--reviews-db PATH] [--audits-dir DIR] [-- STREAMLIT OPTIONS ...]",
+        description="Start the dashboard in your browser. Streamlit options go after `--`, e.g. "
+        "`-- --server.port 8600 --server.headless true`.",
+    )
+    p.add_argument("--audit", metavar="DIR", help="open this saved audit folder (the output of `audit --out`)")
+    p.add_argument("--reviews-db", metavar="PATH", help="the review decisions database (SQLite; created if missing)")
+    p.add_argument("--audits-dir", metavar="DIR", help="folder of saved audits offered in the sidebar")
+    p.add_argument("streamlit_options", nargs="*", help=argparse.SUPPRESS)
+    p.set_defaults(func=run)
+
+
+def _config_options(config: Path) -> list[str]:
+    """The dashboard's ``config.toml`` as ``--section.option=value`` arguments of ``streamlit run``."""
+    if not config.is_file():
+        return []
+    options = []
+    for section, values in tomllib.loads(config.read_text(encoding="utf-8")).items():
+        for name, value in values.items():
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            options.append(f"--{section}.{name}={text}")
+    return options
+
+
+def streamlit_command(
+    *, audit: str | None = None, reviews_db: str | None = None, audits_dir: str | None = None,
+    streamlit_options: list[str] | tuple[str, ...] = (),
+) -> list[str]:
+    """The ``streamlit run`` command line that starts the dashboard.
+
+    Parameters
+    ----------
+    audit, reviews_db, audits_dir : str, optional
+        Passed to ``app.py`` as absolute paths (the server keeps the caller's working folder).
+    streamlit_options : sequence of str
+        Streamlit options, placed after the dashboard's own settings so that they win.
+
+    Returns
+    -------
+    list of str
+        ``[python, "-m", "streamlit", "run", app.py, options..., "--", app options...]``.
+
+    Raises
+    ------
+    ValueError
+        ``audit`` is not an audit folder, ``audits_dir`` is not a folder, or ``reviews_db``
+        is a folder or its parent folder does not exist.
+    """
+    from core.resources import dashboard_app
+
+    app = dashboard_app()
+    app_args: list[str] = []
+    if audit is not None:
+        from core.tabular.audit_folder import check_audit_folder
+
+        app_args += ["--audit", str(check_audit_folder(Path(audit).expanduser()).resolve())]
+    if reviews_db is not None:
+        db = Path(reviews_db).expanduser().resolve()
+        if db.is_dir():
+            raise ValueError(f"--reviews-db {reviews_db!r} is a folder; expected a database file (created if missing).")
+        if not db.parent.is_dir():
+            raise ValueError(f"--reviews-db {reviews_db!r}: the folder {str(db.parent)!r} does not exist.")
+        app_args += ["--reviews-db", str(db)]
+    if audits_dir is not None:
+        folder = Path(audits_dir).expanduser().resolve()
+        if not folder.is_dir():
+            raise ValueError(f"--audits-dir {audits_dir!r} does not exist or is not a folder.")
+        app_args += ["--audits-dir", str(folder)]
+    options = [*_config_options(app.parent / ".streamlit" / "config.toml"), *streamlit_options]
+    return [sys.executable, "-m", "streamlit", "run", str(app), *options, "--", *app_args]
+
+
+def run(args) -> int:
+    """Execute ``dashboard``: replace this process by the Streamlit server (POSIX), or wait for it."""
+    command = streamlit_command(audit=args.audit, reviews_db=args.reviews_db, audits_dir=args.audits_dir,
+                                streamlit_options=args.streamlit_options)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.name == "posix":
+        os.execv(command[0], command)  # signals (Ctrl-C, a service manager's SIGTERM) reach Streamlit itself
+    process = subprocess.Popen(command)
+    try:
+        return process.wait()
+    except KeyboardInterrupt:  # Streamlit received the same Ctrl-C and is shutting down
+        return process.wait()
