@@ -16,9 +16,9 @@ from pathlib import Path
 import streamlit as st
 
 from core.cfc.protocol import Protocol
-from core.views.uploads import LARGE_TABLE_ROWS
 from core.reviews import default_db_path
 from core.tabular.datasets import DEFAULT_DATASET
+from core.views.uploads import LARGE_TABLE_ROWS
 from ui.certificate import DEFAULT_TOP_GROUPS, PANEL_TABS
 from ui.own_model import default_audits_dir
 from ui.sidebar import render_sidebar

@@ -4,7 +4,6 @@ from __future__ import annotations
 import numpy as np
 
 
-
 def as_generator(seed: int | np.random.Generator | None) -> np.random.Generator:
     """Turn ``seed`` into a :class:`numpy.random.Generator`.
 

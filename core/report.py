@@ -34,10 +34,10 @@ import plotly.io as pio
 from core import viz
 from core.atomic import atomic_write_text
 from core.cfc.stressors import LabelChannel
-from core.views.paired import evaluation_records
-from core.views.ranking import attach_decisions, capture_curves, rank_queue
 from core.exceptions import UndefinedMetricWarning, UndefinedTargetWarning
 from core.reviews import DECISION_LABELS, ReviewStore
+from core.views.paired import evaluation_records
+from core.views.ranking import attach_decisions, capture_curves, rank_queue
 
 __all__ = [
     "AUDIT_FILES",

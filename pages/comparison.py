@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core.views.comparison import comparison_samples, model_comparison_table, sample_across_models
 from core.tabular.models import MODEL_NAMES
+from core.views.comparison import comparison_samples, model_comparison_table, sample_across_models
 from ui.audit_line import audit_line
 from ui.components import cached_figure, figure, page_header, run_page, table
 from ui.data import audits_for, current_audit, model_label

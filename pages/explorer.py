@@ -10,8 +10,8 @@ from threadpoolctl import threadpool_limits
 from core.cfc.search import flip_search
 from core.tabular.own_model import feature_origins
 from core.views.tabular import prediction_table, raw_values_table, sample_bundle, whatif_probabilities
-from ui.certificate import certificate_figures, evidence_tables, flip_budget_text
 from ui.audit_line import audit_line
+from ui.certificate import certificate_figures, evidence_tables, flip_budget_text
 from ui.components import cached_figure, figure, guarded, page_header, run_page, table
 from ui.data import current_audit
 from ui.entry import ensure_entrypoint

@@ -6,15 +6,14 @@ import os
 
 import streamlit as st
 
-from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, OPERATORS, PATH_RULES, Protocol
 from core import viz
+from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, OPERATORS, PATH_RULES, Protocol
+from core.tabular.datasets import DATASET_NAMES, load_user_data
+from core.tabular.own_model import feature_origins
 from core.views.commands import cli_commands
 from core.views.formatting import parse_float_list
 from core.views.tabular import column_summary, groups_table
-from core.views.uploads import (CELL_BUDGET, LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, TableUpload, parse_blocks,
-                                table_columns)
-from core.tabular.datasets import DATASET_NAMES, load_user_data
-from core.tabular.own_model import feature_origins
+from core.views.uploads import CELL_BUDGET, LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, TableUpload, parse_blocks, table_columns
 from ui.audit_line import audit_line
 from ui.components import chart, guarded, page_header, run_page, table
 from ui.data import audit_max_rows, current_audit, current_dataset, current_protocol, dataset_label

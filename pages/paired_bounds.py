@@ -6,19 +6,25 @@ import warnings
 import pandas as pd
 import streamlit as st
 
-from core.views.paired import (GridOverview, evaluation_records, grid_summary, model_threshold, policy_comparison,
-                               unpaired_class_summary)
-from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload
 from core.constants import COVERAGES
 from core.exceptions import UndefinedTargetWarning
 from core.paired.bounds import identified_intervals, unpaired_intervals
 from core.paired.coverage_grid import coverage_grid, load_precomputed_grid
 from core.paired.policies import LAMBDAS, evaluate_policies
 from core.paired.states import coverage_threshold, development_thresholds, five_state_counts
+from core.views.paired import (
+    GridOverview,
+    evaluation_records,
+    grid_summary,
+    model_threshold,
+    policy_comparison,
+    unpaired_class_summary,
+)
+from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload
 from ui.components import cached_figure, figure, guarded, page_header, run_page, table
-from ui.paired_data import PairedData, paired_data
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
+from ui.paired_data import PairedData, paired_data
 
 ensure_entrypoint()
 

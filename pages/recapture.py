@@ -7,8 +7,6 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core.views.screening import coverage_by_budget
-from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload, upload_digest
 from core.paired.demo import render_condition, render_condition_image
 from core.paired.images import png_data_uri
 from core.paired.probe import parse_floats, probe_image, probe_uploaded
@@ -18,10 +16,12 @@ from core.paired.screening import (
     screening_metrics,
     screening_scores,
 )
+from core.views.screening import coverage_by_budget
+from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload, upload_digest
 from ui.components import cached_figure, figure, guarded, page_header, run_page, table
-from ui.paired_data import ScreeningData, demo_pool, paired_data, screening_data
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
+from ui.paired_data import ScreeningData, demo_pool, paired_data, screening_data
 
 ensure_entrypoint()
 

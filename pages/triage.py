@@ -5,13 +5,13 @@ import numpy as np
 import streamlit as st
 
 from core.cfc.evaluation import SCORES
+from core.metrics.ranking import review_budget
+from core.reviews import filter_queue
+from core.reviews.queue import UNREVIEWED
 from core.views.ranking import capture_curves, rank_queue, score_summary
 from core.views.tabular import prediction_table
-from core.reviews import filter_queue
-from core.metrics.ranking import review_budget
-from core.reviews.queue import UNREVIEWED
-from ui.certificate import certificate_panel, flip_budget_text, lambda_text
 from ui.audit_line import audit_line
+from ui.certificate import certificate_panel, flip_budget_text, lambda_text
 from ui.components import cached_figure, figure, guarded, page_header, run_page
 from ui.data import current_audit, review_store
 from ui.entry import ensure_entrypoint

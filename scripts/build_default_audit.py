@@ -24,8 +24,15 @@ from core.atomic import atomic_folder  # noqa: E402
 from core.scale.certify import TASK_FILE  # noqa: E402
 from core.tabular.audit import run_audit  # noqa: E402
 from core.tabular.datasets import DEFAULT_DATASET, load_dataset  # noqa: E402
-from core.tabular.shipped import (SHIPPED_DIR, SHIPPED_MODELS, SOURCE_FILE,  # noqa: E402
-                                  audit_source, shipped_folder, source_fingerprint, write_source)
+from core.tabular.shipped import (  # noqa: E402
+    SHIPPED_DIR,
+    SHIPPED_MODELS,
+    SOURCE_FILE,
+    audit_source,
+    shipped_folder,
+    source_fingerprint,
+    write_source,
+)
 
 SEED = 0
 

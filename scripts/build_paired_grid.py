@@ -23,11 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.constants import COVERAGES  # noqa: E402
 from core.exceptions import UndefinedTargetWarning  # noqa: E402
-from core.paired.coverage_grid import (PRECOMPUTED_GRID, load_precomputed_grid,  # noqa: E402
-                                       write_precomputed_grid)
+from core.paired.coverage_grid import PRECOMPUTED_GRID, load_precomputed_grid, write_precomputed_grid  # noqa: E402
 from core.paired.demo import DEFAULT_DIR, load_demo_pool  # noqa: E402
-from core.paired.demo_screening import (PRECOMPUTED_SCREENING, load_precomputed_screening,  # noqa: E402
-                                        write_precomputed_screening)
+from core.paired.demo_screening import PRECOMPUTED_SCREENING, load_precomputed_screening, write_precomputed_screening  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

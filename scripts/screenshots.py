@@ -20,7 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from browser_kit import CHROMIUM, dashboard_server, healthy, launch_chromium, ready as _ready, settle  # noqa: E402
+from browser_kit import CHROMIUM, dashboard_server, healthy, launch_chromium, settle  # noqa: E402
+from browser_kit import ready as _ready  # noqa: E402
 
 # A cold start computes the default audit; the comparison page trains further models.
 RUN_TIMEOUT_MS = 240_000

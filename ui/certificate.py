@@ -6,8 +6,8 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from core.views.tabular import path_evidence_table, removal_steps_table
 from core.tabular.own_model import feature_origins
+from core.views.tabular import path_evidence_table, removal_steps_table
 from ui.components import cached_figure, figure, table
 from ui.layout import flow_columns
 

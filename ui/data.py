@@ -15,12 +15,12 @@ from collections.abc import Sequence
 import streamlit as st
 
 from core.cfc.protocol import Protocol
-from core.views.uploads import UPLOAD_LIMIT_MB, interactive_sample_rows
 from core.reviews import ReviewStore
 from core.tabular.audit import AuditResult, run_audit
 from core.tabular.datasets import DATASET_NAMES, Dataset, load_dataset, load_user_data
 from core.tabular.models import MODELS
 from core.tabular.shipped import shipped_audit
+from core.views.uploads import UPLOAD_LIMIT_MB, interactive_sample_rows
 from ui.audit_jobs import AuditJob, foreground_wait_s, job_for, show_progress_and_stop
 
 

@@ -15,8 +15,14 @@ import numpy as np
 import streamlit as st
 
 from core.tabular.audit import AuditResult
-from core.tabular.audit_folder import (VIEW_DIR, SavedAudit, list_audit_folders, open_audit_folder, reopen_audit,
-                                      saved_result)
+from core.tabular.audit_folder import (
+    VIEW_DIR,
+    SavedAudit,
+    list_audit_folders,
+    open_audit_folder,
+    reopen_audit,
+    saved_result,
+)
 from core.tabular.model_files import load_model_bytes, read_table
 from core.tabular.own_model import audit_model
 from core.views.uploads import UPLOAD_LIMIT_MB, table_columns, upload_digest

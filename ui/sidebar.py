@@ -12,8 +12,8 @@ import streamlit as st
 
 from core.tabular.datasets import DATASET_NAMES
 from core.tabular.models import MODEL_NAMES
-from ui.data import dataset_label, model_label, review_store
 from ui.components import guarded
+from ui.data import dataset_label, model_label, review_store
 from ui.own_model import render_own_model_sidebar
 
 #: url paths of the pages that use none of the tabular selection.

@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.resources import ASSETS_DIR
 from core.constants import COVERAGES, LEVELS
 from core.digests import code_sha256, frame_sha256, read_signature, write_signed_parquet
+from core.resources import ASSETS_DIR
 
 __all__ = ["PRECOMPUTED_GRID", "coverage_grid", "grid_fingerprint", "load_precomputed_grid",
            "write_precomputed_grid"]

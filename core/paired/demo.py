@@ -45,11 +45,11 @@ from typing import Callable, Literal, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from core.resources import ASSETS_DIR
 from core._rng import as_generator
 from core.atomic import atomic_path, atomic_write_bytes, atomic_write_text
 from core.paired.corruptions import CORRUPTIONS, NATURAL_TRANSFORMS
 from core.paired.recapture_sim import SimulatedRecapture, recapture_conditions, simulate
+from core.resources import ASSETS_DIR
 
 __all__ = [
     "DEFAULT_DIR",

@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.resources import ASSETS_DIR
 from core.digests import code_sha256, frame_sha256, read_signature, write_signed_parquet
 from core.exceptions import AuditWarning
 from core.paired.demo import DemoPool
 from core.paired.screening import screening_scores
+from core.resources import ASSETS_DIR
 
 __all__ = ["OUTCOME_SOURCE", "PRECOMPUTED_SCREENING", "demo_outcomes", "demo_screening",
            "load_precomputed_screening", "screening_fingerprint", "write_precomputed_screening"]

@@ -536,8 +536,8 @@ def probe_uploaded(model_file: tuple[str, bytes], images_zip: tuple[str, bytes],
     ValueError
         Naming the uploaded file.
     """
-    from core.validation import check_upload_size
     from core.paired.images import open_zip_images
+    from core.validation import check_upload_size
 
     files = [("model", model_file, ".onnx"), ("images", images_zip, ".zip")]
     if labels_file is not None:

@@ -46,8 +46,8 @@ from core.cfc.calibration import CalibrationReport, calibration_report
 from core.cfc.certificate import CertificateSet, certify
 from core.cfc.evaluation import (
     GroupImportance,
-    Population,
     GroupShap,
+    Population,
     ProtocolVariant,
     certificate_scores,
     confidence_scores,
@@ -64,6 +64,7 @@ from core.cfc.grouping import build_groups, trace_feature_origins
 from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, Protocol
 from core.cfc.stressors import BrittleLabels, LabelChannel, brittle_labels, naturalistic_labels
 from core.exceptions import UndefinedMetricWarning
+from core.tabular.audit_view import jsonable, parquet_safe, write_view
 from core.tabular.datasets import (
     Dataset,
     DatasetSplit,
@@ -74,7 +75,6 @@ from core.tabular.datasets import (
     subsample_dataset,
     with_blocks,
 )
-from core.tabular.audit_view import jsonable, parquet_safe, write_view
 from core.tabular.metrics import NOMINAL_METRICS, nominal_metrics
 from core.tabular.models import MODEL_NAMES, MODELS, make_model
 from core.tabular.preprocessing import FittedPreprocessor, detect_unavailable_fields, fit_preprocessor

@@ -316,8 +316,8 @@ def saved_result(saved: SavedAudit, *, dataset: Any = None, lazy_model: bool = F
     from core.cfc.certificate import CertificateSet
     from core.cfc.protocol import Protocol
     from core.cfc.stressors import LabelChannel
-    from core.tabular.certify_task import TASK_FILE
     from core.tabular.audit import AuditResult
+    from core.tabular.certify_task import TASK_FILE
 
     view = saved.path / VIEW_DIR
     if not (view / "meta.json").is_file():

@@ -24,8 +24,7 @@ import sys
 from pathlib import Path
 
 from core.atomic import atomic_folder, check_output_folder
-from core.cli_options import (add_protocol_options, argument_type, float_list, names, positive_int,
-                              protocol_from_args)
+from core.cli_options import add_protocol_options, argument_type, float_list, names, positive_int, protocol_from_args
 
 __all__ = ["register"]
 

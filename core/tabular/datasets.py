@@ -27,8 +27,14 @@ import pandas as pd
 
 from core._rng import as_generator
 from core.exceptions import DatasetNoteWarning
-from core.validation import (MAX_CLASSES, check_input_file, check_table, check_text_table, check_unique_columns,
-                             csv_header_duplicate)
+from core.validation import (
+    MAX_CLASSES,
+    check_input_file,
+    check_table,
+    check_text_table,
+    check_unique_columns,
+    csv_header_duplicate,
+)
 
 __all__ = [
     "DATASET_NAMES",

@@ -17,12 +17,11 @@ consumers that need float64 (pseudo-logits, certificates) cast.
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
-
-import inspect
 
 import numpy as np
 

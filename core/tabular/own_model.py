@@ -39,7 +39,7 @@ from core.cfc.baselines import baseline_vector
 from core.cfc.calibration import calibration_report
 from core.cfc.certificate import certify
 from core.cfc.evaluation import Population, certificate_scores, confidence_scores, evaluate_scores
-from core.cfc.grouping import (build_groups, domain_block_groups, redundancy_merged_groups)
+from core.cfc.grouping import build_groups, domain_block_groups, redundancy_merged_groups
 from core.cfc.operators import stack_removals
 from core.cfc.protocol import Protocol
 from core.cfc.stressors import LabelChannel, brittle_labels
@@ -47,8 +47,7 @@ from core.exceptions import UndefinedMetricWarning
 from core.tabular.datasets import Dataset, DatasetSplit
 from core.tabular.metrics import nominal_metrics
 from core.tabular.preprocessing import detect_unavailable_fields
-from core.tabular.spaces import (PipelineSpace, RawModel, RawSpace, feature_origins, is_categorical,
-                                 plain_value)
+from core.tabular.spaces import PipelineSpace, RawModel, RawSpace, feature_origins, is_categorical, plain_value
 
 __all__ = ["PipelineSpace", "RawModel", "RawSpace", "audit_model", "feature_origins", "model_space"]
 

@@ -25,9 +25,9 @@ from typing import Any
 
 import pandas as pd
 
-from core.resources import ASSETS_DIR
 from core.cfc.protocol import Protocol
 from core.cfc.stressors import LabelChannel
+from core.resources import ASSETS_DIR
 
 __all__ = ["SHIPPED_DIR", "SHIPPED_MODELS", "SOURCE_FILE", "RefitModel", "audit_source", "shipped_audit", "shipped_folder", "source_fingerprint",
            "write_source"]

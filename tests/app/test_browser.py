@@ -16,8 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
-from browser_kit import (ChromiumMissingError, ServerStartError, dashboard_server, launch_chromium,  # noqa: E402
-                         ready, settle)
+from browser_kit import ready, settle  # noqa: E402
 
 ARTIFACTS = ROOT / "test-artifacts"
 # Cold start computes the default audit; the comparison page trains further models.
@@ -27,29 +26,6 @@ pytestmark = pytest.mark.browser
 _BASE_PATH_PROBE = re.compile(r"/explorer/_stcore/(health|host-config)$")
 _settle = partial(settle, timeout_ms=RUN_TIMEOUT_MS)
 _ready = partial(ready, timeout_ms=RUN_TIMEOUT_MS)
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """A headless dashboard server on a free localhost port, with its own review DB."""
-    try:
-        with dashboard_server(tmp_path_factory.mktemp("server")) as url:
-            yield url
-    except ServerStartError as exc:
-        pytest.fail(f"streamlit server did not start: {exc}")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        try:
-            chromium = launch_chromium(pw)
-        except ChromiumMissingError as exc:
-            pytest.fail(str(exc))
-        yield chromium
-        chromium.close()
 
 
 def _widget(page, testid: str, label: str):

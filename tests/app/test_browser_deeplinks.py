@@ -12,8 +12,7 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from test_browser import _ready, browser, server  # noqa: F401 - fixtures
+from test_browser import _ready
 
 pytestmark = pytest.mark.browser
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import skops.io as sio
-from test_browser import ARTIFACTS, _ready, _settle, browser, server  # noqa: F401 - fixtures
+from test_browser import ARTIFACTS, _ready, _settle
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tabular"))
 from own_models import default_tables, raw_logreg  # noqa: E402

@@ -8,7 +8,6 @@ import sys
 import time
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[2]
 APP, TIMEOUT = str(ROOT / "app.py"), 180
 HEAVY = ("torch", "shap", "skops", "onnxruntime", "xgboost", "lightgbm", "catboost")

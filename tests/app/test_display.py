@@ -271,8 +271,8 @@ def test_binary_files_renamed_csv_are_refused_before_any_column_is_offered(head,
 
 
 def test_text_tables_pass_the_sniffing():
-    from core.views.uploads import table_columns
     from core.validation import check_text_table
+    from core.views.uploads import table_columns
 
     assert table_columns("\ufeffx;y\n1;a\n".encode("utf-8"), "ok.csv") == ["x", "y"]
     big = ("é," * 40000).encode("utf-8")  # a two-byte character straddles the 64 KiB cut

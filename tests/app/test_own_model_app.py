@@ -10,9 +10,8 @@ import skops.io as sio
 from core import audit_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tabular"))
-from own_models import default_tables, hist_gb_pipeline, wine_tables  # noqa: E402
 from app_checks import assert_ok  # noqa: E402
-
+from own_models import default_tables, hist_gb_pipeline, wine_tables  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,9 +10,9 @@ import re
 
 import pandas as pd
 import pytest
+from app_checks import assert_ok, explorer_path, metric
 
 from core.reviews import ReviewStore
-from app_checks import assert_ok, explorer_path, metric
 
 PAGES = ["overview", "explorer", "triage", "comparison", "calibration", "paired_bounds", "recapture"]
 

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from PIL import Image
 from app_checks import assert_ok, metric
+from PIL import Image
 
 SIZE, N_CLASSES, N_IMAGES = 16, 3, 12
 

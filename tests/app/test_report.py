@@ -14,12 +14,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from core.cli import main
-from core.report import (audit_inputs, build_report, collapse_from_margins, load_audit_folder, load_paired,
-                         report_for_result, write_report)
+from core.report import (
+    audit_inputs,
+    build_report,
+    collapse_from_margins,
+    load_audit_folder,
+    load_paired,
+    report_for_result,
+    write_report,
+)
 from core.reviews import ReviewStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -363,8 +371,8 @@ def test_multiclass_audit_reports_what_it_cannot_show(tmp_path):
 
 
 def test_paired_pool_cell_is_the_hardest_condition_of_the_first_model():
-    from core.views.paired import evaluation_records
     from core.paired.demo import load_demo_pool
+    from core.views.paired import evaluation_records
 
     paired = load_paired(PAIRED_DEMO)
     ev = evaluation_records(load_demo_pool(PAIRED_DEMO).records)

@@ -12,9 +12,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.reviews import (DECISIONS, REASONS, REVIEW_COLUMNS, AuditKey, QueueFilter, ReviewStore, data_fingerprint,
-                          filter_queue, next_unreviewed, remember_reviewer, remembered_reviewer, settings_path,
-                          step_case)
+from core.reviews import (
+    DECISIONS,
+    REASONS,
+    REVIEW_COLUMNS,
+    AuditKey,
+    QueueFilter,
+    ReviewStore,
+    data_fingerprint,
+    filter_queue,
+    next_unreviewed,
+    remember_reviewer,
+    remembered_reviewer,
+    settings_path,
+    step_case,
+)
 from core.reviews.queue import minutes
 
 V1_COLUMNS = list(REVIEW_COLUMNS[:7])

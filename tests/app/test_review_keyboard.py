@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_browser import ARTIFACTS, _ready, _settle, browser, server  # noqa: F401 - fixtures
+from test_browser import ARTIFACTS, _ready, _settle
 
 from core.reviews import DECISION_LABELS, DECISIONS, ReviewStore
 

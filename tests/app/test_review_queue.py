@@ -2,8 +2,9 @@
 the default decision, decisions across audits of the same data, and a restart."""
 from __future__ import annotations
 
-from core.reviews import AuditKey, ReviewStore, remembered_reviewer
 from app_checks import assert_ok
+
+from core.reviews import AuditKey, ReviewStore, remembered_reviewer
 
 PAGE = "pages/triage.py"
 

@@ -11,12 +11,12 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+from app_checks import assert_ok, explorer_path, metric
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.cfc.operators import remove
 from core.views.tabular import path_evidence_table, removal_steps_table
-from app_checks import assert_ok, explorer_path, metric
 
 
 @pytest.fixture(scope="module")

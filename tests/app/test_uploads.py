@@ -12,13 +12,13 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from app_checks import assert_ok, metric, only_error
 
 from core.paired.bounds import identified_intervals
 from core.paired.demo import DEFAULT_DIR, load_demo_pool
 from core.paired.records import unpair
 from core.paired.states import coverage_threshold
 from core.views.uploads import FilesUpload
-from app_checks import assert_ok, metric, only_error
 
 MODELS = ["cnn-w8", "logreg-c1"]
 

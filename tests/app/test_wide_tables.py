@@ -13,6 +13,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from app_checks import assert_ok
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -25,7 +26,6 @@ from core.views.uploads import (
     interactive_sample_rows,
 )
 from core.viz.certificate import _step_labels, _wrap
-from app_checks import assert_ok
 
 N_COLUMNS = 500
 

@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 from browser_kit import CHART, free_port, is_idle, launch_chromium, start_server, stop_server, wait_healthy  # noqa: E402
 from browser_kit import wait_idle as _wait_idle  # noqa: E402
+
 PAGES = [
     ("Overview: data & protocol", "Overview"),
     ("Certificate explorer", "Certificate explorer"),

@@ -23,9 +23,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from core.views.uploads import interactive_sample_rows  # noqa: E402
 from core.tabular.audit import run_audit  # noqa: E402
 from core.tabular.datasets import load_user_data  # noqa: E402
+from core.views.uploads import interactive_sample_rows  # noqa: E402
 
 TARGET_S = 30.0
 

@@ -7,11 +7,11 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from _pairs_bruteforce import brute_intervals
+from _pairs_strategies import TAU_GRID, five_state_cell, small_cell
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _pairs_bruteforce import brute_intervals
-from _pairs_strategies import TAU_GRID, five_state_cell, small_cell
 from core.paired import (
     UndefinedTargetWarning,
     accuracy_only_k,

@@ -9,10 +9,10 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from paired_records import records as _records
 
 from core.cli import main
 from core.paired import identified_intervals_grid, unpair
-from paired_records import records as _records
 
 
 def _run(argv, capsys):

@@ -10,8 +10,13 @@ import pytest
 from core.constants import COVERAGES
 from core.exceptions import UndefinedTargetWarning
 from core.paired.bounds import identified_intervals_grid
-from core.paired.coverage_grid import (PRECOMPUTED_GRID, coverage_grid, grid_fingerprint, load_precomputed_grid,
-                                       write_precomputed_grid)
+from core.paired.coverage_grid import (
+    PRECOMPUTED_GRID,
+    coverage_grid,
+    grid_fingerprint,
+    load_precomputed_grid,
+    write_precomputed_grid,
+)
 from core.paired.states import development_thresholds
 
 

@@ -287,7 +287,7 @@ def test_saved_models_predict_exactly_what_was_trained(retrained, tmp_path):
     save_demo_models(retrained.fitted, tmp_path)
     loaded = load_demo_models(tmp_path, models=SLICE_MODELS)
     x = retrained.images[:64].astype(np.float32) / 255.0
-    from core.paired.demo import _predictor, _SPECS_BY_NAME
+    from core.paired.demo import _SPECS_BY_NAME, _predictor
 
     for name, model in retrained.fitted.items():
         np.testing.assert_array_equal(loaded[name](x), _predictor(_SPECS_BY_NAME[name], model)(x), err_msg=name)

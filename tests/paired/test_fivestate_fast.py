@@ -13,11 +13,11 @@ from unittest import mock
 
 import numpy as np
 import pytest
+from _pairs_strategies import five_state_cell
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import core.paired._fivestate as fs
-from _pairs_strategies import five_state_cell
 from core.paired.states import class_table
 
 

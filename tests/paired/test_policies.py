@@ -6,11 +6,11 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from _pairs_bruteforce import LEVELS, cell_outcomes
+from _pairs_strategies import PROB_GRID, five_state_cell, small_cell
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _pairs_bruteforce import LEVELS, cell_outcomes
-from _pairs_strategies import PROB_GRID, five_state_cell, small_cell
 from core.paired import UndefinedTargetWarning, evaluate_policies, policy_thresholds, select_policy
 from core.paired.policies import _lemma1
 

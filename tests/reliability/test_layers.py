@@ -26,7 +26,6 @@ from core.validation import (
     warn_constant_features,
 )
 
-
 # ------------------------------------------------------------------------------------------
 # check_unit_interval
 

@@ -10,14 +10,13 @@ import signal
 from pathlib import Path
 
 import pytest
+from scale_constants import FIT_ROWS, N_ROWS
 
 from core.scale.certify import FitSpec, fit_certify_task
 from core.scale.cluster import connect
 from core.scale.sources import open_source
 from core.scale.synthetic import fit_synthetic, write_synthetic
 from core.tabular.datasets import load_dataset
-
-from scale_constants import FIT_ROWS, N_ROWS
 
 _TEST_TIMEOUT_S = 180
 

@@ -8,14 +8,13 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from scale_constants import CHUNK_ROWS, FIT_ROWS, N_ROWS
 
 from core.cfc import Protocol, baseline_vector, certify, raw_origin_groups
 from core.scale.certify import CertifyTask, FitSpec, certify_dataset, fit_certify_task, load_certify_task
 from core.scale.sources import open_source
 from core.tabular.models import make_model
 from core.tabular.preprocessing import fit_preprocessor
-
-from scale_constants import CHUNK_ROWS, FIT_ROWS, N_ROWS
 
 
 def _output(out) -> pd.DataFrame:

@@ -17,14 +17,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from scale_constants import CHUNK_ROWS, N_ROWS
 
 from core.scale.certify import certify_dataset
 from core.scale.cluster import check_worker_paths, connect
 from core.scale.runner import run_partitions
 from core.scale.sources import PartitionReadError, open_source
 from core.scale.store import RunStore
-
-from scale_constants import CHUNK_ROWS, N_ROWS
 
 pytestmark = pytest.mark.slow
 

@@ -111,10 +111,10 @@ def logreg_to_onnx(model) -> bytes:
 
 def xgboost_to_onnx(model) -> bytes:
     """onnxmltools export; the column order is written into the model's metadata."""
+    import copy
+
     import onnxmltools
     from onnxmltools.convert.common.data_types import FloatTensorType
-
-    import copy
 
     model = copy.deepcopy(model)
     model.get_booster().feature_names = None  # onnxmltools wants f0, f1, ...: the order goes in the metadata

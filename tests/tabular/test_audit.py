@@ -13,8 +13,8 @@ from core.cfc.evaluation import EVALUATION_COLUMNS, auroc, capture_at
 from core.cfc.protocol import Protocol
 from core.cfc.stressors import LabelChannel
 from core.tabular.audit import (
-    AuditResult,
     SWEEP_TABLE_COLUMNS,
+    AuditResult,
     certificate_export,
     evaluation_json,
     run_audit,

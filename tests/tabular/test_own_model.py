@@ -11,8 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cfc"))
 from cfc_reference import naive_certificate  # noqa: E402
-from own_models import (as_xgboost_labels, default_tables, hist_gb_pipeline, raw_logreg,  # noqa: E402
-                        raw_xgboost, wine_tables)
+from own_models import as_xgboost_labels, default_tables, hist_gb_pipeline, raw_logreg, raw_xgboost, wine_tables  # noqa: E402
 
 from core import audit_model  # noqa: E402
 from core.cfc import Protocol  # noqa: E402

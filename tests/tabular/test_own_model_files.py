@@ -7,8 +7,16 @@ import numpy as np
 import pandas as pd
 import pytest
 import skops.io as sio
-from own_models import (as_xgboost_labels, default_tables, hist_gb_pipeline, logreg_to_onnx, pipeline_to_onnx,
-                        raw_logreg, raw_xgboost, xgboost_to_onnx)
+from own_models import (
+    as_xgboost_labels,
+    default_tables,
+    hist_gb_pipeline,
+    logreg_to_onnx,
+    pipeline_to_onnx,
+    raw_logreg,
+    raw_xgboost,
+    xgboost_to_onnx,
+)
 
 from core import audit_model
 from core.cfc import Protocol

@@ -1,7 +1,6 @@
 """Preprocessing fitted on train only, raw-origin traceability, naturalistic unavailability."""
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 import pytest

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from view_data import MODELS
 
 from core.paired.demo import DEFAULT_DIR, load_demo_pool
-from view_data import MODELS
 
 
 @pytest.fixture(scope="module")

@@ -4,12 +4,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from view_data import MODELS
+from view_data import csv_bytes as _csv
 
 from core.paired.records import unpair
 from core.views.paired import grid_summary, policy_matrix, unpaired_class_summary
 from core.views.uploads import load_unpaired_upload
-from view_data import MODELS
-from view_data import csv_bytes as _csv
 
 
 def test_grid_summary_and_policy_matrix():

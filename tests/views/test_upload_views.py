@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from view_data import csv_bytes as _csv
 
 from core.views.uploads import check_upload_size, load_paired_upload, parse_blocks, table_columns
-from view_data import csv_bytes as _csv
 
 
 def test_upload_helpers():
