@@ -7,6 +7,7 @@ Each page file starts with ``ui.entry.ensure_entrypoint()``: Streamlit runs a ``
 without this script on the first visit of a fresh server (legacy multipage mode), and that
 guard runs this script instead so deep links such as ``/triage`` get their state and sidebar.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,12 @@ def _cli_args() -> argparse.Namespace:
 _ARGS = _cli_args()
 
 
-st.set_page_config(page_title="Reliability audit", page_icon=str(Path(__file__).parent / "assets" / "favicon.png"),
-                   layout="wide", initial_sidebar_state="expanded")
+st.set_page_config(
+    page_title="Reliability audit",
+    page_icon=str(Path(__file__).parent / "assets" / "favicon.png"),
+    layout="wide",
+    initial_sidebar_state="expanded",
+)
 
 # Every session-state key of the app and its default. Widgets read their value from here
 # (none passes its own default), so a page always opens in a defined state. File uploaders and
@@ -56,9 +61,9 @@ DEFAULTS: dict[str, object] = {
     "own_trust": "",
     "own_feature_order": "",
     "own_folder": None,
-    "dataset_next": None,     # dataset to select at the start of the next run (set after an upload)
-    "uploads": {},            # name -> core.views.uploads.TableUpload
-    "protocol": None,         # applied Protocol as a dict; None = the default protocol
+    "dataset_next": None,  # dataset to select at the start of the next run (set after an upload)
+    "uploads": {},  # name -> core.views.uploads.TableUpload
+    "protocol": None,  # applied Protocol as a dict; None = the default protocol
     # overview: protocol form
     # (every proto_* default is the field of Protocol(): one source of the protocol defaults)
     "proto_grouping": _PROTOCOL.grouping,
@@ -75,7 +80,7 @@ DEFAULTS: dict[str, object] = {
     "audit_sample_rows": LARGE_TABLE_ROWS,  # interactive audit sample of uploads above that many rows
     "overview_column": None,
     "overview_preview_open": False,  # raw-data preview expander (its table is drawn only when open)
-    "overview_groups_open": False,   # evidence-groups expander (idem)
+    "overview_groups_open": False,  # evidence-groups expander (idem)
     # the sample selected on the tabular pages (dataset sample id, not a row position; ui/selection.py)
     "selected_sample": None,  # None = each page starts on its most fragile case
     # certificate explorer
@@ -84,7 +89,7 @@ DEFAULTS: dict[str, object] = {
     "explorer_hc": True,
     "explorer_table": {"selection": {"rows": [], "columns": [], "cells": []}},
     "whatif_groups": [],
-    "whatif_sample": None,    # sample id the what-if toggles belong to (reset when it changes)
+    "whatif_sample": None,  # sample id the what-if toggles belong to (reset when it changes)
     "drops_top_n": DEFAULT_TOP_GROUPS,  # one-step drops shown before the rest is folded (explorer, triage)
     # triage queue
     "triage_score": "fds",
@@ -95,7 +100,7 @@ DEFAULTS: dict[str, object] = {
     "review_reviewer": "",
     "review_decision": "confirmed_brittle",
     "review_note": "",
-    "review_flash": None,     # (kind, message) shown once after saving a decision
+    "review_flash": None,  # (kind, message) shown once after saving a decision
     # model comparison
     "compare_models": ["logreg", "random_forest", "hist_gb"],
     "compare_sample": None,
@@ -103,7 +108,7 @@ DEFAULTS: dict[str, object] = {
     "calib_methods": ["uncalibrated", "temperature", "bats"],
     # paired bounds
     "paired_data_source": "demo",  # "demo" | "paired" | "unpaired"
-    "paired_upload": None,    # core.views.uploads.FilesUpload (kind "paired" | "unpaired") or None
+    "paired_upload": None,  # core.views.uploads.FilesUpload (kind "paired" | "unpaired") or None
     "paired_source": None,
     "paired_model": None,
     "paired_condition": None,

@@ -1,4 +1,5 @@
 """The one place where seeds become random generators (STYLE.md rule 8)."""
+
 from __future__ import annotations
 
 import numpy as np

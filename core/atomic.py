@@ -15,6 +15,7 @@ beside the destination, never a truncated file under the destination's name.
 the command line reports the file the user named (:func:`core.cli.main` turns it into one line
 and exit code 2).
 """
+
 from __future__ import annotations
 
 import os
@@ -84,8 +85,9 @@ def check_output_file(path: str | os.PathLike[str], *, flag: str = "output") -> 
     if path.is_dir():
         raise IsADirectoryError(f"{flag} {str(path)!r} is a folder; expected a file name.")
     if path.exists() and not path.is_file():
-        raise ValueError(f"{flag} {str(path)!r} exists and is not a regular file (a device, FIFO or socket); "
-                         "expected a file name.")
+        raise ValueError(
+            f"{flag} {str(path)!r} exists and is not a regular file (a device, FIFO or socket); expected a file name."
+        )
     parent = path.parent
     probe = parent
     while not probe.exists():

@@ -5,6 +5,7 @@ module; this file only wires them together, so adding a command never touches an
 Exit codes: 0 success, 2 bad input or an unwritable / full destination (one line on stderr,
 nothing written), 1 unexpected error.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,8 +17,15 @@ import warnings
 from pathlib import Path
 
 # Modules that register sub-commands, in the order they appear in ``--help``.
-_COMMAND_MODULES = ("core.tabular.cli", "core.paired.cli", "core.paired.probe_cli", "core.scale.cli", "core.reviews.cli",
-                    "core.report_cli", "core.dashboard_cli")
+_COMMAND_MODULES = (
+    "core.tabular.cli",
+    "core.paired.cli",
+    "core.paired.probe_cli",
+    "core.scale.cli",
+    "core.reviews.cli",
+    "core.report_cli",
+    "core.dashboard_cli",
+)
 
 
 class InputError(ValueError):
@@ -48,8 +56,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Options whose value is a comma-separated list of numbers that may start with "-": argparse
 # would otherwise take "-1,1,1" for an option and answer "expected one argument".
-_NUMBER_LIST_OPTIONS = frozenset({"--weights", "--severities", "--coverages", "--lambdas", "--masking-rates",
-                                  "--dropout-rates", "--noise-scales", "--mean", "--std"})
+_NUMBER_LIST_OPTIONS = frozenset(
+    {
+        "--weights",
+        "--severities",
+        "--coverages",
+        "--lambdas",
+        "--masking-rates",
+        "--dropout-rates",
+        "--noise-scales",
+        "--mean",
+        "--std",
+    }
+)
 _NUMBERS = re.compile(r"^-[0-9.,eE+\-\s]*$|^-(?:inf|nan)", re.IGNORECASE)
 
 

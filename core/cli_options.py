@@ -3,6 +3,7 @@
 One definition of the protocol options, the list/number parsers and the atomic publication of
 an output folder, so ``audit``, ``certify`` and ``paired`` accept and write the same way.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,13 @@ __all__ = [
 ]
 
 
-def argument_type(convert: Callable[[str], Any], accept: Callable[[Any], bool] = lambda value: True, *,
-                  expected: str, refused: str | None = None) -> Callable[[str], Any]:
+def argument_type(
+    convert: Callable[[str], Any],
+    accept: Callable[[Any], bool] = lambda value: True,
+    *,
+    expected: str,
+    refused: str | None = None,
+) -> Callable[[str], Any]:
     """An argparse ``type=``: ``convert(text)``, kept when ``accept(value)`` holds.
 
     Bad text is refused with ``expected <expected>; got '<text>'`` (``<refused>`` instead of
@@ -47,6 +53,7 @@ def argument_type(convert: Callable[[str], Any], accept: Callable[[Any], bool] =
     Traceback (most recent call last):
     argparse.ArgumentTypeError: expected an even integer; got '3'
     """
+
     def parse(text: str) -> Any:
         try:
             value = convert(text)
@@ -71,8 +78,12 @@ unit_float = argument_type(float, lambda v: not math.isnan(v) and 0 <= v <= 1, e
 #: argparse type: a fraction in (0, 1], e.g. a review budget (``nan`` refused).
 fraction = argument_type(float, lambda v: 0 < v <= 1, expected="a fraction in (0, 1]")
 #: argparse type: comma-separated finite numbers (empty items ignored).
-float_list = argument_type(comma_floats, lambda vs: all(math.isfinite(v) for v in vs),
-                           expected="comma-separated numbers", refused="comma-separated finite numbers")
+float_list = argument_type(
+    comma_floats,
+    lambda vs: all(math.isfinite(v) for v in vs),
+    expected="comma-separated numbers",
+    refused="comma-separated finite numbers",
+)
 
 
 def names(text: str) -> list[str]:
@@ -92,8 +103,12 @@ def levels_list(text: str) -> tuple[str, ...]:
 def add_tau_levels_options(group: argparse._ActionsContainer, *, tau_help: str) -> None:
     """``--tau`` (required, in [0, 1]) and ``--levels`` of the paired commands (``paired``, ``paired-grid``)."""
     group.add_argument("--tau", type=unit_float, required=True, help=tau_help)
-    group.add_argument("--levels", type=levels_list, default=LEVELS,
-                       help=f"comma-separated information levels (default {','.join(LEVELS)})")
+    group.add_argument(
+        "--levels",
+        type=levels_list,
+        default=LEVELS,
+        help=f"comma-separated information levels (default {','.join(LEVELS)})",
+    )
 
 
 def add_protocol_options(group: argparse._ActionsContainer) -> None:
@@ -109,10 +124,16 @@ def add_protocol_options(group: argparse._ActionsContainer) -> None:
     group.add_argument("--baseline", choices=BASELINE_RULES, default=d.baseline)
     group.add_argument("--depth", type=positive_int, help="audit depth K (default min(G, 5))")
     group.add_argument("--path", choices=PATH_RULES, default=d.path, help=f"removal path rule (default {d.path})")
-    group.add_argument("--operators", default=",".join(d.operators),
-                       help=f"comma-separated subset of {', '.join(OPERATORS)} ('' for none)")
-    group.add_argument("--severities", type=float_list,
-                       help=f"comma-separated severity grid (default {d.severities[0]:g}..{d.severities[-1]:g})")
+    group.add_argument(
+        "--operators",
+        default=",".join(d.operators),
+        help=f"comma-separated subset of {', '.join(OPERATORS)} ('' for none)",
+    )
+    group.add_argument(
+        "--severities",
+        type=float_list,
+        help=f"comma-separated severity grid (default {d.severities[0]:g}..{d.severities[-1]:g})",
+    )
     group.add_argument("--weights", type=float_list, help="w1,w2,w3 of the FDS head (default 1/3 each)")
     group.add_argument("--merge-threshold", type=float, default=d.merge_threshold, help="|rho| of redundancy merging")
 
@@ -126,9 +147,14 @@ def protocol_from_args(args: argparse.Namespace):
         if not path.is_file():
             raise FileNotFoundError(f"Protocol file {args.protocol!r} does not exist.")
         return Protocol.from_json(path.read_text(encoding="utf-8"))
-    kwargs: dict[str, Any] = {"grouping": args.grouping, "baseline": args.baseline, "depth": args.depth,
-                              "operators": tuple(names(args.operators)), "path": args.path,
-                              "merge_threshold": args.merge_threshold}
+    kwargs: dict[str, Any] = {
+        "grouping": args.grouping,
+        "baseline": args.baseline,
+        "depth": args.depth,
+        "operators": tuple(names(args.operators)),
+        "path": args.path,
+        "merge_threshold": args.merge_threshold,
+    }
     if args.severities is not None:
         kwargs["severities"] = args.severities
     if args.weights is not None:

@@ -11,6 +11,7 @@ Examples
 >>> LEVELS, COVERAGES, CLEAN_COVERAGE
 (('I0', 'Ik', 'I5'), (0.6, 0.7, 0.8, 0.9, 1.0), 0.8)
 """
+
 from __future__ import annotations
 
 __all__ = ["CLEAN_COVERAGE", "COVERAGES", "LEVELS"]

@@ -51,7 +51,10 @@ def _config_options(config: Path) -> list[str]:
 
 
 def streamlit_command(
-    *, audit: str | None = None, reviews_db: str | None = None, audits_dir: str | None = None,
+    *,
+    audit: str | None = None,
+    reviews_db: str | None = None,
+    audits_dir: str | None = None,
     streamlit_options: list[str] | tuple[str, ...] = (),
 ) -> list[str]:
     """The ``streamlit run`` command line that starts the dashboard.
@@ -100,8 +103,12 @@ def streamlit_command(
 
 def run(args) -> int:
     """Execute ``dashboard``: replace this process by the Streamlit server (POSIX), or wait for it."""
-    command = streamlit_command(audit=args.audit, reviews_db=args.reviews_db, audits_dir=args.audits_dir,
-                                streamlit_options=args.streamlit_options)
+    command = streamlit_command(
+        audit=args.audit,
+        reviews_db=args.reviews_db,
+        audits_dir=args.audits_dir,
+        streamlit_options=args.streamlit_options,
+    )
     sys.stdout.flush()
     sys.stderr.flush()
     if os.name == "posix":

@@ -6,6 +6,7 @@ when :func:`read_signature` gives back the fingerprint computed here and now: th
 content (:func:`frame_sha256`), the source of the modules that compute the numbers
 (:func:`code_sha256`) and the library versions. Both digests are plain SHA-256 hex strings.
 """
+
 from __future__ import annotations
 
 import ast
@@ -81,9 +82,13 @@ def _code_dump(source: bytes) -> str:
     tree = ast.parse(source)
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
-                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             node.body = body[1:] or [ast.Pass()]
     return ast.dump(tree, include_attributes=False)
 

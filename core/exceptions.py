@@ -13,6 +13,7 @@ Examples
 >>> issubclass(UndefinedMetricWarning, AuditWarning), issubclass(AuditWarning, UserWarning)
 (True, True)
 """
+
 from __future__ import annotations
 
 __all__ = [

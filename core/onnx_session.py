@@ -4,6 +4,7 @@ One thread each, so a session's outputs do not depend on how many cores the mach
 several sessions can share a dashboard process; warnings below errors are silenced, since
 onnxruntime reports graph optimisations at warning level.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -13,6 +13,7 @@ there are no external fonts, style sheets or images. The report never loads the 
 (everything it shows is stored in the audit's tables), so it works on any machine that has
 the folder. :func:`write_report` writes through the one atomic writer, :mod:`core.atomic`.
 """
+
 from __future__ import annotations
 
 import html
@@ -57,8 +58,21 @@ __all__ = [
 #: Files of an audit folder the report reads (the certificate table may be Parquet or CSV).
 AUDIT_FILES = ("certificates.parquet", "evaluation.json", "protocol.json")
 #: Certificate-table columns the report needs.
-_CERT_COLUMNS = ("row_id", "y_true", "brittle", "high_confidence", "pred", "confidence", "margin", "flip_budget",
-                 "rcma", "fds", "path", "path_margins", "score_fds")
+_CERT_COLUMNS = (
+    "row_id",
+    "y_true",
+    "brittle",
+    "high_confidence",
+    "pred",
+    "confidence",
+    "margin",
+    "flip_budget",
+    "rcma",
+    "fds",
+    "path",
+    "path_margins",
+    "score_fds",
+)
 _EPS = 1e-8  # the collapse denominator's guard, as in core.cfc.certificate (SPEC A.3)
 _BUDGETS = np.arange(1, 101) / 100
 _COVERAGE = 0.8  # clean coverage that sets the paired acceptance threshold (the dashboard's default)
@@ -158,14 +172,17 @@ def _read_certificates(directory: Path) -> pd.DataFrame:
             table = pd.read_csv(path)
             for col in ("path", "path_margins"):  # list cells are JSON text in the CSV
                 if col in table.columns:
-                    table[col] = [np.asarray(json.loads(v), dtype=object if col == "path" else float)
-                                  for v in table[col]]
+                    table[col] = [
+                        np.asarray(json.loads(v), dtype=object if col == "path" else float) for v in table[col]
+                    ]
     except Exception as exc:  # pyarrow / parser errors have no common base class
         raise ValueError(f"cannot read {str(path)!r}: {type(exc).__name__}: {exc}") from None
     missing = [c for c in _CERT_COLUMNS if c not in table.columns]
     if missing:
-        raise ValueError(f"{str(path)!r} lacks the column(s) {missing}; expected the certificate table written "
-                         "by `python -m core audit`.")
+        raise ValueError(
+            f"{str(path)!r} lacks the column(s) {missing}; expected the certificate table written "
+            "by `python -m core audit`."
+        )
     if len(table) == 0:
         raise ValueError(f"{str(path)!r} has no rows.")
     return table
@@ -194,18 +211,26 @@ def load_audit_folder(directory: str | os.PathLike[str]) -> AuditInputs:
     if not (path / "certificates.parquet").is_file() and not (path / "certificates.csv").is_file():
         missing.insert(0, "certificates.parquet")
     if missing:
-        hint = (" (a sweep folder: pass one of its <dataset>/<model>/seed<k> folders)"
-                if (path / "sweep_table.csv").is_file() else "")
-        raise ValueError(f"{str(path)!r} is not an audit folder: missing {', '.join(missing)}{hint}; expected the "
-                         "output of `python -m core audit --out DIR`.")
+        hint = (
+            " (a sweep folder: pass one of its <dataset>/<model>/seed<k> folders)"
+            if (path / "sweep_table.csv").is_file()
+            else ""
+        )
+        raise ValueError(
+            f"{str(path)!r} is not an audit folder: missing {', '.join(missing)}{hint}; expected the "
+            "output of `python -m core audit --out DIR`."
+        )
     evaluation = _read_json(path / "evaluation.json")
     protocol = _read_json(path / "protocol.json")
-    for name, data, keys in (("evaluation.json", evaluation, ("scores", "nominal", "fragility")),
-                             ("protocol.json", protocol, ("protocol", "certificate_fingerprint"))):
+    for name, data, keys in (
+        ("evaluation.json", evaluation, ("scores", "nominal", "fragility")),
+        ("protocol.json", protocol, ("protocol", "certificate_fingerprint")),
+    ):
         absent = [k for k in keys if k not in data]
         if absent:
-            raise ValueError(f"{str(path / name)!r} lacks the key(s) {absent}; expected the file written by "
-                             "`python -m core audit`.")
+            raise ValueError(
+                f"{str(path / name)!r} lacks the key(s) {absent}; expected the file written by `python -m core audit`."
+            )
     return AuditInputs(str(path), _read_certificates(path), evaluation, protocol)
 
 
@@ -217,8 +242,12 @@ def audit_inputs(result: Any, *, label: str = "dashboard") -> AuditInputs:
     """
     from core.tabular.audit import certificate_export, evaluation_json, protocol_json
 
-    return AuditInputs(label, certificate_export(result), json.loads(json.dumps(evaluation_json(result))),
-                       json.loads(json.dumps(protocol_json(result))))
+    return AuditInputs(
+        label,
+        certificate_export(result),
+        json.loads(json.dumps(evaluation_json(result))),
+        json.loads(json.dumps(protocol_json(result))),
+    )
 
 
 def load_reviews(path: str | os.PathLike[str], fingerprint: str) -> ReviewInputs:
@@ -258,8 +287,10 @@ def load_paired(directory: str | os.PathLike[str], *, coverage: float = _COVERAG
         return _paired_from_pool(path, coverage)
     if (path / "intervals.csv").is_file():
         return _paired_from_output(path)
-    raise ValueError(f"{str(path)!r} is not a paired folder: expected records.parquet + manifest.json (a demo pool "
-                     "such as assets/paired_demo) or intervals.csv (the output of `python -m core paired --out`).")
+    raise ValueError(
+        f"{str(path)!r} is not a paired folder: expected records.parquet + manifest.json (a demo pool "
+        "such as assets/paired_demo) or intervals.csv (the output of `python -m core paired --out`)."
+    )
 
 
 def _paired_from_pool(path: Path, coverage: float) -> PairedInputs:
@@ -284,28 +315,38 @@ def _paired_from_pool(path: Path, coverage: float) -> PairedInputs:
     condition = sorted(accuracy.index, key=lambda c: (accuracy[c], c))[0]
     thresholds = development_thresholds(records, [coverage])
     tau = float(thresholds.loc[thresholds["model"] == model, "tau"].iloc[0])
-    cell = evaluation[(evaluation["model"] == model) & (evaluation["condition"] == condition)
-                      & (evaluation["source"] == source)]
+    cell = evaluation[
+        (evaluation["model"] == model) & (evaluation["condition"] == condition) & (evaluation["source"] == source)
+    ]
     with warnings.catch_warnings():
         # dM_k undefined when no pair stays correct: drawn as such
         warnings.simplefilter("ignore", UndefinedTargetWarning)
         intervals = identified_intervals(cell, tau)
     outcomes = records[records["source"] == "simulated-recapture"]
-    notes = [f"Interval bars: model {model} (first by name) on {condition} ({source}), the condition with its "
-             f"lowest perturbed accuracy ({accuracy[condition]:.1%}); τ = {tau:.4f} accepts {coverage:.0%} of the "
-             "model's clean development images; evaluation images only."]
+    notes = [
+        f"Interval bars: model {model} (first by name) on {condition} ({source}), the condition with its "
+        f"lowest perturbed accuracy ({accuracy[condition]:.1%}); τ = {tau:.4f} accepts {coverage:.0%} of the "
+        "model's clean development images; evaluation images only."
+    ]
     queue = None
     if len(pool.probes) and len(outcomes):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)  # scores undefined for the pool come back as NaN
             scores = screening_scores(pool.probes, pool.clean, outcomes=outcomes)
         queue = recapture_queue(scores, score="U", budget=0.1, outcomes=outcomes)
-        notes.append("Recapture queue: ranked by U (larger = riskier) at a 10 % re-test budget; failures are the "
-                     "simulated recapture conditions of the pool.")
+        notes.append(
+            "Recapture queue: ranked by U (larger = riskier) at a 10 % re-test budget; failures are the "
+            "simulated recapture conditions of the pool."
+        )
     else:
         notes.append("Recapture queue: this pool has no per-probe outputs or no recapture conditions.")
-    return PairedInputs(str(path), {"model": model, "condition": condition, "source": source, "tau": tau},
-                        intervals.reset_index(drop=True), queue, tuple(notes))
+    return PairedInputs(
+        str(path),
+        {"model": model, "condition": condition, "source": source, "tau": tau},
+        intervals.reset_index(drop=True),
+        queue,
+        tuple(notes),
+    )
 
 
 def _paired_from_output(path: Path) -> PairedInputs:
@@ -319,8 +360,10 @@ def _paired_from_output(path: Path) -> PairedInputs:
     need = ["target", "level", "low", "high", "observed"]
     missing = [c for c in need if c not in grid.columns]
     if missing or len(grid) == 0:
-        raise ValueError(f"{str(path / 'intervals.csv')!r} lacks the column(s) {missing or need} or has no rows; "
-                         "expected the intervals written by `python -m core paired`.")
+        raise ValueError(
+            f"{str(path / 'intervals.csv')!r} lacks the column(s) {missing or need} or has no rows; "
+            "expected the intervals written by `python -m core paired`."
+        )
     keys = [c for c in ("model", "condition", "source") if c in grid.columns]
     cell_of = grid[keys].drop_duplicates().sort_values(keys).iloc[0].to_dict() if keys else {}
     mask = np.ones(len(grid), bool)
@@ -329,14 +372,19 @@ def _paired_from_output(path: Path) -> PairedInputs:
     cell = grid[mask]
     tau = float(cell["tau"].iloc[0]) if "tau" in cell.columns else float("nan")
     n_cells = len(grid[keys].drop_duplicates()) if keys else 1
-    notes = [f"Interval bars: the first of {n_cells} cell(s) of intervals.csv ("
-             + (", ".join(f"{k} {v}" for k, v in cell_of.items()) or "a single cell") + ")."]
+    notes = [
+        f"Interval bars: the first of {n_cells} cell(s) of intervals.csv ("
+        + (", ".join(f"{k} {v}" for k, v in cell_of.items()) or "a single cell")
+        + ")."
+    ]
     queue = None
     if (path / "recapture_queue.csv").is_file():
         queue = read("recapture_queue.csv")
     else:
-        notes.append("Recapture queue: the folder has no recapture_queue.csv (run `python -m core paired` with "
-                     "--probes and --clean-outputs to get one).")
+        notes.append(
+            "Recapture queue: the folder has no recapture_queue.csv (run `python -m core paired` with "
+            "--probes and --clean-outputs to get one)."
+        )
     return PairedInputs(str(path), {**cell_of, "tau": tau}, cell[need].reset_index(drop=True), queue, tuple(notes))
 
 
@@ -372,8 +420,9 @@ def _examples(cert: pd.DataFrame, n: int = 3) -> list[tuple[str, int]]:
     if len(pool) < n:
         pool = cert
     # u orders as FDS without saturation; ties broken by row id for a deterministic pick.
-    order = pool.assign(_u=pool["score_fds"].astype(float)).sort_values(["_u", "row_id"], ascending=[False, True],
-                                                                          kind="stable")
+    order = pool.assign(_u=pool["score_fds"].astype(float)).sort_values(
+        ["_u", "row_id"], ascending=[False, True], kind="stable"
+    )
     picks = [("most fragile", 0), ("median", len(order) // 2), ("most stable", len(order) - 1)][:n]
     out, seen = [], set()
     for name, i in picks:
@@ -444,8 +493,14 @@ class _Figures:
         self.count = 0
 
     def __call__(self, fig: go.Figure, caption: str) -> str:
-        div = pio.to_html(fig, full_html=False, include_plotlyjs=self.count == 0, include_mathjax=False,
-                          config={"displaylogo": False, "responsive": True}, div_id=f"figure-{self.count}")
+        div = pio.to_html(
+            fig,
+            full_html=False,
+            include_plotlyjs=self.count == 0,
+            include_mathjax=False,
+            config={"displaylogo": False, "responsive": True},
+            div_id=f"figure-{self.count}",
+        )
         self.count += 1
         return f'<div class="fig">{div}<p class="note">{_e(caption)}</p></div>'
 
@@ -458,52 +513,81 @@ def _model_rows(audits: Sequence[AuditInputs]) -> pd.DataFrame:
         best = max(conf, key=lambda k: conf[k]["auroc"]) if conf else None
         fds = scores.get("fds", {})
         nominal, frag = ev.get("nominal", {}), ev.get("fragility", {})
-        rows.append({
-            "dataset": ev.get("dataset"), "model": ev.get("model"), "seed": ev.get("seed"),
-            "accuracy": nominal.get("accuracy"), "AUROC (class)": nominal.get("auroc"), "NLL": nominal.get("nll"),
-            "ECE": nominal.get("ece"), "mean RCMA": frag.get("mean_rcma"), "share k* ≤ 2": frag.get("share_k_le_2"),
-            "share brittle": frag.get("share_brittle"), "FDS AUROC": fds.get("auroc"),
-            "best confidence score": best, "its AUROC": conf[best]["auroc"] if best else None,
-            "FDS Capture@20": fds.get("capture@20"),
-            "its Capture@20": conf[best].get("capture@20") if best else None,
-        })
+        rows.append(
+            {
+                "dataset": ev.get("dataset"),
+                "model": ev.get("model"),
+                "seed": ev.get("seed"),
+                "accuracy": nominal.get("accuracy"),
+                "AUROC (class)": nominal.get("auroc"),
+                "NLL": nominal.get("nll"),
+                "ECE": nominal.get("ece"),
+                "mean RCMA": frag.get("mean_rcma"),
+                "share k* ≤ 2": frag.get("share_k_le_2"),
+                "share brittle": frag.get("share_brittle"),
+                "FDS AUROC": fds.get("auroc"),
+                "best confidence score": best,
+                "its AUROC": conf[best]["auroc"] if best else None,
+                "FDS Capture@20": fds.get("capture@20"),
+                "its Capture@20": conf[best].get("capture@20") if best else None,
+            }
+        )
     return pd.DataFrame(rows).astype(object).where(lambda f: f.notna(), None)
 
 
 def _protocol_section(a: AuditInputs) -> str:
     p, proto = a.protocol, a.protocol.get("protocol", {})
     split = p.get("split", {})
-    facts = pd.DataFrame([
-        ("dataset", f"{p.get('dataset')} ({p.get('source', '')})"), ("model", p.get("model")), ("seed", p.get("seed")),
-        ("split", ", ".join(f"{k} {v}" for k, v in split.items())),
-        ("grouping", f"{proto.get('grouping')} ({len(p.get('groups', {}))} evidence groups)"),
-        ("baseline", proto.get("baseline")), ("depth K", p.get("depth")), ("path rule", proto.get("path")),
-        ("operators", ", ".join(proto.get("operators", []))),
-        ("severities Λ", ", ".join(f"{v:g}" for v in proto.get("severities", []))),
-        ("FDS weights (w1, w2, w3)", ", ".join(f"{v:.4g}" for v in proto.get("weights", []))),
-        ("label channel", json.dumps(p.get("label_channel", {}), ensure_ascii=False)),
-    ], columns=["item", "value"]).astype({"value": str})
-    prints = pd.DataFrame([("protocol fingerprint", p.get("protocol_fingerprint")),
-                           ("certificate fingerprint", a.fingerprint)], columns=["fingerprint", "SHA-256"])
+    facts = pd.DataFrame(
+        [
+            ("dataset", f"{p.get('dataset')} ({p.get('source', '')})"),
+            ("model", p.get("model")),
+            ("seed", p.get("seed")),
+            ("split", ", ".join(f"{k} {v}" for k, v in split.items())),
+            ("grouping", f"{proto.get('grouping')} ({len(p.get('groups', {}))} evidence groups)"),
+            ("baseline", proto.get("baseline")),
+            ("depth K", p.get("depth")),
+            ("path rule", proto.get("path")),
+            ("operators", ", ".join(proto.get("operators", []))),
+            ("severities Λ", ", ".join(f"{v:g}" for v in proto.get("severities", []))),
+            ("FDS weights (w1, w2, w3)", ", ".join(f"{v:.4g}" for v in proto.get("weights", []))),
+            ("label channel", json.dumps(p.get("label_channel", {}), ensure_ascii=False)),
+        ],
+        columns=["item", "value"],
+    ).astype({"value": str})
+    prints = pd.DataFrame(
+        [("protocol fingerprint", p.get("protocol_fingerprint")), ("certificate fingerprint", a.fingerprint)],
+        columns=["fingerprint", "SHA-256"],
+    )
     notes = a.evaluation.get("notes") or []
-    return ("<h2 id='protocol'>Protocol and fingerprints</h2>"
-            "<p>A certificate is only meaningful relative to its declared protocol. The certificate fingerprint "
-            "covers the protocol, the groups, the baseline and the model's outputs on a fixed probe; review "
-            "decisions are stored under it.</p>" + _table(facts) + _table(prints)
-            + "".join(f"<p class='note'>Audit note: {_e(n)}</p>" for n in notes))
+    return (
+        "<h2 id='protocol'>Protocol and fingerprints</h2>"
+        "<p>A certificate is only meaningful relative to its declared protocol. The certificate fingerprint "
+        "covers the protocol, the groups, the baseline and the model's outputs on a fixed probe; review "
+        "decisions are stored under it.</p>"
+        + _table(facts)
+        + _table(prints)
+        + "".join(f"<p class='note'>Audit note: {_e(n)}</p>" for n in notes)
+    )
 
 
 def _metrics_section(audits: Sequence[AuditInputs]) -> str:
-    return ("<h2 id='models'>Nominal vs fragility metrics per model</h2>"
-            "<p>Nominal metrics (test split) say how often the model is right; the fragility metrics say how much "
-            "of its confident support survives when evidence goes missing. Mean RCMA: mean normalised margin "
-            "loss along the removal path (0 = none; above 1 = the prediction flipped, and it can be large when "
-            "the original margin is close to 0). Share k* ≤ 2: predictions that flip after removing at most two "
-            "evidence groups. Share brittle: test predictions that are confident and break under the held-out "
-            "stressors.</p>" + _table(_model_rows(audits))
-            + ("" if len(audits) > 1 else
-               "<p class='note'>One audit was given; pass several audit folders to "
-               "<code>python -m core report</code> for one row per model.</p>"))
+    return (
+        "<h2 id='models'>Nominal vs fragility metrics per model</h2>"
+        "<p>Nominal metrics (test split) say how often the model is right; the fragility metrics say how much "
+        "of its confident support survives when evidence goes missing. Mean RCMA: mean normalised margin "
+        "loss along the removal path (0 = none; above 1 = the prediction flipped, and it can be large when "
+        "the original margin is close to 0). Share k* ≤ 2: predictions that flip after removing at most two "
+        "evidence groups. Share brittle: test predictions that are confident and break under the held-out "
+        "stressors.</p>"
+        + _table(_model_rows(audits))
+        + (
+            ""
+            if len(audits) > 1
+            else "<p class='note'>One audit was given; pass several audit folders to "
+            "<code>python -m core report</code> for one row per model.</p>"
+        )
+    )
 
 
 def _fds_section(a: AuditInputs, figure: _Figures) -> str:
@@ -517,34 +601,64 @@ def _fds_section(a: AuditInputs, figure: _Figures) -> str:
         population, pop_text = cert, "all test predictions"
     score_cols = [c for c in cert.columns if c.startswith("score_")]
     brittle = population["brittle"].to_numpy(dtype=bool)
-    out = ["<h2 id='fds'>FDS against the confidence scores</h2>",
-           f"<p>Every score is a risk score (larger = riskier), evaluated on the {len(population):,} {pop_text} "
-           f"against the held-out brittle labels ({int(brittle.sum()):,} brittle), which come from a separate "
-           "stress channel and never enter the scores. AUROC: chance that a brittle prediction outranks a sound "
-           "one (0.5 = chance). Capture@q: share of the brittle predictions among the top q % by the score.</p>",
-           _table(frame[cols], headers={"auroc": "AUROC", "aurc": "AURC"})]
+    out = [
+        "<h2 id='fds'>FDS against the confidence scores</h2>",
+        f"<p>Every score is a risk score (larger = riskier), evaluated on the {len(population):,} {pop_text} "
+        f"against the held-out brittle labels ({int(brittle.sum()):,} brittle), which come from a separate "
+        "stress channel and never enter the scores. AUROC: chance that a brittle prediction outranks a sound "
+        "one (0.5 = chance). Capture@q: share of the brittle predictions among the top q % by the score.</p>",
+        _table(frame[cols], headers={"auroc": "AUROC", "aurc": "AURC"}),
+    ]
     if {"auroc", "capture@20"} <= set(frame.columns):
-        out.append(figure(viz.score_metrics_figure(frame, capture_column="capture@20", highlight="fds"),
-                          "Orange: FDS. Left AUROC, right the share of brittle predictions in the top 20 %."))
+        out.append(
+            figure(
+                viz.score_metrics_figure(frame, capture_column="capture@20", highlight="fds"),
+                "Orange: FDS. Left AUROC, right the share of brittle predictions in the top 20 %.",
+            )
+        )
     if brittle.any():
         capture = capture_curves(
             population[score_cols].rename(columns=lambda c: c.removeprefix("score_")).reset_index(drop=True),
-            brittle, _BUDGETS)
+            brittle,
+            _BUDGETS,
+        )
         curves, ceiling, random = capture.curves, capture.ceiling, capture.random
-        out.append(figure(viz.coverage_figure(_BUDGETS, curves, ceiling=ceiling, random=random, selected=0.2,
-                                              highlight="fds", title="Brittle predictions found within the budget",
-                                              y_title="share of held-out brittle found (0–1)"),
-                          "Each line ranks the predictions by one score. Dashed grey: best possible; dotted grey: "
-                          "random. Scores that order the predictions identically draw on top of each other."))
+        out.append(
+            figure(
+                viz.coverage_figure(
+                    _BUDGETS,
+                    curves,
+                    ceiling=ceiling,
+                    random=random,
+                    selected=0.2,
+                    highlight="fds",
+                    title="Brittle predictions found within the budget",
+                    y_title="share of held-out brittle found (0–1)",
+                ),
+                "Each line ranks the predictions by one score. Dashed grey: best possible; dotted grey: "
+                "random. Scores that order the predictions identically draw on top of each other.",
+            )
+        )
     else:
         out.append(_missing("coverage curves — no held-out brittle prediction in this population."))
     tau_p = float(a.protocol.get("label_channel", {}).get("tau_p", LabelChannel().tau_p))
-    out.append("<div class='grid'>" + figure(
-        viz.confidence_fds_figure(cert["confidence"].to_numpy(float), cert["fds"].to_numpy(float),
-                                  brittle=cert["brittle"].to_numpy(bool), threshold=tau_p),
-        "Each dot is a test prediction; high up = fragile. Confident predictions spread over the whole FDS range.")
-        + figure(viz.flip_budget_histogram(cert["flip_budget"].to_numpy(int), depth=int(a.protocol.get("depth"))),
-                 "Groups removed (most supportive first) until the prediction flips.") + "</div>")
+    out.append(
+        "<div class='grid'>"
+        + figure(
+            viz.confidence_fds_figure(
+                cert["confidence"].to_numpy(float),
+                cert["fds"].to_numpy(float),
+                brittle=cert["brittle"].to_numpy(bool),
+                threshold=tau_p,
+            ),
+            "Each dot is a test prediction; high up = fragile. Confident predictions spread over the whole FDS range.",
+        )
+        + figure(
+            viz.flip_budget_histogram(cert["flip_budget"].to_numpy(int), depth=int(a.protocol.get("depth"))),
+            "Groups removed (most supportive first) until the prediction flips.",
+        )
+        + "</div>"
+    )
     return "".join(out)
 
 
@@ -554,12 +668,21 @@ def _triage_section(a: AuditInputs, reviews: ReviewInputs | None, reviews_note: 
     scope = "high-confidence test predictions"
     if len(population) == 0:
         population, scope = cert, "test predictions (none is high-confidence)"
-    frame = pd.DataFrame({"sample_id": population["row_id"].map(str).to_numpy(), "confidence": population["confidence"],
-                          "fds": population["fds"], "flip_budget": population["flip_budget"],
-                          "brittle": population["brittle"].astype(bool), "u": population["score_fds"]})
+    frame = pd.DataFrame(
+        {
+            "sample_id": population["row_id"].map(str).to_numpy(),
+            "confidence": population["confidence"],
+            "fds": population["fds"],
+            "flip_budget": population["flip_budget"],
+            "brittle": population["brittle"].astype(bool),
+            "u": population["score_fds"],
+        }
+    )
     queue = rank_queue(frame, "u", budget=budget)
-    out = [f"<h2 id='triage'>Triage summary</h2><p>The review queue: the top {budget:.0%} of the {len(frame):,} "
-           f"{scope} by FDS — {len(queue):,} cases, {int(queue['brittle'].sum()):,} of them held-out brittle.</p>"]
+    out = [
+        f"<h2 id='triage'>Triage summary</h2><p>The review queue: the top {budget:.0%} of the {len(frame):,} "
+        f"{scope} by FDS — {len(queue):,} cases, {int(queue['brittle'].sum()):,} of them held-out brittle.</p>"
+    ]
     shown = queue.drop(columns="u")
     if reviews is None:
         out.append(_missing(f"reviewers' decisions — {reviews_note}"))
@@ -568,9 +691,11 @@ def _triage_section(a: AuditInputs, reviews: ReviewInputs | None, reviews_note: 
         decided = latest.assign(label=latest["decision"].map(lambda d: DECISION_LABELS.get(d, d)))
         counts = decided["label"].value_counts().rename_axis("decision").reset_index(name="samples")
         in_queue = decided["sample_id"].isin(queue["sample_id"].map(str))
-        out.append(f"<p>Review database <code>{_e(reviews.path)}</code>: {reviews.n_decisions:,} decision(s) on "
-                   f"{len(latest):,} sample(s) of this audit; {int(in_queue.sum()):,} of the {len(queue):,} queued "
-                   "cases are reviewed (latest decision per sample below).</p>")
+        out.append(
+            f"<p>Review database <code>{_e(reviews.path)}</code>: {reviews.n_decisions:,} decision(s) on "
+            f"{len(latest):,} sample(s) of this audit; {int(in_queue.sum()):,} of the {len(queue):,} queued "
+            "cases are reviewed (latest decision per sample below).</p>"
+        )
         if len(latest):
             out.append(_table(counts))
         else:
@@ -580,8 +705,9 @@ def _triage_section(a: AuditInputs, reviews: ReviewInputs | None, reviews_note: 
     depth = int(a.protocol.get("depth") or cert["flip_budget"].max())
     shown["flip_budget"] = [f"> {depth} (no flip)" if int(k) > depth else str(int(k)) for k in shown["flip_budget"]]
     limit = 50
-    out.append(_table(shown.head(limit), headers={"sample_id": "sample id", "flip_budget": "k*", "fds": "FDS",
-                                                   "rank": "rank"}))
+    out.append(
+        _table(shown.head(limit), headers={"sample_id": "sample id", "flip_budget": "k*", "fds": "FDS", "rank": "rank"})
+    )
     if len(shown) > limit:
         out.append(f"<p class='note'>First {limit} of {len(shown):,} queued cases.</p>")
     return "".join(out)
@@ -590,14 +716,20 @@ def _triage_section(a: AuditInputs, reviews: ReviewInputs | None, reviews_note: 
 def _examples_section(a: AuditInputs, figure: _Figures) -> str:
     cert = a.certificates
     binary = _n_classes(cert) == 2
-    out = ["<h2 id='examples'>Example certificates</h2>",
-           "<p>Three high-confidence predictions: the most fragile, the median and the most stable by FDS. The "
-           "trajectory removes the most supportive evidence group at each step (replaced by the baseline); the "
-           "collapse curve shows the share of the original margin lost, whose mean is RCMA.</p>"]
+    out = [
+        "<h2 id='examples'>Example certificates</h2>",
+        "<p>Three high-confidence predictions: the most fragile, the median and the most stable by FDS. The "
+        "trajectory removes the most supportive evidence group at each step (replaced by the baseline); the "
+        "collapse curve shows the share of the original margin lost, whose mean is RCMA.</p>",
+    ]
     if not binary:
-        out.append(_missing("the probability panel of the trajectories — the audit folder stores the margins "
-                            "along the path, and for more than two classes the probabilities cannot be recovered "
-                            "from them."))
+        out.append(
+            _missing(
+                "the probability panel of the trajectories — the audit folder stores the margins "
+                "along the path, and for more than two classes the probabilities cannot be recovered "
+                "from them."
+            )
+        )
     for name, pos in _examples(cert):
         row = cert.iloc[pos]
         path = [str(g) for g in row["path"]]
@@ -605,16 +737,24 @@ def _examples_section(a: AuditInputs, figure: _Figures) -> str:
         # Binary margins are log-odds of the clipped probabilities, so p = sigmoid(m) exactly.
         proba = 1.0 / (1.0 + np.exp(-margins)) if binary else np.full(margins.shape, np.nan)
         k = int(row["flip_budget"])
-        facts = (f"sample {row['row_id']}: confidence {row['confidence']:.3f}, FDS {row['fds']:.3f}, "
-                 f"k* {k if k <= len(path) else f'> {len(path)} (no flip)'}, RCMA {row['rcma']:.3f}, "
-                 f"held-out brittle: {'yes' if row['brittle'] else 'no'}; path: {' → '.join(path)}")
+        facts = (
+            f"sample {row['row_id']}: confidence {row['confidence']:.3f}, FDS {row['fds']:.3f}, "
+            f"k* {k if k <= len(path) else f'> {len(path)} (no flip)'}, RCMA {row['rcma']:.3f}, "
+            f"held-out brittle: {'yes' if row['brittle'] else 'no'}; path: {' → '.join(path)}"
+        )
         out.append(f"<h3>{_e(name.capitalize())}</h3><p>{_e(facts)}</p><div class='grid'>")
-        out.append(figure(viz.trajectory_figure(path, margins, proba, flip_budget=k,
-                                                class_label=f"class {int(row['pred'])}"),
-                          "Margin (nats) and probability of the original class after each removal; vermillion = "
-                          "flipped."))
-        out.append(figure(viz.collapse_figure(collapse_from_margins(margins), rcma=float(row["rcma"]), path=path),
-                          "Share of the original margin lost after k removals (1 = all of it)."))
+        out.append(
+            figure(
+                viz.trajectory_figure(path, margins, proba, flip_budget=k, class_label=f"class {int(row['pred'])}"),
+                "Margin (nats) and probability of the original class after each removal; vermillion = flipped.",
+            )
+        )
+        out.append(
+            figure(
+                viz.collapse_figure(collapse_from_margins(margins), rcma=float(row["rcma"]), path=path),
+                "Share of the original margin lost after k removals (1 = all of it).",
+            )
+        )
         out.append("</div>")
     return "".join(out)
 
@@ -623,12 +763,15 @@ def _paired_section(paired: PairedInputs | None, note: str, figure: _Figures) ->
     out = ["<h2 id='paired'>Paired evaluations</h2>"]
     if paired is None:
         return out[0] + _missing(f"interval bars and the recapture queue — {note}")
-    out.append(f"<p>From <code>{_e(paired.label)}</code>. Identified intervals: every value of the transition "
-               "metrics (H harmful accepted flips, L lost acceptances, dM_k confidence drop) that some pairing "
-               "consistent with the information level allows.</p>")
+    out.append(
+        f"<p>From <code>{_e(paired.label)}</code>. Identified intervals: every value of the transition "
+        "metrics (H harmful accepted flips, L lost acceptances, dM_k confidence drop) that some pairing "
+        "consistent with the information level allows.</p>"
+    )
     out += [f"<p class='note'>{_e(n)}</p>" for n in paired.notes]
-    out.append(figure(viz.intervals_figure(paired.intervals), "Narrower bars = better identified; ◆ = the observed "
-                      "pairing."))
+    out.append(
+        figure(viz.intervals_figure(paired.intervals), "Narrower bars = better identified; ◆ = the observed pairing.")
+    )
     out.append(_table(paired.intervals, digits=4))
     q = paired.queue
     if q is None:
@@ -636,23 +779,35 @@ def _paired_section(paired: PairedInputs | None, note: str, figure: _Figures) ->
     elif len(q) == 0:
         out.append(_missing("the recapture-queue summary — the queue is empty."))
     else:
-        cols = [c for c in ("k", "n", "queue_expected_failures", "total_failures", "coverage", "ceiling")
-                if c in q.columns]
+        cols = [
+            c for c in ("k", "n", "queue_expected_failures", "total_failures", "coverage", "ceiling") if c in q.columns
+        ]
         summary = q.groupby("model", sort=True)[cols].first().reset_index()
         if "queue_expected_failures" in summary:  # an expectation over tied places: one decimal is honest
             summary["queue_expected_failures"] = [f"{v:,.1f}" for v in summary["queue_expected_failures"]]
-        out.append("<h3>Recapture queue</h3><p>Images to re-test physically, per model: k re-tests among n "
-                   "clean-correct images; coverage = expected share of the real failures the queue re-tests, "
-                   "ceiling = the best any ranking could do at this budget.</p>")
-        out.append(_table(summary, headers={"queue_expected_failures": "expected failures found",
-                                            "total_failures": "failures"}))
+        out.append(
+            "<h3>Recapture queue</h3><p>Images to re-test physically, per model: k re-tests among n "
+            "clean-correct images; coverage = expected share of the real failures the queue re-tests, "
+            "ceiling = the best any ranking could do at this budget.</p>"
+        )
+        out.append(
+            _table(
+                summary, headers={"queue_expected_failures": "expected failures found", "total_failures": "failures"}
+            )
+        )
     return "".join(out)
 
 
-def build_report(audits: AuditInputs | Sequence[AuditInputs], *, reviews: ReviewInputs | None = None,
-                 reviews_note: str = "no review database was given.", paired: PairedInputs | None = None,
-                 paired_note: str = "no paired data was given (pass --paired DIR).", budget: float = 0.1,
-                 title: str | None = None) -> str:
+def build_report(
+    audits: AuditInputs | Sequence[AuditInputs],
+    *,
+    reviews: ReviewInputs | None = None,
+    reviews_note: str = "no review database was given.",
+    paired: PairedInputs | None = None,
+    paired_note: str = "no paired data was given (pass --paired DIR).",
+    budget: float = 0.1,
+    title: str | None = None,
+) -> str:
     """The report as one self-contained HTML document.
 
     Parameters
@@ -690,18 +845,29 @@ def build_report(audits: AuditInputs | Sequence[AuditInputs], *, reviews: Review
         "<nav><a href='#protocol'>Protocol</a> · <a href='#models'>Metrics per model</a> · <a href='#fds'>FDS vs "
         "confidence</a> · <a href='#triage'>Triage</a> · <a href='#examples'>Example certificates</a> · "
         "<a href='#paired'>Paired evaluations</a></nav>",
-        _protocol_section(a), _metrics_section(audits), _fds_section(a, figure),
-        _triage_section(a, reviews, reviews_note, budget), _examples_section(a, figure),
+        _protocol_section(a),
+        _metrics_section(audits),
+        _fds_section(a, figure),
+        _triage_section(a, reviews, reviews_note, budget),
+        _examples_section(a, figure),
         _paired_section(paired, paired_note, figure),
     ]
-    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-            f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>" + "".join(body)
-            + f"<!-- figures: {figure.count} --></body></html>\n")
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
+        + "".join(body)
+        + f"<!-- figures: {figure.count} --></body></html>\n"
+    )
 
 
-def report_for_result(result: Any, *, reviews_db: str | os.PathLike[str] | None = None,
-                      paired_dir: str | os.PathLike[str] | None = None, budget: float = 0.1) -> str:
+def report_for_result(
+    result: Any,
+    *,
+    reviews_db: str | os.PathLike[str] | None = None,
+    paired_dir: str | os.PathLike[str] | None = None,
+    budget: float = 0.1,
+) -> str:
     """The report of an in-memory audit (the dashboard's "Download report").
 
     Parameters
@@ -720,8 +886,14 @@ def report_for_result(result: Any, *, reviews_db: str | os.PathLike[str] | None 
         else:
             note = f"the review database {str(reviews_db)!r} holds no decision yet (the file does not exist)."
     paired = load_paired(paired_dir) if paired_dir is not None else None
-    return build_report(audit, reviews=reviews, reviews_note=note, paired=paired,
-                        paired_note="no paired folder was given.", budget=budget)
+    return build_report(
+        audit,
+        reviews=reviews,
+        reviews_note=note,
+        paired=paired,
+        paired_note="no paired folder was given.",
+        budget=budget,
+    )
 
 
 def write_report(text: str, out: str | os.PathLike[str]) -> Path:

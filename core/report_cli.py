@@ -17,6 +17,7 @@
 The model file of the audit folder is never read. The report is written to a temporary file
 beside ``--out`` and renamed into place; bad input exits with code 2 and one line on stderr.
 """
+
 from __future__ import annotations
 
 import sys
@@ -32,21 +33,37 @@ def register(subparsers) -> None:
     from core.reviews import ENV_VAR
 
     p = subparsers.add_parser(
-        "report", help="self-contained HTML report of an audit folder (works offline)",
+        "report",
+        help="self-contained HTML report of an audit folder (works offline)",
         description="Build one self-contained HTML report (plotly inlined, no network needed) from the tables of "
-                    "an audit folder; the audit's model file is never read.")
-    p.add_argument("audit_dirs", nargs="+", metavar="AUDIT_DIR",
-                   help="folder(s) written by `python -m core audit`; the first is reported in full")
+        "an audit folder; the audit's model file is never read.",
+    )
+    p.add_argument(
+        "audit_dirs",
+        nargs="+",
+        metavar="AUDIT_DIR",
+        help="folder(s) written by `python -m core audit`; the first is reported in full",
+    )
     p.add_argument("--out", help="HTML file to write (replaced atomically)")
     p.add_argument("--pdf", metavar="PATH", help="also (or only) print the report to this PDF file with Chromium")
-    p.add_argument("--chromium", metavar="PATH", help="Chromium executable for --pdf (default /usr/bin/chromium, "
-                                                     "then chromium on PATH)")
-    p.add_argument("--reviews-db", metavar="PATH",
-                   help=f"review database (default: ${ENV_VAR} or the dashboard's default, when the file exists)")
+    p.add_argument(
+        "--chromium",
+        metavar="PATH",
+        help="Chromium executable for --pdf (default /usr/bin/chromium, then chromium on PATH)",
+    )
+    p.add_argument(
+        "--reviews-db",
+        metavar="PATH",
+        help=f"review database (default: ${ENV_VAR} or the dashboard's default, when the file exists)",
+    )
     p.add_argument("--no-reviews", action="store_true", help="leave the reviewers' decisions out")
     p.add_argument("--paired", metavar="DIR", help="demo pool or `python -m core paired` output folder")
-    p.add_argument("--budget", type=fraction, default=0.1,
-                   help="triage review budget, fraction of the high-confidence predictions (default 0.1)")
+    p.add_argument(
+        "--budget",
+        type=fraction,
+        default=0.1,
+        help="triage review budget, fraction of the high-confidence predictions (default 0.1)",
+    )
     p.set_defaults(func=_report)
 
 

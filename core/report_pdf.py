@@ -6,6 +6,7 @@ waited for, and Chromium's own print (``page.pdf``) produces the file, which is 
 published atomically (:mod:`core.atomic`). Without Playwright or Chromium,
 :class:`PdfUnavailableError` says which one is missing and how to get it.
 """
+
 from __future__ import annotations
 
 import os
@@ -50,7 +51,8 @@ def find_chromium(path: str | os.PathLike[str] | None = None) -> Path:
             return Path(name)
     raise PdfUnavailableError(
         f"a PDF needs Chromium, found neither at {DEFAULT_CHROMIUM} nor on PATH (Debian/Ubuntu: apt-get install "
-        "chromium; or pass --chromium PATH). The HTML report (--out) needs no browser.")
+        "chromium; or pass --chromium PATH). The HTML report (--out) needs no browser."
+    )
 
 
 def html_to_pdf(html: str, *, chromium: str | os.PathLike[str] | None = None) -> bytes:
@@ -71,8 +73,10 @@ def html_to_pdf(html: str, *, chromium: str | os.PathLike[str] | None = None) ->
         from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import sync_playwright
     except ModuleNotFoundError:
-        raise PdfUnavailableError("a PDF needs the playwright package (pip install playwright) and Chromium; the "
-                                  "HTML report (--out) needs neither.") from None
+        raise PdfUnavailableError(
+            "a PDF needs the playwright package (pip install playwright) and Chromium; the "
+            "HTML report (--out) needs neither."
+        ) from None
     executable = find_chromium(chromium)
     n_figures = len(re.findall(r'class="plotly-graph-div"', html))
     # A file URL (not set_content): the page's origin is then file://, which the route lets through.
@@ -82,10 +86,11 @@ def html_to_pdf(html: str, *, chromium: str | os.PathLike[str] | None = None) ->
         errors: list[str] = []
         with sync_playwright() as pw:
             try:
-                browser = pw.chromium.launch(executable_path=str(executable),
-                                             args=["--no-sandbox", "--disable-gpu"])
+                browser = pw.chromium.launch(executable_path=str(executable), args=["--no-sandbox", "--disable-gpu"])
             except PlaywrightError as exc:
-                raise PdfUnavailableError(f"Chromium at {executable} did not start: {str(exc).splitlines()[0]}") from None
+                raise PdfUnavailableError(
+                    f"Chromium at {executable} did not start: {str(exc).splitlines()[0]}"
+                ) from None
             try:
                 context = browser.new_context(offline=True, viewport=_VIEWPORT)
                 context.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
@@ -96,15 +101,22 @@ def html_to_pdf(html: str, *, chromium: str | os.PathLike[str] | None = None) ->
                 try:
                     page.wait_for_function(
                         f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {n_figures}",
-                        timeout=_RENDER_TIMEOUT_MS)
+                        timeout=_RENDER_TIMEOUT_MS,
+                    )
                 except PlaywrightError:
-                    raise RuntimeError(f"the report's {n_figures} figures did not render within "
-                                       f"{_RENDER_TIMEOUT_MS // 1000} s; no PDF was written.") from None
+                    raise RuntimeError(
+                        f"the report's {n_figures} figures did not render within "
+                        f"{_RENDER_TIMEOUT_MS // 1000} s; no PDF was written."
+                    ) from None
                 if errors:
                     raise RuntimeError(f"the report page logged an error while rendering: {errors[0]}")
                 page.emulate_media(media="print")
-                return page.pdf(format="A4", print_background=True, scale=_SCALE,
-                                margin={"top": "12mm", "bottom": "12mm", "left": "10mm", "right": "10mm"})
+                return page.pdf(
+                    format="A4",
+                    print_background=True,
+                    scale=_SCALE,
+                    margin={"top": "12mm", "bottom": "12mm", "left": "10mm", "right": "10mm"},
+                )
             finally:
                 browser.close()
 

@@ -15,6 +15,7 @@ Semantics of degenerate but legal inputs (decided here, documented in ``docs/DEV
 - all three FDS weights zero is **refused** (:class:`core.cfc.protocol.Protocol`): FDS would be
   0 for every row and carry no information.
 """
+
 from __future__ import annotations
 
 import csv
@@ -98,8 +99,10 @@ def check_text_table(raw: bytes, label: str) -> None:
     """
     for signature, kind in _SIGNATURES:
         if raw.startswith(signature):
-            raise ValueError(f"{label!r} is {kind}, a binary file, not a text table (it starts with that format's "
-                             "signature); upload a CSV / TSV text file or a Parquet file.")
+            raise ValueError(
+                f"{label!r} is {kind}, a binary file, not a text table (it starts with that format's "
+                "signature); upload a CSV / TSV text file or a Parquet file."
+            )
     head = raw[:_HEAD]
     if b"\x00" in head[:8192]:
         raise ValueError(f"{label!r} holds binary content, not a text table (CSV): it contains NUL bytes.")
@@ -108,8 +111,9 @@ def check_text_table(raw: bytes, label: str) -> None:
     except UnicodeDecodeError as exc:
         # A multi-byte character cut by the 64 KiB boundary is not an error.
         if not (len(raw) > _HEAD and exc.reason == "unexpected end of data"):
-            raise ValueError(f"{label!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8 CSV "
-                             "or Parquet.") from None
+            raise ValueError(
+                f"{label!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8 CSV or Parquet."
+            ) from None
 
 
 def check_unit_interval(value: Any, name: str) -> float:
@@ -168,8 +172,7 @@ def check_cells(column: pd.Series, *, kind: str, noun: str, where: Callable[[int
     return values.astype(np.int64) if kind == "count" else values
 
 
-def check_input_file(path: str | os.PathLike[str], *, what: str = "input file",
-                     allow_folder: bool = False) -> Path:
+def check_input_file(path: str | os.PathLike[str], *, what: str = "input file", allow_folder: bool = False) -> Path:
     """An existing input path; a folder is refused (unless ``allow_folder``) with its own message."""
     p = Path(path).expanduser()
     if not p.exists():
@@ -216,9 +219,16 @@ def _first_inf(values: np.ndarray) -> int | None:
     return int(bad[0]) if bad.size else None
 
 
-def check_table(frame: pd.DataFrame, *, target: str, features: Sequence[str], where: str,
-                blocks: Mapping[str, Any] | None = None, max_classes: int = MAX_CLASSES,
-                row_offset: int = 0) -> None:
+def check_table(
+    frame: pd.DataFrame,
+    *,
+    target: str,
+    features: Sequence[str],
+    where: str,
+    blocks: Mapping[str, Any] | None = None,
+    max_classes: int = MAX_CLASSES,
+    row_offset: int = 0,
+) -> None:
     """The checks every tabular entry point applies to a table before using it.
 
     Parameters
@@ -251,8 +261,9 @@ def check_table(frame: pd.DataFrame, *, target: str, features: Sequence[str], wh
     """
     check_unique_columns(frame.columns, where)
     if target not in frame.columns:
-        raise ValueError(f"{where}: target column {target!r} not found; the columns are "
-                         f"{list(map(str, frame.columns))[:20]}.")
+        raise ValueError(
+            f"{where}: target column {target!r} not found; the columns are {list(map(str, frame.columns))[:20]}."
+        )
     labels = frame[target]
     if pd.api.types.is_float_dtype(labels):
         labels = labels.where(np.isfinite(labels.to_numpy(dtype=np.float64, na_value=np.nan)))
@@ -260,19 +271,25 @@ def check_table(frame: pd.DataFrame, *, target: str, features: Sequence[str], wh
     if n_classes == 0:
         raise ValueError(f"{where}: target column {target!r} has no values (all {len(frame)} missing).")
     if n_classes > max_classes:
-        raise ValueError(f"{where}: target {target!r} has {n_classes} distinct values; at most {max_classes} "
-                         "classes are supported. Is it a continuous or identifier column?")
+        raise ValueError(
+            f"{where}: target {target!r} has {n_classes} distinct values; at most {max_classes} "
+            "classes are supported. Is it a continuous or identifier column?"
+        )
     for c in features:
         values = frame[c]
         if values.isna().all():
-            raise ValueError(f"{where}: column {c!r} is entirely missing (all {len(frame)} values); "
-                             "remove it or leave it out of the features.")
+            raise ValueError(
+                f"{where}: column {c!r} is entirely missing (all {len(frame)} values); "
+                "remove it or leave it out of the features."
+            )
     check_finite_features(frame, features, where, row_offset=row_offset)
     if blocks is not None:
         unknown = [str(col) for col in blocks if str(col) not in set(map(str, features))]
         if unknown:
-            raise ValueError(f"{where}: blocks name column {unknown[0]!r}, which is not a feature column; "
-                             f"the features are {list(features)[:20]}.")
+            raise ValueError(
+                f"{where}: blocks name column {unknown[0]!r}, which is not a feature column; "
+                f"the features are {list(features)[:20]}."
+            )
     warn_constant_features(frame, features, where)
 
 
@@ -289,10 +306,15 @@ def check_finite_features(frame: pd.DataFrame, features: Sequence[str], where: s
         i = _first_inf(values.to_numpy(dtype=np.float64, na_value=np.nan))
         if i is not None:
             label = frame.index[i]
-            row = (f"row {row_offset + int(label) + 1}" if isinstance(label, (int, np.integer))
-                   else f"row {i + 1} (index {label!r})")
-            raise ValueError(f"{where}: column {c!r}, {row}: value {float(values.iloc[i])!r} is infinite; "
-                             "features must be finite numbers (leave the cell empty for missing).")
+            row = (
+                f"row {row_offset + int(label) + 1}"
+                if isinstance(label, (int, np.integer))
+                else f"row {i + 1} (index {label!r})"
+            )
+            raise ValueError(
+                f"{where}: column {c!r}, {row}: value {float(values.iloc[i])!r} is infinite; "
+                "features must be finite numbers (leave the cell empty for missing)."
+            )
 
 
 def warn_constant_features(frame: pd.DataFrame, features: Sequence[str], where: str) -> list[str]:
@@ -300,9 +322,15 @@ def warn_constant_features(frame: pd.DataFrame, features: Sequence[str], where: 
     constant = [c for c in features if frame[c].nunique(dropna=False) <= 1]
     if constant:
         shown = ", ".join(repr(c) for c in constant[:_SHOWN]) + (" ..." if len(constant) > _SHOWN else "")
-        share = "every feature is" if len(constant) == len(features) else f"{len(constant)} of {len(features)} features are"
-        warnings.warn(f"{where}: {share} constant ({shown}); a constant feature cannot carry evidence, "
-                      "so removing its group never changes a prediction.", ConstantFeatureWarning, stacklevel=3)
+        share = (
+            "every feature is" if len(constant) == len(features) else f"{len(constant)} of {len(features)} features are"
+        )
+        warnings.warn(
+            f"{where}: {share} constant ({shown}); a constant feature cannot carry evidence, "
+            "so removing its group never changes a prediction.",
+            ConstantFeatureWarning,
+            stacklevel=3,
+        )
     return constant
 
 
@@ -314,6 +342,8 @@ def check_upload_size(data: bytes, file_name: str, *, limit_mb: int = UPLOAD_LIM
     """Refuse an upload larger than ``limit_mb`` megabytes (MiB) with a message naming the file."""
     size = len(data)
     if size > limit_mb * 1024**2:
-        raise ValueError(f"{file_name!r} is {size / 1024**2:.1f} MB; uploads are limited to {limit_mb} MB. "
-                         "Use the command line (`python -m core paired --help`, `python -m core audit --help`) "
-                         "for larger files.")
+        raise ValueError(
+            f"{file_name!r} is {size / 1024**2:.1f} MB; uploads are limited to {limit_mb} MB. "
+            "Use the command line (`python -m core paired --help`, `python -m core audit --help`) "
+            "for larger files."
+        )

@@ -1,4 +1,5 @@
 """Model comparison: nominal quality beside stability, and one prediction under every model."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,16 +32,22 @@ def _body() -> None:
     primary = current_audit()
     audit_line(primary)
     if own_mode():
-        st.info("Your model is compared with itself only: the other models of this page are trained by the tool on "
-                "a bundled or uploaded table. Close *Your model* in the sidebar to compare them.",
-                icon=":material/info:")
+        st.info(
+            "Your model is compared with itself only: the other models of this page are trained by the tool on "
+            "a bundled or uploaded table. Close *Your model* in the sidebar to compare them.",
+            icon=":material/info:",
+        )
         chosen = [primary.model_name]
         audits = {primary.model_name: primary}
     else:
-        chosen = st.multiselect("Models to compare", list(MODEL_NAMES), key="compare_models",
-                                format_func=model_label, persist_state="session",
-                                help="Each model is trained and audited once, then cached (the torch models take "
-                                     "longest).")
+        chosen = st.multiselect(
+            "Models to compare",
+            list(MODEL_NAMES),
+            key="compare_models",
+            format_func=model_label,
+            persist_state="session",
+            help="Each model is trained and audited once, then cached (the torch models take longest).",
+        )
         if not chosen:
             st.info("Pick at least one model to compare.", icon=":material/info:")
             return
@@ -48,29 +55,58 @@ def _body() -> None:
     frame = model_comparison_table(audits)
     config = {c: st.column_config.NumberColumn(format="%.3f") for c in frame.columns if frame[c].dtype.kind == "f"}
     config["mean_rcma"] = st.column_config.NumberColumn(
-        "mean RCMA", format="localized",
-        help="Mean margin-collapse area; near-tie predictions can dominate it (see below the table)")
+        "mean RCMA",
+        format="localized",
+        help="Mean margin-collapse area; near-tie predictions can dominate it (see below the table)",
+    )
     config["model"] = st.column_config.TextColumn("model")
-    table(frame.assign(model=frame["model"].map(model_label)), name="model comparison", key="compare_table",
-          column_config=config, download=frame)
+    table(
+        frame.assign(model=frame["model"].map(model_label)),
+        name="model comparison",
+        key="compare_table",
+        column_config=config,
+        download=frame,
+    )
     best = frame.loc[frame["auroc"].idxmax(), "model"] if frame["auroc"].notna().any() else None
     stable = frame.loc[frame["share_k_le_2"].idxmin(), "model"]
     if best is not None:
-        st.markdown(f"Nominal winner (AUROC): **{model_label(best)}** · most stable (fewest predictions flipped by "
-                    f"≤ 2 groups): **{model_label(stable)}**" + (" — the same model." if best == stable else "."))
+        st.markdown(
+            f"Nominal winner (AUROC): **{model_label(best)}** · most stable (fewest predictions flipped by "
+            f"≤ 2 groups): **{model_label(stable)}**" + (" — the same model." if best == stable else ".")
+        )
     st.caption(_rcma_note(audits, frame))
     labelled = frame.assign(model=frame["model"].map(model_label))
     left, right = flow_columns(2, key="comparison_tradeoffs", min_width=380)
     with left:
-        figure(cached_figure("tradeoff_figure", labelled, x="auroc", y="share_k_le_2", x_title="test AUROC (higher = better)",
-                                   y_title="share flipped by ≤ 2 groups (lower = better)", x_bounds=(0, 1),
-                                   y_bounds=(0, 1), title="AUROC vs flips by ≤ 2 groups"),
-               "Bottom-right would be ideal: accurate, and few predictions hinge on one or two evidence groups.")
+        figure(
+            cached_figure(
+                "tradeoff_figure",
+                labelled,
+                x="auroc",
+                y="share_k_le_2",
+                x_title="test AUROC (higher = better)",
+                y_title="share flipped by ≤ 2 groups (lower = better)",
+                x_bounds=(0, 1),
+                y_bounds=(0, 1),
+                title="AUROC vs flips by ≤ 2 groups",
+            ),
+            "Bottom-right would be ideal: accurate, and few predictions hinge on one or two evidence groups.",
+        )
     with right:
-        figure(cached_figure("tradeoff_figure", labelled, x="auroc", y="share_brittle", x_title="test AUROC (higher = better)",
-                                   y_title="share held-out brittle (lower = better)", x_bounds=(0, 1),
-                                   y_bounds=(0, 1), title="AUROC vs held-out brittle"),
-               "Share of all test predictions that are confident yet break under the held-out stressors.")
+        figure(
+            cached_figure(
+                "tradeoff_figure",
+                labelled,
+                x="auroc",
+                y="share_brittle",
+                x_title="test AUROC (higher = better)",
+                y_title="share held-out brittle (lower = better)",
+                x_bounds=(0, 1),
+                y_bounds=(0, 1),
+                title="AUROC vs held-out brittle",
+            ),
+            "Share of all test predictions that are confident yet break under the held-out stressors.",
+        )
 
     st.subheader("One prediction, every model")
     candidates = comparison_samples(primary)
@@ -80,18 +116,28 @@ def _body() -> None:
     if st.session_state["compare_sample"] not in options:
         st.session_state["compare_sample"] = options[0]
     fds_by_id = dict(zip(options, candidates.tolist()))
-    st.selectbox("Sample shown under every model", options, key="compare_sample", persist_state="session",
-                 on_change=lambda: select_sample(st.session_state["compare_sample"]),
-                 format_func=lambda i: f"{i} — FDS {fds_by_id[i]:.3f} under {model_label(primary.model_name)}",
-                 help="High-confidence test predictions of the model selected in the sidebar, most fragile first.")
+    st.selectbox(
+        "Sample shown under every model",
+        options,
+        key="compare_sample",
+        persist_state="session",
+        on_change=lambda: select_sample(st.session_state["compare_sample"]),
+        format_func=lambda i: f"{i} — FDS {fds_by_id[i]:.3f} under {model_label(primary.model_name)}",
+        help="High-confidence test predictions of the model selected in the sidebar, most fragile first.",
+    )
     sample = st.session_state["compare_sample"]
     across = sample_across_models(audits, sample)
     trajectories = {model_label(name): trajectory for name, trajectory in across.trajectories.items()}
-    figure(cached_figure("trajectories_by_model_figure", trajectories),
-           "Each panel removes that model's own most supportive groups first. 1 = the original support, 0 = the "
-           "decision boundary, below 0 = flipped (vermillion points).")
-    table(across.table.assign(model=across.table["model"].map(model_label)), name=f"sample {sample} by model",
-          key="compare_sample_table")
+    figure(
+        cached_figure("trajectories_by_model_figure", trajectories),
+        "Each panel removes that model's own most supportive groups first. 1 = the original support, 0 = the "
+        "decision boundary, below 0 = flipped (vermillion points).",
+    )
+    table(
+        across.table.assign(model=across.table["model"].map(model_label)),
+        name=f"sample {sample} by model",
+        key="compare_sample_table",
+    )
 
 
 # A margin below this is a near-tie (p̂ within about 0.0005 of the runner-up for two classes):
@@ -101,18 +147,22 @@ _NEAR_TIE = 1e-3
 
 def _rcma_note(audits: dict, frame: pd.DataFrame) -> str:
     """Why a mean RCMA can be huge, with the near-tie counts of the models where it is."""
-    note = ("Mean RCMA is not plotted: RCMA divides a margin loss by the original margin |m| (+ 1e-8), so a "
-            "near-tie prediction (|m| ≈ 0) gets a huge RCMA however little it changes, and a few of them dominate "
-            "the mean; the median RCMA is robust to them.")
+    note = (
+        "Mean RCMA is not plotted: RCMA divides a margin loss by the original margin |m| (+ 1e-8), so a "
+        "near-tie prediction (|m| ≈ 0) gets a huge RCMA however little it changes, and a few of them dominate "
+        "the mean; the median RCMA is robust to them."
+    )
     parts = []
     for name, result in audits.items():
         row = frame.loc[frame["model"] == name].iloc[0]
         margins = np.abs(result.certificates.table["margin"].to_numpy(dtype=float))
         ties = int((margins < _NEAR_TIE).sum())
         if ties and row["mean_rcma"] > 10 * max(row["median_rcma"], 1e-12):
-            parts.append(f"{model_label(name)}: mean {row['mean_rcma']:,.0f} comes from {ties:,} of {len(margins):,} "
-                         f"predictions with |m| < {_NEAR_TIE:g} (e.g. a forest whose trees' votes split evenly); "
-                         f"median {row['median_rcma']:.3f}")
+            parts.append(
+                f"{model_label(name)}: mean {row['mean_rcma']:,.0f} comes from {ties:,} of {len(margins):,} "
+                f"predictions with |m| < {_NEAR_TIE:g} (e.g. a forest whose trees' votes split evenly); "
+                f"median {row['median_rcma']:.3f}"
+            )
     return note + (" " + "; ".join(parts) + "." if parts else "")
 
 

@@ -1,4 +1,5 @@
 """Certificate explorer: the full fragility certificate of one prediction."""
+
 from __future__ import annotations
 
 import json
@@ -46,8 +47,9 @@ _MAX_PILLS = 24
 def _search(fingerprint: str, position: int, _result) -> object:
     r = _result
     with threadpool_limits(limits=1):  # mid-sized model calls: one thread is faster (run_audit's n_threads)
-        return flip_search(r.model.predict_proba, r.X_test[position:position + 1], r.groups, r.baseline, r.protocol,
-                           method="both")
+        return flip_search(
+            r.model.predict_proba, r.X_test[position : position + 1], r.groups, r.baseline, r.protocol, method="both"
+        )
 
 
 def _clear_selection() -> None:
@@ -63,32 +65,66 @@ def _pick_sample(frame) -> int | None:
     """
     # Wrapping, not shrinking: at 1000 px the toggle's label read "High con…".
     c1, c2, c3 = flow_columns([2, 2, 1.4], key="explorer_controls", min_width=[200, 200, 200], gap="small")
-    c3.toggle("High confidence only", key="explorer_hc", persist_state="session", on_change=_clear_selection,
-              help="Only predictions with confidence p̂ ≥ 0.9 — confident yet fragile ones are the risky cases.")
-    c1.text_input("Search (sample id or class)", key="explorer_search", persist_state="session",
-                  on_change=_clear_selection, placeholder="e.g. 1234 or bad")
-    c2.selectbox("Sort by", list(_SORTS), key="explorer_sort", format_func=lambda k: _SORTS[k][0],
-                 persist_state="session", on_change=_clear_selection)
+    c3.toggle(
+        "High confidence only",
+        key="explorer_hc",
+        persist_state="session",
+        on_change=_clear_selection,
+        help="Only predictions with confidence p̂ ≥ 0.9 — confident yet fragile ones are the risky cases.",
+    )
+    c1.text_input(
+        "Search (sample id or class)",
+        key="explorer_search",
+        persist_state="session",
+        on_change=_clear_selection,
+        placeholder="e.g. 1234 or bad",
+    )
+    c2.selectbox(
+        "Sort by",
+        list(_SORTS),
+        key="explorer_sort",
+        format_func=lambda k: _SORTS[k][0],
+        persist_state="session",
+        on_change=_clear_selection,
+    )
     _, column, ascending = _SORTS[st.session_state["explorer_sort"]]
-    pool = frame[frame["high_confidence"]] if st.session_state["explorer_hc"] and frame["high_confidence"].any() else frame
+    pool = (
+        frame[frame["high_confidence"]] if st.session_state["explorer_hc"] and frame["high_confidence"].any() else frame
+    )
     shown = pool.sort_values([column, "sample_id"], ascending=[ascending, True], kind="stable")
     query = st.session_state["explorer_search"].strip().lower()
     if query:
-        text = (shown["sample_id"].astype(str) + " " + shown["true_class"].astype(str) + " "
-                + shown["predicted"].astype(str)).str.lower()
+        text = (
+            shown["sample_id"].astype(str)
+            + " "
+            + shown["true_class"].astype(str)
+            + " "
+            + shown["predicted"].astype(str)
+        ).str.lower()
         shown = shown[text.str.contains(query, regex=False)]
     if shown.empty:
-        st.warning(f"No prediction matches {query!r}{' among the high-confidence ones' if len(pool) < len(frame) else ''}"
-                   "; clear the search to see a certificate.", icon=":material/search_off:")
+        st.warning(
+            f"No prediction matches {query!r}{' among the high-confidence ones' if len(pool) < len(frame) else ''}"
+            "; clear the search to see a certificate.",
+            icon=":material/search_off:",
+        )
         return None
     visible = shown.drop(columns="position")
-    table(visible, name="test predictions", key="explorer_table", select=True,
-          height=320, caption="Click a row to open its certificate. Brittle = broke under the held-out "
-          "stressors (evaluation only). The CSV holds the rows as filtered.",
-          column_config={"confidence": st.column_config.NumberColumn(format="%.3f"),
-                         "fds": st.column_config.NumberColumn("FDS", format="%.3f"),
-                         "rcma": st.column_config.NumberColumn("RCMA", format="%.3f"),
-                         "flip_budget": st.column_config.NumberColumn("k*")})
+    table(
+        visible,
+        name="test predictions",
+        key="explorer_table",
+        select=True,
+        height=320,
+        caption="Click a row to open its certificate. Brittle = broke under the held-out "
+        "stressors (evaluation only). The CSV holds the rows as filtered.",
+        column_config={
+            "confidence": st.column_config.NumberColumn(format="%.3f"),
+            "fds": st.column_config.NumberColumn("FDS", format="%.3f"),
+            "rcma": st.column_config.NumberColumn("RCMA", format="%.3f"),
+            "flip_budget": st.column_config.NumberColumn("k*"),
+        },
+    )
     apply_table_selection("explorer_table", shown)
     if not sample_in(shown["sample_id"]):
         hidden = selected_sample()
@@ -111,8 +147,10 @@ def _flip_sets(result, cert, position: int, depth: int):
     s[1].metric("Exact minimum", fmt(k_exact), help=f"All subsets up to size {depth} (cap {result.protocol.exact_cap})")
     s[2].metric(f"Beam search (width {result.protocol.beam_width})", fmt(k_beam))
     subsets = {"exact": search.subset_names("exact", 0), "beam": search.subset_names("beam", 0)}
-    st.caption(" · ".join(f"{k} flipping set: {', '.join(v) if v else 'none within K'}" for k, v in subsets.items())
-               + ". When exact < greedy, a smaller combination of groups flips the prediction than the path found.")
+    st.caption(
+        " · ".join(f"{k} flipping set: {', '.join(v) if v else 'none within K'}" for k, v in subsets.items())
+        + ". When exact < greedy, a smaller combination of groups flips the prediction than the path found."
+    )
     return search
 
 
@@ -129,9 +167,13 @@ def _whatif(result, cert, position: int, classes: list[str]) -> None:
                 _whatif_live(result, cert, position, classes)
     with right:
         origins = feature_origins(result.preprocessor)
-        table(raw_values_table(result.raw_test.loc[cert.index], result.groups, origins),
-              name=f"sample {cert.index} raw values", key="explorer_raw", height=320,
-              caption="Raw values of this sample (numbers rounded to 3 decimals; the CSV has the same text).")
+        table(
+            raw_values_table(result.raw_test.loc[cert.index], result.groups, origins),
+            name=f"sample {cert.index} raw values",
+            key="explorer_raw",
+            height=320,
+            caption="Raw values of this sample (numbers rounded to 3 decimals; the CSV has the same text).",
+        )
 
 
 def _whatif_live(result, cert, position: int, classes: list[str]) -> None:
@@ -142,24 +184,34 @@ def _whatif_live(result, cert, position: int, classes: list[str]) -> None:
         st.session_state["whatif_sample"] = int(cert.index)
     names = list(cert.group_names)
     if len(names) <= _MAX_PILLS:
-        st.pills("Groups set to the baseline", names, selection_mode="multi", key="whatif_groups",
-                 persist_state="session")
+        st.pills(
+            "Groups set to the baseline", names, selection_mode="multi", key="whatif_groups", persist_state="session"
+        )
     else:
         # Hundreds of pills fill screens; a multiselect searches as one types. Path groups first.
         on_path = [g for g in cert.path if g in names]
         options = on_path + [g for g in names if g not in set(on_path)]
-        st.multiselect(f"Groups set to the baseline (type to search {len(names)} groups)", options,
-                       key="whatif_groups", persist_state="session", placeholder="Type a group name…",
-                       help="The groups on the removal path are listed first.")
+        st.multiselect(
+            f"Groups set to the baseline (type to search {len(names)} groups)",
+            options,
+            key="whatif_groups",
+            persist_state="session",
+            placeholder="Type a group name…",
+            help="The groups on the removal path are listed first.",
+        )
     chosen = [g for g in st.session_state["whatif_groups"] if g in cert.group_names]
     p0, p1 = whatif_probabilities(result, position, chosen)
     new_pred = classes[int(np.argmax(p1))]
     verdict = "unchanged" if int(np.argmax(p1)) == cert.pred else "**flipped**"
-    st.markdown(f"What-if prediction: **{new_pred}** (P = {p1.max():.3f}) — {verdict}, with "
-                f"{len(chosen)} group(s) at the baseline.")
-    figure(cached_figure("whatif_figure", classes, p0, p1),
-           "Grey: the model's probabilities for the original input; orange: with the selected groups removed.",
-           key="explorer_whatif")
+    st.markdown(
+        f"What-if prediction: **{new_pred}** (P = {p1.max():.3f}) — {verdict}, with "
+        f"{len(chosen)} group(s) at the baseline."
+    )
+    figure(
+        cached_figure("whatif_figure", classes, p0, p1),
+        "Grey: the model's probabilities for the original input; orange: with the selected groups removed.",
+        key="explorer_whatif",
+    )
 
 
 def _body() -> None:
@@ -190,12 +242,18 @@ def _certificate(result, frame) -> None:
     m = flow_columns(6, key="explorer_metrics", min_width=130, gap="small")  # six 85 px metrics read "0.…"
     m[0].metric("True class", str(row["true_class"]))
     m[1].metric("FDS (risk)", f"{cert.fds:.3f}", help="1 − exp(−u); larger = more fragile")
-    m[2].metric("Flip budget k*", flip_budget_text(cert, depth),
-                help="Groups removed along the greedy path until the prediction flips")
+    m[2].metric(
+        "Flip budget k*",
+        flip_budget_text(cert, depth),
+        help="Groups removed along the greedy path until the prediction flips",
+    )
     m[3].metric("RCMA (risk)", f"{cert.rcma:.3f}", help="Mean normalised margin loss along the path")
     m[4].metric("Margin m(x)", f"{cert.margin:.3f}", help="Centred pseudo-logit margin of the prediction, in nats")
-    m[5].metric("Held-out brittle", "yes" if row["brittle"] else "no",
-                help="Evaluation label from the separate label channel; never used by the certificate")
+    m[5].metric(
+        "Held-out brittle",
+        "yes" if row["brittle"] else "no",
+        help="Evaluation label from the separate label channel; never used by the certificate",
+    )
 
     certificate_figures(result, cert, key="explorer")
     with st.expander("Prediction after each removal, and the path's values beside their baseline"):
@@ -212,13 +270,20 @@ def _certificate(result, frame) -> None:
     certificates = result.certificates
     # Built on click only (Streamlit calls it on the download): the bundle holds every trajectory
     # array, |Λ| × G margins per operator, which is large for wide tables.
-    st.download_button("Download this certificate (JSON)",
-                       lambda: json.dumps(sample_bundle(certificates, position, search=search), allow_nan=False,
-                                          indent=1),
-                       file_name=f"certificate_{cert.index}_{result.fingerprint[:12]}.json", mime="application/json",
-                       icon=":material/download:", type="primary", on_click="ignore", key="explorer_download")
-    st.caption(f"Certificate fingerprint `{result.fingerprint}`. The file holds the protocol, groups, baseline and "
-               "every trajectory array, and can be re-checked with `core.cfc.certificate.verify` against the model.")
+    st.download_button(
+        "Download this certificate (JSON)",
+        lambda: json.dumps(sample_bundle(certificates, position, search=search), allow_nan=False, indent=1),
+        file_name=f"certificate_{cert.index}_{result.fingerprint[:12]}.json",
+        mime="application/json",
+        icon=":material/download:",
+        type="primary",
+        on_click="ignore",
+        key="explorer_download",
+    )
+    st.caption(
+        f"Certificate fingerprint `{result.fingerprint}`. The file holds the protocol, groups, baseline and "
+        "every trajectory array, and can be re-checked with `core.cfc.certificate.verify` against the model."
+    )
 
 
 run_page(_body, "Certificate explorer")

@@ -1,4 +1,5 @@
 """Overview: the data, the declared protocol, and the audit at a glance."""
+
 from __future__ import annotations
 
 import io
@@ -39,10 +40,13 @@ _GROUPING_HELP = {
 
 def _upload_section() -> None:
     with st.expander("Upload your own table (CSV or Parquet)", icon=":material/upload_file:"):
-        st.markdown("The file is validated (target, types, missing values, identifier columns) before it "
-                    "is audited. At most 50 MB; only data is read — never code or pickled models.")
-        upload = st.file_uploader("Table", type=["csv", "tsv", "txt", "parquet", "pq"], key="upload_file",
-                                  max_upload_size=UPLOAD_LIMIT_MB)
+        st.markdown(
+            "The file is validated (target, types, missing values, identifier columns) before it "
+            "is audited. At most 50 MB; only data is read — never code or pickled models."
+        )
+        upload = st.file_uploader(
+            "Table", type=["csv", "tsv", "txt", "parquet", "pq"], key="upload_file", max_upload_size=UPLOAD_LIMIT_MB
+        )
         if upload is None:
             return
         data = upload.getvalue()
@@ -50,17 +54,30 @@ def _upload_section() -> None:
             columns = table_columns(data, upload.name)
             if st.session_state["upload_target"] not in columns:
                 st.session_state["upload_target"] = None
-            target = st.selectbox("Target column (what the model predicts)", columns, key="upload_target",
-                                  placeholder="choose the target column")
-            blocks_file = st.file_uploader("Optional domain blocks (YAML or JSON: column → block)",
-                                           type=["yaml", "yml", "json"], key="upload_blocks_file")
+            target = st.selectbox(
+                "Target column (what the model predicts)",
+                columns,
+                key="upload_target",
+                placeholder="choose the target column",
+            )
+            blocks_file = st.file_uploader(
+                "Optional domain blocks (YAML or JSON: column → block)",
+                type=["yaml", "yml", "json"],
+                key="upload_blocks_file",
+            )
             if st.button("Add to the datasets", type="primary", disabled=target is None):
                 blocks = parse_blocks(blocks_file.getvalue(), blocks_file.name) if blocks_file else None
-                dataset = load_user_data(_named(data, upload.name), target, blocks=blocks.mapping if blocks else None,
-                                         max_bytes=UPLOAD_LIMIT_MB * 1024**2)
+                dataset = load_user_data(
+                    _named(data, upload.name),
+                    target,
+                    blocks=blocks.mapping if blocks else None,
+                    max_bytes=UPLOAD_LIMIT_MB * 1024**2,
+                )
                 name = dataset.name
-                st.session_state["uploads"] = {**st.session_state["uploads"],
-                                               name: TableUpload.of(data, upload.name, target=target, blocks=blocks)}
+                st.session_state["uploads"] = {
+                    **st.session_state["uploads"],
+                    name: TableUpload.of(data, upload.name, target=target, blocks=blocks),
+                }
                 # The sidebar's dataset widget already exists in this run: the sidebar switches to
                 # the new table at the start of the next run.
                 st.session_state["dataset_next"] = f"upload:{name}"
@@ -81,56 +98,105 @@ def _sample_section(dataset) -> None:
     if st.session_state["audit_sample_rows"] > n:
         st.session_state["audit_sample_rows"] = n
     st.subheader("Large table: the interactive audit runs on a sample")
-    st.number_input("Interactive sample size (rows)", min_value=min(1_000, n), max_value=n, step=1_000,
-                    key="audit_sample_rows", persist_state="session",
-                    help=f"Stratified by class and seeded by the sidebar seed; tables above {LARGE_TABLE_ROWS:,} "
-                         "rows are sampled so that every page stays interactive.")
+    st.number_input(
+        "Interactive sample size (rows)",
+        min_value=min(1_000, n),
+        max_value=n,
+        step=1_000,
+        key="audit_sample_rows",
+        persist_state="session",
+        help=f"Stratified by class and seeded by the sidebar seed; tables above {LARGE_TABLE_ROWS:,} "
+        "rows are sampled so that every page stays interactive.",
+    )
     rows = audit_max_rows(dataset)
     n_groups = len(dataset.features)
     if rows < int(st.session_state["audit_sample_rows"]):
-        st.caption(f"With {n_groups:,} columns the interactive sample is capped at **{rows:,} rows**: a certificate's "
-                   f"cost grows with rows × evidence groups (at most {CELL_BUDGET:,} here, so that a page answers "
-                   "within seconds). The command line below audits every row.")
+        st.caption(
+            f"With {n_groups:,} columns the interactive sample is capped at **{rows:,} rows**: a certificate's "
+            f"cost grows with rows × evidence groups (at most {CELL_BUDGET:,} here, so that a page answers "
+            "within seconds). The command line below audits every row."
+        )
     upload = st.session_state["uploads"][st.session_state["dataset"].split(":", 1)[1]]
-    commands = cli_commands(upload.file, upload.target, model=st.session_state["model"],
-                            seed=int(st.session_state["seed"]), protocol=current_protocol(),
-                            blocks_file=upload.blocks.name if upload.blocks else None)
-    st.warning(f"This table has **{n:,} rows** × {n_groups:,} columns. Every page audits a **stratified sample of "
-               f"{min(rows, n):,} rows** "
-               f"(seed {int(st.session_state['seed'])}); the full table is audited on the command line, with the "
-               "model, seed and protocol chosen here:", icon=":material/warning:")
+    commands = cli_commands(
+        upload.file,
+        upload.target,
+        model=st.session_state["model"],
+        seed=int(st.session_state["seed"]),
+        protocol=current_protocol(),
+        blocks_file=upload.blocks.name if upload.blocks else None,
+    )
+    st.warning(
+        f"This table has **{n:,} rows** × {n_groups:,} columns. Every page audits a **stratified sample of "
+        f"{min(rows, n):,} rows** "
+        f"(seed {int(st.session_state['seed'])}); the full table is audited on the command line, with the "
+        "model, seed and protocol chosen here:",
+        icon=":material/warning:",
+    )
     st.code(commands["audit"], language="bash")
-    st.caption("The complete audit (certificates, held-out brittle labels, score evaluation, calibration) of every "
-               "row. For certificates only, in bounded memory and resumable (model fitted on the first "
-               "`--fit-rows` rows, default 20,000):")
+    st.caption(
+        "The complete audit (certificates, held-out brittle labels, score evaluation, calibration) of every "
+        "row. For certificates only, in bounded memory and resumable (model fitted on the first "
+        "`--fit-rows` rows, default 20,000):"
+    )
     st.code(commands["certify"], language="bash")
 
 
 def _protocol_form(n_groups: int) -> None:
     st.subheader("Protocol")
-    st.markdown("A certificate is only meaningful relative to its declared protocol; its fingerprint "
-                "(SHA-256 of the canonical JSON) is stored with every certificate and review.")
+    st.markdown(
+        "A certificate is only meaningful relative to its declared protocol; its fingerprint "
+        "(SHA-256 of the canonical JSON) is stored with every certificate and review."
+    )
     with st.form("protocol_form", border=True):
         # Two per row at 1000 px: a third of the form cut the severity grid ("0.1, 0.2, … 0.6").
         c1, c2, c3 = flow_columns(3, key="overview_protocol_row", min_width=220, gap="small")
         # The rule's name only: with its description the option was cut at the box's edge
         # ("raw_origin — one group per raw column (i"); the descriptions are in the help.
-        c1.selectbox("Grouping", GROUPING_RULES, key="proto_grouping", persist_state="session",
-                     help="; ".join(f"**{r}**: {text}" for r, text in _GROUPING_HELP.items()))
-        c1.selectbox("Baseline x̄ (replaces removed evidence)", BASELINE_RULES, key="proto_baseline",
-                     persist_state="session", help="Computed on the training split only.")
-        c1.number_input("Merge threshold |ρ| (redundancy-merged grouping)", 0.05, 1.0, step=0.05,
-                        key="proto_merge_threshold", persist_state="session")
-        c2.selectbox("Depth K (removal steps)", ["auto"] + list(range(1, max(n_groups, 1) + 1)), key="proto_depth",
-                     persist_state="session", help="auto = min(number of groups, 5)")
-        c2.radio("Path rule", PATH_RULES, key="proto_path_rule", horizontal=True, persist_state="session",
-                 help="static: sort groups once by their one-step drop; adaptive: re-rank at every step")
-        c3.text_input("Severity grid Λ (comma-separated, each in (0, 1])", key="proto_severities",
-                      persist_state="session")
+        c1.selectbox(
+            "Grouping",
+            GROUPING_RULES,
+            key="proto_grouping",
+            persist_state="session",
+            help="; ".join(f"**{r}**: {text}" for r, text in _GROUPING_HELP.items()),
+        )
+        c1.selectbox(
+            "Baseline x̄ (replaces removed evidence)",
+            BASELINE_RULES,
+            key="proto_baseline",
+            persist_state="session",
+            help="Computed on the training split only.",
+        )
+        c1.number_input(
+            "Merge threshold |ρ| (redundancy-merged grouping)",
+            0.05,
+            1.0,
+            step=0.05,
+            key="proto_merge_threshold",
+            persist_state="session",
+        )
+        c2.selectbox(
+            "Depth K (removal steps)",
+            ["auto"] + list(range(1, max(n_groups, 1) + 1)),
+            key="proto_depth",
+            persist_state="session",
+            help="auto = min(number of groups, 5)",
+        )
+        c2.radio(
+            "Path rule",
+            PATH_RULES,
+            key="proto_path_rule",
+            horizontal=True,
+            persist_state="session",
+            help="static: sort groups once by their one-step drop; adaptive: re-rank at every step",
+        )
+        c3.text_input(
+            "Severity grid Λ (comma-separated, each in (0, 1])", key="proto_severities", persist_state="session"
+        )
         # Full-width rows: inside a third of the form at 1000 px the operators' chips and the
         # weights' values were cut ("attenuate_al", "0.3").
-        st.pills("Degradation operators ℙ", OPERATORS, selection_mode="multi", key="proto_operators",
-                 persist_state="session")
+        st.pills(
+            "Degradation operators ℙ", OPERATORS, selection_mode="multi", key="proto_operators", persist_state="session"
+        )
         st.markdown("FDS weights of u = w1·RCMA + w2/k* + w3·degradation")
         w = st.columns(3)
         w[0].number_input("w1", 0.0, 10.0, step=0.05, key="proto_w1", persist_state="session")
@@ -141,17 +207,22 @@ def _protocol_form(n_groups: int) -> None:
         with guarded("Protocol"):
             depth = st.session_state["proto_depth"]
             protocol = Protocol(
-                grouping=st.session_state["proto_grouping"], baseline=st.session_state["proto_baseline"],
-                depth=None if depth == "auto" else int(depth), operators=tuple(st.session_state["proto_operators"]),
+                grouping=st.session_state["proto_grouping"],
+                baseline=st.session_state["proto_baseline"],
+                depth=None if depth == "auto" else int(depth),
+                operators=tuple(st.session_state["proto_operators"]),
                 severities=parse_float_list(st.session_state["proto_severities"], "severities"),
                 weights=(st.session_state["proto_w1"], st.session_state["proto_w2"], st.session_state["proto_w3"]),
-                path=st.session_state["proto_path_rule"], merge_threshold=float(st.session_state["proto_merge_threshold"]),
+                path=st.session_state["proto_path_rule"],
+                merge_threshold=float(st.session_state["proto_merge_threshold"]),
             )
             st.session_state["protocol"] = protocol.to_dict()
             st.rerun()
     protocol = current_protocol()
     default = protocol == Protocol()
-    st.markdown(f"Applied protocol fingerprint: `{protocol.fingerprint}`" + (" (the default protocol)" if default else ""))
+    st.markdown(
+        f"Applied protocol fingerprint: `{protocol.fingerprint}`" + (" (the default protocol)" if default else "")
+    )
     if not default and st.button("Reset to the default protocol"):
         st.session_state["protocol"] = None
         st.rerun()
@@ -165,12 +236,18 @@ def _data_section(dataset, label: str | None = None) -> None:
     counts = frame[dataset.target].value_counts().reindex(list(dataset.classes), fill_value=0)
     cols = flow_columns(4, key="overview_data_metrics", min_width=170, gap="small")
     cols[0].metric("Rows", f"{len(frame):,}")
-    cols[1].metric("Raw features", f"{len(dataset.features)}", help=f"{len(dataset.numeric)} numeric, "
-                   f"{len(dataset.categorical)} categorical")
+    cols[1].metric(
+        "Raw features",
+        f"{len(dataset.features)}",
+        help=f"{len(dataset.numeric)} numeric, {len(dataset.categorical)} categorical",
+    )
     cols[2].metric("Target", dataset.target, help="Classes in encoding order: " + ", ".join(map(str, dataset.classes)))
     if dataset.positive_class is not None:
-        cols[3].metric(f"Share '{dataset.positive_class}'", f"{counts[dataset.positive_class] / len(frame):.1%}",
-                       help=" / ".join(f"{c}: {n:,}" for c, n in counts.items()))
+        cols[3].metric(
+            f"Share '{dataset.positive_class}'",
+            f"{counts[dataset.positive_class] / len(frame):.1%}",
+            help=" / ".join(f"{c}: {n:,}" for c, n in counts.items()),
+        )
     else:
         cols[3].metric("Classes", f"{len(dataset.classes)}", help=" / ".join(f"{c}: {n:,}" for c, n in counts.items()))
     for note in dataset.notes:
@@ -182,17 +259,28 @@ def _data_section(dataset, label: str | None = None) -> None:
     with right:
         if st.session_state["overview_column"] not in dataset.features:
             st.session_state["overview_column"] = dataset.features[0]
-        column = st.selectbox("Column to inspect", list(dataset.features), key="overview_column",
-                              persist_state="session")
-        chart(viz.column_distribution_spec(frame[column], frame[dataset.target], classes=dataset.classes),
-              "Bars per class; missing values are counted, never dropped. A column whose classes separate "
-              "cleanly is strong evidence — and a single point of failure if it goes missing.")
+        column = st.selectbox(
+            "Column to inspect", list(dataset.features), key="overview_column", persist_state="session"
+        )
+        chart(
+            viz.column_distribution_spec(frame[column], frame[dataset.target], classes=dataset.classes),
+            "Bars per class; missing values are counted, never dropped. A column whose classes separate "
+            "cleanly is strong evidence — and a single point of failure if it goes missing.",
+        )
     # Drawn only once opened (a rerun): a 500-row grid is no work for the first screen.
-    with st.expander(f"Raw data preview (first 500 of {len(frame):,} rows; the CSV has all of them)",
-                     key="overview_preview_open", on_change="rerun") as preview:
+    with st.expander(
+        f"Raw data preview (first 500 of {len(frame):,} rows; the CSV has all of them)",
+        key="overview_preview_open",
+        on_change="rerun",
+    ) as preview:
         if preview.open:
-            table(frame.head(500).reset_index(names="row_id"), name=f"{dataset.name} raw data",
-                  key="overview_preview", download=frame.reset_index(names="row_id"), height=300)
+            table(
+                frame.head(500).reset_index(names="row_id"),
+                name=f"{dataset.name} raw data",
+                key="overview_preview",
+                download=frame.reset_index(names="row_id"),
+                height=300,
+            )
 
 
 def _report(result, **options) -> str:
@@ -212,11 +300,17 @@ def _glance_section(progress_at=None) -> None:
     st.subheader("The audit at a glance")
     # Built only on click (on Streamlit's download thread): the file inlines plotly.js (~5 MB).
     db, budget = st.session_state["reviews_db"], st.session_state["triage_budget"] / 100
-    st.download_button("Download report", lambda: _report(result, reviews_db=db, budget=budget),
-                       file_name=f"report_{result.dataset.name}_{result.model_name}_seed{result.seed}.html",
-                       mime="text/html", icon=":material/download:", on_click="ignore", key="overview_report",
-                       help="One self-contained HTML file for stakeholders (opens offline): protocol, metrics, "
-                            "FDS vs confidence, triage decisions, example certificates, paired demo summary.")
+    st.download_button(
+        "Download report",
+        lambda: _report(result, reviews_db=db, budget=budget),
+        file_name=f"report_{result.dataset.name}_{result.model_name}_seed{result.seed}.html",
+        mime="text/html",
+        icon=":material/download:",
+        on_click="ignore",
+        key="overview_report",
+        help="One self-contained HTML file for stakeholders (opens offline): protocol, metrics, "
+        "FDS vs confidence, triage decisions, example certificates, paired demo summary.",
+    )
     cert = result.certificates.table
     ev = result.evaluation.set_index("score")
     from core.cfc.evaluation import strongest_confidence_score  # lazy: keep the cold start light
@@ -225,36 +319,62 @@ def _glance_section(progress_at=None) -> None:
     # Wrapping at 210 px each: five metrics in one row cut their labels at 1000 px ("High confiden…").
     cols = flow_columns(5, key="overview_glance_metrics", min_width=210, gap="small")
     cols[0].metric("Test predictions", f"{len(cert):,}")
-    cols[1].metric(f"High confidence (p̂ ≥ {result.label_channel.tau_p:g})", f"{int(result.labels.high_confidence.sum()):,}")
-    cols[2].metric("Held-out brittle", f"{int(result.labels.labels.sum()):,}",
-                   help="High-confidence predictions that flip or collapse under the held-out stressors "
-                        "(random masking, dropout, noise) — never used to compute FDS.")
-    cols[3].metric("FDS AUROC (brittle vs not)", f"{ev.loc['fds', 'auroc']:.3f}",
-                   delta=(f"{ev.loc['fds', 'auroc'] - ev.loc[best_conf, 'auroc']:+.3f} vs {best_conf}"
-                          if best_conf else None),
-                   help="How well FDS ranks the held-out brittle cases above the others (0.5 = chance).")
-    cols[4].metric("Capture@20 of FDS", f"{ev.loc['fds', 'capture@20']:.2f}",
-                   delta=(f"{ev.loc['fds', 'capture@20'] - ev.loc[best_conf, 'capture@20']:+.2f} vs {best_conf}"
-                          if best_conf else None),
-                   help="Share of all brittle cases found by reviewing the 20 % highest-FDS predictions.")
+    cols[1].metric(
+        f"High confidence (p̂ ≥ {result.label_channel.tau_p:g})", f"{int(result.labels.high_confidence.sum()):,}"
+    )
+    cols[2].metric(
+        "Held-out brittle",
+        f"{int(result.labels.labels.sum()):,}",
+        help="High-confidence predictions that flip or collapse under the held-out stressors "
+        "(random masking, dropout, noise) — never used to compute FDS.",
+    )
+    cols[3].metric(
+        "FDS AUROC (brittle vs not)",
+        f"{ev.loc['fds', 'auroc']:.3f}",
+        delta=(f"{ev.loc['fds', 'auroc'] - ev.loc[best_conf, 'auroc']:+.3f} vs {best_conf}" if best_conf else None),
+        help="How well FDS ranks the held-out brittle cases above the others (0.5 = chance).",
+    )
+    cols[4].metric(
+        "Capture@20 of FDS",
+        f"{ev.loc['fds', 'capture@20']:.2f}",
+        delta=(
+            f"{ev.loc['fds', 'capture@20'] - ev.loc[best_conf, 'capture@20']:+.2f} vs {best_conf}"
+            if best_conf
+            else None
+        ),
+        help="Share of all brittle cases found by reviewing the 20 % highest-FDS predictions.",
+    )
     left, right = flow_columns(2, key="overview_glance_charts", min_width=380)
     with left:
-        chart(viz.confidence_fds_spec(cert["confidence"].to_numpy(), cert["fds"].to_numpy(),
-                                      brittle=result.labels.labels, threshold=result.labels.tau_p),
-              "Each dot is a test prediction. Right of the dashed line the model is confident; high up it is "
-              "fragile (FDS, larger = more fragile). Red-orange dots broke under held-out stress.")
+        chart(
+            viz.confidence_fds_spec(
+                cert["confidence"].to_numpy(),
+                cert["fds"].to_numpy(),
+                brittle=result.labels.labels,
+                threshold=result.labels.tau_p,
+            ),
+            "Each dot is a test prediction. Right of the dashed line the model is confident; high up it is "
+            "fragile (FDS, larger = more fragile). Red-orange dots broke under held-out stress.",
+        )
     with right:
-        chart(viz.flip_budget_spec(cert["flip_budget"].to_numpy(), depth=result.certificates.depth),
-              "How many evidence groups (removed greedily, most supportive first) it takes to flip each "
-              "prediction. Bars on the left are predictions that hinge on one or two groups.")
-    st.markdown("**Every risk score against the held-out brittle labels** (high-confidence test predictions; "
-                "every score is oriented larger = riskier).")
+        chart(
+            viz.flip_budget_spec(cert["flip_budget"].to_numpy(), depth=result.certificates.depth),
+            "How many evidence groups (removed greedily, most supportive first) it takes to flip each "
+            "prediction. Bars on the left are predictions that hinge on one or two groups.",
+        )
+    st.markdown(
+        "**Every risk score against the held-out brittle labels** (high-confidence test predictions; "
+        "every score is oriented larger = riskier)."
+    )
     table(result.evaluation, name="score evaluation", key="overview_evaluation")
     with st.expander("Evidence groups of this protocol", key="overview_groups_open", on_change="rerun") as groups:
         if groups.open:
             pre = result.preprocessor
-            table(groups_table(result.groups, pre.feature_names, feature_origins(pre)),
-                  name="evidence groups", key="overview_groups")
+            table(
+                groups_table(result.groups, pre.feature_names, feature_origins(pre)),
+                name="evidence groups",
+                key="overview_groups",
+            )
     if result.notes:
         for note in result.notes:
             st.caption(f"Note: {note}")
@@ -265,21 +385,32 @@ def _own_body() -> None:
     saved = saved_folder()
     if saved is not None:
         st.subheader(f"Saved audit: {saved.path.name}")
-        st.caption(f"Folder `{saved.path}` · model {saved.protocol.get('model', '?')} · certificate fingerprint "
-                   f"`{saved.fingerprint[:16]}…`")
+        st.caption(
+            f"Folder `{saved.path}` · model {saved.protocol.get('model', '?')} · certificate fingerprint "
+            f"`{saved.fingerprint[:16]}…`"
+        )
         if saved.unavailable:
-            st.warning(f"The model is unavailable: {saved.unavailable}. Every page shows the saved tables; only "
-                       "the panels that call the model (what-if, flip-set search) are off.", icon=":material/warning:")
+            st.warning(
+                f"The model is unavailable: {saved.unavailable}. Every page shows the saved tables; only "
+                "the panels that call the model (what-if, flip-set search) are off.",
+                icon=":material/warning:",
+            )
         with st.expander("Saved summary (summary.md)", expanded=False):
             st.markdown(saved.summary or "_no summary.md_")
-        table(saved.certificates.drop(columns=["path", "path_margins"], errors="ignore"), name="saved certificates",
-              key="overview_saved_certificates", height=300,
-              caption="The certificate table as saved (certificates.parquet).")
+        table(
+            saved.certificates.drop(columns=["path", "path_margins"], errors="ignore"),
+            name="saved certificates",
+            key="overview_saved_certificates",
+            height=300,
+            caption="The certificate table as saved (certificates.parquet).",
+        )
     with guarded("Audit"):
         result = current_audit()
         _data_section(result.dataset, label=own_label())
-        st.caption("The protocol is the one the audit was made with (`python -m core audit --model-file ... "
-                   "[protocol options]` or `audit_model(..., protocol=...)`).")
+        st.caption(
+            "The protocol is the one the audit was made with (`python -m core audit --model-file ... "
+            "[protocol options]` or `audit_model(..., protocol=...)`)."
+        )
         _glance_section()
 
 

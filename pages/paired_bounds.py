@@ -1,4 +1,5 @@
 """Paired bounds: what an evaluation can claim when clean and perturbed records are not paired."""
+
 from __future__ import annotations
 
 import warnings
@@ -42,8 +43,11 @@ page_header(
 
 _COVERAGES = COVERAGES
 _TAU_MODES = {"coverage": "from clean coverage", "fixed": "fixed value"}
-_SOURCES = {"demo": "Shipped demo pool", "paired": "Upload paired records",
-            "unpaired": "Upload unpaired records (clean + perturbed tables)"}
+_SOURCES = {
+    "demo": "Shipped demo pool",
+    "paired": "Upload paired records",
+    "unpaired": "Upload unpaired records (clean + perturbed tables)",
+}
 
 
 # Caches are keyed by the data's key ("demo" or the upload's content hash); the frames
@@ -87,14 +91,27 @@ def _fixed_tau(data: PairedData) -> float | None:
     if data.key == "demo":
         return None
     c1, c2 = st.columns([3, 2])
-    c1.segmented_control("Acceptance threshold τ", list(_TAU_MODES), key="paired_tau_mode",
-                         format_func=_TAU_MODES.get, required=True, persist_state="session",
-                         help="From clean coverage: the threshold that accepts the top q of the clean images. "
-                              "Fixed value: a threshold you type, e.g. the one your system is deployed with.")
+    c1.segmented_control(
+        "Acceptance threshold τ",
+        list(_TAU_MODES),
+        key="paired_tau_mode",
+        format_func=_TAU_MODES.get,
+        required=True,
+        persist_state="session",
+        help="From clean coverage: the threshold that accepts the top q of the clean images. "
+        "Fixed value: a threshold you type, e.g. the one your system is deployed with.",
+    )
     if st.session_state["paired_tau_mode"] != "fixed":
         return None
-    c2.number_input("Fixed τ (accepted when max probability ≥ τ)", min_value=0.0, max_value=1.0, step=0.01,
-                    format="%.4f", key="paired_tau_value", persist_state="session")
+    c2.number_input(
+        "Fixed τ (accepted when max probability ≥ τ)",
+        min_value=0.0,
+        max_value=1.0,
+        step=0.01,
+        format="%.4f",
+        key="paired_tau_value",
+        persist_state="session",
+    )
     return float(st.session_state["paired_tau_value"])
 
 
@@ -107,16 +124,24 @@ def _policy_report(key: str, model: str, condition: str, source: str, *, _record
 
 def _policies(data: PairedData, model: str, condition: str, source: str) -> None:
     st.subheader("Which perturbed-side acceptance policy is safest?")
-    st.markdown("Five policies accept a perturbed prediction when its max probability reaches the threshold that "
-                "accepts 60 … 100 % of clean development images (the clean side stays at 80 %). Their cost "
-                "**J = λ·H + (1 − λ)·L** weighs harmful accepted flips against lost acceptances (larger = worse). "
-                "Because every policy is judged on the *same* unknown pairing, two policies can be ordered even when "
-                "their separate cost intervals overlap.")
+    st.markdown(
+        "Five policies accept a perturbed prediction when its max probability reaches the threshold that "
+        "accepts 60 … 100 % of clean development images (the clean side stays at 80 %). Their cost "
+        "**J = λ·H + (1 − λ)·L** weighs harmful accepted flips against lost acceptances (larger = worse). "
+        "Because every policy is judged on the *same* unknown pairing, two policies can be ordered even when "
+        "their separate cost intervals overlap."
+    )
     c1, c2 = st.columns([3, 2])
-    c1.select_slider("Cost weight λ on harmful flips H", options=list(LAMBDAS), key="paired_lambda",
-                     persist_state="session", help="0 = only lost acceptances matter, 1 = only harmful flips")
-    c2.segmented_control("Information level", ["I0", "Ik", "I5"], key="paired_level", persist_state="session",
-                         required=True)
+    c1.select_slider(
+        "Cost weight λ on harmful flips H",
+        options=list(LAMBDAS),
+        key="paired_lambda",
+        persist_state="session",
+        help="0 = only lost acceptances matter, 1 = only harmful flips",
+    )
+    c2.segmented_control(
+        "Information level", ["I0", "Ik", "I5"], key="paired_level", persist_state="session", required=True
+    )
     lam, level = float(st.session_state["paired_lambda"]), st.session_state["paired_level"]
     report = _policy_report(data.key, model, condition, source, _records=data.records)
     comparison = policy_comparison(report, level=level, lam=lam)
@@ -124,23 +149,36 @@ def _policies(data: PairedData, model: str, condition: str, source: str) -> None
     chosen = comparison.chosen
     left, right = flow_columns([3, 2], key="paired_policy_row", min_width=[400, 320])
     with left:
-        figure(cached_figure("policy_matrix_figure", matrix, labels),
-               "Cell (row j, column ℓ): the largest amount by which j can cost more than ℓ over every pairing "
-               "consistent with the level. Negative (blue, ✓) = row j is cheaper than ℓ whatever the pairing.")
+        figure(
+            cached_figure("policy_matrix_figure", matrix, labels),
+            "Cell (row j, column ℓ): the largest amount by which j can cost more than ℓ over every pairing "
+            "consistent with the level. Negative (blue, ✓) = row j is cheaper than ℓ whatever the pairing.",
+        )
     with right:
-        figure(cached_figure("regret_figure", labels, regret, chosen=chosen),
-               f"Worst-case regret: how much worse each policy can be than the best alternative. Minimax choice: "
-               f"{chosen}; least mean cost over uniformly weighted pairings: q = {comparison.mean_coverage:.0%} "
-               f"({comparison.mean_method}).")
+        figure(
+            cached_figure("regret_figure", labels, regret, chosen=chosen),
+            f"Worst-case regret: how much worse each policy can be than the best alternative. Minimax choice: "
+            f"{chosen}; least mean cost over uniformly weighted pairings: q = {comparison.mean_coverage:.0%} "
+            f"({comparison.mean_method}).",
+        )
     shown = comparison.certified
-    table(shown,
-          name=f"certified orderings {model} {condition} {level} {lam:g}", key="paired_certified", height=220,
-          caption=f"{len(shown)} certified ordering(s). *missed by separate* = only the shared-pairing comparison "
-                  "certifies it (the separate intervals overlap).", download=report.differences)
-    table(comparison.costs,
-          name=f"policy costs {model} {condition}", key="paired_costs", download=report.costs,
-          caption="Separate cost interval [J_low, J_high] of each policy, its mean over feasible pairings and the "
-                  "value under the recorded pairing (shares of the cell's pairs).")
+    table(
+        shown,
+        name=f"certified orderings {model} {condition} {level} {lam:g}",
+        key="paired_certified",
+        height=220,
+        caption=f"{len(shown)} certified ordering(s). *missed by separate* = only the shared-pairing comparison "
+        "certifies it (the separate intervals overlap).",
+        download=report.differences,
+    )
+    table(
+        comparison.costs,
+        name=f"policy costs {model} {condition}",
+        key="paired_costs",
+        download=report.costs,
+        caption="Separate cost interval [J_low, J_high] of each policy, its mean over feasible pairings and the "
+        "value under the recorded pairing (shares of the cell's pairs).",
+    )
 
 
 def _paired_body(data: PairedData) -> None:
@@ -155,28 +193,43 @@ def _paired_body(data: PairedData) -> None:
     # Two rows of two: four selectors in one row cut their values at 1000 px ("sim-recapture p1 g1").
     c1, c2 = st.columns(2)
     c3, c4 = st.columns(2)
-    c1.selectbox("Source", sources, key="paired_source", persist_state="session",
-                 help="Where the perturbed side comes from (synthetic corruptions or simulated recaptures).")
+    c1.selectbox(
+        "Source",
+        sources,
+        key="paired_source",
+        persist_state="session",
+        help="Where the perturbed side comes from (synthetic corruptions or simulated recaptures).",
+    )
     c2.selectbox("Model", models, key="paired_model", persist_state="session")
     conditions = sorted(evaluation.loc[evaluation["source"] == st.session_state["paired_source"], "condition"].unique())
     if st.session_state["paired_condition"] not in conditions:
         st.session_state["paired_condition"] = conditions[0]
     c3.selectbox("Condition", conditions, key="paired_condition", persist_state="session")
     # Short option text ("80% of clean dev. accepte" was cut).
-    c4.selectbox("Acceptance threshold τ from clean coverage", _COVERAGES, key="paired_coverage",
-                 persist_state="session", format_func=lambda q: f"{q:.0%} of clean dev. accepted",
-                 disabled=fixed_tau is not None,
-                 help="τ is the lowest clean max-probability among the top q of the model's clean development "
-                      "images; a prediction is accepted when its max probability is ≥ τ (both sides).")
+    c4.selectbox(
+        "Acceptance threshold τ from clean coverage",
+        _COVERAGES,
+        key="paired_coverage",
+        persist_state="session",
+        format_func=lambda q: f"{q:.0%} of clean dev. accepted",
+        disabled=fixed_tau is not None,
+        help="τ is the lowest clean max-probability among the top q of the model's clean development "
+        "images; a prediction is accepted when its max probability is ≥ τ (both sides).",
+    )
     model, condition, coverage = (st.session_state[k] for k in ("paired_model", "paired_condition", "paired_coverage"))
     thresholds = _thresholds(data.key, _records=records)
     threshold = model_threshold(thresholds, model, coverage)
     tau = threshold.tau if fixed_tau is None else fixed_tau
     if fixed_tau is None and threshold.scope != "dev":
-        st.caption(f"No `split == \"dev\"` rows for {model}: τ is set from all its clean records (n = "
-                   f"{threshold.n_dev:,}), so the coverage is in-sample.")
-    cell = evaluation[(evaluation["model"] == model) & (evaluation["condition"] == condition)
-                      & (evaluation["source"] == st.session_state["paired_source"])]
+        st.caption(
+            f'No `split == "dev"` rows for {model}: τ is set from all its clean records (n = '
+            f"{threshold.n_dev:,}), so the coverage is in-sample."
+        )
+    cell = evaluation[
+        (evaluation["model"] == model)
+        & (evaluation["condition"] == condition)
+        & (evaluation["source"] == st.session_state["paired_source"])
+    ]
 
     m = flow_columns([1, 1.5, 1, 1], key="paired_cell_metrics", min_width=[150, 190, 150, 180], gap="small")
     m[0].metric("Pairs in the cell", f"{len(cell):,}")
@@ -187,55 +240,90 @@ def _paired_body(data: PairedData) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedTargetWarning)
         intervals = identified_intervals(cell, tau)
-    figure(cached_figure("intervals_figure", intervals),
-           "Each bar spans every value some pairing consistent with that level allows; narrower is better "
-           "identified. The ◆ (recorded pairing) always lies inside. 'undefined' = no pair is correct on both sides.")
+    figure(
+        cached_figure("intervals_figure", intervals),
+        "Each bar spans every value some pairing consistent with that level allows; narrower is better "
+        "identified. The ◆ (recorded pairing) always lies inside. 'undefined' = no pair is correct on both sides.",
+    )
     left, right = flow_columns([3, 2], key="paired_tables_row", min_width=[380, 300])
     with left:
         counts = five_state_counts(cell, tau)
         columns = ["true_label", "n", "h", "r", "s", "w", "k", "u", "v", "t"]
         total = counts[columns[1:]].sum().to_frame().T.assign(true_label="all")
-        table(pd.concat([counts[columns], total[columns]], ignore_index=True), name=f"five states {model} {condition}",
-              key="paired_states", caption="Per class: n pairs; h harmful flip, r correction, s same wrong label, "
-              "w changed wrong label, k correct both; u clean correct & accepted, v perturbed correct & rejected, "
-              "t perturbed wrong & accepted.")
+        table(
+            pd.concat([counts[columns], total[columns]], ignore_index=True),
+            name=f"five states {model} {condition}",
+            key="paired_states",
+            caption="Per class: n pairs; h harmful flip, r correction, s same wrong label, "
+            "w changed wrong label, k correct both; u clean correct & accepted, v perturbed correct & rejected, "
+            "t perturbed wrong & accepted.",
+        )
     with right:
-        table(intervals, name=f"intervals {model} {condition}", key="paired_intervals",
-              column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("low", "high", "observed")})
+        table(
+            intervals,
+            name=f"intervals {model} {condition}",
+            key="paired_intervals",
+            column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("low", "high", "observed")},
+        )
 
     _policies(data, model, condition, st.session_state["paired_source"])
 
     st.subheader("Across every model and condition")
     grid = _grid(data.key, coverage, fixed_tau, _records=records)
     overview = _grid_overview(data.key, coverage, fixed_tau, _records=records)
-    figure(cached_figure("grid_summary_figure", overview.widths),
-           "Mean width of the identified interval over all cells of a source. The drop from I0 to Ik shows what "
-           "reporting the per-class count of records correct on both sides buys; I5 adds the other state counts.")
+    figure(
+        cached_figure("grid_summary_figure", overview.widths),
+        "Mean width of the identified interval over all cells of a source. The drop from I0 to Ik shows what "
+        "reporting the per-class count of records correct on both sides buys; I5 adds the other state counts.",
+    )
     s = flow_columns(4, key="paired_grid_metrics", min_width=210, gap="small")
     s[0].metric("Cells", f"{overview.cells:,}")
-    s[1].metric("Cells where I5 narrows H", f"{overview.i5_narrows_h:.1%}",
-                help="The five-state counts strictly tighten H beyond Ik")
-    s[2].metric("dM_k straddles 0 (Ik)", f"{overview.dmk_straddles_zero:.1%}",
-                help="Among cells with dM_k defined: even the sign of the confidence drop is not identified")
+    s[1].metric(
+        "Cells where I5 narrows H",
+        f"{overview.i5_narrows_h:.1%}",
+        help="The five-state counts strictly tighten H beyond Ik",
+    )
+    s[2].metric(
+        "dM_k straddles 0 (Ik)",
+        f"{overview.dmk_straddles_zero:.1%}",
+        help="Among cells with dM_k defined: even the sign of the confidence drop is not identified",
+    )
     s[3].metric("Cells with K = 0", f"{overview.k_zero:.1%}", help="dM_k undefined: no pair correct on both sides")
-    table(grid, name=(f"identified intervals grid {coverage:.0%}" if fixed_tau is None
-                      else f"identified intervals grid tau {fixed_tau:g}"), key="paired_grid", height=260,
-          caption="Every cell, target and level, with the threshold τ of the cell's model."
-          if fixed_tau is None else f"Every cell, target and level, at the fixed τ = {fixed_tau:g}.")
+    table(
+        grid,
+        name=(
+            f"identified intervals grid {coverage:.0%}"
+            if fixed_tau is None
+            else f"identified intervals grid tau {fixed_tau:g}"
+        ),
+        key="paired_grid",
+        height=260,
+        caption="Every cell, target and level, with the threshold τ of the cell's model."
+        if fixed_tau is None
+        else f"Every cell, target and level, at the fixed τ = {fixed_tau:g}.",
+    )
 
 
 def _unpaired_body(data: PairedData) -> None:
     unpaired = data.unpaired
-    st.info(f"**Unpaired records, highest level {unpaired.level}.** The pairing is unknown, so the bars have no "
-            "observed value (◆), and the five-state table, the policy comparison and the grid (which need "
-            "the pairing) are not shown. Intervals are given up to the level the counts allow: no counts → I0, "
-            "a `k` per class → Ik, all of `h, r, s, w, k` → I5.", icon=":material/info:")
+    st.info(
+        f"**Unpaired records, highest level {unpaired.level}.** The pairing is unknown, so the bars have no "
+        "observed value (◆), and the five-state table, the policy comparison and the grid (which need "
+        "the pairing) are not shown. Intervals are given up to the level the counts allow: no counts → I0, "
+        "a `k` per class → Ik, all of `h, r, s, w, k` → I5.",
+        icon=":material/info:",
+    )
     fixed_tau = _fixed_tau(data)
-    st.selectbox("Acceptance threshold τ from clean coverage", _COVERAGES, key="paired_coverage",
-                 persist_state="session", format_func=lambda q: f"{q:.0%} of the clean table accepted",
-                 disabled=fixed_tau is not None,
-                 help="τ is the lowest clean max-probability among the top q of the uploaded clean table "
-                      "(in-sample: there is no development split); accepted when max probability ≥ τ.")
+    st.selectbox(
+        "Acceptance threshold τ from clean coverage",
+        _COVERAGES,
+        key="paired_coverage",
+        persist_state="session",
+        format_func=lambda q: f"{q:.0%} of the clean table accepted",
+        disabled=fixed_tau is not None,
+        help="τ is the lowest clean max-probability among the top q of the uploaded clean table "
+        "(in-sample: there is no development split); accepted when max probability ≥ τ.",
+    )
     coverage = float(st.session_state["paired_coverage"])
     tau = coverage_threshold(unpaired.clean["max_prob"].to_numpy(), coverage) if fixed_tau is None else fixed_tau
     clean, pert = unpaired.clean, unpaired.perturbed
@@ -248,58 +336,82 @@ def _unpaired_body(data: PairedData) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedTargetWarning)
         intervals = unpaired_intervals(unpaired, tau)
-    figure(cached_figure("intervals_figure", intervals),
-           f"Each bar spans every value some pairing consistent with that level allows; narrower is better "
-           f"identified. Levels above {unpaired.level} need more counts. 'undefined' = no pair can be correct on "
-           "both sides.")
+    figure(
+        cached_figure("intervals_figure", intervals),
+        f"Each bar spans every value some pairing consistent with that level allows; narrower is better "
+        f"identified. Levels above {unpaired.level} need more counts. 'undefined' = no pair can be correct on "
+        "both sides.",
+    )
     left, right = flow_columns([3, 2], key="paired_unpaired_tables", min_width=[380, 300])
     with left:
-        table(unpaired_class_summary(unpaired, tau), name="unpaired class summary", key="paired_unpaired_classes",
-              caption="Per class: n records per side; a / b clean / perturbed correct; u clean correct & accepted, "
-                      "v perturbed correct & rejected, t perturbed wrong & accepted; then the uploaded counts.")
+        table(
+            unpaired_class_summary(unpaired, tau),
+            name="unpaired class summary",
+            key="paired_unpaired_classes",
+            caption="Per class: n records per side; a / b clean / perturbed correct; u clean correct & accepted, "
+            "v perturbed correct & rejected, t perturbed wrong & accepted; then the uploaded counts.",
+        )
     with right:
         # No observed column: the pairing is unknown, so there is no observed value to show.
-        table(intervals.drop(columns="observed"), name="unpaired intervals", key="paired_intervals",
-              column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("low", "high")})
+        table(
+            intervals.drop(columns="observed"),
+            name="unpaired intervals",
+            key="paired_intervals",
+            column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("low", "high")},
+        )
 
 
 def _upload_widgets(source: str) -> None:
     """File uploaders of the chosen form; complete uploads replace ``paired_upload``."""
     kwargs = dict(type=["csv", "parquet", "pq"], max_upload_size=UPLOAD_LIMIT_MB)
     if source == "paired":
-        st.markdown("One row per (model, condition, record) pair: `model, condition, source, record_id, true_label, "
-                    "clean_pred, clean_max_prob, clean_true_prob, pert_pred, pert_max_prob, pert_true_prob`, "
-                    "optional `split` (`dev` rows set τ, `eval` rows are reported) and `group`.")
+        st.markdown(
+            "One row per (model, condition, record) pair: `model, condition, source, record_id, true_label, "
+            "clean_pred, clean_max_prob, clean_true_prob, pert_pred, pert_max_prob, pert_true_prob`, "
+            "optional `split` (`dev` rows set τ, `eval` rows are reported) and `group`."
+        )
         files = {"records": st.file_uploader("Paired records (CSV or Parquet)", key="paired_records_file", **kwargs)}
         required = ("records",)
     else:
-        st.markdown("Two tables of one cell, each `record_id, true_label, pred, max_prob, true_prob` (same number "
-                    "of records per class), and optionally per-class counts `true_label, k` or "
-                    "`true_label, h, r, s, w, k`.")
+        st.markdown(
+            "Two tables of one cell, each `record_id, true_label, pred, max_prob, true_prob` (same number "
+            "of records per class), and optionally per-class counts `true_label, k` or "
+            "`true_label, h, r, s, w, k`."
+        )
         c1, c2, c3 = st.columns(3)
-        files = {"clean": c1.file_uploader("Clean table", key="paired_clean_file", **kwargs),
-                 "perturbed": c2.file_uploader("Perturbed table", key="paired_pert_file", **kwargs),
-                 "counts": c3.file_uploader("Per-class counts (optional)", key="paired_counts_file", **kwargs)}
+        files = {
+            "clean": c1.file_uploader("Clean table", key="paired_clean_file", **kwargs),
+            "perturbed": c2.file_uploader("Perturbed table", key="paired_pert_file", **kwargs),
+            "counts": c3.file_uploader("Per-class counts (optional)", key="paired_counts_file", **kwargs),
+        }
         required = ("clean", "perturbed")
     if all(files[role] is not None for role in required):
-        upload = FilesUpload(kind=source, files={role: (f.name, f.getvalue()) for role, f in files.items()
-                                                 if f is not None})
+        upload = FilesUpload(
+            kind=source, files={role: (f.name, f.getvalue()) for role, f in files.items() if f is not None}
+        )
         if upload != st.session_state["paired_upload"]:
             st.session_state["paired_upload"] = upload
     current = st.session_state["paired_upload"]
     if current and current.kind == source:
         names = current.names
         c1, c2 = st.columns([5, 1])
-        c1.caption(f"Showing the uploaded {names}. Upload other files to replace them; they live in this "
-                   "browser session only.")
+        c1.caption(
+            f"Showing the uploaded {names}. Upload other files to replace them; they live in this browser session only."
+        )
         if c2.button("Forget the upload", type="tertiary", icon=":material/delete:"):
             st.session_state["paired_upload"] = None
             st.rerun()
 
 
 def _body() -> None:
-    st.segmented_control("Records", list(_SOURCES), key="paired_data_source", format_func=_SOURCES.get,
-                         required=True, persist_state="session")
+    st.segmented_control(
+        "Records",
+        list(_SOURCES),
+        key="paired_data_source",
+        format_func=_SOURCES.get,
+        required=True,
+        persist_state="session",
+    )
     source = st.session_state["paired_data_source"]
     if source != "demo":
         with st.expander("Your records", expanded=True, icon=":material/upload_file:"):

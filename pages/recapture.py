@@ -1,4 +1,5 @@
 """Recapture queue: which images deserve a real (physical) re-test under a limited budget?"""
+
 from __future__ import annotations
 
 import warnings
@@ -49,8 +50,9 @@ _SIDE = 112  # px: thumbnails and probe images are enlarged (nearest neighbour) 
 @st.cache_data(show_spinner="Evaluating every score under every condition…", max_entries=32)
 def _metrics(key: str, model: str, *, _scores: pd.DataFrame, _outcomes: pd.DataFrame) -> pd.DataFrame:
     mine = _scores[_scores["model"] == model]
-    return screening_metrics(mine, _outcomes[_outcomes["model"] == model], score_names=_defined(mine),
-                             budgets=list(_BUDGETS))
+    return screening_metrics(
+        mine, _outcomes[_outcomes["model"] == model], score_names=_defined(mine), budgets=list(_BUDGETS)
+    )
 
 
 def _defined(scores: pd.DataFrame) -> list[str]:
@@ -148,25 +150,37 @@ def _probe_run_data(run: dict) -> ScreeningData:
 
 def _probe_widgets() -> None:
     """Uploaders of an ONNX model and an image zip; "Run the probes" stores the run in ``recapture_probe_run``."""
-    st.markdown("Upload an **ONNX image classifier** (one float input, NCHW or NHWC, with a fixed height and width; "
-                "output logits or probabilities) and a **zip of PNG / JPEG test images** with a labels CSV (columns "
-                "`file,label`, optional `split` = `dev`/`eval`) inside the zip or alongside. Every image is resized "
-                "to the model's input, scaled to [0, 1], normalised with the mean and std below, and run clean, under "
-                "the 18 corruption probes (9 types × severities 2 and 4) and the 18 natural transforms. Nothing is "
-                "unpickled; archive members outside the zip's root, links and non-image files are refused. The same "
-                f"as `python -m core probe`. Limits: {UPLOAD_LIMIT_MB} MB per file.")
+    st.markdown(
+        "Upload an **ONNX image classifier** (one float input, NCHW or NHWC, with a fixed height and width; "
+        "output logits or probabilities) and a **zip of PNG / JPEG test images** with a labels CSV (columns "
+        "`file,label`, optional `split` = `dev`/`eval`) inside the zip or alongside. Every image is resized "
+        "to the model's input, scaled to [0, 1], normalised with the mean and std below, and run clean, under "
+        "the 18 corruption probes (9 types × severities 2 and 4) and the 18 natural transforms. Nothing is "
+        "unpickled; archive members outside the zip's root, links and non-image files are refused. The same "
+        f"as `python -m core probe`. Limits: {UPLOAD_LIMIT_MB} MB per file."
+    )
     kwargs = {"max_upload_size": UPLOAD_LIMIT_MB}
     c1, c2, c3 = st.columns(3)
     model_f = c1.file_uploader("ONNX model (.onnx)", type=["onnx"], key="recap_onnx_file", **kwargs)
     zip_f = c2.file_uploader("Images (.zip of PNG / JPEG)", type=["zip"], key="recap_zip_file", **kwargs)
     labels_f = c3.file_uploader("Labels CSV (if not inside the zip)", type=["csv"], key="recap_labels_file", **kwargs)
     c1, c2 = st.columns(2)
-    c1.text_input("Mean per channel (after scaling to [0, 1])", key="recap_mean", placeholder="0  (e.g. 0.485,0.456,0.406)")
+    c1.text_input(
+        "Mean per channel (after scaling to [0, 1])", key="recap_mean", placeholder="0  (e.g. 0.485,0.456,0.406)"
+    )
     c2.text_input("Std per channel", key="recap_std", placeholder="1  (e.g. 0.229,0.224,0.225)")
-    if st.button("Run the probes", type="primary", icon=":material/play_arrow:", key="recap_run_probes",
-                 disabled=model_f is None or zip_f is None):
-        files = {"model": (model_f.name, model_f.getvalue()), "images": (zip_f.name, zip_f.getvalue()),
-                 "labels": None if labels_f is None else (labels_f.name, labels_f.getvalue())}
+    if st.button(
+        "Run the probes",
+        type="primary",
+        icon=":material/play_arrow:",
+        key="recap_run_probes",
+        disabled=model_f is None or zip_f is None,
+    ):
+        files = {
+            "model": (model_f.name, model_f.getvalue()),
+            "images": (zip_f.name, zip_f.getvalue()),
+            "labels": None if labels_f is None else (labels_f.name, labels_f.getvalue()),
+        }
         bar = st.progress(0.0, text="Reading the model and the images…")
 
         def progress(label: str, done: int, total: int) -> None:
@@ -175,21 +189,35 @@ def _probe_widgets() -> None:
         with guarded("Probing the uploaded model"):
             mean = parse_floats(st.session_state.get("recap_mean"), "Mean per channel")
             std = parse_floats(st.session_state.get("recap_std"), "Std per channel")
-            result, images = probe_uploaded(files["model"], files["images"], files["labels"], mean=mean, std=std,
-                                            limit_mb=UPLOAD_LIMIT_MB, progress=progress)
+            result, images = probe_uploaded(
+                files["model"],
+                files["images"],
+                files["labels"],
+                mean=mean,
+                std=std,
+                limit_mb=UPLOAD_LIMIT_MB,
+                progress=progress,
+            )
             key = upload_digest(files) + f":{mean}:{std}"
             names = ", ".join(f[0] for f in files.values() if f is not None)
-            st.session_state[_RUN] = {"key": key, "label": names, "result": result, "images": images,
-                                      "positions": {r: i for i, r in enumerate(result.clean["record_id"])}}
+            st.session_state[_RUN] = {
+                "key": key,
+                "label": names,
+                "result": result,
+                "images": images,
+                "positions": {r: i for i, r in enumerate(result.clean["record_id"])},
+            }
             st.session_state["recap_inspect"] = None
         bar.empty()
     run = _run()
     if run:
         m = run["result"].manifest
         c1, c2 = st.columns([5, 1])
-        c1.caption(f"Ranking **{run['label']}**: {m['n_images']} images, input {m['input']['layout']} "
-                   f"{m['input']['height']}×{m['input']['width']}×{m['input']['channels']}, output {m['output']}, "
-                   f"clean accuracy {m['clean_accuracy']:.1%}. It lives in this browser session only.")
+        c1.caption(
+            f"Ranking **{run['label']}**: {m['n_images']} images, input {m['input']['layout']} "
+            f"{m['input']['height']}×{m['input']['width']}×{m['input']['channels']}, output {m['output']}, "
+            f"clean accuracy {m['clean_accuracy']:.1%}. It lives in this browser session only."
+        )
         if c2.button("Forget the run", type="tertiary", icon=":material/delete:", key="recap_forget_run"):
             st.session_state[_RUN] = None
             st.rerun()
@@ -197,17 +225,21 @@ def _probe_widgets() -> None:
 
 def _upload_widgets() -> None:
     """File uploaders of the per-probe and clean outputs; a complete pair replaces ``recapture_upload``."""
-    st.markdown("**Per-probe outputs**, one row per (model, image, probe): `model, record_id, probe, kind, "
-                "true_label, pred, max_prob, true_prob`, optional `prob_0 … prob_{C-1}` (needed for A3); `kind` is "
-                "`corruption` (behind U, δ, ret, A3) or `transform` (behind TTA). **Clean outputs**, one row per "
-                "(model, image): `model, record_id, true_label, pred, max_prob, true_prob`, optional `split` "
-                "(`dev` / `eval`; only clean-correct `eval` images are ranked) and `group`. The real failures come "
-                "from the paired records uploaded on the *Paired bounds* page (their perturbed side), when their "
-                "model names and record ids match.")
+    st.markdown(
+        "**Per-probe outputs**, one row per (model, image, probe): `model, record_id, probe, kind, "
+        "true_label, pred, max_prob, true_prob`, optional `prob_0 … prob_{C-1}` (needed for A3); `kind` is "
+        "`corruption` (behind U, δ, ret, A3) or `transform` (behind TTA). **Clean outputs**, one row per "
+        "(model, image): `model, record_id, true_label, pred, max_prob, true_prob`, optional `split` "
+        "(`dev` / `eval`; only clean-correct `eval` images are ranked) and `group`. The real failures come "
+        "from the paired records uploaded on the *Paired bounds* page (their perturbed side), when their "
+        "model names and record ids match."
+    )
     kwargs = dict(type=["csv", "parquet", "pq"], max_upload_size=UPLOAD_LIMIT_MB)
     c1, c2 = st.columns(2)
-    files = {"probes": c1.file_uploader("Per-probe outputs (CSV or Parquet)", key="recap_probes_file", **kwargs),
-             "clean": c2.file_uploader("Clean outputs (CSV or Parquet)", key="recap_clean_file", **kwargs)}
+    files = {
+        "probes": c1.file_uploader("Per-probe outputs (CSV or Parquet)", key="recap_probes_file", **kwargs),
+        "clean": c2.file_uploader("Clean outputs (CSV or Parquet)", key="recap_clean_file", **kwargs),
+    }
     if all(f is not None for f in files.values()):
         upload = FilesUpload(kind="screening", files={role: (f.name, f.getvalue()) for role, f in files.items()})
         if upload != st.session_state["recapture_upload"]:
@@ -216,8 +248,9 @@ def _upload_widgets() -> None:
     if current:
         names = current.names
         c1, c2 = st.columns([5, 1])
-        c1.caption(f"Ranking the uploaded {names}. Upload other files to replace them; they live in this browser "
-                   "session only.")
+        c1.caption(
+            f"Ranking the uploaded {names}. Upload other files to replace them; they live in this browser session only."
+        )
         if c2.button("Forget the upload", type="tertiary", icon=":material/delete:", key="recap_forget"):
             st.session_state["recapture_upload"] = None
             st.rerun()
@@ -236,19 +269,26 @@ def _uploaded_outcomes() -> tuple[pd.DataFrame | None, str | None]:
     if st.session_state["recap_outcome_source"] not in sources:
         recaptures = [s for s in sources if "recapture" in s]
         st.session_state["recap_outcome_source"] = (recaptures or sources)[0]
-    st.selectbox("Real failures from the source", sources, key="recap_outcome_source", persist_state="session",
-                 help="The conditions of this source in your paired records count as the real re-tests: an image "
-                      "failed a condition when its perturbed prediction is wrong.")
+    st.selectbox(
+        "Real failures from the source",
+        sources,
+        key="recap_outcome_source",
+        persist_state="session",
+        help="The conditions of this source in your paired records count as the real re-tests: an image "
+        "failed a condition when its perturbed prediction is wrong.",
+    )
     source = st.session_state["recap_outcome_source"]
     return data.records[data.records["source"] == source], f"{data.key}:{source}"
 
 
 def _body() -> None:
-    with st.expander("Probe your own ONNX model on your images", expanded=bool(_run()),
-                     icon=":material/model_training:"):
+    with st.expander(
+        "Probe your own ONNX model on your images", expanded=bool(_run()), icon=":material/model_training:"
+    ):
         _probe_widgets()
-    with st.expander("Your per-probe outputs", expanded=bool(st.session_state["recapture_upload"]),
-                     icon=":material/upload_file:"):
+    with st.expander(
+        "Your per-probe outputs", expanded=bool(st.session_state["recapture_upload"]), icon=":material/upload_file:"
+    ):
         _upload_widgets()
     run = _run()
     if run:
@@ -261,11 +301,13 @@ def _body() -> None:
         return
     uploaded = bool(st.session_state["recapture_upload"])
     if not uploaded and st.session_state["paired_data_source"] != "demo":
-        st.info("**This page shows the shipped demo pool, not your uploaded records.** Ranking images for a "
-                "re-test needs the model's outputs on every synthetic probe of every image, which paired or "
-                "unpaired records do not carry: upload them under *Your per-probe outputs* above (or use "
-                "`python -m core paired --records FILE --probes FILE --clean-outputs FILE --tau T --out DIR`).",
-                icon=":material/info:")
+        st.info(
+            "**This page shows the shipped demo pool, not your uploaded records.** Ranking images for a "
+            "re-test needs the model's outputs on every synthetic probe of every image, which paired or "
+            "unpaired records do not carry: upload them under *Your per-probe outputs* above (or use "
+            "`python -m core paired --records FILE --probes FILE --clean-outputs FILE --tau T --out DIR`).",
+            icon=":material/info:",
+        )
     outcomes, outcomes_key = _uploaded_outcomes() if uploaded else (None, None)
     data = None
     with guarded("Reading the uploaded probe outputs"):
@@ -297,14 +339,21 @@ def _queue(data: ScreeningData) -> None:
         conditions = sorted(outcomes["condition"].unique())
         if st.session_state["recap_condition"] not in [_POOLED, *conditions]:
             st.session_state["recap_condition"] = _POOLED
-        c2.selectbox("Recapture condition", [_POOLED, *conditions], key="recap_condition", persist_state="session",
-                     help="p = print level, g = geometry level, e = exposure level of the simulated recapture"
-                     if data.key == "demo" else "A condition of the chosen source of your paired records")
+        c2.selectbox(
+            "Recapture condition",
+            [_POOLED, *conditions],
+            key="recap_condition",
+            persist_state="session",
+            help="p = print level, g = geometry level, e = exposure level of the simulated recapture"
+            if data.key == "demo"
+            else "A condition of the chosen source of your paired records",
+        )
     if st.session_state["recap_score"] not in names:
         st.session_state["recap_score"] = names[0]
     c3.selectbox("Queue ranked by", names, key="recap_score", persist_state="session")
-    c4.slider("Re-test budget (% of clean-correct images)", 1, 50, key="recap_budget", format="%d%%",
-              persist_state="session")
+    c4.slider(
+        "Re-test budget (% of clean-correct images)", 1, 50, key="recap_budget", format="%d%%", persist_state="session"
+    )
     score, budget = st.session_state["recap_score"], st.session_state["recap_budget"] / 100
     condition = st.session_state["recap_condition"] if outcomes is not None else _POOLED
     cell = outcomes
@@ -316,22 +365,38 @@ def _queue(data: ScreeningData) -> None:
     m[0].metric("Clean-correct test images", f"{len(mine):,}")
     m[1].metric("Re-tests in the queue", f"{int(queue['k'].iloc[0]):,}")
     if outcomes is None:
-        st.info(f"**No real failures to judge the scores by:** {_why_no_outcomes(data)} The queue below ranks "
-                "the images by the score alone; the coverage curves need the outcomes and are hidden.",
-                icon=":material/info:")
+        st.info(
+            f"**No real failures to judge the scores by:** {_why_no_outcomes(data)} The queue below ranks "
+            "the images by the score alone; the coverage curves need the outcomes and are hidden.",
+            icon=":material/info:",
+        )
     else:
-        m[2].metric("Failures found (expected)", f"{queue['coverage'].iloc[0]:.0%}",
-                    help="Share of all real failures (pooled over the chosen conditions) that the queue re-tests")
+        m[2].metric(
+            "Failures found (expected)",
+            f"{queue['coverage'].iloc[0]:.0%}",
+            help="Share of all real failures (pooled over the chosen conditions) that the queue re-tests",
+        )
         m[3].metric("Best possible at this budget", f"{queue['ceiling'].iloc[0]:.0%}")
         coverage = coverage_by_budget(
             _metrics(data.key, model, _scores=scores, _outcomes=data.outcomes),
-            condition=None if condition == _POOLED else condition)
+            condition=None if condition == _POOLED else condition,
+        )
         budgets, curves, ceiling, random = coverage.budgets, coverage.curves, coverage.ceiling, coverage.random
-        figure(cached_figure("coverage_figure", budgets, curves, ceiling=ceiling, random=random, selected=budget, highlight=score,
-                                   title="Real failures found within the re-test budget",
-                                   y_title="failure coverage (share of failures found)"),
-               "Higher is better. Each line ranks the images by one score; dashed grey is the best any ranking "
-               "could do, dotted grey is picking images at random. Ties at the cut-off are shared out (prorated).")
+        figure(
+            cached_figure(
+                "coverage_figure",
+                budgets,
+                curves,
+                ceiling=ceiling,
+                random=random,
+                selected=budget,
+                highlight=score,
+                title="Real failures found within the re-test budget",
+                y_title="failure coverage (share of failures found)",
+            ),
+            "Higher is better. Each line ranks the images by one score; dashed grey is the best any ranking "
+            "could do, dotted grey is picking images at random. Ties at the cut-off are shared out (prorated).",
+        )
 
     st.subheader(f"Queue: re-test these {int(queue['k'].iloc[0])} images first")
     shown = queue
@@ -344,15 +409,25 @@ def _queue(data: ScreeningData) -> None:
     direction = "lowest first" if lower_first else "highest first"
     columns = ["rank", "image", "record_id", "true_label", score, "selection_prob", "n_failed", "n_conditions"]
     shown = shown[[c for c in columns if c in shown.columns]]
-    caption = (f"Ranked by {score}, {direction} (risk = {'−' if lower_first else ''}{score}, larger = riskier; the "
-               "CSV has the risk column). Selection probability < 1 marks images tied at the cut-off (they share "
-               "the last places).")
+    caption = (
+        f"Ranked by {score}, {direction} (risk = {'−' if lower_first else ''}{score}, larger = riskier; the "
+        "CSV has the risk column). Selection probability < 1 marks images tied at the cut-off (they share "
+        "the last places)."
+    )
     if outcomes is not None:
         caption += " n failed: in how many of the chosen conditions the image was misclassified."
-    table(shown, name=f"recapture queue {model} {score} {budget:.0%}", key="recap_table", height=420,
-          download=queue, caption=caption,
-          column_config={"image": st.column_config.ImageColumn("image", width="small"),
-                         score: st.column_config.NumberColumn(f"{score} ({direction})", format="%.3f")})
+    table(
+        shown,
+        name=f"recapture queue {model} {score} {budget:.0%}",
+        key="recap_table",
+        height=420,
+        download=queue,
+        caption=caption,
+        column_config={
+            "image": st.column_config.ImageColumn("image", width="small"),
+            score: st.column_config.NumberColumn(f"{score} ({direction})", format="%.3f"),
+        },
+    )
     if data.key == "demo" and not data.images:
         st.caption("These records ship no images; the queue lists record ids only.")
     if data.images:
@@ -406,11 +481,15 @@ def _inspect(data: ScreeningData, model: str, queue: pd.DataFrame, score: str) -
     mine = rows[(rows["model"].astype(str) == model) & (rows["record_id"] == record)]
     scored = data.scores[(data.scores["model"] == model) & (data.scores["record_id"] == record)].iloc[0]
     image = _image(data, record)
-    st.caption(f"Clean: the model is right with probability **S = {scored['S']:.3f}**; under the probes its mean "
-               f"true-class probability is **U = {scored['U']:.3f}**. Each probe image below is exactly what the "
-               "model was given, with its true-class probability; ✗ marks a probe on which it is wrong.")
-    for kind, title in (("corruption", "Corruption probes (behind U, δ, ret, A3)"),
-                        ("transform", "Natural transforms (behind TTA)")):
+    st.caption(
+        f"Clean: the model is right with probability **S = {scored['S']:.3f}**; under the probes its mean "
+        f"true-class probability is **U = {scored['U']:.3f}**. Each probe image below is exactly what the "
+        "model was given, with its true-class probability; ✗ marks a probe on which it is wrong."
+    )
+    for kind, title in (
+        ("corruption", "Corruption probes (behind U, δ, ret, A3)"),
+        ("transform", "Natural transforms (behind TTA)"),
+    ):
         part = mine[mine["kind"] == kind]
         if part.empty:
             continue
@@ -426,15 +505,21 @@ def _inspect(data: ScreeningData, model: str, queue: pd.DataFrame, score: str) -
 
 def _why_no_outcomes(data: ScreeningData) -> str:
     if data.key.startswith("probe:"):
-        return ("a probe run has no real re-captures. Re-capture the images (print / screen and photograph), then "
-                "run `python -m core probe ... --perturbed DIR2` and `python -m core paired --outcome-source "
-                "recapture ...`, or upload its records on *Paired bounds* and its probe tables here.")
+        return (
+            "a probe run has no real re-captures. Re-capture the images (print / screen and photograph), then "
+            "run `python -m core probe ... --perturbed DIR2` and `python -m core paired --outcome-source "
+            "recapture ...`, or upload its records on *Paired bounds* and its probe tables here."
+        )
     if data.outcomes is None:
-        return ("upload paired records on the *Paired bounds* page (*Upload paired records*) whose perturbed side "
-                "holds the real re-tests of these images.")
-    return (f"the chosen source of your paired records has no record of model {st.session_state['recap_model']!r} "
-            "with a record id of the ranked images (clean-correct evaluation images); check the model names and "
-            "record ids.")
+        return (
+            "upload paired records on the *Paired bounds* page (*Upload paired records*) whose perturbed side "
+            "holds the real re-tests of these images."
+        )
+    return (
+        f"the chosen source of your paired records has no record of model {st.session_state['recap_model']!r} "
+        "with a record id of the ranked images (clean-correct evaluation images); check the model names and "
+        "record ids."
+    )
 
 
 run_page(_body, "Recapture queue")

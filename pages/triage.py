@@ -1,4 +1,5 @@
 """Triage queue: rank the predictions by a risk score, review the top of the list, keep decisions."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -68,8 +69,11 @@ def _case(frame, queue, shown) -> tuple[int, list[int]]:
         select_sample(queue.iloc[0]["sample_id"])
     sample_id = selected_sample()
     if not sample_in(queue["sample_id"]):
-        st.info(f"Sample {sample_id}, selected on another page, is not in this queue; it can be reviewed all the "
-                "same. Select a row in the queue to review one of its cases.", icon=":material/info:")
+        st.info(
+            f"Sample {sample_id}, selected on another page, is not in this queue; it can be reviewed all the "
+            "same. Select a row in the queue to review one of its cases.",
+            icon=":material/info:",
+        )
     return sample_id, [int(shown.iloc[r]["sample_id"]) for r in rows]
 
 
@@ -80,18 +84,30 @@ def _evidence(result, frame, sample_id: int) -> None:
     cert = result.certificates.certificate(position)
     row = frame.iloc[position]
     depth = result.certificates.depth
-    with st.expander(f"Evidence for sample {sample_id}: predicted {row['predicted']} "
-                     f"(true class {row['true_class']})", expanded=True, icon=":material/troubleshoot:"):
+    with st.expander(
+        f"Evidence for sample {sample_id}: predicted {row['predicted']} (true class {row['true_class']})",
+        expanded=True,
+        icon=":material/troubleshoot:",
+    ):
         m = flow_columns(4, key="triage_case_metrics", min_width=200, gap="small")
         m[0].metric("Confidence", f"{cert.confidence:.3f}")
         m[1].metric("FDS (risk)", f"{cert.fds:.3f}", help="1 − exp(−u); larger = more fragile")
-        m[2].metric("Flip budget k*", flip_budget_text(cert, depth),
-                    help="Groups removed along the greedy path until the prediction flips")
+        m[2].metric(
+            "Flip budget k*",
+            flip_budget_text(cert, depth),
+            help="Groups removed along the greedy path until the prediction flips",
+        )
         m[3].metric("RCMA (risk)", f"{cert.rcma:.3f}", help="Mean normalised margin loss along the path")
-        st.caption(f"Removal path (most supportive group first): {' → '.join(cert.path)} · λ* per operator, the "
-                   f"first blend severity towards the baseline that flips the prediction: {lambda_text(cert)}.")
-        if st.button("Open in explorer", key="triage_open_explorer", icon=":material/open_in_new:",
-                     help="The full certificate of this sample: flip-set search, what-if, raw values, JSON."):
+        st.caption(
+            f"Removal path (most supportive group first): {' → '.join(cert.path)} · λ* per operator, the "
+            f"first blend severity towards the baseline that flips the prediction: {lambda_text(cert)}."
+        )
+        if st.button(
+            "Open in explorer",
+            key="triage_open_explorer",
+            icon=":material/open_in_new:",
+            help="The full certificate of this sample: flip-set search, what-if, raw values, JSON.",
+        ):
             open_in_explorer(sample_id, high_confidence=bool(row["high_confidence"]))
         certificate_panel(result, cert, key="triage")
 
@@ -104,18 +120,29 @@ def _review_panel(key, sample_id: int, queue, shown) -> None:
     # Stacked below about 750 px of page width: beside the history the form was 210 px wide.
     left, right = flow_columns([2, 3], key="triage_review_row", min_width=[340, 380])
     with left:
-        st.markdown(f"**Sample {sample_id}** — Alt+1/2/3 pick a decision, Alt+S saves and opens the next "
-                    "unreviewed case, Alt+N / Alt+P step through the shown queue.")
+        st.markdown(
+            f"**Sample {sample_id}** — Alt+1/2/3 pick a decision, Alt+S saves and opens the next "
+            "unreviewed case, Alt+N / Alt+P step through the shown queue."
+        )
         with st.container(border=True):
-            review_form(key, sample_id, queue_order=[int(s) for s in queue["sample_id"]],
-                        shown_order=[int(s) for s in shown["sample_id"]])
+            review_form(
+                key,
+                sample_id,
+                queue_order=[int(s) for s in queue["sample_id"]],
+                shown_order=[int(s) for s in shown["sample_id"]],
+            )
     with right:
         history_panel(key, sample_id)
         everything = review_store(st.session_state["reviews_db"]).export(audit_fingerprint=key.fingerprint)
-        st.download_button(f"Export all {len(everything)} entries of this audit (CSV)",
-                           everything.to_csv(index=False).encode("utf-8"),
-                           file_name=f"reviews_{key.fingerprint[:12]}.csv", mime="text/csv",
-                           icon=":material/download:", on_click="ignore", key="triage_export_reviews")
+        st.download_button(
+            f"Export all {len(everything)} entries of this audit (CSV)",
+            everything.to_csv(index=False).encode("utf-8"),
+            file_name=f"reviews_{key.fingerprint[:12]}.csv",
+            mime="text/csv",
+            icon=":material/download:",
+            on_click="ignore",
+            key="triage_export_reviews",
+        )
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -156,13 +183,29 @@ def _queue_and_review(result, frame) -> None:
     if st.session_state["triage_score"] not in scores.columns:
         st.session_state["triage_score"] = "fds"
     c1, c2, c3 = flow_columns([2, 2, 3], key="triage_controls", min_width=[300, 240, 240], gap="small")
-    c1.selectbox("Rank by", list(scores.columns), key="triage_score", format_func=_score_label,
-                 persist_state="session", help="Every score is oriented larger = riskier.")
+    c1.selectbox(
+        "Rank by",
+        list(scores.columns),
+        key="triage_score",
+        format_func=_score_label,
+        persist_state="session",
+        help="Every score is oriented larger = riskier.",
+    )
     c2.radio("Ranked predictions", list(_SCOPES), key="triage_scope", format_func=_SCOPES.get, persist_state="session")
-    c3.slider("Review budget (% of the ranked predictions)", 1, 50, key="triage_budget", format="%d%%",
-              persist_state="session")
+    c3.slider(
+        "Review budget (% of the ranked predictions)",
+        1,
+        50,
+        key="triage_budget",
+        format="%d%%",
+        persist_state="session",
+    )
     score, budget = st.session_state["triage_score"], st.session_state["triage_budget"] / 100
-    mask = frame["high_confidence"].to_numpy() if st.session_state["triage_scope"] == "high-confidence" else np.ones(len(frame), bool)
+    mask = (
+        frame["high_confidence"].to_numpy()
+        if st.session_state["triage_scope"] == "high-confidence"
+        else np.ones(len(frame), bool)
+    )
     if not mask.any():
         st.warning("No prediction reaches the high-confidence threshold; ranking all test predictions instead.")
         mask = np.ones(len(frame), bool)
@@ -176,22 +219,44 @@ def _queue_and_review(result, frame) -> None:
 
     m = flow_columns(4, key="triage_metrics", min_width=200, gap="small")
     m[0].metric("Ranked predictions", f"{len(population):,}")
-    m[1].metric("Held-out brittle", f"{int(brittle.sum()):,}", help="Brittle under the held-out stressors, among the "
-                "ranked predictions (evaluation label only)")
+    m[1].metric(
+        "Held-out brittle",
+        f"{int(brittle.sum()):,}",
+        help="Brittle under the held-out stressors, among the ranked predictions (evaluation label only)",
+    )
     m[2].metric("Queue length", f"{len(queue):,}", help="k = max(1, round(q·n)) predictions to review")
     found = summary.set_index("score").loc[score, "capture"]
-    m[3].metric(f"Brittle found by {score}", "—" if np.isnan(found) else f"{found:.0%}",
-                help="Expected share of all brittle predictions inside the queue (ties at the cut-off prorated)")
+    m[3].metric(
+        f"Brittle found by {score}",
+        "—" if np.isnan(found) else f"{found:.0%}",
+        help="Expected share of all brittle predictions inside the queue (ties at the cut-off prorated)",
+    )
 
-    figure(cached_figure("coverage_figure", _BUDGETS, curves, ceiling=ceiling, random=random, selected=budget,
-                         highlight=score, title="Brittle predictions found within the budget",
-                         y_title="share of held-out brittle found (0–1)"),
-           "Higher is better: each line ranks the predictions by one score and counts the brittle ones in its "
-           "top q. Dashed grey: the best possible ranking; dotted grey: picking at random.")
-    figure(cached_figure("score_metrics_figure", summary.rename(columns={"capture": f"capture@{budget:.0%}"}),
-                         capture_column=f"capture@{budget:.0%}", highlight=score),
-           "Left, AUROC: the chance that a brittle prediction outranks a sound one (0.5 = chance). Right: the "
-           "share of brittle predictions inside the chosen budget. Orange = the score ranking the queue.")
+    figure(
+        cached_figure(
+            "coverage_figure",
+            _BUDGETS,
+            curves,
+            ceiling=ceiling,
+            random=random,
+            selected=budget,
+            highlight=score,
+            title="Brittle predictions found within the budget",
+            y_title="share of held-out brittle found (0–1)",
+        ),
+        "Higher is better: each line ranks the predictions by one score and counts the brittle ones in its "
+        "top q. Dashed grey: the best possible ranking; dotted grey: picking at random.",
+    )
+    figure(
+        cached_figure(
+            "score_metrics_figure",
+            summary.rename(columns={"capture": f"capture@{budget:.0%}"}),
+            capture_column=f"capture@{budget:.0%}",
+            highlight=score,
+        ),
+        "Left, AUROC: the chance that a brittle prediction outranks a sound one (0.5 = chance). Right: the "
+        "share of brittle predictions inside the chosen budget. Orange = the score ranking the queue.",
+    )
 
     st.subheader(f"Queue: top {len(queue)} by {score}")
     with guarded("Review database"):
@@ -201,17 +266,38 @@ def _queue_and_review(result, frame) -> None:
         criteria = queue_filter(latest)
         decided = queue_display(queue, latest, key)
         shown = filter_queue(decided, latest, criteria)
-        columns = [c for c in ("rank", "sample_id", "true_class", "predicted", "confidence", "fds", "flip_budget",
-                               "score_value", "brittle", "decision", "reviewer", "reasons", "note", "reviewed_at",
-                               "elsewhere") if c in shown.columns]
+        columns = [
+            c
+            for c in (
+                "rank",
+                "sample_id",
+                "true_class",
+                "predicted",
+                "confidence",
+                "fds",
+                "flip_budget",
+                "score_value",
+                "brittle",
+                "decision",
+                "reviewer",
+                "reasons",
+                "note",
+                "reviewed_at",
+                "elsewhere",
+            )
+            if c in shown.columns
+        ]
         if not decided["elsewhere"].astype(bool).any():
             columns.remove("elsewhere")
         value_name = "u (orders as FDS)" if score == "fds" else f"{score} (risk)"
         n_open = int((decided["decision"] == UNREVIEWED).sum())
-        queue_table(shown[columns].reset_index(drop=True), score_label=value_name,
-                    caption=f"{n_open} of {len(queue)} queued cases unreviewed"
-                            + (f"; the filter shows {len(shown)}" if criteria.active else "")
-                            + ". Select a row to review it below; select several for a bulk decision.")
+        queue_table(
+            shown[columns].reset_index(drop=True),
+            score_label=value_name,
+            caption=f"{n_open} of {len(queue)} queued cases unreviewed"
+            + (f"; the filter shows {len(shown)}" if criteria.active else "")
+            + ". Select a row to review it below; select several for a bulk decision.",
+        )
         if shown.empty:
             st.info("No queued case matches the filter.", icon=":material/filter_alt_off:")
         sample_id, chosen = _case(frame, queue, shown.reset_index(drop=True))

@@ -10,6 +10,7 @@ and ``certificates.csv`` (the Parquet file holds the same table), then replaces 
 folder in one rename. ``--check`` only says whether every shipped audit still matches its source in
 this environment (exit 1 if not): run it after changing a library version or the audit code.
 """
+
 from __future__ import annotations
 
 import argparse

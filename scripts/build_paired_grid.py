@@ -12,6 +12,7 @@ the library versions exactly. ``--check`` only says whether every stored result 
 in this environment (exit 1 if not): run it after changing the bound solvers, the screening
 scores, the demo pool or a library version.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,12 +33,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only check that the stored results match")
     parser.add_argument("--out", type=Path, default=PRECOMPUTED_GRID, help="grid file (default: %(default)s)")
-    parser.add_argument("--screening-out", type=Path, default=PRECOMPUTED_SCREENING,
-                        help="screening file (default: %(default)s)")
+    parser.add_argument(
+        "--screening-out", type=Path, default=PRECOMPUTED_SCREENING, help="screening file (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
     pool = load_demo_pool(DEFAULT_DIR)
     if args.check:
-        stale = [f"coverage {q:g} in {args.out}" for q in COVERAGES if load_precomputed_grid(pool.records, q, args.out) is None]
+        stale = [
+            f"coverage {q:g} in {args.out}"
+            for q in COVERAGES
+            if load_precomputed_grid(pool.records, q, args.out) is None
+        ]
         if load_precomputed_screening(pool, args.screening_out) is None:
             stale.append(f"screening scores in {args.screening_out}")
         for what in stale:
@@ -50,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         path = write_precomputed_grid(pool.records, args.out, coverages=COVERAGES)
     print(f"wrote {path} ({path.stat().st_size:,} bytes, coverages {', '.join(f'{q:g}' for q in COVERAGES)})")
     path = write_precomputed_screening(pool, args.screening_out)
-    print(f"wrote {path} ({path.stat().st_size:,} bytes, screening scores of {len(pool.clean['model'].unique())} models)")
+    print(
+        f"wrote {path} ({path.stat().st_size:,} bytes, screening scores of {len(pool.clean['model'].unique())} models)"
+    )
     return 0
 
 

@@ -9,6 +9,7 @@ equally; paired differences U - S and U - TTA with 95 % model-group (2,000 draws
 (200 draws) bootstrap intervals; the identity ablation of U (within-class derangement,
 10 seeded draws; leave-one-out class mean).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,9 +30,16 @@ from core.paired.screening import (  # noqa: E402
 )
 
 SCORES = ["U", "S", "delta", "ret", "A3", "TTA", "class_delta", "g_SU"]
-LABELS = {"U": "U", "S": "S (clean confidence)", "delta": "δ = S − U", "ret": "ret", "A3": "A3",
-          "TTA": "TTA (natural transforms)", "class_delta": "control: class mean of M − U",
-          "g_SU": "control: g(S, U)"}
+LABELS = {
+    "U": "U",
+    "S": "S (clean confidence)",
+    "delta": "δ = S − U",
+    "ret": "ret",
+    "A3": "A3",
+    "TTA": "TTA (natural transforms)",
+    "class_delta": "control: class mean of M − U",
+    "g_SU": "control: g(S, U)",
+}
 TIERS = ["mild", "severe", "extreme"]
 BUDGETS = (0.1, 0.2, 0.3)
 PAPER = {"screen": {"U": 0.67, "S": 0.58, "TTA": 0.60}, "print": {"U": 0.45, "S": 0.36, "TTA": 0.37}}
@@ -55,11 +63,13 @@ def _medium(pool, medium: str, class_draws: int) -> dict:
     diffs = {}
     for other in ("S", "TTA"):
         for resample, draws in (("group", 2000), ("class", class_draws)):
-            d = screening_difference(scores, real, a="U", b=other, budget=0.2, resample=resample,
-                                     n_draws=draws, tiers=tiers)
+            d = screening_difference(
+                scores, real, a="U", b=other, budget=0.2, resample=resample, n_draws=draws, tiers=tiers
+            )
             diffs[(other, resample)] = d.set_index("tier")
     ablation = identity_ablation(scores, real, score="U").merge(
-        tiers[["condition", "tier"]], on="condition", how="left")
+        tiers[["condition", "tier"]], on="condition", how="left"
+    )
     return {"tiers": tiers, "summary": summary, "diffs": diffs, "ablation": ablation}
 
 
@@ -74,22 +84,28 @@ def main(argv: list[str] | None = None) -> int:
     n_models, n_groups = pool.models["model"].nunique(), pool.models["group"].nunique()
     ev = pool.clean[pool.clean["split"] == "eval"]
     cc = (ev["pred"] == ev["true_label"]).groupby(ev["model"]).sum()
-    print(f"{n_models} models in {n_groups} groups; clean-correct evaluation images per model "
-          f"{int(cc.min())}–{int(cc.max())} of {ev['record_id'].nunique()}.")
+    print(
+        f"{n_models} models in {n_groups} groups; clean-correct evaluation images per model "
+        f"{int(cc.min())}–{int(cc.max())} of {ev['record_id'].nunique()}."
+    )
     for medium, r in results.items():
         counts = r["tiers"]["tier"].value_counts()
         print(f"{medium}: conditions per tier " + ", ".join(f"{t} {counts.get(t, 0)}" for t in TIERS))
     print()
 
-    print("**Side by side with the paper** (mild tier, failure coverage at q = 0.2; paper: 44 ImageNet "
-          "models, physical ES screen / Diverse print recaptures; here: simulated screen / print):\n")
+    print(
+        "**Side by side with the paper** (mild tier, failure coverage at q = 0.2; paper: 44 ImageNet "
+        "models, physical ES screen / Diverse print recaptures; here: simulated screen / print):\n"
+    )
     print("| score | screen (sim.) | paper ES screen | print (sim.) | paper Diverse print |")
     print("|---|---|---|---|---|")
     for score in ("U", "S", "TTA"):
         cells = []
         for medium in ("screen", "print"):
-            cells += [_fmt(results[medium]["summary"].loc[("mild", score, 0.2), "coverage"]),
-                      f"{PAPER[medium][score]:.2f}"]
+            cells += [
+                _fmt(results[medium]["summary"].loc[("mild", score, 0.2), "coverage"]),
+                f"{PAPER[medium][score]:.2f}",
+            ]
         print(f"| {LABELS[score]} | " + " | ".join(cells) + " |")
     for key in ("ceiling", "random"):
         cells = [_fmt(results[m]["summary"].loc[("mild", "S", 0.2), key]) for m in ("screen", "print")]
@@ -107,14 +123,18 @@ def main(argv: list[str] | None = None) -> int:
                 if (tier, score, 0.2) not in s.index:
                     cells += ["–", "–"]
                     continue
-                cells += [_fmt(s.loc[(tier, score, 0.2), "auroc"]),
-                          " / ".join(_fmt(s.loc[(tier, score, q), "coverage"]) for q in BUDGETS)]
+                cells += [
+                    _fmt(s.loc[(tier, score, 0.2), "auroc"]),
+                    " / ".join(_fmt(s.loc[(tier, score, q), "coverage"]) for q in BUDGETS),
+                ]
             print(f"| {LABELS[score]} | " + " | ".join(cells) + " |")
         for key in ("ceiling", "random"):
             cells = []
             for tier in TIERS:
-                cells += ["", " / ".join(_fmt(s.loc[(tier, "S", q), key]) if (tier, "S", q) in s.index else "–"
-                                         for q in BUDGETS)]
+                cells += [
+                    "",
+                    " / ".join(_fmt(s.loc[(tier, "S", q), key]) if (tier, "S", q) in s.index else "–" for q in BUDGETS),
+                ]
             print(f"| {key} | " + " | ".join(cells) + " |")
         print()
         print(f"{medium.capitalize()}, coverage differences at q = 0.2 (95 % intervals, model groups / classes):\n")
@@ -127,9 +147,11 @@ def main(argv: list[str] | None = None) -> int:
                 if tier not in g.index:
                     cells += ["–", "–", "–"]
                     continue
-                cells += [f"{g.loc[tier, 'difference']:+.3f}",
-                          f"[{g.loc[tier, 'low']:+.3f}, {g.loc[tier, 'high']:+.3f}]",
-                          f"[{c.loc[tier, 'low']:+.3f}, {c.loc[tier, 'high']:+.3f}]"]
+                cells += [
+                    f"{g.loc[tier, 'difference']:+.3f}",
+                    f"[{g.loc[tier, 'low']:+.3f}, {g.loc[tier, 'high']:+.3f}]",
+                    f"[{c.loc[tier, 'low']:+.3f}, {c.loc[tier, 'high']:+.3f}]",
+                ]
             print(f"| {tier} | " + " | ".join(cells) + " |")
         print()
         a = r["ablation"]
@@ -141,8 +163,10 @@ def main(argv: list[str] | None = None) -> int:
             if t.empty:
                 continue
             gap = t["gap"].dropna()
-            print(f"| {tier} | {_fmt(t['auroc_score'].mean())} | {_fmt(t['auroc_derangement'].mean())} | "
-                  f"{_fmt(t['auroc_loo'].mean())} | {_fmt(t['auroc_S'].mean())} | {(gap > 0).mean():.0%} |")
+            print(
+                f"| {tier} | {_fmt(t['auroc_score'].mean())} | {_fmt(t['auroc_derangement'].mean())} | "
+                f"{_fmt(t['auroc_loo'].mean())} | {_fmt(t['auroc_S'].mean())} | {(gap > 0).mean():.0%} |"
+            )
         print()
     return 0
 

@@ -5,6 +5,7 @@ A thin wrapper around :func:`core.paired.demo.build_demo_pool` and
 (Debian's ``dataset-fashion-mnist``, default ``/usr/share/datasets/fashion-mnist``). Runs
 single-threaded (determinism; the machine may be shared).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,12 +20,14 @@ from core.paired.demo import DEFAULT_DIR, FASHION_MNIST_DIR, MODEL_SPECS, build_
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--source", type=Path, default=FASHION_MNIST_DIR,
-                        help=f"the Fashion-MNIST folder (default {FASHION_MNIST_DIR})")
+    parser.add_argument(
+        "--source", type=Path, default=FASHION_MNIST_DIR, help=f"the Fashion-MNIST folder (default {FASHION_MNIST_DIR})"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_DIR, help=f"output folder (default {DEFAULT_DIR})")
     parser.add_argument("--seed", type=int, default=0, help="the one seed everything derives from (default 0)")
-    parser.add_argument("--models", default=None,
-                        help="comma-separated subset of " + ",".join(m.name for m in MODEL_SPECS))
+    parser.add_argument(
+        "--models", default=None, help="comma-separated subset of " + ",".join(m.name for m in MODEL_SPECS)
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
 
@@ -32,8 +35,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{time.perf_counter() - start:6.1f} s] {message}", flush=True)
 
     try:
-        pool = build_demo_pool(args.source, seed=args.seed, models=args.models.split(",") if args.models else None,
-                               progress=say)
+        pool = build_demo_pool(
+            args.source, seed=args.seed, models=args.models.split(",") if args.models else None, progress=say
+        )
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

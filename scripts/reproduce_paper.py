@@ -14,6 +14,7 @@ changed option (``--depth``, ``--masking-rates`` ..., ``--draws``, ``--populatio
 per-dataset AUROC, paired bootstrap aggregate and win rates, Capture@5/10/20 and AURC, the
 (τ_p, τ_κ) grid, the FDS weight sensitivity and the component ablation.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,13 +30,26 @@ import numpy as np
 import pandas as pd
 
 DATASETS = ("adult", "credit_g", "credit_data", "lending_club", "mlc_churn", "wa_churn", "breast_cancer")
-SCORE_LABELS = {"fds": "FDS", "rcma": "RCMA", "inv_flip_budget": "1/k*", "degradation": "degradation",
-                "one_step": "one-step drop", "max_softmax": "max-softmax", "entropy": "entropy", "margin": "margin",
-                "neg_energy": "neg-energy"}
-WEIGHTS = {"equal (1/3, 1/3, 1/3)": (1 / 3, 1 / 3, 1 / 3), "RCMA-heavy (1/2, 1/4, 1/4)": (0.5, 0.25, 0.25),
-           "flip-heavy (1/4, 1/2, 1/4)": (0.25, 0.5, 0.25), "degradation-heavy (1/4, 1/4, 1/2)": (0.25, 0.25, 0.5),
-           "no degradation (1/2, 1/2, 0)": (0.5, 0.5, 0.0), "no 1/k* (1/2, 0, 1/2)": (0.5, 0.0, 0.5),
-           "no RCMA (0, 1/2, 1/2)": (0.0, 0.5, 0.5)}
+SCORE_LABELS = {
+    "fds": "FDS",
+    "rcma": "RCMA",
+    "inv_flip_budget": "1/k*",
+    "degradation": "degradation",
+    "one_step": "one-step drop",
+    "max_softmax": "max-softmax",
+    "entropy": "entropy",
+    "margin": "margin",
+    "neg_energy": "neg-energy",
+}
+WEIGHTS = {
+    "equal (1/3, 1/3, 1/3)": (1 / 3, 1 / 3, 1 / 3),
+    "RCMA-heavy (1/2, 1/4, 1/4)": (0.5, 0.25, 0.25),
+    "flip-heavy (1/4, 1/2, 1/4)": (0.25, 0.5, 0.25),
+    "degradation-heavy (1/4, 1/4, 1/2)": (0.25, 0.25, 0.5),
+    "no degradation (1/2, 1/2, 0)": (0.5, 0.5, 0.0),
+    "no 1/k* (1/2, 0, 1/2)": (0.5, 0.0, 0.5),
+    "no RCMA (0, 1/2, 1/2)": (0.0, 0.5, 0.5),
+}
 TAU_P, TAU_KAPPA = (0.85, 0.90, 0.95), (0.25, 0.50, 0.75)
 
 
@@ -63,13 +77,25 @@ def run(args) -> int:
 
     out = Path(args.out)
     (out / "units").mkdir(parents=True, exist_ok=True)
-    given = {"masking_rates": args.masking_rates, "dropout_rates": args.dropout_rates,
-             "noise_scales": args.noise_scales, "n_draws": args.draws}
+    given = {
+        "masking_rates": args.masking_rates,
+        "dropout_rates": args.dropout_rates,
+        "noise_scales": args.noise_scales,
+        "n_draws": args.draws,
+    }
     channel = LabelChannel(**{k: v for k, v in given.items() if v is not None})
     protocol = Protocol(depth=args.depth)
-    config = {"datasets": args.datasets, "models": args.models, "seeds": args.seeds, "max_rows": args.max_rows,
-              "rows": args.rows, "protocol": protocol.to_dict(), "label_channel": channel.to_dict(),
-              "population": args.population, "model_params": args.model_params}
+    config = {
+        "datasets": args.datasets,
+        "models": args.models,
+        "seeds": args.seeds,
+        "max_rows": args.max_rows,
+        "rows": args.rows,
+        "protocol": protocol.to_dict(),
+        "label_channel": channel.to_dict(),
+        "population": args.population,
+        "model_params": args.model_params,
+    }
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     total = len(args.datasets) * len(args.models) * len(args.seeds)
     done = 0
@@ -86,9 +112,16 @@ def run(args) -> int:
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        res = run_audit(dataset, model=model, seed=seed, max_rows=rows, protocol=protocol,
-                                        label_channel=channel, population=args.population,
-                                        model_params=args.model_params.get(model))
+                        res = run_audit(
+                            dataset,
+                            model=model,
+                            seed=seed,
+                            max_rows=rows,
+                            protocol=protocol,
+                            label_channel=channel,
+                            population=args.population,
+                            model_params=args.model_params.get(model),
+                        )
                 except Exception as exc:  # one failing unit must not stop a long sweep; it is recorded
                     line = {"dataset": name, "model": model, "seed": seed, "error": f"{type(exc).__name__}: {exc}"}
                     print(f"[{done}/{total}] {name} / {model} / {seed}: FAILED {line['error']}", flush=True)
@@ -97,11 +130,19 @@ def run(args) -> int:
                     tmp = target.with_suffix(".tmp")
                     samples.to_parquet(tmp, index=False)
                     tmp.rename(target)  # a unit on disk is always complete
-                    line = {"dataset": name, "model": model, "seed": seed, "n_rows": len(res.dataset.frame),
-                            "n_test": len(res.y_test), "n_high_confidence": int(res.labels.high_confidence.sum()),
-                            "n_brittle": int(res.labels.labels.sum()), "depth": res.certificates.depth,
-                            "unavailable_groups": list(res.unavailable_groups), **res.nominal,
-                            "seconds": time.perf_counter() - start}
+                    line = {
+                        "dataset": name,
+                        "model": model,
+                        "seed": seed,
+                        "n_rows": len(res.dataset.frame),
+                        "n_test": len(res.y_test),
+                        "n_high_confidence": int(res.labels.high_confidence.sum()),
+                        "n_brittle": int(res.labels.labels.sum()),
+                        "depth": res.certificates.depth,
+                        "unavailable_groups": list(res.unavailable_groups),
+                        **res.nominal,
+                        "seconds": time.perf_counter() - start,
+                    }
                     print(f"[{done}/{total}] {name} / {model} / {seed}: {line['seconds']:.1f} s", flush=True)
                 with open(out / "runs.jsonl", "a", encoding="utf-8") as f:
                     f.write(json.dumps(line) + "\n")
@@ -153,7 +194,9 @@ def report(args) -> int:
     ev = evaluate_all(units)
     ev.to_csv(out / "evaluation_units.csv", index=False)
     order = [d for d in DATASETS if d in set(ev["dataset"])]
-    sections = [f"Units: {len(units)} ({ev.groupby('dataset')['seed'].size().div(ev['score'].nunique()).astype(int).to_dict()})"]
+    sections = [
+        f"Units: {len(units)} ({ev.groupby('dataset')['seed'].size().div(ev['score'].nunique()).astype(int).to_dict()})"
+    ]
 
     # Per-dataset AUROC (mean over models and seeds, units with a defined AUROC).
     main = ["fds", "rcma", "inv_flip_budget", "degradation", "one_step", "max_softmax", "neg_energy"]
@@ -172,34 +215,67 @@ def report(args) -> int:
     wide["fds_win_vs_ref"] = (wide["fds"] > wide[ref]).where(wide[["fds", ref]].notna().all(axis=1))
     wide["fds_win_vs_best"] = (wide["fds"] > wide["best_nonc"]).where(wide[["fds", "best_nonc"]].notna().all(axis=1))
     wide["rcma_win_vs_ref"] = (wide["rcma"] > wide[ref]).where(wide[["rcma", ref]].notna().all(axis=1))
-    cell = wide.groupby(["dataset", "model"])[["fds", "rcma", "max_softmax", "fds_win_vs_ref", "fds_win_vs_best"]].mean()
+    cell = wide.groupby(["dataset", "model"])[
+        ["fds", "rcma", "max_softmax", "fds_win_vs_ref", "fds_win_vs_best"]
+    ].mean()
     cell = cell.reindex(order, level=0).reset_index()
     sections += ["## Per dataset x model (mean over seeds)", md(cell)]
 
     # Aggregate with paired bootstrap over all units.
     b = boot.assign(score=boot["score"].map(lambda s: SCORE_LABELS.get(s, s)))
-    sections += [f"## Aggregate AUROC, paired bootstrap ({args.bootstrap} resamples), reference = {ref}",
-                 md(b[["score", "n_units", "mean", "ci_low", "ci_high", "diff_mean", "diff_ci_low", "diff_ci_high",
-                       "win_rate"]])]
+    sections += [
+        f"## Aggregate AUROC, paired bootstrap ({args.bootstrap} resamples), reference = {ref}",
+        md(
+            b[["score", "n_units", "mean", "ci_low", "ci_high", "diff_mean", "diff_ci_low", "diff_ci_high", "win_rate"]]
+        ),
+    ]
     for name in order:
         bd = paired_bootstrap(ev[ev["dataset"] == name], n_resamples=args.bootstrap, seed=0)
         bd = bd[bd["score"].isin(["fds", "rcma", "max_softmax", bd["reference"].iloc[0]])]
-        sections += [f"### {name} (reference = {bd['reference'].iloc[0]})",
-                     md(bd[["score", "n_units", "mean", "ci_low", "ci_high", "diff_mean", "diff_ci_low",
-                            "diff_ci_high", "win_rate"]])]
+        sections += [
+            f"### {name} (reference = {bd['reference'].iloc[0]})",
+            md(
+                bd[
+                    [
+                        "score",
+                        "n_units",
+                        "mean",
+                        "ci_low",
+                        "ci_high",
+                        "diff_mean",
+                        "diff_ci_low",
+                        "diff_ci_high",
+                        "win_rate",
+                    ]
+                ]
+            ),
+        ]
     conf_ref = "neg_energy"
     bc = paired_bootstrap(ev, reference=conf_ref, n_resamples=args.bootstrap, seed=0)
     bc = bc.assign(score=bc["score"].map(lambda s: SCORE_LABELS.get(s, s)))
-    sections += [f"## Aggregate against the paper's reference ({conf_ref}, the strongest confidence score)",
-                 md(bc[bc["score"].isin(["FDS", "RCMA", "1/k*", "degradation", "one-step drop"])][
-                     ["score", "n_units", "mean", "diff_mean", "diff_ci_low", "diff_ci_high", "win_rate"]])]
+    sections += [
+        f"## Aggregate against the paper's reference ({conf_ref}, the strongest confidence score)",
+        md(
+            bc[bc["score"].isin(["FDS", "RCMA", "1/k*", "degradation", "one-step drop"])][
+                ["score", "n_units", "mean", "diff_mean", "diff_ci_low", "diff_ci_high", "win_rate"]
+            ]
+        ),
+    ]
     rows = []
     for name in order:
-        bd = paired_bootstrap(ev[ev["dataset"] == name], reference=conf_ref, n_resamples=args.bootstrap,
-                              seed=0).set_index("score")
-        rows.append({"dataset": name, "FDS - neg-energy": bd.loc["fds", "diff_mean"],
-                     "ci_low": bd.loc["fds", "diff_ci_low"], "ci_high": bd.loc["fds", "diff_ci_high"],
-                     "FDS win rate": bd.loc["fds", "win_rate"], "RCMA win rate": bd.loc["rcma", "win_rate"]})
+        bd = paired_bootstrap(
+            ev[ev["dataset"] == name], reference=conf_ref, n_resamples=args.bootstrap, seed=0
+        ).set_index("score")
+        rows.append(
+            {
+                "dataset": name,
+                "FDS - neg-energy": bd.loc["fds", "diff_mean"],
+                "ci_low": bd.loc["fds", "diff_ci_low"],
+                "ci_high": bd.loc["fds", "diff_ci_high"],
+                "FDS win rate": bd.loc["fds", "win_rate"],
+                "RCMA win rate": bd.loc["rcma", "win_rate"],
+            }
+        )
     sections += ["### Per dataset against neg-energy", md(pd.DataFrame(rows))]
     comp = []
     depth = {}
@@ -209,26 +285,45 @@ def report(args) -> int:
     for key, samples in units.items():
         hc_rows = samples[samples["high_confidence"]]
         k = hc_rows["flip_budget"].to_numpy()
-        comp.append({"dataset": key[0], "RCMA": hc_rows["rcma"].mean(), "1/k*": (1 / k).mean(),
-                     "degradation": hc_rows["degradation"].mean(),
-                     "share no flip within K": (k == depth[key] + 1).mean() if key in depth else np.nan,
-                     "distinct 1/k* values": len(np.unique(k))})
+        comp.append(
+            {
+                "dataset": key[0],
+                "RCMA": hc_rows["rcma"].mean(),
+                "1/k*": (1 / k).mean(),
+                "degradation": hc_rows["degradation"].mean(),
+                "share no flip within K": (k == depth[key] + 1).mean() if key in depth else np.nan,
+                "distinct 1/k* values": len(np.unique(k)),
+            }
+        )
     comp = pd.DataFrame(comp).groupby("dataset").mean().reindex(order).reset_index()
     sections += ["## Scale of the FDS components on the high-confidence rows (means over units)", md(comp)]
-    sections += [f"Win rate of FDS against the unit's own best non-certificate score: "
-                 f"{wide['fds_win_vs_best'].mean():.3f} over {int(wide['fds_win_vs_best'].notna().sum())} units; "
-                 f"against {ref}: {wide['fds_win_vs_ref'].mean():.3f}; RCMA against {ref}: "
-                 f"{wide['rcma_win_vs_ref'].mean():.3f}"]
+    sections += [
+        f"Win rate of FDS against the unit's own best non-certificate score: "
+        f"{wide['fds_win_vs_best'].mean():.3f} over {int(wide['fds_win_vs_best'].notna().sum())} units; "
+        f"against {ref}: {wide['fds_win_vs_ref'].mean():.3f}; RCMA against {ref}: "
+        f"{wide['rcma_win_vs_ref'].mean():.3f}"
+    ]
 
     # Budgeted capture and AURC (mean over units).
-    cap = ev[ev["score"].isin(main)].groupby("score", sort=False)[["capture@5", "capture@10", "capture@20", "aurc"]].mean()
+    cap = (
+        ev[ev["score"].isin(main)]
+        .groupby("score", sort=False)[["capture@5", "capture@10", "capture@20", "aurc"]]
+        .mean()
+    )
     cap = cap.reindex(main).rename(index=SCORE_LABELS).reset_index()
-    share = (ev[ev["score"] == "fds"]["n_brittle"] / ev[ev["score"] == "fds"]["n"])
+    share = ev[ev["score"] == "fds"]["n_brittle"] / ev[ev["score"] == "fds"]["n"]
     ceiling = np.minimum(1.0, 0.2 / share.where(share > 0)).mean()
-    sections += ["## Capture@q and AURC (mean over units)", md(cap),
-                 f"Mean Capture@20 ceiling (a perfect ranking: min(1, 0.2 / brittle share)): {ceiling:.3f}"]
-    capd = ev[ev["score"].isin(["fds", "max_softmax", "neg_energy"])].pivot_table(
-        index="dataset", columns="score", values="capture@20", aggfunc="mean").reindex(order).reset_index()
+    sections += [
+        "## Capture@q and AURC (mean over units)",
+        md(cap),
+        f"Mean Capture@20 ceiling (a perfect ranking: min(1, 0.2 / brittle share)): {ceiling:.3f}",
+    ]
+    capd = (
+        ev[ev["score"].isin(["fds", "max_softmax", "neg_energy"])]
+        .pivot_table(index="dataset", columns="score", values="capture@20", aggfunc="mean")
+        .reindex(order)
+        .reset_index()
+    )
     sections += ["### Capture@20 per dataset", md(capd)]
 
     # Threshold grid.
@@ -238,14 +333,23 @@ def report(args) -> int:
             g = evaluate_all(units, tau_p=tp, tau_kappa=tk)
             bg = paired_bootstrap(g, n_resamples=args.bootstrap, seed=0).set_index("score")
             r = bg["reference"].iloc[0]
-            grid.append({"tau_p": tp, "tau_kappa": tk, "brittle share": g[g["score"] == "fds"]["n_brittle"].sum()
-                         / g[g["score"] == "fds"]["n"].sum(), "FDS": bg.loc["fds", "mean"],
-                         "RCMA": bg.loc["rcma", "mean"], "max-softmax": bg.loc["max_softmax", "mean"],
-                         "reference": r, "ref AUROC": bg.loc[r, "mean"], "FDS - ref": bg.loc["fds", "diff_mean"],
-                         "FDS win rate": bg.loc["fds", "win_rate"],
-                         "FDS win vs neg-energy": _win(g, "fds", "neg_energy"),
-                         "FDS Capture@20": g[g["score"] == "fds"]["capture@20"].mean(),
-                         "neg-energy Capture@20": g[g["score"] == "neg_energy"]["capture@20"].mean()})
+            grid.append(
+                {
+                    "tau_p": tp,
+                    "tau_kappa": tk,
+                    "brittle share": g[g["score"] == "fds"]["n_brittle"].sum() / g[g["score"] == "fds"]["n"].sum(),
+                    "FDS": bg.loc["fds", "mean"],
+                    "RCMA": bg.loc["rcma", "mean"],
+                    "max-softmax": bg.loc["max_softmax", "mean"],
+                    "reference": r,
+                    "ref AUROC": bg.loc[r, "mean"],
+                    "FDS - ref": bg.loc["fds", "diff_mean"],
+                    "FDS win rate": bg.loc["fds", "win_rate"],
+                    "FDS win vs neg-energy": _win(g, "fds", "neg_energy"),
+                    "FDS Capture@20": g[g["score"] == "fds"]["capture@20"].mean(),
+                    "neg-energy Capture@20": g[g["score"] == "neg_energy"]["capture@20"].mean(),
+                }
+            )
     sections += ["## (tau_p, tau_kappa) sensitivity grid", md(pd.DataFrame(grid))]
 
     # FDS weights.
@@ -264,25 +368,42 @@ def report(args) -> int:
     we = pd.concat(frames, ignore_index=True)
     bw = paired_bootstrap(we, n_resamples=args.bootstrap, seed=0).set_index("score")
     for key, w in extra_eval:
-        rows.append({"weights (w1 RCMA, w2 1/k*, w3 degradation)": key[2:-1], "AUROC": bw.loc[key, "mean"],
-                     "ci_low": bw.loc[key, "ci_low"], "ci_high": bw.loc[key, "ci_high"],
-                     "vs ref": bw.loc[key, "diff_mean"], "win rate": bw.loc[key, "win_rate"],
-                     "Capture@20": we[we["score"] == key]["capture@20"].mean()})
+        rows.append(
+            {
+                "weights (w1 RCMA, w2 1/k*, w3 degradation)": key[2:-1],
+                "AUROC": bw.loc[key, "mean"],
+                "ci_low": bw.loc[key, "ci_low"],
+                "ci_high": bw.loc[key, "ci_high"],
+                "vs ref": bw.loc[key, "diff_mean"],
+                "win rate": bw.loc[key, "win_rate"],
+                "Capture@20": we[we["score"] == key]["capture@20"].mean(),
+            }
+        )
     sections += [f"## FDS weight sensitivity (reference = {bw['reference'].iloc[0]})", md(pd.DataFrame(rows))]
 
     # Component ablation.
     abl = boot.set_index("score").loc[["fds", "rcma", "inv_flip_budget", "degradation"]].reset_index()
     abl["score"] = abl["score"].map(SCORE_LABELS)
-    sections += ["## Component ablation (each component alone vs the full FDS)",
-                 md(abl[["score", "mean", "ci_low", "ci_high", "diff_mean", "win_rate"]])]
+    sections += [
+        "## Component ablation (each component alone vs the full FDS)",
+        md(abl[["score", "mean", "ci_low", "ci_high", "diff_mean", "win_rate"]]),
+    ]
 
     # Naturalistic labels.
     nat = evaluate_all(units, label="naturalistic_brittle")
     if len(nat):
-        nt = nat[nat["score"].isin(main)].groupby(["dataset", "score"])[["n_brittle", "auroc"]].agg(
-            {"n_brittle": "sum", "auroc": "mean"}).reset_index()
-        nt = nt.pivot(index="dataset", columns="score", values="auroc").reindex(
-            [d for d in order if d in set(nt["dataset"])])[main].rename(columns=SCORE_LABELS).reset_index()
+        nt = (
+            nat[nat["score"].isin(main)]
+            .groupby(["dataset", "score"])[["n_brittle", "auroc"]]
+            .agg({"n_brittle": "sum", "auroc": "mean"})
+            .reset_index()
+        )
+        nt = (
+            nt.pivot(index="dataset", columns="score", values="auroc")
+            .reindex([d for d in order if d in set(nt["dataset"])])[main]
+            .rename(columns=SCORE_LABELS)
+            .reset_index()
+        )
         nb = nat[nat["score"] == "fds"].groupby("dataset")["n_brittle"].sum()
         nt.insert(1, "n brittle (all units)", [int(nb[d]) for d in nt["dataset"]])
         sections += ["## Naturalistic labels (mean AUROC over units where defined)", md(nt)]
@@ -296,9 +417,18 @@ def report(args) -> int:
             if len(errs):
                 sections += ["## Failed units", md(errs[["dataset", "model", "seed", "error"]])]
         ok = runs[runs.get("seconds").notna()] if "seconds" in runs.columns else runs
-        t = ok.groupby("dataset").agg(n_rows=("n_rows", "max"), n_test=("n_test", "max"),
-                                      seconds=("seconds", "sum"), accuracy=("accuracy", "mean"),
-                                      auroc=("auroc", "mean")).reindex(order).reset_index()
+        t = (
+            ok.groupby("dataset")
+            .agg(
+                n_rows=("n_rows", "max"),
+                n_test=("n_test", "max"),
+                seconds=("seconds", "sum"),
+                accuracy=("accuracy", "mean"),
+                auroc=("auroc", "mean"),
+            )
+            .reindex(order)
+            .reset_index()
+        )
         sections += ["## Sizes and time", md(t, digits=3)]
     text = "\n\n".join(sections) + "\n"
     (out / "tables.md").write_text(text, encoding="utf-8")
@@ -313,14 +443,21 @@ def _summary(ev: pd.DataFrame, units) -> dict:
     share = fds["n_brittle"].sum() / fds["n"].sum()
     cap = ev.pivot_table(index=["dataset", "model", "seed"], columns="score", values="capture@20")
     unit_share = (fds["n_brittle"] / fds["n"]).where(fds["n"] > 0)
-    return {"units": int(ok.sum()), "brittle share": share, "FDS": wide["fds"].mean(), "RCMA": wide["rcma"].mean(),
-            "1/k*": wide["inv_flip_budget"].mean(), "one-step": wide["one_step"].mean(),
-            "neg-energy": wide["neg_energy"].mean(),
-            "FDS - neg-energy": (wide["fds"] - wide["neg_energy"])[ok].mean(),
-            "FDS win vs neg-energy": (wide["fds"] > wide["neg_energy"])[ok].mean(),
-            "FDS win vs one-step": (wide["fds"] > wide["one_step"])[wide[["fds", "one_step"]].notna().all(axis=1)].mean(),
-            "FDS Capture@20": cap["fds"].mean(), "neg-energy Capture@20": cap["neg_energy"].mean(),
-            "Capture@20 ceiling": np.minimum(1.0, 0.2 / unit_share.where(unit_share > 0)).mean()}
+    return {
+        "units": int(ok.sum()),
+        "brittle share": share,
+        "FDS": wide["fds"].mean(),
+        "RCMA": wide["rcma"].mean(),
+        "1/k*": wide["inv_flip_budget"].mean(),
+        "one-step": wide["one_step"].mean(),
+        "neg-energy": wide["neg_energy"].mean(),
+        "FDS - neg-energy": (wide["fds"] - wide["neg_energy"])[ok].mean(),
+        "FDS win vs neg-energy": (wide["fds"] > wide["neg_energy"])[ok].mean(),
+        "FDS win vs one-step": (wide["fds"] > wide["one_step"])[wide[["fds", "one_step"]].notna().all(axis=1)].mean(),
+        "FDS Capture@20": cap["fds"].mean(),
+        "neg-energy Capture@20": cap["neg_energy"].mean(),
+        "Capture@20 ceiling": np.minimum(1.0, 0.2 / unit_share.where(unit_share > 0)).mean(),
+    }
 
 
 def compare(args) -> int:
@@ -339,8 +476,15 @@ def compare(args) -> int:
             rows.append({"dataset": name, "run": "main sweep", **_summary(b, keys)})
             rows.append({"dataset": name, "run": Path(variant).name, **_summary(v, keys)})
         frame = pd.DataFrame(rows)
-        lines += [f"## {Path(variant).name}", "", f"Config: `{json.dumps({k: config[k] for k in ('models', 'seeds', 'label_channel', 'population', 'model_params') if k in config})}`"
-                  f", depth {config['protocol'].get('depth')}", "", md(frame), ""]
+        lines += [
+            f"## {Path(variant).name}",
+            "",
+            f"Config: `{json.dumps({k: config[k] for k in ('models', 'seeds', 'label_channel', 'population', 'model_params') if k in config})}`"
+            f", depth {config['protocol'].get('depth')}",
+            "",
+            md(frame),
+            "",
+        ]
     text = "\n".join(lines)
     Path(args.out).write_text(text, encoding="utf-8")
     print(text)
@@ -363,8 +507,12 @@ def main(argv=None) -> int:
     r.add_argument("--noise-scales", type=_floats)
     r.add_argument("--draws", type=int)
     r.add_argument("--population", choices=("high_confidence", "all"), default="high_confidence")
-    r.add_argument("--model-params", type=json.loads, default={},
-                   help='JSON per model, e.g. {"random_forest": {"min_samples_leaf": 5}}')
+    r.add_argument(
+        "--model-params",
+        type=json.loads,
+        default={},
+        help='JSON per model, e.g. {"random_forest": {"min_samples_leaf": 5}}',
+    )
     r.set_defaults(func=run)
     p = sub.add_parser("report", help="tables of docs/reproduction.md from a sweep folder")
     p.add_argument("--out", required=True)

@@ -10,6 +10,7 @@ server that is already running instead. Exits 2 with one line on stderr when Chr
 server is missing; exits 1 if a page shows an exception or an error box (the screenshot is
 still written, so the broken page can be looked at).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -112,8 +113,10 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             problems = take(args.url.rstrip("/"), Path(args.out), args.widths)
         else:
-            with (tempfile.TemporaryDirectory(prefix="screenshots-") as tmp,
-                  dashboard_server(tmp, timeout_s=90, tail_chars=2000) as url):
+            with (
+                tempfile.TemporaryDirectory(prefix="screenshots-") as tmp,
+                dashboard_server(tmp, timeout_s=90, tail_chars=2000) as url,
+            ):
                 problems = take(url, Path(args.out), args.widths)
     except (RuntimeError, TimeoutError, PlaywrightError) as exc:
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)

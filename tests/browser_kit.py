@@ -11,6 +11,7 @@ one-line exit 2: :class:`ServerStartError` (the server exited or never answered,
 its log) and :class:`ChromiumMissingError` (no Chromium at :data:`CHROMIUM`). A wait that runs
 out raises :class:`TimeoutError`.
 """
+
 from __future__ import annotations
 
 import os
@@ -48,9 +49,14 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(port: int, *, reviews_db: str | os.PathLike[str],
-                 log: IO[str] | int = subprocess.DEVNULL, script: str | os.PathLike[str] | None = None,
-                 env: dict[str, str] | None = None) -> subprocess.Popen:
+def start_server(
+    port: int,
+    *,
+    reviews_db: str | os.PathLike[str],
+    log: IO[str] | int = subprocess.DEVNULL,
+    script: str | os.PathLike[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> subprocess.Popen:
     """``streamlit run app.py`` headless on ``127.0.0.1:port``, with its own review database.
 
     ``log`` takes the server's stdout and stderr (a text file open for writing, or
@@ -61,10 +67,27 @@ def start_server(port: int, *, reviews_db: str | os.PathLike[str],
     env = {**(os.environ if env is None else env), "AUDIT_REVIEWS_DB": str(reviews_db), "PYTHONUNBUFFERED": "1"}
     path = ROOT / "app.py" if script is None else Path(script)
     return subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", path.name, "--server.headless", "true",
-         "--browser.gatherUsageStats", "false", "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--server.fileWatcherType", "none"],
-        cwd=path.parent, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            path.name,
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.fileWatcherType",
+            "none",
+        ],
+        cwd=path.parent,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
 
 
@@ -77,8 +100,15 @@ def healthy(url: str, *, timeout_s: float = 2.0) -> bool:
         return False
 
 
-def wait_healthy(url: str, proc: subprocess.Popen, *, timeout_s: float = 60.0, poll_s: float = 0.3,
-                 log: IO[str] | None = None, tail_chars: int = 3000) -> None:
+def wait_healthy(
+    url: str,
+    proc: subprocess.Popen,
+    *,
+    timeout_s: float = 60.0,
+    poll_s: float = 0.3,
+    log: IO[str] | None = None,
+    tail_chars: int = 3000,
+) -> None:
     """Block until the server answers; raise :class:`ServerStartError` (with the last
     ``tail_chars`` of ``log``, a file open for reading too) if it exits or ``timeout_s`` passes."""
     deadline = time.monotonic() + timeout_s
@@ -104,8 +134,9 @@ def stop_server(proc: subprocess.Popen, *, timeout_s: float = 15.0) -> None:
 
 
 @contextmanager
-def dashboard_server(folder: str | os.PathLike[str], *, timeout_s: float = 60.0,
-                     tail_chars: int = 3000) -> Iterator[str]:
+def dashboard_server(
+    folder: str | os.PathLike[str], *, timeout_s: float = 60.0, tail_chars: int = 3000
+) -> Iterator[str]:
     """A started dashboard server; yields its URL and stops it on exit.
 
     ``folder`` (which must exist) receives the server's review database ``reviews.sqlite3`` and

@@ -2,6 +2,7 @@
 
 Hypothesis runs derandomised so CI is reproducible: a failure seen once is seen every time.
 """
+
 import os
 import sys
 

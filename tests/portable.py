@@ -11,6 +11,7 @@ verification across kernels, fixtures recorded elsewhere) must pass under both.
 ``OPENBLAS_CORETYPE`` is left alone where the machine already sets it: there it guards
 against OpenBLAS kernels that are wrong or crash on that processor.
 """
+
 from __future__ import annotations
 
 import json
@@ -74,8 +75,7 @@ def main(argv: list[str]) -> int:
     native, emulated = kernels(dict(os.environ)), kernels(env)
     print(f"portable re-run: native kernels {native}, emulated {emulated}", flush=True)
     if emulated["torch"] != "DEFAULT" or emulated["numpy"]:
-        print("error: the emulated-kernel variables did not take effect; refusing to report a pass.",
-              file=sys.stderr)
+        print("error: the emulated-kernel variables did not take effect; refusing to report a pass.", file=sys.stderr)
         return 1
     cmd = [sys.executable, "-m", "pytest", "-m", "portable", "-p", "no:cacheprovider", *argv]
     return subprocess.run(cmd, env=env, cwd=ROOT).returncode

@@ -39,13 +39,21 @@ def installed(tmp_path_factory):
     """A fresh venv holding the wheel built from this checkout; yields (bin folder, a work folder)."""
     base = tmp_path_factory.mktemp("wheel")
     dist = base / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dist),
-                    str(ROOT)], check=True, capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dist), str(ROOT)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     (wheel,) = dist.glob("reliability_audit-*.whl")
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True,
-                   capture_output=True, text=True)
+    subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     work = base / "elsewhere"
     work.mkdir()
     return venv / "bin", work
@@ -62,8 +70,14 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
 
 def test_the_installed_package_is_the_one_imported(installed):
     bin_dir, work = installed
-    done = _run([str(bin_dir / "python"), "-c", "import core, core.resources as r; print(core.__file__); "
-                 "print(r.dashboard_app()); print(r.ASSETS_DIR)"], work)
+    done = _run(
+        [
+            str(bin_dir / "python"),
+            "-c",
+            "import core, core.resources as r; print(core.__file__); print(r.dashboard_app()); print(r.ASSETS_DIR)",
+        ],
+        work,
+    )
     assert done.returncode == 0, done.stderr
     core_file, app, assets = done.stdout.split()
     venv = bin_dir.parent
@@ -80,11 +94,24 @@ def test_the_command_runs_from_another_folder(installed):
     for command in ("audit", "paired", "probe", "certify", "report", "reviews", "dashboard"):
         assert f"    {command}" in done.stdout, command
     out = work / "credit"
-    done = _run([str(bin_dir / "reliability-audit"), "audit", "--dataset", "credit_data", "--model", "logreg",
-                 "--out", str(out), "--no-progress"], work)
+    done = _run(
+        [
+            str(bin_dir / "reliability-audit"),
+            "audit",
+            "--dataset",
+            "credit_data",
+            "--model",
+            "logreg",
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
+        work,
+    )
     assert done.returncode == 0, done.stderr
     assert {"certificates.parquet", "certificates.csv", "protocol.json", "evaluation.json"} <= {
-        p.name for p in out.iterdir()}
+        p.name for p in out.iterdir()
+    }
 
 
 def test_python_m_core_stays_an_alias(installed):
@@ -110,10 +137,25 @@ def test_the_installed_dashboard_renders_the_overview(installed):
     url = f"http://127.0.0.1:{port}"
     env = {**_env(), "AUDIT_REVIEWS_DB": str(work / "reviews.sqlite3"), "PYTHONUNBUFFERED": "1"}
     with open(work / "server.log", "w+") as log:
-        proc = subprocess.Popen([str(bin_dir / "reliability-audit"), "dashboard", "--", "--server.headless", "true",
-                                 "--server.port", str(port), "--server.address", "127.0.0.1",
-                                 "--server.fileWatcherType", "none"],
-                                cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [
+                str(bin_dir / "reliability-audit"),
+                "dashboard",
+                "--",
+                "--server.headless",
+                "true",
+                "--server.port",
+                str(port),
+                "--server.address",
+                "127.0.0.1",
+                "--server.fileWatcherType",
+                "none",
+            ],
+            cwd=work,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         try:
             wait_healthy(url, proc, timeout_s=90, log=log)
             with sync_playwright() as p:

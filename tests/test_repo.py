@@ -1,4 +1,5 @@
 """Repository-level contracts: README's set-up commands and CI stay in step."""
+
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,6 +7,7 @@ job is over; meanwhile every other page (and every audit already computed) keeps
 because no script run waits for the thread. Threads never call Streamlit: the audit's
 progress callback only writes the job's own fields.
 """
+
 from __future__ import annotations
 
 import logging
@@ -25,8 +26,16 @@ _LOG = logging.getLogger("reliability_audit.ui")
 # Finished jobs kept (the audits themselves); the oldest finished one goes first.
 _MAX_JOBS = 24
 # Stages of run_audit / audit_model in order, for one overall progress fraction.
-_STAGES = ("load data", "preprocess", "fit model", "certify test", "certify validation", "label channel",
-           "naturalistic channel", "calibration")
+_STAGES = (
+    "load data",
+    "preprocess",
+    "fit model",
+    "certify test",
+    "certify validation",
+    "label channel",
+    "naturalistic channel",
+    "calibration",
+)
 
 
 class AuditJob:
@@ -120,9 +129,11 @@ def show_progress_and_stop(jobs: Sequence[AuditJob]) -> None:
 
     The page reruns by itself when every job is over; the other pages stay usable meanwhile.
     """
-    st.info("The audit is being computed in the background. The other pages, and every audit already "
-            "computed, stay usable meanwhile; this page fills in by itself when it is ready.",
-            icon=":material/hourglass_top:")
+    st.info(
+        "The audit is being computed in the background. The other pages, and every audit already "
+        "computed, stay usable meanwhile; this page fills in by itself when it is ready.",
+        icon=":material/hourglass_top:",
+    )
     _progress_panel(list(jobs))
     st.stop()
 

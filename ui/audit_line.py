@@ -1,4 +1,5 @@
 """The line every tabular page opens with: which audit it shows (data, model, seed, fingerprints)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

@@ -1,4 +1,5 @@
 """Page building blocks that show one sample's certificate (explorer and triage)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -35,26 +36,45 @@ def _trajectory_row(cert: Any, classes: list[str], *, key: str) -> None:
     # Side by side from about 800 px of page width, stacked below (the step labels need 420 px).
     left, right = flow_columns([3, 2], key=f"{key}_trajectory_row", min_width=[420, 340])
     with left:
-        figure(cached_figure("trajectory_figure", list(cert.path), cert.path_margins, cert.proba[:, cert.pred],
-                             flip_budget=int(cert.flip_budget), predicted=[classes[p] for p in cert.preds],
-                             class_label=classes[cert.pred]),
-               "Read left to right: each step removes one more evidence group. Blue points keep the original "
-               "prediction, vermillion ones have flipped; the dashed line marks the flip point k*.",
-               key=f"{key}_trajectory")
+        figure(
+            cached_figure(
+                "trajectory_figure",
+                list(cert.path),
+                cert.path_margins,
+                cert.proba[:, cert.pred],
+                flip_budget=int(cert.flip_budget),
+                predicted=[classes[p] for p in cert.preds],
+                class_label=classes[cert.pred],
+            ),
+            "Read left to right: each step removes one more evidence group. Blue points keep the original "
+            "prediction, vermillion ones have flipped; the dashed line marks the flip point k*.",
+            key=f"{key}_trajectory",
+        )
     with right:
-        figure(cached_figure("collapse_figure", cert.collapse, rcma=float(cert.rcma), path=list(cert.path)),
-               "Bars: share of the original margin lost after k removals along the path above (1 = all of "
-               "it, above 1 = flipped). RCMA is their mean — the dashed line.", key=f"{key}_collapse")
+        figure(
+            cached_figure("collapse_figure", cert.collapse, rcma=float(cert.rcma), path=list(cert.path)),
+            "Bars: share of the original margin lost after k removals along the path above (1 = all of "
+            "it, above 1 = flipped). RCMA is their mean — the dashed line.",
+            key=f"{key}_collapse",
+        )
 
 
 def _operator_row(cert: Any, *, key: str) -> None:
     left, right = flow_columns(2, key=f"{key}_operator_row", min_width=380)
     with left:
-        figure(cached_figure("degradation_figure", cert.severities, dict(cert.operator_margins),
-                             dict(cert.lambda_star), margin0=float(cert.margin)),
-               f"Margin as the evidence is blended towards the baseline with severity λ. ★ marks λ*, the "
-               f"first severity that flips the prediction ({lambda_text(cert)}). attenuate_single shows the "
-               "weakest single group at each λ.", key=f"{key}_degradation")
+        figure(
+            cached_figure(
+                "degradation_figure",
+                cert.severities,
+                dict(cert.operator_margins),
+                dict(cert.lambda_star),
+                margin0=float(cert.margin),
+            ),
+            f"Margin as the evidence is blended towards the baseline with severity λ. ★ marks λ*, the "
+            f"first severity that flips the prediction ({lambda_text(cert)}). attenuate_single shows the "
+            "weakest single group at each λ.",
+            key=f"{key}_degradation",
+        )
     with right:
         drops_chart(cert, key=key)
 
@@ -68,35 +88,63 @@ def drops_chart(cert: Any, *, key: str) -> None:
     n_groups = len(cert.group_names)
     top_n = None
     if n_groups > DEFAULT_TOP_GROUPS:
-        top_n = st.number_input("Groups shown (the rest folded into one bar)", min_value=1, max_value=n_groups,
-                                step=5, key="drops_top_n", persist_state="session",
-                                help=f"The largest one-step drops of the {n_groups} groups; the last bar folds the "
-                                     "others (its length is the largest of their drops).")
+        top_n = st.number_input(
+            "Groups shown (the rest folded into one bar)",
+            min_value=1,
+            max_value=n_groups,
+            step=5,
+            key="drops_top_n",
+            persist_state="session",
+            help=f"The largest one-step drops of the {n_groups} groups; the last bar folds the "
+            "others (its length is the largest of their drops).",
+        )
         top_n = int(top_n)
-    folded = "" if top_n is None or top_n >= n_groups else (
-        f" The {n_groups - top_n} smaller ones are folded into the last (light grey) bar.")
-    figure(cached_figure("drops_figure", list(cert.group_names), cert.drops, path=list(cert.path), top_n=top_n),
-           "Margin lost when only that group is removed. The path removes them in this order (largest first)."
-           + folded, key=f"{key}_drops")
+    folded = (
+        ""
+        if top_n is None or top_n >= n_groups
+        else (f" The {n_groups - top_n} smaller ones are folded into the last (light grey) bar.")
+    )
+    figure(
+        cached_figure("drops_figure", list(cert.group_names), cert.drops, path=list(cert.path), top_n=top_n),
+        "Margin lost when only that group is removed. The path removes them in this order (largest first)." + folded,
+        key=f"{key}_drops",
+    )
 
 
 def steps_table(result: Any, cert: Any, *, key: str, height: int | str = "auto") -> None:
     """The prediction after each removal along the certificate's path."""
     classes = [str(c) for c in result.dataset.classes]
-    table(removal_steps_table(cert, classes), name=f"sample {cert.index} removal steps", key=f"{key}_steps",
-          height=height, caption="The prediction after each removal along the path; P is the probability of the "
-          "originally predicted class, the margin its centred pseudo-logit margin (nats; below 0 = flipped).")
+    table(
+        removal_steps_table(cert, classes),
+        name=f"sample {cert.index} removal steps",
+        key=f"{key}_steps",
+        height=height,
+        caption="The prediction after each removal along the path; P is the probability of the "
+        "originally predicted class, the margin its centred pseudo-logit margin (nats; below 0 = flipped).",
+    )
 
 
 def path_values_table(result: Any, cert: Any, *, key: str, height: int | str = "auto") -> None:
     """The path groups' values (raw and as the model sees them) beside the baseline replacing them."""
     origins = feature_origins(result.preprocessor)
     names = getattr(result.preprocessor, "feature_names", None) or [f"x{j}" for j in range(len(origins))]
-    evidence = path_evidence_table(result.X_test[cert.position], result.baseline, result.groups, cert.path,
-                                   feature_names=names, origins=origins, raw_row=result.raw_test.loc[cert.index])
-    table(evidence, name=f"sample {cert.index} path evidence", key=f"{key}_evidence", height=height,
-          caption="The groups on the path in removal order: the raw value, its value as the model sees it "
-          "(after preprocessing), and the baseline value that replaces it when the group is removed.")
+    evidence = path_evidence_table(
+        result.X_test[cert.position],
+        result.baseline,
+        result.groups,
+        cert.path,
+        feature_names=names,
+        origins=origins,
+        raw_row=result.raw_test.loc[cert.index],
+    )
+    table(
+        evidence,
+        name=f"sample {cert.index} path evidence",
+        key=f"{key}_evidence",
+        height=height,
+        caption="The groups on the path in removal order: the raw value, its value as the model sees it "
+        "(after preprocessing), and the baseline value that replaces it when the group is removed.",
+    )
 
 
 def evidence_tables(result: Any, cert: Any, *, key: str) -> None:
@@ -106,8 +154,12 @@ def evidence_tables(result: Any, cert: Any, *, key: str) -> None:
 
 
 #: The tabs of :func:`certificate_panel`, in order.
-PANEL_TABS = ("Trajectory and collapse", "λ* per operator and one-step drops", "Path values vs baseline",
-              "Prediction after each removal")
+PANEL_TABS = (
+    "Trajectory and collapse",
+    "λ* per operator and one-step drops",
+    "Path values vs baseline",
+    "Prediction after each removal",
+)
 
 
 def certificate_panel(result: Any, cert: Any, *, key: str) -> None:
@@ -118,9 +170,12 @@ def certificate_panel(result: Any, cert: Any, *, key: str) -> None:
     visit. Opening another tab reruns the fragment this panel is in.
     """
     classes = [str(c) for c in result.dataset.classes]
-    draws = (lambda: _trajectory_row(cert, classes, key=key), lambda: _operator_row(cert, key=key),
-             lambda: path_values_table(result, cert, key=key, height=250),
-             lambda: steps_table(result, cert, key=key, height=250))
+    draws = (
+        lambda: _trajectory_row(cert, classes, key=key),
+        lambda: _operator_row(cert, key=key),
+        lambda: path_values_table(result, cert, key=key, height=250),
+        lambda: steps_table(result, cert, key=key, height=250),
+    )
     for tab, draw in zip(st.tabs(list(PANEL_TABS), key=f"{key}_tab", on_change="rerun"), draws):
         if tab.open:
             with tab:

@@ -1,4 +1,5 @@
 """Small Streamlit building blocks shared by the pages: headers, figures, tables, errors (:mod:`ui.errors`)."""
+
 from __future__ import annotations
 
 import re
@@ -66,9 +67,18 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "table"
 
 
-def table(frame: pd.DataFrame, *, name: str, caption: str | None = None, key: str | None = None,
-          column_config: dict[str, Any] | None = None, height: int | str = "auto",
-          select: bool = False, download: pd.DataFrame | None = None, max_shown: int = MAX_SHOWN_ROWS) -> Any:
+def table(
+    frame: pd.DataFrame,
+    *,
+    name: str,
+    caption: str | None = None,
+    key: str | None = None,
+    column_config: dict[str, Any] | None = None,
+    height: int | str = "auto",
+    select: bool = False,
+    download: pd.DataFrame | None = None,
+    max_shown: int = MAX_SHOWN_ROWS,
+) -> Any:
     """Show a table (NaN and categoricals made display-safe) with a CSV download button.
 
     Parameters
@@ -115,10 +125,17 @@ def table(frame: pd.DataFrame, *, name: str, caption: str | None = None, key: st
     if len(frame) > max_shown:
         st.caption(f"Showing the first {max_shown:,} of {len(frame):,} rows; the CSV has all of them.")
     # Written on click (Streamlit's download thread), not on every rerun: 50 ms for the raw data.
-    st.download_button("CSV", lambda: full.to_csv(index=False).encode("utf-8"), file_name=f"{_slug(name)}.csv",
-                       mime="text/csv", key=f"dl_{key or _slug(name)}", on_click="ignore",
-                       icon=":material/download:", help=f"Download {name} ({len(full):,} rows) as CSV",
-                       type="tertiary")
+    st.download_button(
+        "CSV",
+        lambda: full.to_csv(index=False).encode("utf-8"),
+        file_name=f"{_slug(name)}.csv",
+        mime="text/csv",
+        key=f"dl_{key or _slug(name)}",
+        on_click="ignore",
+        icon=":material/download:",
+        help=f"Download {name} ({len(full):,} rows) as CSV",
+        type="tertiary",
+    )
     return event
 
 

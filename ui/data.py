@@ -7,6 +7,7 @@ only when their source fingerprint matches, :mod:`core.tabular.shipped`); any ot
 in a background thread (:mod:`ui.audit_jobs`) while its page shows the progress and the other
 pages stay usable.
 """
+
 from __future__ import annotations
 
 import io
@@ -45,8 +46,9 @@ def _bundled(name: str) -> Dataset:
 
 
 @st.cache_resource(show_spinner="Validating the uploaded table…")
-def _uploaded(digest: str, file_name: str, target: str, blocks_digest: str | None, *,
-              _data: bytes, _blocks: dict[str, str] | None) -> Dataset:
+def _uploaded(
+    digest: str, file_name: str, target: str, blocks_digest: str | None, *, _data: bytes, _blocks: dict[str, str] | None
+) -> Dataset:
     buffer = io.BytesIO(_data)
     buffer.name = file_name
     return load_user_data(buffer, target, blocks=_blocks, max_bytes=UPLOAD_LIMIT_MB * 1024**2)
@@ -59,8 +61,14 @@ def current_dataset() -> Dataset:
         return _bundled(key)
     upload = st.session_state["uploads"][key.split(":", 1)[1]]  # a core.views.uploads.TableUpload
     blocks = upload.blocks
-    return _uploaded(upload.digest, upload.file, upload.target, blocks.digest if blocks else None,
-                     _data=upload.data, _blocks=blocks.mapping if blocks else None)
+    return _uploaded(
+        upload.digest,
+        upload.file,
+        upload.target,
+        blocks.digest if blocks else None,
+        _data=upload.data,
+        _blocks=blocks.mapping if blocks else None,
+    )
 
 
 def current_protocol() -> Protocol:
@@ -107,11 +115,15 @@ def _job(model: str) -> AuditResult | AuditJob:
             return shipped
 
     def compute(progress):
-        return run_audit(dataset, model=model, seed=seed, protocol=Protocol.from_json(protocol), max_rows=max_rows,
-                         progress=progress)
+        return run_audit(
+            dataset, model=model, seed=seed, protocol=Protocol.from_json(protocol), max_rows=max_rows, progress=progress
+        )
 
-    job = job_for(("audit", key, _dataset_digest(key), model, seed, protocol, max_rows),
-                  f"{model_label(model)} on {dataset_label(key)}", compute)
+    job = job_for(
+        ("audit", key, _dataset_digest(key), model, seed, protocol, max_rows),
+        f"{model_label(model)} on {dataset_label(key)}",
+        compute,
+    )
     job.wait(foreground_wait_s())  # a quick audit completes without a flash of progress
     return job.result() if job.done else job
 

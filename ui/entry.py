@@ -8,6 +8,7 @@ navigation. ``ensure_entrypoint()`` detects that case and runs ``app.py`` instea
 declares the navigation and renders the requested page itself; the outer legacy run then
 stops. Once ``st.navigation`` has run, this is a no-op.
 """
+
 from __future__ import annotations
 
 import runpy

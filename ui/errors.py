@@ -3,6 +3,7 @@
 The lowest ui module (it imports no other): every ui module and page may guard its work with
 :func:`guarded`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -30,9 +31,15 @@ def guarded(what: str) -> Iterator[None]:
     except ValueError as exc:
         st.error(f"**{what}:** {exc}", icon=":material/error:")
     except sqlite3.OperationalError as exc:
-        st.error(f"**{what}:** the review database is busy or unwritable ({exc}). Retry in a moment, "
-                 "or restart the server with another `--reviews-db` file.", icon=":material/error:")
+        st.error(
+            f"**{what}:** the review database is busy or unwritable ({exc}). Retry in a moment, "
+            "or restart the server with another `--reviews-db` file.",
+            icon=":material/error:",
+        )
     except Exception as exc:  # the page must stay usable; details go to the server log
         _LOG.exception("%s failed", what)
-        st.error(f"**{what} failed unexpectedly** ({type(exc).__name__}: {exc}). The details are in the "
-                 "server log; try another dataset, model or protocol.", icon=":material/error:")
+        st.error(
+            f"**{what} failed unexpectedly** ({type(exc).__name__}: {exc}). The details are in the "
+            "server log; try another dataset, model or protocol.",
+            icon=":material/error:",
+        )

@@ -7,6 +7,7 @@ titles, overlapping tick labels, legends on titles) and form buttons 100 px wide
 least ``min_width`` px and grows by its weight, so the row is side by side when they fit and
 stacked when they do not, whatever the viewport and sidebar.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -37,11 +38,13 @@ def flow_css(key: str, weights: Sequence[float], min_widths: Sequence[int]) -> s
     return "".join(
         f".st-key-{key} > div:nth-child({i}) {{flex: {w:g} 1 {m}px !important; "
         f"min-width: min({m}px, 100%) !important; width: auto !important;}}"
-        for i, (w, m) in enumerate(zip(weights, min_widths), start=1))
+        for i, (w, m) in enumerate(zip(weights, min_widths), start=1)
+    )
 
 
-def flow_columns(spec: int | Sequence[float], *, key: str, min_width: int | Sequence[int] = 360,
-                 gap: str = "medium") -> list[DeltaGenerator]:
+def flow_columns(
+    spec: int | Sequence[float], *, key: str, min_width: int | Sequence[int] = 360, gap: str = "medium"
+) -> list[DeltaGenerator]:
     """Containers side by side while each gets ``min_width`` px, stacked (wrapped) otherwise.
 
     Parameters
@@ -64,10 +67,12 @@ def flow_columns(spec: int | Sequence[float], *, key: str, min_width: int | Sequ
     """
     weights = _weights(spec)
     widths = [min_width] * len(weights) if isinstance(min_width, int) else list(min_width)
-    if len(widths) != len(weights) or not all(isinstance(m, int) and not isinstance(m, bool) and m >= 40
-                                              for m in widths):
-        raise ValueError(f"`min_width` must be an int >= 40 or one such int per column ({len(weights)}); "
-                         f"got {min_width!r}.")
+    if len(widths) != len(weights) or not all(
+        isinstance(m, int) and not isinstance(m, bool) and m >= 40 for m in widths
+    ):
+        raise ValueError(
+            f"`min_width` must be an int >= 40 or one such int per column ({len(weights)}); got {min_width!r}."
+        )
     if not key or not key.replace("_", "").replace("-", "").isalnum():
         raise ValueError(f"`key` must be a non-empty name of letters, digits, '_' or '-'; got {key!r}.")
     # Outside the row: a style-only st.html takes no space, but inside it would be a flex child.

@@ -5,6 +5,7 @@ paired engine (``core.paired``: 0.18 s of every cold start). ``st.cache_resource
 demo pool and its scores once per server process; uploads are validated once per content
 (``st.cache_data``, keyed by :func:`core.views.uploads.upload_digest`).
 """
+
 from __future__ import annotations
 
 import os
@@ -104,13 +105,13 @@ def paired_data() -> PairedData | None:
     if source == "paired":
         name, data = files["records"]
         return PairedData("paired", content, label, records=_paired_upload(content, name, _data=data))
-    return PairedData("unpaired", content, label,
-                      unpaired=_unpaired_upload(content, _files=files))
+    return PairedData("unpaired", content, label, unpaired=_unpaired_upload(content, _files=files))
 
 
 @st.cache_data(show_spinner="Validating and scoring the uploaded probe outputs…", max_entries=4)
-def _screening_upload(content: str, outcomes_key: str | None, *, _files: dict,
-                      _outcomes: pd.DataFrame | None) -> pd.DataFrame:
+def _screening_upload(
+    content: str, outcomes_key: str | None, *, _files: dict, _outcomes: pd.DataFrame | None
+) -> pd.DataFrame:
     with warnings.catch_warnings():
         # Scores the upload cannot define (A3 without prob_*, TTA without transforms) are NaN.
         warnings.simplefilter("ignore", AuditWarning)
@@ -166,8 +167,9 @@ def screening_data(outcome_records: pd.DataFrame | None = None, records_key: str
     upload = st.session_state["recapture_upload"]
     if not upload:
         pool = demo_pool()
-        return ScreeningData("demo", "the shipped demo pool", screening_for_pool(), recapture_outcomes(),
-                             images=pool.images.size > 0)
+        return ScreeningData(
+            "demo", "the shipped demo pool", screening_for_pool(), recapture_outcomes(), images=pool.images.size > 0
+        )
     if outcome_records is not None and records_key is None:
         raise ValueError("`records_key` is required with `outcome_records`.")
     files = {role: tuple(item) for role, item in upload.files.items()}

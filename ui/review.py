@@ -15,6 +15,7 @@ submits a decision. Keyboard shortcuts (:mod:`ui.shortcuts`) click the keyed but
 Alt+1/2/3 pick a decision, Alt+S saves and moves to the next unreviewed case, Alt+N / Alt+P
 move to the next / previous case of the shown queue.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -54,10 +55,20 @@ SHORTCUTS: dict[str, str] = {
 _STATUS = {"all": "All cases", "unreviewed": "Unreviewed", "reviewed": "Reviewed"}
 #: Display names of the queue table's columns (the data keeps its snake_case names).
 COLUMN_LABELS = {
-    "rank": "Rank", "sample_id": "Sample", "true_class": "True class", "predicted": "Predicted",
-    "confidence": "Confidence", "fds": "FDS", "flip_budget": "k*", "brittle": "Held-out brittle",
-    "decision": "Decision", "reviewer": "Reviewer", "reasons": "Reasons", "note": "Note",
-    "reviewed_at": "Reviewed (UTC)", "elsewhere": "Decisions under other audits of this data",
+    "rank": "Rank",
+    "sample_id": "Sample",
+    "true_class": "True class",
+    "predicted": "Predicted",
+    "confidence": "Confidence",
+    "fds": "FDS",
+    "flip_budget": "k*",
+    "brittle": "Held-out brittle",
+    "decision": "Decision",
+    "reviewer": "Reviewer",
+    "reasons": "Reasons",
+    "note": "Note",
+    "reviewed_at": "Reviewed (UTC)",
+    "elsewhere": "Decisions under other audits of this data",
 }
 
 
@@ -121,18 +132,26 @@ def queue_filter(latest: pd.DataFrame) -> QueueFilter:
     c = flow_columns([2, 3, 2, 3], key="review_filter_row", min_width=[170, 220, 170, 220], gap="small")
     clear = {"on_change": clear_table_selection, "persist_state": "session"}  # row positions change
     c[0].selectbox("Show", list(_STATUS), key="review_filter_status", format_func=_STATUS.get, **clear)
-    c[1].multiselect("Latest decision", list(DECISIONS), key="review_filter_decisions",
-                     format_func=DECISION_LABELS.get, placeholder="any decision", **clear)
+    c[1].multiselect(
+        "Latest decision",
+        list(DECISIONS),
+        key="review_filter_decisions",
+        format_func=DECISION_LABELS.get,
+        placeholder="any decision",
+        **clear,
+    )
     # A chosen name stays an option after its last decision in force was retracted.
     names = sorted(set(latest["reviewer"]) | set(st.session_state.get("review_filter_reviewers") or ()))
-    c[2].multiselect("Decided by", names, key="review_filter_reviewers",
-                     placeholder="anyone", **clear)
-    c[3].multiselect("Reason", list(REASONS), key="review_filter_reasons", format_func=REASONS.get,
-                     placeholder="any reason", **clear)
-    return QueueFilter(st.session_state.get("review_filter_status") or "all",
-                       tuple(st.session_state.get("review_filter_decisions") or ()),
-                       tuple(st.session_state.get("review_filter_reviewers") or ()),
-                       tuple(st.session_state.get("review_filter_reasons") or ()))
+    c[2].multiselect("Decided by", names, key="review_filter_reviewers", placeholder="anyone", **clear)
+    c[3].multiselect(
+        "Reason", list(REASONS), key="review_filter_reasons", format_func=REASONS.get, placeholder="any reason", **clear
+    )
+    return QueueFilter(
+        st.session_state.get("review_filter_status") or "all",
+        tuple(st.session_state.get("review_filter_decisions") or ()),
+        tuple(st.session_state.get("review_filter_reviewers") or ()),
+        tuple(st.session_state.get("review_filter_reasons") or ()),
+    )
 
 
 def _elsewhere(queue: pd.DataFrame, key: AuditKey) -> pd.Series:
@@ -144,8 +163,12 @@ def _elsewhere(queue: pd.DataFrame, key: AuditKey) -> pd.Series:
     across = across[across["audit_fingerprint"] != key.fingerprint]
     if across.empty:
         return empty
-    text = across.assign(t=[f"{DECISION_LABELS[d]} ({m or 'audit ' + a[:8]})" for d, m, a in
-                            zip(across["decision"], across["model"], across["audit_fingerprint"])])
+    text = across.assign(
+        t=[
+            f"{DECISION_LABELS[d]} ({m or 'audit ' + a[:8]})"
+            for d, m, a in zip(across["decision"], across["model"], across["audit_fingerprint"])
+        ]
+    )
     joined = text.groupby("sample_id")["t"].agg("; ".join)
     return queue["sample_id"].map(str).map(joined).fillna("")
 
@@ -175,13 +198,28 @@ def queue_table(shown: pd.DataFrame, *, score_label: str, caption: str) -> list[
     config["confidence"] = st.column_config.NumberColumn("Confidence", format="%.3f")
     config["fds"] = st.column_config.NumberColumn("FDS", format="%.3f")
     config["score_value"] = st.column_config.NumberColumn(score_label, format="%.4g")
-    event = st.dataframe(display_frame(shown), key="triage_table", on_select="rerun", selection_mode="multi-row",
-                         hide_index=True, column_config=config, height=300, width="stretch")
+    event = st.dataframe(
+        display_frame(shown),
+        key="triage_table",
+        on_select="rerun",
+        selection_mode="multi-row",
+        hide_index=True,
+        column_config=config,
+        height=300,
+        width="stretch",
+    )
     st.caption(caption)
-    st.download_button("CSV", shown.to_csv(index=False).encode("utf-8"), file_name="triage_queue.csv",
-                       mime="text/csv", key="dl_triage_table", on_click="ignore", icon=":material/download:",
-                       help=f"Download the shown queue ({len(shown):,} rows) with the latest decisions as CSV",
-                       type="tertiary")
+    st.download_button(
+        "CSV",
+        shown.to_csv(index=False).encode("utf-8"),
+        file_name="triage_queue.csv",
+        mime="text/csv",
+        key="dl_triage_table",
+        on_click="ignore",
+        icon=":material/download:",
+        help=f"Download the shown queue ({len(shown):,} rows) with the latest decisions as CSV",
+        type="tertiary",
+    )
     rows = list(((event or {}).get("selection") or {}).get("rows") or []) if event is not None else []
     return [r for r in rows if r < len(shown)]
 
@@ -203,8 +241,9 @@ def _save(key: AuditKey, sample_id: int, token: str, order: Sequence[int], then_
         _flash("success", f"Already saved: sample {sample_id} — {DECISION_LABELS[decision]} by {who.strip()}.")
         return
     try:
-        review = store.record(key, sample_id, reviewer=who, decision=decision, note=note, reasons=reasons,
-                              submission_id=token)
+        review = store.record(
+            key, sample_id, reviewer=who, decision=decision, note=note, reasons=reasons, submission_id=token
+        )
     except ValueError as exc:
         if decision is None and who.strip():
             _flash("error", "Decision not saved: choose a decision first (Alt+1, Alt+2 or Alt+3).")
@@ -230,8 +269,13 @@ def _save(key: AuditKey, sample_id: int, token: str, order: Sequence[int], then_
 
 def _retract(key: AuditKey, sample_id: int, token: str) -> None:
     try:
-        review = _store().retract(key, sample_id, reviewer=st.session_state.get("review_reviewer") or "",
-                                  note=st.session_state.get("review_note") or "", submission_id=f"retract-{token}")
+        review = _store().retract(
+            key,
+            sample_id,
+            reviewer=st.session_state.get("review_reviewer") or "",
+            note=st.session_state.get("review_note") or "",
+            submission_id=f"retract-{token}",
+        )
     except ValueError as exc:
         _flash("error", f"Nothing retracted: {exc}")
         return
@@ -239,8 +283,11 @@ def _retract(key: AuditKey, sample_id: int, token: str) -> None:
     _remember()
     latest = _store().latest(key.fingerprint, [sample_id])
     st.session_state.pop("_review_case", None)  # the form takes the case's new latest decision
-    now = (f"its latest decision is again {DECISION_LABELS[latest.iloc[0]['decision']]}" if len(latest)
-           else "it is unreviewed again")
+    now = (
+        f"its latest decision is again {DECISION_LABELS[latest.iloc[0]['decision']]}"
+        if len(latest)
+        else "it is unreviewed again"
+    )
     _flash("success", f"Retracted decision #{review.retracts} of sample {sample_id}; {now}.")
 
 
@@ -256,11 +303,15 @@ def _move(order: Sequence[int], delta: int) -> None:
 
 def _bulk(key: AuditKey, sample_ids: Sequence[int], token: str) -> None:
     try:
-        stored = _store().record_many(key, list(sample_ids), reviewer=st.session_state.get("review_reviewer") or "",
-                                      decision=st.session_state.get("review_bulk_decision"),
-                                      reasons=list(st.session_state.get("review_bulk_reasons") or []),
-                                      note=st.session_state.get("review_bulk_note") or "",
-                                      submission_id=f"bulk-{token}")
+        stored = _store().record_many(
+            key,
+            list(sample_ids),
+            reviewer=st.session_state.get("review_reviewer") or "",
+            decision=st.session_state.get("review_bulk_decision"),
+            reasons=list(st.session_state.get("review_bulk_reasons") or []),
+            note=st.session_state.get("review_bulk_note") or "",
+            submission_id=f"bulk-{token}",
+        )
     except ValueError as exc:
         _flash("error", f"Bulk decision not saved: {exc}")
         return
@@ -270,8 +321,11 @@ def _bulk(key: AuditKey, sample_ids: Sequence[int], token: str) -> None:
     st.session_state.pop("_review_case", None)
     clear_table_selection()
     _new_token()
-    _flash("success", f"Saved {DECISION_LABELS[stored[0].decision]} for {len(stored)} cases "
-                      f"({', '.join(r.sample_id for r in stored)}) by {stored[0].reviewer}.")
+    _flash(
+        "success",
+        f"Saved {DECISION_LABELS[stored[0].decision]} for {len(stored)} cases "
+        f"({', '.join(r.sample_id for r in stored)}) by {stored[0].reviewer}.",
+    )
 
 
 def _shortcuts() -> None:
@@ -283,34 +337,78 @@ def _shortcuts() -> None:
 def review_form(key: AuditKey, sample_id: int, *, queue_order: Sequence[int], shown_order: Sequence[int]) -> None:
     """The review form of one case: reviewer, decision, reasons, note, save / save & next / undo."""
     token = st.session_state["review_token"]
-    st.text_input("Reviewer", key="review_reviewer", placeholder="your name", on_change=_remember,
-                  help="Remembered for this review database (also after a restart).")
-    st.radio("Decision", DECISIONS, key="review_decision",
-             format_func=lambda d: f"{DECISION_LABELS[d]}  (Alt+{DECISIONS.index(d) + 1})",
-             help="Starts on the case's latest decision; none for an unreviewed case.")
+    st.text_input(
+        "Reviewer",
+        key="review_reviewer",
+        placeholder="your name",
+        on_change=_remember,
+        help="Remembered for this review database (also after a restart).",
+    )
+    st.radio(
+        "Decision",
+        DECISIONS,
+        key="review_decision",
+        format_func=lambda d: f"{DECISION_LABELS[d]}  (Alt+{DECISIONS.index(d) + 1})",
+        help="Starts on the case's latest decision; none for an unreviewed case.",
+    )
     with st.container(key="review_keys"):
         for i, decision in enumerate(DECISIONS):
             st.button(DECISION_LABELS[decision], key=f"review_pick_{i}", on_click=_pick, args=(decision,))
-    st.multiselect("Reasons", list(REASONS), key="review_reasons", format_func=REASONS.get,
-                   placeholder="structured reasons (any number)")
+    st.multiselect(
+        "Reasons",
+        list(REASONS),
+        key="review_reasons",
+        format_func=REASONS.get,
+        placeholder="structured reasons (any number)",
+    )
     st.text_area("Note", key="review_note", placeholder="why — what did you check?", height=80)
     # Rows that wrap instead of columns that shrink: in a 210 px form the labels read "Save d…"
     # and "Save &…", and the navigation buttons lost their text.
     b = flow_columns([1, 1], key="review_save_row", min_width=[130, 170], gap="small")
-    b[0].button("Save decision", type="secondary", key="review_save", on_click=_save,
-                args=(key, sample_id, token, list(queue_order), False), width="stretch")
-    b[1].button("Save & next (Alt+S)", type="primary", key="review_save_next", on_click=_save,
-                args=(key, sample_id, token, list(queue_order), True), width="stretch",
-                help="Save, then open the next unreviewed case in queue order (wrapping to the top).")
+    b[0].button(
+        "Save decision",
+        type="secondary",
+        key="review_save",
+        on_click=_save,
+        args=(key, sample_id, token, list(queue_order), False),
+        width="stretch",
+    )
+    b[1].button(
+        "Save & next (Alt+S)",
+        type="primary",
+        key="review_save_next",
+        on_click=_save,
+        args=(key, sample_id, token, list(queue_order), True),
+        width="stretch",
+        help="Save, then open the next unreviewed case in queue order (wrapping to the top).",
+    )
     n = flow_columns(3, key="review_nav_row", min_width=[150, 130, 140], gap="small")
-    n[0].button("Previous (Alt+P)", key="review_previous", on_click=_move, args=(list(shown_order), -1),
-                width="stretch", icon=":material/arrow_back:")
-    n[1].button("Next (Alt+N)", key="review_next", on_click=_move, args=(list(shown_order), 1), width="stretch",
-                icon=":material/arrow_forward:")
-    n[2].button("Retract latest", key="review_retract", on_click=_retract, args=(key, sample_id, token),
-                width="stretch", icon=":material/undo:",
-                help="Undo: appends a 'retracted' entry; the case's latest decision becomes the previous one "
-                     "(or none). Nothing is deleted.")
+    n[0].button(
+        "Previous (Alt+P)",
+        key="review_previous",
+        on_click=_move,
+        args=(list(shown_order), -1),
+        width="stretch",
+        icon=":material/arrow_back:",
+    )
+    n[1].button(
+        "Next (Alt+N)",
+        key="review_next",
+        on_click=_move,
+        args=(list(shown_order), 1),
+        width="stretch",
+        icon=":material/arrow_forward:",
+    )
+    n[2].button(
+        "Retract latest",
+        key="review_retract",
+        on_click=_retract,
+        args=(key, sample_id, token),
+        width="stretch",
+        icon=":material/undo:",
+        help="Undo: appends a 'retracted' entry; the case's latest decision becomes the previous one "
+        "(or none). Nothing is deleted.",
+    )
     _shortcuts()
 
 
@@ -318,14 +416,22 @@ def bulk_form(key: AuditKey, sample_ids: Sequence[int]) -> None:
     """One decision for every selected row of the queue (one transaction)."""
     token = st.session_state["review_token"]
     with st.container(border=True):
-        st.markdown(f"**Bulk decision for the {len(sample_ids)} selected cases** "
-                    f"({', '.join(str(s) for s in sample_ids[:12])}{' …' if len(sample_ids) > 12 else ''})")
+        st.markdown(
+            f"**Bulk decision for the {len(sample_ids)} selected cases** "
+            f"({', '.join(str(s) for s in sample_ids[:12])}{' …' if len(sample_ids) > 12 else ''})"
+        )
         c = flow_columns([2, 3, 3, 2], key="review_bulk_row", min_width=[200, 220, 200, 160], gap="small")
         c[0].selectbox("Decision", DECISIONS, key="review_bulk_decision", format_func=DECISION_LABELS.get)
         c[1].multiselect("Reasons", list(REASONS), key="review_bulk_reasons", format_func=REASONS.get)
         c[2].text_input("Note", key="review_bulk_note")
-        c[3].button(f"Apply to {len(sample_ids)} cases", key="review_bulk_apply", type="primary",
-                    on_click=_bulk, args=(key, list(sample_ids), token), width="stretch")
+        c[3].button(
+            f"Apply to {len(sample_ids)} cases",
+            key="review_bulk_apply",
+            type="primary",
+            on_click=_bulk,
+            args=(key, list(sample_ids), token),
+            width="stretch",
+        )
 
 
 def history_panel(key: AuditKey, sample_id: int) -> None:
@@ -335,23 +441,43 @@ def history_panel(key: AuditKey, sample_id: int) -> None:
     if key.data_fingerprint:
         frames.append(store.history_across(key.data_fingerprint, sample_id))
     history = pd.concat(frames).drop_duplicates("review_id").sort_values("review_id")
-    audit = [("this audit" if a == key.fingerprint else f"{m or 'model ?'} · protocol {p[:8] or '?'}")
-             for a, m, p in zip(history["audit_fingerprint"], history["model"], history["protocol_fingerprint"])]
-    shown = pd.DataFrame({
-        "created_at": minutes(history["created_at"]).to_numpy(),
-        "reviewer": history["reviewer"].to_numpy(),
-        "decision": [ENTRY_LABELS[d] + (f" #{int(r)}" if d == "retracted" else "")
-                     for d, r in zip(history["decision"], history["retracts"])],
-        "reasons": history["reasons"].map(reason_labels).to_numpy(),
-        "note": history["note"].to_numpy(),
-        "audit": audit,
-        "entry": history["review_id"].to_numpy(),
-    })
+    audit = [
+        ("this audit" if a == key.fingerprint else f"{m or 'model ?'} · protocol {p[:8] or '?'}")
+        for a, m, p in zip(history["audit_fingerprint"], history["model"], history["protocol_fingerprint"])
+    ]
+    shown = pd.DataFrame(
+        {
+            "created_at": minutes(history["created_at"]).to_numpy(),
+            "reviewer": history["reviewer"].to_numpy(),
+            "decision": [
+                ENTRY_LABELS[d] + (f" #{int(r)}" if d == "retracted" else "")
+                for d, r in zip(history["decision"], history["retracts"])
+            ],
+            "reasons": history["reasons"].map(reason_labels).to_numpy(),
+            "note": history["note"].to_numpy(),
+            "audit": audit,
+            "entry": history["review_id"].to_numpy(),
+        }
+    )
     others = int((history["audit_fingerprint"] != key.fingerprint).sum())
-    st.markdown(f"**History of sample {sample_id}** ({len(history)} entries, newest last"
-                + (f"; {others} under other audits of the same data" if others else "") + ")")
-    st.dataframe(shown, key="triage_history", hide_index=True, height=200, width="stretch",
-                 column_config={"created_at": st.column_config.Column("When (UTC)"),
-                                "reviewer": "Reviewer", "decision": "Decision", "reasons": "Reasons",
-                                "note": "Note", "audit": st.column_config.Column("Made under"),
-                                "entry": st.column_config.NumberColumn("Entry #", format="%d")})
+    st.markdown(
+        f"**History of sample {sample_id}** ({len(history)} entries, newest last"
+        + (f"; {others} under other audits of the same data" if others else "")
+        + ")"
+    )
+    st.dataframe(
+        shown,
+        key="triage_history",
+        hide_index=True,
+        height=200,
+        width="stretch",
+        column_config={
+            "created_at": st.column_config.Column("When (UTC)"),
+            "reviewer": "Reviewer",
+            "decision": "Decision",
+            "reasons": "Reasons",
+            "note": "Note",
+            "audit": st.column_config.Column("Made under"),
+            "entry": st.column_config.NumberColumn("Entry #", format="%d"),
+        },
+    )

@@ -4,6 +4,7 @@ The selection is the dataset's **sample id** (the certificate table's index), ne
 position: positions change with every sort, filter and queue. It lives in
 ``st.session_state[SELECTED]`` (default in ``app.py``), so a page switch keeps it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable

@@ -14,6 +14,7 @@ A key combination is matched on ``event.code`` as well as ``event.key`` so that 
 Mac (``key`` = "¡") still means Alt+1. A binding whose button is not on the page does nothing
 (the event is left to the browser), so the bindings are inert on other pages.
 """
+
 from __future__ import annotations
 
 import inspect

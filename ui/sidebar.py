@@ -6,6 +6,7 @@ The image pages (paired bounds, recapture queue) have their own model selector; 
 selection and *Your model* are not drawn there (a second "Model" beside the page's own would
 suggest it matters). Its widgets keep their values across those pages (``persist_state``).
 """
+
 from __future__ import annotations
 
 import streamlit as st
@@ -32,17 +33,21 @@ def render_sidebar(page_path: str = "") -> None:
     """Draw the sidebar for the page at url path ``page_path`` (``""`` = the default page)."""
     with st.sidebar:
         if page_path in IMAGE_PAGES:
-            st.caption("This page audits image models and has its own model selector; the tabular audit selection "
-                       "(dataset, model, seed, your model) is in the sidebar of the tabular pages.")
+            st.caption(
+                "This page audits image models and has its own model selector; the tabular audit selection "
+                "(dataset, model, seed, your model) is in the sidebar of the tabular pages."
+            )
         else:
             _tabular_selection()
         st.subheader("Review database")
         # Chosen when the server starts (`--reviews-db PATH` or AUDIT_REVIEWS_DB), never typed
         # here: a free-text path would let any visitor create files wherever the server can write.
-        st.caption(f"`{st.session_state['reviews_db']}`",
-                   help="Where triage decisions are stored (WAL mode, safe for concurrent sessions). Set it when "
-                        "starting the server: `streamlit run app.py -- --reviews-db PATH` or the AUDIT_REVIEWS_DB "
-                        "variable.")
+        st.caption(
+            f"`{st.session_state['reviews_db']}`",
+            help="Where triage decisions are stored (WAL mode, safe for concurrent sessions). Set it when "
+            "starting the server: `streamlit run app.py -- --reviews-db PATH` or the AUDIT_REVIEWS_DB "
+            "variable.",
+        )
         if page_path not in DATABASE_PAGES:
             with guarded("Review database"):
                 review_store(st.session_state["reviews_db"])
@@ -58,13 +63,31 @@ def _tabular_selection() -> None:
     st.session_state["dataset_next"] = None
     if st.session_state["dataset"] not in options:  # an upload from a previous session
         st.session_state["dataset"] = options[0]
-    st.selectbox("Dataset", options, key="dataset", format_func=dataset_label, persist_state="session",
-                 help="Bundled tables load offline; upload your own on the Overview page.")
-    st.selectbox("Model", list(MODEL_NAMES), key="model", format_func=short_model_label, persist_state="session",
-                 help="The model audited on the tabular pages (trained on the training split). "
-                      "FR = fragility-regularised.")
-    st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed", persist_state="session",
-                    help="Seeds the split, the model and the held-out stressors: same seed, same audit.")
+    st.selectbox(
+        "Dataset",
+        options,
+        key="dataset",
+        format_func=dataset_label,
+        persist_state="session",
+        help="Bundled tables load offline; upload your own on the Overview page.",
+    )
+    st.selectbox(
+        "Model",
+        list(MODEL_NAMES),
+        key="model",
+        format_func=short_model_label,
+        persist_state="session",
+        help="The model audited on the tabular pages (trained on the training split). FR = fragility-regularised.",
+    )
+    st.number_input(
+        "Seed",
+        min_value=0,
+        max_value=2**31 - 1,
+        step=1,
+        key="seed",
+        persist_state="session",
+        help="Seeds the split, the model and the held-out stressors: same seed, same audit.",
+    )
     st.divider()
     render_own_model_sidebar()
     st.divider()

@@ -11,6 +11,7 @@ Typical use::
     cs.to_json("certs.json")    # bundle with protocol + fingerprint
     verify("certs.json", model.predict_proba, X_test_t).ok
 """
+
 from core.cfc.baselines import baseline_vector, categorical_groups
 from core.cfc.certificate import (
     CertificateSet,

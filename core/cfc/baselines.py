@@ -10,6 +10,7 @@ towards. It is computed from the *training* split after preprocessing:
   — the one-hot pattern of the most frequent category, or of the missing / unknown token when
   that is the most frequent; numeric groups keep the column means.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -53,8 +54,13 @@ def _mode_pattern(Xg: np.ndarray) -> np.ndarray:
     return patterns[int(np.argmax(counts))]
 
 
-def baseline_vector(X_train: ArrayLike, groups: Mapping[str, Sequence[int]] | None = None,
-                    rule: BaselineRule = "mean", *, categorical: Iterable[str] | None = None) -> np.ndarray:
+def baseline_vector(
+    X_train: ArrayLike,
+    groups: Mapping[str, Sequence[int]] | None = None,
+    rule: BaselineRule = "mean",
+    *,
+    categorical: Iterable[str] | None = None,
+) -> np.ndarray:
     """Baseline vector ``x̄`` from transformed training data.
 
     Parameters

@@ -9,6 +9,7 @@ are written in Python's shortest round-trip repr, so loading gives back bit-iden
 This module knows only the format; building and checking certificates lives in
 :mod:`core.cfc.certificate` (``CertificateSet.to_bundle`` / ``from_bundle`` and ``verify``).
 """
+
 from __future__ import annotations
 
 import json
@@ -53,7 +54,9 @@ def decode_floats(values: list[Any], *, where: str) -> np.ndarray:
     except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise ValueError(f"Bundle field {where!r} must hold numbers or 'inf'/'-inf'/'nan'; {exc!r}.") from exc
     if out.ndim != 1:
-        raise ValueError(f"Bundle field {where!r} must be a flat list of numbers; got nested lists of shape {out.shape}.")
+        raise ValueError(
+            f"Bundle field {where!r} must be a flat list of numbers; got nested lists of shape {out.shape}."
+        )
     return out
 
 

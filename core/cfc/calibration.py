@@ -12,6 +12,7 @@ A positive temperature rescales a logit vector, so neither method ever changes a
 label. Test labels are used only to *report* NLL / ECE / Brier — overall and on the top-20 %
 most fragile test samples, selected by the validation-fitted normalisation of FDS.
 """
+
 from __future__ import annotations
 
 import math
@@ -122,8 +123,9 @@ def fit_temperature(logits: ArrayLike, y: ArrayLike, *, bounds: tuple[float, flo
         raise ValueError(f"`bounds` must satisfy 0 < low < high < inf; got {bounds!r}.")
     from scipy.optimize import minimize_scalar
 
-    res = minimize_scalar(lambda beta: _nll(z, y, 1.0 / beta), bounds=(1.0 / hi, 1.0 / lo), method="bounded",
-                          options={"xatol": 1e-8})
+    res = minimize_scalar(
+        lambda beta: _nll(z, y, 1.0 / beta), bounds=(1.0 / hi, 1.0 / lo), method="bounded", options={"xatol": 1e-8}
+    )
     # Brent's bounded search never evaluates the end points exactly; keep them if they win.
     candidates = [res.x, 1.0 / hi, 1.0 / lo]
     best = min(candidates, key=lambda beta: _nll(z, y, 1.0 / beta))
@@ -180,8 +182,9 @@ def _fds_iv(fds: ArrayLike, n: int, name: str) -> np.ndarray:
     return fds
 
 
-def fit_bats(logits: ArrayLike, y: ArrayLike, fds: ArrayLike, *, eta_grid: Sequence[float] = _ETA_GRID,
-             t0: float | None = None) -> BATS:
+def fit_bats(
+    logits: ArrayLike, y: ArrayLike, fds: ArrayLike, *, eta_grid: Sequence[float] = _ETA_GRID, t0: float | None = None
+) -> BATS:
     """Fit BATS on the validation split.
 
     Parameters
@@ -211,12 +214,19 @@ def fit_bats(logits: ArrayLike, y: ArrayLike, fds: ArrayLike, *, eta_grid: Seque
         t0 = fit_temperature(z, y)
     elif not (math.isfinite(t0) and t0 > 0):
         raise ValueError(f"`t0` must be a positive temperature; got {t0!r}.")
-    proto = BATS(t0=float(t0), eta=0.0, fds_min=float(fds.min()), fds_max=float(fds.max()), eta_grid=grid,
-                 validation_nll=())
+    proto = BATS(
+        t0=float(t0), eta=0.0, fds_min=float(fds.min()), fds_max=float(fds.max()), eta_grid=grid, validation_nll=()
+    )
     norm = proto.normalise(fds)
     nll = tuple(_nll(z, y, t0 + eta * norm) for eta in grid)
-    return BATS(t0=proto.t0, eta=grid[int(np.argmin(nll))], fds_min=proto.fds_min, fds_max=proto.fds_max,
-                eta_grid=grid, validation_nll=nll)
+    return BATS(
+        t0=proto.t0,
+        eta=grid[int(np.argmin(nll))],
+        fds_min=proto.fds_min,
+        fds_max=proto.fds_max,
+        eta_grid=grid,
+        validation_nll=nll,
+    )
 
 
 #: Columns of :func:`reliability_table`.
@@ -261,8 +271,16 @@ def reliability_table(y: ArrayLike, proba: ArrayLike, *, n_bins: int = 15) -> pd
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_conf = np.bincount(b, weights=confidence, minlength=n_bins) / count
         acc = np.bincount(b, weights=correct, minlength=n_bins) / count
-    return pd.DataFrame({"bin": np.arange(n_bins), "lower": edges[:-1], "upper": edges[1:], "count": count,
-                         "confidence": mean_conf, "accuracy": acc})
+    return pd.DataFrame(
+        {
+            "bin": np.arange(n_bins),
+            "lower": edges[:-1],
+            "upper": edges[1:],
+            "count": count,
+            "confidence": mean_conf,
+            "accuracy": acc,
+        }
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -296,9 +314,18 @@ class CalibrationReport:
     proba: dict[str, np.ndarray]
 
 
-def calibration_report(proba_val: ArrayLike, y_val: ArrayLike, fds_val: ArrayLike, proba_test: ArrayLike,
-                       y_test: ArrayLike, fds_test: ArrayLike, *, eta_grid: Sequence[float] = _ETA_GRID,
-                       n_bins: int = 15, fragile_share: float = 0.2) -> CalibrationReport:
+def calibration_report(
+    proba_val: ArrayLike,
+    y_val: ArrayLike,
+    fds_val: ArrayLike,
+    proba_test: ArrayLike,
+    y_test: ArrayLike,
+    fds_test: ArrayLike,
+    *,
+    eta_grid: Sequence[float] = _ETA_GRID,
+    n_bins: int = 15,
+    fragile_share: float = 0.2,
+) -> CalibrationReport:
     """Fit temperature scaling and BATS on validation, report them on test.
 
     Parameters
@@ -324,7 +351,9 @@ def calibration_report(proba_val: ArrayLike, y_val: ArrayLike, fds_val: ArrayLik
     P_val = np.asarray(proba_val, dtype=float)
     P_test = np.asarray(proba_test, dtype=float)
     if P_val.ndim != 2 or P_test.ndim != 2 or P_val.shape[1] != P_test.shape[1]:
-        raise ValueError(f"`proba_val` and `proba_test` must be 2-D with the same number of classes; got {P_val.shape} and {P_test.shape}.")
+        raise ValueError(
+            f"`proba_val` and `proba_test` must be 2-D with the same number of classes; got {P_val.shape} and {P_test.shape}."
+        )
     n_test, n_classes = P_test.shape
     y_test = _labels_iv(y_test, n_test, n_classes, "y_test")
     if not 0.0 < fragile_share <= 1.0:
@@ -350,10 +379,24 @@ def calibration_report(proba_val: ArrayLike, y_val: ArrayLike, fds_val: ArrayLik
     for method, P in proba.items():
         for subset, mask in (("all", np.ones(n_test, dtype=bool)), ("fragile", fragile)):
             yy, PP = y_test[mask], P[mask]
-            rows.append({"method": method, "subset": subset, "n": int(mask.sum()), "nll": nll(yy, PP),
-                         "ece": ece(yy, PP, n_bins=n_bins), "brier": brier(yy, PP)})
+            rows.append(
+                {
+                    "method": method,
+                    "subset": subset,
+                    "n": int(mask.sum()),
+                    "nll": nll(yy, PP),
+                    "ece": ece(yy, PP, n_bins=n_bins),
+                    "brier": brier(yy, PP),
+                }
+            )
             bins.append(reliability_table(yy, PP, n_bins=n_bins).assign(panel=subset, method=method))
     reliability = pd.concat(bins, ignore_index=True)
     reliability = reliability[["panel", "method", *RELIABILITY_COLUMNS]]
-    return CalibrationReport(bats=bats, metrics=pd.DataFrame(rows), reliability=reliability, fragile=fragile,
-                             fragile_share=float(fragile_share), proba=proba)
+    return CalibrationReport(
+        bats=bats,
+        metrics=pd.DataFrame(rows),
+        reliability=reliability,
+        fragile=fragile,
+        fragile_share=float(fragile_share),
+        proba=proba,
+    )

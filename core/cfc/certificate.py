@@ -23,6 +23,7 @@ static rule (``x^(1)`` is a one-step removal already evaluated), or ``G − k + 
 each step ``k = 2 … K`` for the adaptive rule. All of them are stacked and evaluated in
 ``predict_proba`` calls of at most ``batch_size`` rows; no Python loop runs over samples.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -311,14 +312,34 @@ class CertificateSet:
         n = len(self)
         if idx.size and (idx.min() < -n or idx.max() >= n):
             raise ValueError(f"`positions` must lie in 0..{n - 1}; got {idx.tolist()}.")
-        ops = {op: replace(tr, margins=tr.margins[idx], preds=tr.preds[idx], flipped=tr.flipped[idx])
-               for op, tr in self.operators.items()}
+        ops = {
+            op: replace(tr, margins=tr.margins[idx], preds=tr.preds[idx], flipped=tr.flipped[idx])
+            for op, tr in self.operators.items()
+        }
         s = self.search
-        search = None if s is None else replace(s, k_exact=s.k_exact[idx], exact_subset=s.exact_subset[idx],
-                                                k_beam=s.k_beam[idx], beam_subset=s.beam_subset[idx])
-        return replace(self, table=self.table.iloc[idx], path_idx=self.path_idx[idx], traj_proba=self.traj_proba[idx],
-                       traj_pred=self.traj_pred[idx], traj_margin=self.traj_margin[idx], collapse=self.collapse[idx],
-                       drops=self.drops[idx], operators=ops, search=search)
+        search = (
+            None
+            if s is None
+            else replace(
+                s,
+                k_exact=s.k_exact[idx],
+                exact_subset=s.exact_subset[idx],
+                k_beam=s.k_beam[idx],
+                beam_subset=s.beam_subset[idx],
+            )
+        )
+        return replace(
+            self,
+            table=self.table.iloc[idx],
+            path_idx=self.path_idx[idx],
+            traj_proba=self.traj_proba[idx],
+            traj_pred=self.traj_pred[idx],
+            traj_margin=self.traj_margin[idx],
+            collapse=self.collapse[idx],
+            drops=self.drops[idx],
+            operators=ops,
+            search=search,
+        )
 
     def with_search(self, search: FlipSearchResult | None) -> CertificateSet:
         """This set with ``search`` as its flip search (its ``flip_budget_exact`` /
@@ -381,24 +402,37 @@ class CertificateSet:
             return np.concatenate([getattr(p, name) for p in parts])
 
         ops = {
-            op: replace(tr, margins=np.concatenate([p.operators[op].margins for p in parts]),
-                        preds=np.concatenate([p.operators[op].preds for p in parts]),
-                        flipped=np.concatenate([p.operators[op].flipped for p in parts]))
+            op: replace(
+                tr,
+                margins=np.concatenate([p.operators[op].margins for p in parts]),
+                preds=np.concatenate([p.operators[op].preds for p in parts]),
+                flipped=np.concatenate([p.operators[op].flipped for p in parts]),
+            )
             for op, tr in first.operators.items()
         }
         search = None
         if first.search is not None:
             s = first.search
             search = replace(
-                s, k_exact=np.concatenate([p.search.k_exact for p in parts]),
+                s,
+                k_exact=np.concatenate([p.search.k_exact for p in parts]),
                 exact_subset=np.concatenate([p.search.exact_subset for p in parts]),
                 exact_levels=min(p.search.exact_levels for p in parts),
                 k_beam=np.concatenate([p.search.k_beam for p in parts]),
                 beam_subset=np.concatenate([p.search.beam_subset for p in parts]),
             )
-        return replace(first, table=table, path_idx=cat("path_idx"), traj_proba=cat("traj_proba"),
-                       traj_pred=cat("traj_pred"), traj_margin=cat("traj_margin"), collapse=cat("collapse"),
-                       drops=cat("drops"), operators=ops, search=search)
+        return replace(
+            first,
+            table=table,
+            path_idx=cat("path_idx"),
+            traj_proba=cat("traj_proba"),
+            traj_pred=cat("traj_pred"),
+            traj_margin=cat("traj_margin"),
+            collapse=cat("collapse"),
+            drops=cat("drops"),
+            operators=ops,
+            search=search,
+        )
 
     # ----------------------------------------------------------------------------------------
     # Serialisation
@@ -445,15 +479,28 @@ class CertificateSet:
             "table": {"columns": columns, "dtypes": dtypes, "data": data},
             "arrays": {name: enc(getattr(self, name)) for name in _ARRAY_FIELDS},
             "operators": {
-                op: {"severities": enc(tr.severities), "unit_names": list(tr.unit_names), "margins": enc(tr.margins),
-                     "preds": enc(tr.preds), "flipped": enc(tr.flipped)}
+                op: {
+                    "severities": enc(tr.severities),
+                    "unit_names": list(tr.unit_names),
+                    "margins": enc(tr.margins),
+                    "preds": enc(tr.preds),
+                    "flipped": enc(tr.flipped),
+                }
                 for op, tr in self.operators.items()
             },
             "probe_proba": None if self.probe_proba is None else enc(self.probe_proba),
-            "search": None if s is None else {
-                "method": s.method, "depth": s.depth, "exact_levels": s.exact_levels, "exact_cap": s.exact_cap,
-                "beam_width": s.beam_width, "k_exact": enc(s.k_exact), "exact_subset": enc(s.exact_subset),
-                "k_beam": enc(s.k_beam), "beam_subset": enc(s.beam_subset),
+            "search": None
+            if s is None
+            else {
+                "method": s.method,
+                "depth": s.depth,
+                "exact_levels": s.exact_levels,
+                "exact_cap": s.exact_cap,
+                "beam_width": s.beam_width,
+                "k_exact": enc(s.k_exact),
+                "exact_subset": enc(s.exact_subset),
+                "k_beam": enc(s.k_beam),
+                "beam_subset": enc(s.beam_subset),
             },
         }
 
@@ -479,8 +526,21 @@ def _from_bundle(data: Mapping[str, Any]) -> CertificateSet:
     if not isinstance(data, Mapping) or data.get("schema") != _bundle.SCHEMA:
         found = data.get("schema") if isinstance(data, Mapping) else type(data).__name__
         raise ValueError(f"Not a certificate bundle (schema {found!r}, expected {_bundle.SCHEMA!r}).")
-    required = ("fingerprint", "protocol", "groups", "baseline", "depth", "path_rule", "order", "n_samples",
-                "index", "table", "arrays", "operators", "search")
+    required = (
+        "fingerprint",
+        "protocol",
+        "groups",
+        "baseline",
+        "depth",
+        "path_rule",
+        "order",
+        "n_samples",
+        "index",
+        "table",
+        "arrays",
+        "operators",
+        "search",
+    )
     missing = [k for k in required if k not in data]
     if missing:
         raise ValueError(f"Certificate bundle lacks field(s) {missing}.")
@@ -515,31 +575,55 @@ def _from_bundle(data: Mapping[str, Any]) -> CertificateSet:
     index = pd.RangeIndex(n) if data["index"] is None else pd.Index(data["index"])
     table = pd.DataFrame(cols, index=index, columns=list(tab["columns"]))
     ops = {
-        op: OperatorTrace(name=op, severities=dec(o["severities"], where=f"operators.{op}.severities"),
-                          unit_names=tuple(o["unit_names"]),
-                          margins=dec(o["margins"], where=f"operators.{op}.margins"),
-                          preds=dec(o["preds"], where=f"operators.{op}.preds"),
-                          flipped=dec(o["flipped"], where=f"operators.{op}.flipped"))
+        op: OperatorTrace(
+            name=op,
+            severities=dec(o["severities"], where=f"operators.{op}.severities"),
+            unit_names=tuple(o["unit_names"]),
+            margins=dec(o["margins"], where=f"operators.{op}.margins"),
+            preds=dec(o["preds"], where=f"operators.{op}.preds"),
+            flipped=dec(o["flipped"], where=f"operators.{op}.flipped"),
+        )
         for op, o in data["operators"].items()
     }
     s = data["search"]
-    search = None if s is None else FlipSearchResult(
-        method=s["method"], depth=int(s["depth"]), group_names=names,
-        k_exact=dec(s["k_exact"], where="search.k_exact"),
-        exact_subset=dec(s["exact_subset"], where="search.exact_subset"), exact_levels=int(s["exact_levels"]),
-        k_beam=dec(s["k_beam"], where="search.k_beam"),
-        beam_subset=dec(s["beam_subset"], where="search.beam_subset"),
-        exact_cap=int(s["exact_cap"]), beam_width=int(s["beam_width"]),
+    search = (
+        None
+        if s is None
+        else FlipSearchResult(
+            method=s["method"],
+            depth=int(s["depth"]),
+            group_names=names,
+            k_exact=dec(s["k_exact"], where="search.k_exact"),
+            exact_subset=dec(s["exact_subset"], where="search.exact_subset"),
+            exact_levels=int(s["exact_levels"]),
+            k_beam=dec(s["k_beam"], where="search.k_beam"),
+            beam_subset=dec(s["beam_subset"], where="search.beam_subset"),
+            exact_cap=int(s["exact_cap"]),
+            beam_width=int(s["beam_width"]),
+        )
     )
     order = None if data["order"] is None else tuple(data["order"])
     probe = data.get("probe_proba")  # absent from bundles written before it was stored
-    return CertificateSet(table=table, protocol=protocol, group_names=names, group_columns=columns,
-                          baseline=dec(data["baseline"], where="baseline"), fingerprint=str(data["fingerprint"]),
-                          depth=int(data["depth"]), path_rule=str(data["path_rule"]), order=order,
-                          path_idx=arrays["path_idx"], traj_proba=arrays["traj_proba"],
-                          traj_pred=arrays["traj_pred"], traj_margin=arrays["traj_margin"],
-                          collapse=arrays["collapse"], drops=arrays["drops"], operators=ops, search=search,
-                          probe_proba=None if probe is None else dec(probe, where="probe_proba"))
+    return CertificateSet(
+        table=table,
+        protocol=protocol,
+        group_names=names,
+        group_columns=columns,
+        baseline=dec(data["baseline"], where="baseline"),
+        fingerprint=str(data["fingerprint"]),
+        depth=int(data["depth"]),
+        path_rule=str(data["path_rule"]),
+        order=order,
+        path_idx=arrays["path_idx"],
+        traj_proba=arrays["traj_proba"],
+        traj_pred=arrays["traj_pred"],
+        traj_margin=arrays["traj_margin"],
+        collapse=arrays["collapse"],
+        drops=arrays["drops"],
+        operators=ops,
+        search=search,
+        probe_proba=None if probe is None else dec(probe, where="probe_proba"),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -552,8 +636,9 @@ def _collapse_terms(traj_margin: np.ndarray, depth: int) -> tuple[np.ndarray, np
     return collapse, collapse.sum(axis=1) / (depth + 1)
 
 
-def fds_from_components(rcma: ArrayLike, flip_budget: ArrayLike, lambda_stars: ArrayLike,
-                        weights: Sequence[float] = (1 / 3, 1 / 3, 1 / 3)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def fds_from_components(
+    rcma: ArrayLike, flip_budget: ArrayLike, lambda_stars: ArrayLike, weights: Sequence[float] = (1 / 3, 1 / 3, 1 / 3)
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``FDS = 1 − exp(−u)`` from certificate components (SPEC A.3).
 
     Parameters
@@ -601,8 +686,9 @@ def _probe_rows(baseline: np.ndarray) -> np.ndarray:
     return np.vstack([baseline, baseline + z * np.maximum(np.abs(baseline), 1.0)])
 
 
-def _fingerprint(predict_proba: PredictProba, protocol: Protocol, gi: GroupIndex, baseline: np.ndarray,
-                 order: tuple[str, ...] | None) -> tuple[str, np.ndarray]:
+def _fingerprint(
+    predict_proba: PredictProba, protocol: Protocol, gi: GroupIndex, baseline: np.ndarray, order: tuple[str, ...] | None
+) -> tuple[str, np.ndarray]:
     probe = _probe_rows(baseline)
     P = check_proba(predict_proba(probe), probe.shape[0], what="`predict_proba` (fingerprint probe)")
     payload = {
@@ -618,9 +704,14 @@ def _fingerprint(predict_proba: PredictProba, protocol: Protocol, gi: GroupIndex
     return hashlib.sha256(text.encode("utf-8")).hexdigest(), P
 
 
-def certificate_fingerprint(predict_proba: Callable[[np.ndarray], ArrayLike], groups: Mapping[str, Sequence[int]],
-                            baseline: ArrayLike, protocol: Protocol | None = None, *,
-                            order: Sequence[str] | None = None) -> str:
+def certificate_fingerprint(
+    predict_proba: Callable[[np.ndarray], ArrayLike],
+    groups: Mapping[str, Sequence[int]],
+    baseline: ArrayLike,
+    protocol: Protocol | None = None,
+    *,
+    order: Sequence[str] | None = None,
+) -> str:
     """The fingerprint :func:`certify` gives any rows under these inputs, without certifying any.
 
     It hashes the protocol's canonical JSON, the groups, the baseline (12 significant digits),
@@ -649,8 +740,9 @@ def certificate_fingerprint(predict_proba: Callable[[np.ndarray], ArrayLike], gr
     return _fingerprint(predict_proba, protocol, gi, b, order_names)[0]
 
 
-def _order_iv(order: Sequence[str] | None, gi: GroupIndex,
-              depth: int) -> tuple[tuple[str, ...] | None, np.ndarray | None]:
+def _order_iv(
+    order: Sequence[str] | None, gi: GroupIndex, depth: int
+) -> tuple[tuple[str, ...] | None, np.ndarray | None]:
     if order is None:
         return None, None
     if isinstance(order, str) or not isinstance(order, (Sequence, np.ndarray)):
@@ -667,9 +759,17 @@ def _order_iv(order: Sequence[str] | None, gi: GroupIndex,
     return names, np.array([lookup[n] for n in names[:depth]], dtype=np.intp)
 
 
-def _round_one(predict_proba: PredictProba, Xc: np.ndarray, b: np.ndarray, gi: GroupIndex, lam: np.ndarray,
-               unit_masks: dict[str, np.ndarray], batch_size: int, n_classes: int,
-               what: str) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+def _round_one(
+    predict_proba: PredictProba,
+    Xc: np.ndarray,
+    b: np.ndarray,
+    gi: GroupIndex,
+    lam: np.ndarray,
+    unit_masks: dict[str, np.ndarray],
+    batch_size: int,
+    n_classes: int,
+    what: str,
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """The input, its G one-step removals and every operator state of a chunk, in one stack.
 
     Returns the probabilities of the inputs (nc, C), of the one-step removals (nc, G, C) and of
@@ -680,29 +780,39 @@ def _round_one(predict_proba: PredictProba, Xc: np.ndarray, b: np.ndarray, gi: G
     R1 = 1 + G + L * sum(m.shape[0] for m in unit_masks.values())
     Z = np.empty((nc, R1, d))
     Z[:, 0] = Xc
-    stack_removals(Xc, b, gi.column_mask(np.eye(G, dtype=bool)), out=Z[:, 1:1 + G])
+    stack_removals(Xc, b, gi.column_mask(np.eye(G, dtype=bool)), out=Z[:, 1 : 1 + G])
     spans = {}
     off = 1 + G
     for op, um in unit_masks.items():
         U = um.shape[0]
         # Splitting one axis of a slice is always a view, so this writes straight into Z.
-        stack_attenuations(Xc, b, lam, um, out=Z[:, off:off + L * U].reshape(nc, L, U, d))
+        stack_attenuations(Xc, b, lam, um, out=Z[:, off : off + L * U].reshape(nc, L, U, d))
         spans[op] = (off, U)
         off += L * U
-    P = predict_batched(predict_proba, Z.reshape(nc * R1, d), batch_size=batch_size, n_classes=C,
-                        what=what).reshape(nc, R1, C)
+    P = predict_batched(predict_proba, Z.reshape(nc * R1, d), batch_size=batch_size, n_classes=C, what=what).reshape(
+        nc, R1, C
+    )
     # Stacked λ-major; reported unit-major, one margin curve per unit.
-    ops = {op: P[:, o:o + L * U].reshape(nc, L, U, C).transpose(0, 2, 1, 3) for op, (o, U) in spans.items()}
-    return P[:, 0], P[:, 1:1 + G], ops
+    ops = {op: P[:, o : o + L * U].reshape(nc, L, U, C).transpose(0, 2, 1, 3) for op, (o, U) in spans.items()}
+    return P[:, 0], P[:, 1 : 1 + G], ops
 
 
-def _removal_states(predict_proba: PredictProba, Xc: np.ndarray, b: np.ndarray, gi: GroupIndex,
-                    subsets: np.ndarray, batch_size: int, n_classes: int, what: str) -> np.ndarray:
+def _removal_states(
+    predict_proba: PredictProba,
+    Xc: np.ndarray,
+    b: np.ndarray,
+    gi: GroupIndex,
+    subsets: np.ndarray,
+    batch_size: int,
+    n_classes: int,
+    what: str,
+) -> np.ndarray:
     """Probabilities (nc, t, C) of ``R(x_i, S_ij)`` for group-subset masks ``subsets`` (nc, t, G)."""
     nc, t = subsets.shape[:2]
     Z = stack_removals(Xc, b, gi.column_mask(subsets))
-    return predict_batched(predict_proba, Z.reshape(nc * t, Xc.shape[1]), batch_size=batch_size,
-                           n_classes=n_classes, what=what).reshape(nc, t, n_classes)
+    return predict_batched(
+        predict_proba, Z.reshape(nc * t, Xc.shape[1]), batch_size=batch_size, n_classes=n_classes, what=what
+    ).reshape(nc, t, n_classes)
 
 
 def _chunks(n: int, size: int):
@@ -710,11 +820,13 @@ def _chunks(n: int, size: int):
         yield slice(start, min(n, start + size))
 
 
-def _certify_iv(predict_proba: Any, X: ArrayLike, groups: Any, baseline: ArrayLike, protocol: Any,
-                search: str) -> tuple[Protocol, np.ndarray, pd.Index | None, GroupIndex, np.ndarray, int]:
+def _certify_iv(
+    predict_proba: Any, X: ArrayLike, groups: Any, baseline: ArrayLike, protocol: Any, search: str
+) -> tuple[Protocol, np.ndarray, pd.Index | None, GroupIndex, np.ndarray, int]:
     if not callable(predict_proba):
-        raise ValueError("`predict_proba` must be callable (e.g. model.predict_proba); "
-                         f"got {type(predict_proba).__name__}.")
+        raise ValueError(
+            f"`predict_proba` must be callable (e.g. model.predict_proba); got {type(predict_proba).__name__}."
+        )
     protocol = Protocol() if protocol is None else protocol
     if not isinstance(protocol, Protocol):
         raise ValueError(f"`protocol` must be a Protocol or None; got {type(protocol).__name__}.")
@@ -726,10 +838,18 @@ def _certify_iv(predict_proba: Any, X: ArrayLike, groups: Any, baseline: ArrayLi
     return protocol, A, index, gi, b, protocol.resolved_depth(gi.n_groups)
 
 
-def certify(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike, groups: Mapping[str, Sequence[int]],
-            baseline: ArrayLike, protocol: Protocol | None = None, *, order: Sequence[str] | None = None,
-            search: SearchOption = "none", batch_size: int = 65536,
-            progress: Callable[[int, int], object] | None = None) -> CertificateSet:
+def certify(
+    predict_proba: Callable[[np.ndarray], ArrayLike],
+    X: ArrayLike,
+    groups: Mapping[str, Sequence[int]],
+    baseline: ArrayLike,
+    protocol: Protocol | None = None,
+    *,
+    order: Sequence[str] | None = None,
+    search: SearchOption = "none",
+    batch_size: int = 65536,
+    progress: Callable[[int, int], object] | None = None,
+) -> CertificateSet:
     """Counterfactual fragility certificates of every row of ``X`` (SPEC A.3, A.4).
 
     Parameters
@@ -807,8 +927,14 @@ def certify(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike, grou
     m_prev = np.empty(n)  # adaptive rule: original-class margin of the current state
     # Per-unit predictions are the bulkiest integers kept: store them in the smallest dtype.
     pred_dtype = np.min_scalar_type(C - 1)
-    op_arrays = {op: (np.empty((n, m.shape[0], lam.size)), np.empty((n, m.shape[0], lam.size), dtype=pred_dtype),
-                      np.empty((n, lam.size), dtype=bool)) for op, m in unit_masks.items()}
+    op_arrays = {
+        op: (
+            np.empty((n, m.shape[0], lam.size)),
+            np.empty((n, m.shape[0], lam.size), dtype=pred_dtype),
+            np.empty((n, lam.size), dtype=bool),
+        )
+        for op, m in unit_masks.items()
+    }
 
     # Round 1, chunked so that one chunk's stack holds about batch_size rows.
     for sl in _chunks(n, max(1, batch_size // rows_one)):
@@ -841,8 +967,16 @@ def certify(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike, grou
     if path_rule != "adaptive" and K > 1:
         for sl in _chunks(n, max(1, batch_size // (K - 1))):
             subsets = np.logical_or.accumulate(eye[path[sl]], axis=1)[:, 1:]
-            traj[sl, 2:] = _removal_states(predict_proba, A[sl], b, gi, subsets, batch_size, C,
-                                           f"the removal path of rows {sl.start}..{sl.stop - 1} of X")
+            traj[sl, 2:] = _removal_states(
+                predict_proba,
+                A[sl],
+                b,
+                gi,
+                subsets,
+                batch_size,
+                C,
+                f"the removal path of rows {sl.start}..{sl.stop - 1} of X",
+            )
             counter.advance((sl.stop - sl.start) * (1 - share_one))
     elif path_rule == "adaptive":
         removed = np.zeros((n, G), dtype=bool)
@@ -853,8 +987,16 @@ def certify(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike, grou
                 rs = removed[sl]
                 ar = np.arange(rs.shape[0])
                 rem = np.nonzero(~rs)[1].reshape(-1, R)  # remaining groups, declared order
-                Pk = _removal_states(predict_proba, A[sl], b, gi, rs[:, None, :] | eye[rem], batch_size, C,
-                                     f"step {k} of the adaptive path of rows {sl.start}..{sl.stop - 1} of X")
+                Pk = _removal_states(
+                    predict_proba,
+                    A[sl],
+                    b,
+                    gi,
+                    rs[:, None, :] | eye[rem],
+                    batch_size,
+                    C,
+                    f"step {k} of the adaptive path of rows {sl.start}..{sl.stop - 1} of X",
+                )
                 mk = class_margin(Pk, y[sl, None])
                 j = np.argmax(m_prev[sl, None] - mk, axis=1)
                 g = rem[ar, j]
@@ -869,9 +1011,14 @@ def certify(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike, grou
     flips = traj_pred[:, 1:] != y[:, None]
     k_star = np.where(flips.any(axis=1), np.argmax(flips, axis=1) + 1, depth + 1)
     ops = {
-        op: OperatorTrace(name=op, severities=lam.copy(),
-                          unit_names=gi.names if op == "attenuate_single" else ("all",),
-                          margins=op_arrays[op][0], preds=op_arrays[op][1], flipped=op_arrays[op][2])
+        op: OperatorTrace(
+            name=op,
+            severities=lam.copy(),
+            unit_names=gi.names if op == "attenuate_single" else ("all",),
+            margins=op_arrays[op][0],
+            preds=op_arrays[op][1],
+            flipped=op_arrays[op][2],
+        )
         for op in protocol.operators
     }
     lambda_stars = np.column_stack([tr.lambda_star for tr in ops.values()]) if ops else np.zeros((n, 0))
@@ -879,8 +1026,19 @@ def certify(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike, grou
 
     result = None
     if search != "none":
-        result = run_search(predict_proba, A, y, gi, b, depth, protocol, search, batch_size=batch_size,
-                            n_classes=n_classes, counter=counter)
+        result = run_search(
+            predict_proba,
+            A,
+            y,
+            gi,
+            b,
+            depth,
+            protocol,
+            search,
+            batch_size=batch_size,
+            n_classes=n_classes,
+            counter=counter,
+        )
 
     names = np.array(gi.names, dtype=object)
     columns: dict[str, Any] = {
@@ -901,10 +1059,26 @@ def certify(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike, grou
     if result is not None:
         columns.update(_search_columns(result))
     table = pd.DataFrame(columns, index=pd.RangeIndex(n) if index is None else index)
-    return CertificateSet(table=table, protocol=protocol, group_names=gi.names, group_columns=gi.columns,
-                          baseline=b, fingerprint=fingerprint, depth=depth, path_rule=path_rule, order=order_names,
-                          path_idx=path, traj_proba=traj, traj_pred=traj_pred, traj_margin=traj_margin,
-                          collapse=collapse, drops=drops, operators=ops, search=result, probe_proba=probe_proba)
+    return CertificateSet(
+        table=table,
+        protocol=protocol,
+        group_names=gi.names,
+        group_columns=gi.columns,
+        baseline=b,
+        fingerprint=fingerprint,
+        depth=depth,
+        path_rule=path_rule,
+        order=order_names,
+        path_idx=path,
+        traj_proba=traj,
+        traj_pred=traj_pred,
+        traj_margin=traj_margin,
+        collapse=collapse,
+        drops=drops,
+        operators=ops,
+        search=result,
+        probe_proba=probe_proba,
+    )
 
 
 def _search_columns(search: FlipSearchResult) -> dict[str, np.ndarray]:
@@ -977,28 +1151,37 @@ class VerificationReport:
         return sorted(set(self.mismatches["field"]))
 
     def __str__(self) -> str:
-        largest = (f"largest difference {self.max_abs_diff:.3g} in {self.max_diff_field}"
-                   if self.max_diff_field is not None and self.max_abs_diff > 0 else "no float difference")
+        largest = (
+            f"largest difference {self.max_abs_diff:.3g} in {self.max_diff_field}"
+            if self.max_diff_field is not None and self.max_abs_diff > 0
+            else "no float difference"
+        )
         tol = f"rtol={self.rtol:g}, atol={self.atol:g}"
         if self.verdict == "identical":
-            return (f"Certificate bundle verified: {self.n_samples} samples, identical, "
-                    f"fingerprint {self.fingerprint_actual[:12]}.")
+            return (
+                f"Certificate bundle verified: {self.n_samples} samples, identical, "
+                f"fingerprint {self.fingerprint_actual[:12]}."
+            )
         if self.verdict == "within_tolerance":
-            fp = ("same fingerprint" if self.fingerprint_match else
-                  f"fingerprint hash differs ({self.fingerprint_expected[:12]} vs {self.fingerprint_actual[:12]}) "
-                  f"but the probe probabilities agree within {self.probe_max_abs_diff:.3g}")
-            return (f"Certificate bundle verified within tolerance ({tol}): {self.n_samples} samples, "
-                    f"{largest}; {fp}.")
+            fp = (
+                "same fingerprint"
+                if self.fingerprint_match
+                else f"fingerprint hash differs ({self.fingerprint_expected[:12]} vs {self.fingerprint_actual[:12]}) "
+                f"but the probe probabilities agree within {self.probe_max_abs_diff:.3g}"
+            )
+            return f"Certificate bundle verified within tolerance ({tol}): {self.n_samples} samples, {largest}; {fp}."
         parts = []
         if not self.fingerprint_match:
-            why = ("the bundle stores no probe values to tell rounding from another model"
-                   if self.probe_max_abs_diff is None else
-                   f"probe probabilities differ by up to {self.probe_max_abs_diff:.3g}")
-            parts.append(f"fingerprint differs ({self.fingerprint_expected[:12]} vs "
-                         f"{self.fingerprint_actual[:12]}; {why})")
+            why = (
+                "the bundle stores no probe values to tell rounding from another model"
+                if self.probe_max_abs_diff is None
+                else f"probe probabilities differ by up to {self.probe_max_abs_diff:.3g}"
+            )
+            parts.append(
+                f"fingerprint differs ({self.fingerprint_expected[:12]} vs {self.fingerprint_actual[:12]}; {why})"
+            )
         if len(self.mismatches):
-            parts.append(f"{len(self.mismatches)} (sample, field) mismatches beyond {tol} in "
-                         f"{', '.join(self.fields)}")
+            parts.append(f"{len(self.mismatches)} (sample, field) mismatches beyond {tol} in {', '.join(self.fields)}")
         return "Certificate bundle does NOT verify: " + "; ".join(parts) + f"; {largest}."
 
 
@@ -1060,8 +1243,9 @@ def _margin_scales(cs: CertificateSet) -> dict[str, np.ndarray]:
     w1 = float(cs.protocol.weights[0])
     scales = {name: S for name in _MARGIN_FIELDS}
     scales.update({f"operators.{op}.margins": S for op in cs.operators})
-    scales.update({"collapse": collapse_scale, "table.rcma": rcma_scale,
-                   "table.u": w1 * rcma_scale, "table.fds": w1 * rcma_scale})
+    scales.update(
+        {"collapse": collapse_scale, "table.rcma": rcma_scale, "table.u": w1 * rcma_scale, "table.fds": w1 * rcma_scale}
+    )
     return scales
 
 
@@ -1077,9 +1261,16 @@ def _inconsistent_rows(cs: CertificateSet, fields: Mapping[str, np.ndarray]) -> 
     collapse, rcma = _collapse_terms(m, cs.depth)
     lam = np.column_stack([tr.lambda_star for tr in cs.operators.values()]) if cs.operators else np.zeros((len(cs), 0))
     fds, u, degradation = fds_from_components(rcma, cs.table["flip_budget"].to_numpy(), lam, cs.protocol.weights)
-    derived = {"collapse": collapse, "table.rcma": rcma, "table.u": u, "table.fds": fds,
-               "table.degradation": degradation, "table.margin": m[:, 0], "table.path_margins": m,
-               "table.one_step_max": cs.drops.max(axis=1) if cs.drops.shape[1] else None}
+    derived = {
+        "collapse": collapse,
+        "table.rcma": rcma,
+        "table.u": u,
+        "table.fds": fds,
+        "table.degradation": degradation,
+        "table.margin": m[:, 0],
+        "table.path_margins": m,
+        "table.one_step_max": cs.drops.max(axis=1) if cs.drops.shape[1] else None,
+    }
     out = {}
     for name, want in derived.items():
         have = fields.get(name)
@@ -1092,9 +1283,16 @@ def _inconsistent_rows(cs: CertificateSet, fields: Mapping[str, np.ndarray]) -> 
     return out
 
 
-def verify(bundle: CertificateSet | Mapping[str, Any] | str | Path, predict_proba: Callable[[np.ndarray], ArrayLike],
-           X: ArrayLike, *, rtol: float = 1e-5, atol: float = 1e-6, batch_size: int = 65536,
-           progress: Callable[[int, int], object] | None = None) -> VerificationReport:
+def verify(
+    bundle: CertificateSet | Mapping[str, Any] | str | Path,
+    predict_proba: Callable[[np.ndarray], ArrayLike],
+    X: ArrayLike,
+    *,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    batch_size: int = 65536,
+    progress: Callable[[int, int], object] | None = None,
+) -> VerificationReport:
     """Recompute a stored certificate set and report every field that differs.
 
     On the machine that wrote the bundle the recomputation is bit-identical (verdict
@@ -1146,9 +1344,17 @@ def verify(bundle: CertificateSet | Mapping[str, Any] | str | Path, predict_prob
     A, _ = check_features(X)
     if A.shape[0] != len(expected):
         raise ValueError(f"`X` has {A.shape[0]} rows but the bundle certifies {len(expected)} samples.")
-    actual = certify(predict_proba, A, expected.groups, expected.baseline, expected.protocol, order=expected.order,
-                     search="none" if expected.search is None else expected.search.method,
-                     batch_size=batch_size, progress=progress)
+    actual = certify(
+        predict_proba,
+        A,
+        expected.groups,
+        expected.baseline,
+        expected.protocol,
+        order=expected.order,
+        search="none" if expected.search is None else expected.search.method,
+        batch_size=batch_size,
+        progress=progress,
+    )
 
     records = []
     identical = True
@@ -1159,8 +1365,15 @@ def verify(bundle: CertificateSet | Mapping[str, Any] | str | Path, predict_prob
         identical = False
         for i in rows.tolist():
             e = exp_fields[field][i]
-            records.append((i, expected.table.index[i], field, e.tolist() if isinstance(e, np.ndarray) else e,
-                            "inconsistent with the bundle's own traj_margin / drops / λ*"))
+            records.append(
+                (
+                    i,
+                    expected.table.index[i],
+                    field,
+                    e.tolist() if isinstance(e, np.ndarray) else e,
+                    "inconsistent with the bundle's own traj_margin / drops / λ*",
+                )
+            )
     for field, E in exp_fields.items():
         Acur = act_fields.get(field)
         if Acur is None or Acur.shape != E.shape:
@@ -1189,9 +1402,15 @@ def verify(bundle: CertificateSet | Mapping[str, Any] | str | Path, predict_prob
         bad_rows = np.flatnonzero(bad.reshape(E.shape[0], -1).any(axis=1))
         for i in bad_rows.tolist():
             e, a = E[i], Acur[i]
-            records.append((i, expected.table.index[i], field,
-                            e.tolist() if isinstance(e, np.ndarray) else e,
-                            a.tolist() if isinstance(a, np.ndarray) else a))
+            records.append(
+                (
+                    i,
+                    expected.table.index[i],
+                    field,
+                    e.tolist() if isinstance(e, np.ndarray) else e,
+                    a.tolist() if isinstance(a, np.ndarray) else a,
+                )
+            )
     for field in act_fields.keys() - exp_fields.keys():
         identical = False
         records.append((-1, None, field, None, act_fields[field].shape))
@@ -1208,5 +1427,16 @@ def verify(bundle: CertificateSet | Mapping[str, Any] | str | Path, predict_prob
         verdict = "within_tolerance"
     else:
         verdict = "differs"
-    return VerificationReport(verdict != "differs", expected.fingerprint, actual.fingerprint, len(expected),
-                              mismatches, float(rtol), float(atol), verdict, max_diff, max_field, probe_diff)
+    return VerificationReport(
+        verdict != "differs",
+        expected.fingerprint,
+        actual.fingerprint,
+        len(expected),
+        mismatches,
+        float(rtol),
+        float(atol),
+        verdict,
+        max_diff,
+        max_field,
+        probe_diff,
+    )

@@ -21,6 +21,7 @@ scores, one-step drop, random-order and permutation-importance-order certificate
 concentration), the protocol-sensitivity table, the greedy-vs-exact/beam summary, and paired
 bootstrap intervals over dataset–model–seed units.
 """
+
 from __future__ import annotations
 
 import math
@@ -205,20 +206,22 @@ ScoreKind = Literal["certificate", "certificate_ablation", "confidence", "pertur
 NON_CERTIFICATE_KINDS: tuple[str, ...] = ("confidence", "perturbation", "attribution")
 
 #: Every score this module knows, in display order.
-SCORES: Mapping[str, ScoreInfo] = MappingProxyType({
-    "fds": ScoreInfo("certificate", "FDS = 1 − exp(−u), ranked by u (same order, no float saturation)"),
-    "rcma": ScoreInfo("certificate", "RCMA, normalised margin-collapse area"),
-    "inv_flip_budget": ScoreInfo("certificate", "1/k*, reciprocal greedy flip budget"),
-    "degradation": ScoreInfo("certificate", "(1/|ℙ|) Σ_P 1[λ*_P < ∞]/(λ*_P + 1e-8)"),
-    "max_softmax": ScoreInfo("confidence", "−max p̃"),
-    "entropy": ScoreInfo("confidence", "+entropy of p̃"),
-    "margin": ScoreInfo("confidence", "−(z̃(1) − z̃(2))"),
-    "neg_energy": ScoreInfo("confidence", "−log Σ exp z̃"),
-    "one_step": ScoreInfo("perturbation", "max_g δ_g, largest one-step margin drop"),
-    "random_order": ScoreInfo("certificate_ablation", "mean u over random global group orders"),
-    "perm_order": ScoreInfo("certificate_ablation", "u under the permutation-importance group order"),
-    "group_shap": ScoreInfo("attribution", "largest group's share of Σ|SHAP|"),
-})
+SCORES: Mapping[str, ScoreInfo] = MappingProxyType(
+    {
+        "fds": ScoreInfo("certificate", "FDS = 1 − exp(−u), ranked by u (same order, no float saturation)"),
+        "rcma": ScoreInfo("certificate", "RCMA, normalised margin-collapse area"),
+        "inv_flip_budget": ScoreInfo("certificate", "1/k*, reciprocal greedy flip budget"),
+        "degradation": ScoreInfo("certificate", "(1/|ℙ|) Σ_P 1[λ*_P < ∞]/(λ*_P + 1e-8)"),
+        "max_softmax": ScoreInfo("confidence", "−max p̃"),
+        "entropy": ScoreInfo("confidence", "+entropy of p̃"),
+        "margin": ScoreInfo("confidence", "−(z̃(1) − z̃(2))"),
+        "neg_energy": ScoreInfo("confidence", "−log Σ exp z̃"),
+        "one_step": ScoreInfo("perturbation", "max_g δ_g, largest one-step margin drop"),
+        "random_order": ScoreInfo("certificate_ablation", "mean u over random global group orders"),
+        "perm_order": ScoreInfo("certificate_ablation", "u under the permutation-importance group order"),
+        "group_shap": ScoreInfo("attribution", "largest group's share of Σ|SHAP|"),
+    }
+)
 
 
 def certificate_scores(certificates: CertificateSet) -> dict[str, np.ndarray]:
@@ -266,13 +269,31 @@ def confidence_scores(proba: ArrayLike) -> dict[str, np.ndarray]:
 Population = Literal["high_confidence", "all"]
 
 #: Columns of :func:`evaluate_scores`.
-EVALUATION_COLUMNS = ("score", "kind", "orientation", "population", "n", "n_brittle", "auroc", "capture@5",
-                      "capture@10", "capture@20", "aurc", "false_conf_captured@20", "note")
+EVALUATION_COLUMNS = (
+    "score",
+    "kind",
+    "orientation",
+    "population",
+    "n",
+    "n_brittle",
+    "auroc",
+    "capture@5",
+    "capture@10",
+    "capture@20",
+    "aurc",
+    "false_conf_captured@20",
+    "note",
+)
 
 
-def evaluate_scores(scores: Mapping[str, ArrayLike], labels: BrittleLabels, y_true: ArrayLike, *,
-                    population: Population = "high_confidence",
-                    notes: Mapping[str, str] | None = None) -> pd.DataFrame:
+def evaluate_scores(
+    scores: Mapping[str, ArrayLike],
+    labels: BrittleLabels,
+    y_true: ArrayLike,
+    *,
+    population: Population = "high_confidence",
+    notes: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
     """Evaluate ranking scores against held-out brittle labels (SPEC A.6).
 
     Parameters
@@ -319,10 +340,20 @@ def evaluate_scores(scores: Mapping[str, ArrayLike], labels: BrittleLabels, y_tr
         if s.shape != (n,):
             raise ValueError(f"Score {name!r} must have shape ({n},) like the labels; got {s.shape}.")
         info = SCORES.get(name, ScoreInfo("custom", "larger = riskier"))  # type: ignore[arg-type]
-        row = {"score": name, "kind": info.kind, "orientation": info.orientation, "population": population,
-               "n": int(mask.sum()), "n_brittle": int(b.sum()), "auroc": math.nan, "capture@5": math.nan,
-               "capture@10": math.nan, "capture@20": math.nan, "aurc": math.nan,
-               "false_conf_captured@20": math.nan}
+        row = {
+            "score": name,
+            "kind": info.kind,
+            "orientation": info.orientation,
+            "population": population,
+            "n": int(mask.sum()),
+            "n_brittle": int(b.sum()),
+            "auroc": math.nan,
+            "capture@5": math.nan,
+            "capture@10": math.nan,
+            "capture@20": math.nan,
+            "aurc": math.nan,
+            "false_conf_captured@20": math.nan,
+        }
         why = [notes[name]] if name in notes else []
         if np.isnan(s).all():
             why = why or ["score not available"]
@@ -384,10 +415,17 @@ def strongest_confidence_score(evaluation: pd.DataFrame) -> str | None:
     return str(conf["score"].iloc[int(np.argmax(conf["auroc"].to_numpy(dtype=float)))])
 
 
-def random_order_scores(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike,
-                        groups: Mapping[str, Sequence[int]], baseline: ArrayLike, protocol: Protocol | None = None,
-                        *, n_orders: int = 5, seed: int | np.random.Generator,
-                        batch_size: int = 65536) -> np.ndarray:
+def random_order_scores(
+    predict_proba: Callable[[np.ndarray], ArrayLike],
+    X: ArrayLike,
+    groups: Mapping[str, Sequence[int]],
+    baseline: ArrayLike,
+    protocol: Protocol | None = None,
+    *,
+    n_orders: int = 5,
+    seed: int | np.random.Generator,
+    batch_size: int = 65536,
+) -> np.ndarray:
     """Random-group-order baseline: the certificate with a random global path, averaged.
 
     For each of ``n_orders`` random permutations of the groups, every sample is certified
@@ -444,9 +482,16 @@ class GroupImportance:
     n_repeats: int
 
 
-def permutation_group_importance(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike,
-                                 y: ArrayLike, groups: Mapping[str, Sequence[int]], *, n_repeats: int = 5,
-                                 seed: int | np.random.Generator, batch_size: int = 65536) -> GroupImportance:
+def permutation_group_importance(
+    predict_proba: Callable[[np.ndarray], ArrayLike],
+    X: ArrayLike,
+    y: ArrayLike,
+    groups: Mapping[str, Sequence[int]],
+    *,
+    n_repeats: int = 5,
+    seed: int | np.random.Generator,
+    batch_size: int = 65536,
+) -> GroupImportance:
     """Global group order from validation loss increase under joint permutation of each group.
 
     All ``G · n_repeats`` permuted copies of ``X`` are stacked and scored in batched calls.
@@ -498,7 +543,9 @@ def permutation_group_importance(predict_proba: Callable[[np.ndarray], ArrayLike
             cols = np.asarray(gi.columns[g])
             Z[j][:, :, cols] = A[perms[g]][:, :, cols]
         P = predict_batched(predict_proba, Z.reshape(-1, A.shape[1]), batch_size=batch_size, n_classes=P0.shape[1])
-        losses[g0:g0 + len(block)] = log_loss(P, np.tile(y, len(block) * n_repeats)).reshape(len(block), n_repeats, n).mean(axis=2)
+        losses[g0 : g0 + len(block)] = (
+            log_loss(P, np.tile(y, len(block) * n_repeats)).reshape(len(block), n_repeats, n).mean(axis=2)
+        )
     importance = pd.Series(losses.mean(axis=1) - base, index=list(gi.names), name="importance")
     order = tuple(np.asarray(gi.names, dtype=object)[np.argsort(-importance.to_numpy(), kind="stable")])
     return GroupImportance(importance, order, base, int(n_repeats))
@@ -528,9 +575,16 @@ class GroupShap:
     note: str
 
 
-def group_shap_concentration(model: object, X: ArrayLike, groups: Mapping[str, Sequence[int]], *,
-                             explainer: Literal["tree", "linear"] | None, background: ArrayLike | None = None,
-                             max_background: int = 200, seed: int | np.random.Generator = 0) -> GroupShap:
+def group_shap_concentration(
+    model: object,
+    X: ArrayLike,
+    groups: Mapping[str, Sequence[int]],
+    *,
+    explainer: Literal["tree", "linear"] | None,
+    background: ArrayLike | None = None,
+    max_background: int = 200,
+    seed: int | np.random.Generator = 0,
+) -> GroupShap:
     """Group-SHAP concentration: the largest group's share of the absolute attribution.
 
     For every sample the SHAP values of its predicted class are computed with ``shap``'s fast
@@ -563,8 +617,12 @@ def group_shap_concentration(model: object, X: ArrayLike, groups: Mapping[str, S
     A, _ = check_features(X)
     gi = GroupIndex.from_groups(groups, A.shape[1])
     if explainer is None:
-        return GroupShap(np.full(A.shape[0], np.nan), None, None,
-                         "no fast exact SHAP explainer for this model (the permutation explainer is too slow)")
+        return GroupShap(
+            np.full(A.shape[0], np.nan),
+            None,
+            None,
+            "no fast exact SHAP explainer for this model (the permutation explainer is too slow)",
+        )
     if explainer not in ("tree", "linear"):
         raise ValueError(f"`explainer` must be 'tree', 'linear' or None; got {explainer!r}.")
     import shap  # heavy import, only when requested
@@ -624,9 +682,16 @@ class ProtocolVariant:
 SENSITIVITY_COLUMNS = ("kind", "rule", "n_groups", "auroc", "spearman", "fingerprint")
 
 
-def protocol_sensitivity(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike,
-                         variants: Sequence[ProtocolVariant], labels: BrittleLabels, reference: ArrayLike, *,
-                         population: Population = "high_confidence", batch_size: int = 65536) -> pd.DataFrame:
+def protocol_sensitivity(
+    predict_proba: Callable[[np.ndarray], ArrayLike],
+    X: ArrayLike,
+    variants: Sequence[ProtocolVariant],
+    labels: BrittleLabels,
+    reference: ArrayLike,
+    *,
+    population: Population = "high_confidence",
+    batch_size: int = 65536,
+) -> pd.DataFrame:
     """Recompute the certificate under other baseline / grouping rules (SPEC A.6 sensitivity).
 
     The model, split, depth, operators and the held-out labels stay fixed; only the variant's
@@ -681,8 +746,16 @@ def protocol_sensitivity(predict_proba: Callable[[np.ndarray], ArrayLike], X: Ar
                 UndefinedMetricWarning,
                 stacklevel=2,
             )
-        rows.append({"kind": v.kind, "rule": v.rule, "n_groups": len(cs.group_names), "auroc": auc,
-                     "spearman": rho, "fingerprint": cs.fingerprint})
+        rows.append(
+            {
+                "kind": v.kind,
+                "rule": v.rule,
+                "n_groups": len(cs.group_names),
+                "auroc": auc,
+                "spearman": rho,
+                "fingerprint": cs.fingerprint,
+            }
+        )
     return pd.DataFrame(rows, columns=list(SENSITIVITY_COLUMNS))
 
 
@@ -705,25 +778,44 @@ def search_diagnostics(certificates: CertificateSet) -> pd.DataFrame:
         ``beam_improve``) with columns ``statistic, value, n`` (samples it is computed over).
     """
     s = certificates.search_summary()
-    return pd.DataFrame({
-        "statistic": ["exact_match", "greedy_over", "mean_gap", "pair_miss", "beam_improve"],
-        "value": [s.exact_match, s.greedy_over, s.mean_gap, s.pair_miss, s.beam_improve],
-        "n": [s.n_exact] * 4 + [s.n_beam],
-    })
+    return pd.DataFrame(
+        {
+            "statistic": ["exact_match", "greedy_over", "mean_gap", "pair_miss", "beam_improve"],
+            "value": [s.exact_match, s.greedy_over, s.mean_gap, s.pair_miss, s.beam_improve],
+            "n": [s.n_exact] * 4 + [s.n_beam],
+        }
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # Paired bootstrap over dataset–model–seed units
 # --------------------------------------------------------------------------------------------
 #: Columns of :func:`paired_bootstrap`.
-BOOTSTRAP_COLUMNS = ("score", "kind", "n_units", "mean", "ci_low", "ci_high", "reference", "diff_mean",
-                     "diff_ci_low", "diff_ci_high", "win_rate")
+BOOTSTRAP_COLUMNS = (
+    "score",
+    "kind",
+    "n_units",
+    "mean",
+    "ci_low",
+    "ci_high",
+    "reference",
+    "diff_mean",
+    "diff_ci_low",
+    "diff_ci_high",
+    "win_rate",
+)
 _UNIT = ("dataset", "model", "seed")
 
 
-def paired_bootstrap(units: pd.DataFrame, *, metric: str = "auroc", reference: str | None = None,
-                     n_resamples: int = 2000, confidence_level: float = 0.95,
-                     seed: int | np.random.Generator = 0) -> pd.DataFrame:
+def paired_bootstrap(
+    units: pd.DataFrame,
+    *,
+    metric: str = "auroc",
+    reference: str | None = None,
+    n_resamples: int = 2000,
+    confidence_level: float = 0.95,
+    seed: int | np.random.Generator = 0,
+) -> pd.DataFrame:
     """Paired bootstrap intervals and win rates over dataset–model–seed units (SPEC A.6).
 
     Each unit (one trained model on one dataset under one seed) contributes one value of
@@ -766,7 +858,9 @@ def paired_bootstrap(units: pd.DataFrame, *, metric: str = "auroc", reference: s
     dup = units.duplicated(list(_UNIT) + ["score"])
     if dup.any():
         row = units.loc[dup].iloc[0]
-        raise ValueError(f"`units` has more than one row for unit {tuple(row[list(_UNIT)])} and score {row['score']!r}.")
+        raise ValueError(
+            f"`units` has more than one row for unit {tuple(row[list(_UNIT)])} and score {row['score']!r}."
+        )
     wide = units.pivot(index=list(_UNIT), columns="score", values=metric).astype(float)
     wide = wide[list(dict.fromkeys(units["score"]))]
     sign = -1.0 if metric == "aurc" else 1.0
@@ -793,13 +887,21 @@ def paired_bootstrap(units: pd.DataFrame, *, metric: str = "auroc", reference: s
         lo, hi = _percentile_mean(v, ok, idx, alpha)
         d = sign * (v - ref)
         dlo, dhi = _percentile_mean(d, both, idx, alpha)
-        rows.append({
-            "score": name, "kind": kinds[name], "n_units": int(ok.sum()),
-            "mean": float(v[ok].mean()) if ok.any() else math.nan, "ci_low": lo, "ci_high": hi,
-            "reference": reference, "diff_mean": float(d[both].mean()) if both.any() else math.nan,
-            "diff_ci_low": dlo, "diff_ci_high": dhi,
-            "win_rate": float((d[both] > 0).mean()) if both.any() else math.nan,
-        })
+        rows.append(
+            {
+                "score": name,
+                "kind": kinds[name],
+                "n_units": int(ok.sum()),
+                "mean": float(v[ok].mean()) if ok.any() else math.nan,
+                "ci_low": lo,
+                "ci_high": hi,
+                "reference": reference,
+                "diff_mean": float(d[both].mean()) if both.any() else math.nan,
+                "diff_ci_low": dlo,
+                "diff_ci_high": dhi,
+                "win_rate": float((d[both] > 0).mean()) if both.any() else math.nan,
+            }
+        )
     return pd.DataFrame(rows, columns=list(BOOTSTRAP_COLUMNS))
 
 

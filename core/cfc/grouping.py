@@ -12,6 +12,7 @@ partitions ``range(n_features)``; its order is the declared group order used to 
 - :func:`redundancy_merged_groups` (rule ``redundancy_merged``) merges groups whose group-level
   correlation reaches a declared threshold, by complete-linkage hierarchical clustering.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -64,8 +65,9 @@ def validate_groups(groups: Mapping[str, Sequence[int]], n_features: int) -> Gro
     {'a': [0, 2], 'b': [1]}
     """
     if not isinstance(groups, Mapping):
-        raise ValueError("`groups` must be an ordered mapping name -> list of column indices; "
-                         f"got {type(groups).__name__}.")
+        raise ValueError(
+            f"`groups` must be an ordered mapping name -> list of column indices; got {type(groups).__name__}."
+        )
     if len(groups) == 0:
         raise ValueError("`groups` is empty; at least one group is needed.")
     owner = np.full(n_features, -1, dtype=np.intp)
@@ -107,8 +109,13 @@ def validate_groups(groups: Mapping[str, Sequence[int]], n_features: int) -> Gro
 # Raw-origin tracing
 # --------------------------------------------------------------------------------------------
 _ELEMENTWISE = (
-    "StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler",
-    "QuantileTransformer", "PowerTransformer", "OrdinalEncoder",
+    "StandardScaler",
+    "MinMaxScaler",
+    "MaxAbsScaler",
+    "RobustScaler",
+    "QuantileTransformer",
+    "PowerTransformer",
+    "OrdinalEncoder",
 )
 
 
@@ -358,8 +365,9 @@ def raw_origin_groups(preprocessor: Any, *, input_features: Sequence[str] | None
 # --------------------------------------------------------------------------------------------
 # Domain blocks
 # --------------------------------------------------------------------------------------------
-def domain_block_groups(groups: Mapping[str, Sequence[int]], mapping: Mapping[str, str], *,
-                        unmapped: Literal["raise", "keep"] = "raise") -> Groups:
+def domain_block_groups(
+    groups: Mapping[str, Sequence[int]], mapping: Mapping[str, str], *, unmapped: Literal["raise", "keep"] = "raise"
+) -> Groups:
     """Merge raw-origin groups into user-declared domain blocks.
 
     Parameters
@@ -457,8 +465,7 @@ def group_correlation(X: ArrayLike, groups: Mapping[str, Sequence[int]]) -> np.n
     return R
 
 
-def redundancy_merged_groups(X: ArrayLike, groups: Mapping[str, Sequence[int]], *,
-                             threshold: float = 0.7) -> Groups:
+def redundancy_merged_groups(X: ArrayLike, groups: Mapping[str, Sequence[int]], *, threshold: float = 0.7) -> Groups:
     """Merge strongly correlated groups (rule ``redundancy_merged``).
 
     Complete-linkage hierarchical clustering on the distance ``1 − ρ`` with ``ρ`` from
@@ -502,8 +509,9 @@ def redundancy_merged_groups(X: ArrayLike, groups: Mapping[str, Sequence[int]], 
 # --------------------------------------------------------------------------------------------
 # Groups by declared rule
 # --------------------------------------------------------------------------------------------
-def build_groups(rule: str, preprocessor: Any, X_train: ArrayLike, *,
-                 blocks: Mapping[str, str] | None = None, threshold: float = 0.7) -> Groups:
+def build_groups(
+    rule: str, preprocessor: Any, X_train: ArrayLike, *, blocks: Mapping[str, str] | None = None, threshold: float = 0.7
+) -> Groups:
     """Evidence groups of a fitted preprocessing under the protocol's grouping ``rule``.
 
     The one place where a rule name becomes concrete groups, shared by the audit pipeline and

@@ -9,6 +9,7 @@ Certificates never loop over samples or steps: every stressed input of a chunk o
 written into one stacked array and the model is called on it in slices of ``batch_size`` rows.
 The label-channel stressors (masking, dropout, noise) live in :mod:`core.cfc.stressors`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -138,8 +139,9 @@ def operator_units(name: str, n_groups: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # Stacked stressed inputs
 # --------------------------------------------------------------------------------------------
-def stack_removals(X: np.ndarray, baseline: np.ndarray, column_masks: np.ndarray, *,
-                   out: np.ndarray | None = None) -> np.ndarray:
+def stack_removals(
+    X: np.ndarray, baseline: np.ndarray, column_masks: np.ndarray, *, out: np.ndarray | None = None
+) -> np.ndarray:
     """``R`` for many subsets at once.
 
     Parameters
@@ -167,8 +169,14 @@ def attenuated(X: np.ndarray, baseline: np.ndarray, severities: np.ndarray) -> n
     return (1.0 - lam) * X[:, None, :] + lam * baseline
 
 
-def stack_attenuations(X: np.ndarray, baseline: np.ndarray, severities: np.ndarray,
-                       unit_masks: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
+def stack_attenuations(
+    X: np.ndarray,
+    baseline: np.ndarray,
+    severities: np.ndarray,
+    unit_masks: np.ndarray,
+    *,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
     """``A_λ(x, S_u)`` for every severity λ and unit ``u``: shape (n, L, U, d).
 
     ``unit_masks`` is a boolean column mask of shape (U, d); ``out`` as in :func:`stack_removals`.
@@ -182,15 +190,16 @@ def stack_attenuations(X: np.ndarray, baseline: np.ndarray, severities: np.ndarr
     return out
 
 
-def predict_batched(predict_proba: PredictProba, Z: np.ndarray, *, batch_size: int,
-                    n_classes: int | None, what: str = "stressed inputs") -> np.ndarray:
+def predict_batched(
+    predict_proba: PredictProba, Z: np.ndarray, *, batch_size: int, n_classes: int | None, what: str = "stressed inputs"
+) -> np.ndarray:
     """Validated ``predict_proba`` over the rows of ``Z`` (m, d), at most ``batch_size`` per call.
 
     ``what`` says in error messages which inputs were being evaluated.
     """
     parts = []
     for start in range(0, Z.shape[0], batch_size):
-        block = Z[start:start + batch_size]
+        block = Z[start : start + batch_size]
         label = f"`predict_proba` on {what} (block starting at stacked row {start})"
         P = check_proba(predict_proba(block), block.shape[0], n_classes=n_classes, what=label)
         n_classes = P.shape[1]
@@ -201,8 +210,7 @@ def predict_batched(predict_proba: PredictProba, Z: np.ndarray, *, batch_size: i
 # --------------------------------------------------------------------------------------------
 # Public single-shot operators
 # --------------------------------------------------------------------------------------------
-def remove(X: ArrayLike, groups: Mapping[str, Sequence[int]], baseline: ArrayLike,
-           subset: Iterable[str]) -> np.ndarray:
+def remove(X: ArrayLike, groups: Mapping[str, Sequence[int]], baseline: ArrayLike, subset: Iterable[str]) -> np.ndarray:
     """Removal ``R(x, S)``: replace the columns of the groups in ``subset`` by the baseline.
 
     Parameters
@@ -228,8 +236,9 @@ def remove(X: ArrayLike, groups: Mapping[str, Sequence[int]], baseline: ArrayLik
     return np.where(gi.column_mask(gi.subset(subset)), b, A)
 
 
-def attenuate(X: ArrayLike, groups: Mapping[str, Sequence[int]], baseline: ArrayLike,
-              subset: Iterable[str], severity: float) -> np.ndarray:
+def attenuate(
+    X: ArrayLike, groups: Mapping[str, Sequence[int]], baseline: ArrayLike, subset: Iterable[str], severity: float
+) -> np.ndarray:
     """Attenuation ``A_λ(x, S) = (1 − λ)·x + λ·x̄`` on the columns of the groups in ``subset``.
 
     Examples

@@ -9,6 +9,7 @@ and baseline vector are computed from the training split by :mod:`core.cfc.group
 :mod:`core.cfc.baselines` and enter the certificate set's own fingerprint (see
 :func:`core.cfc.certificate.certify`).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -179,9 +180,7 @@ class Protocol:
         if self.depth is None:
             return min(n_groups, _DEFAULT_DEPTH_CAP)
         if self.depth > n_groups:
-            raise ValueError(
-                f"`depth` must be between 1 and the number of groups ({n_groups}); got {self.depth}."
-            )
+            raise ValueError(f"`depth` must be between 1 and the number of groups ({n_groups}); got {self.depth}.")
         return self.depth
 
     def to_dict(self) -> dict[str, Any]:

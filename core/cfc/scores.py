@@ -8,6 +8,7 @@ Orientation: the *confidence* scores (:func:`max_softmax`, :func:`top2_margin`,
 :func:`neg_energy`) are larger = more confident, :func:`entropy` is larger = less confident;
 :func:`risk_scores` turns all four into **risk scores, larger = riskier**.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,8 +36,9 @@ PROBA_FLOOR = 1e-12
 _SUM_TOL = 1e-4
 
 
-def check_proba(proba: ArrayLike, n_rows: int | None = None, *, n_classes: int | None = None,
-                what: str = "`predict_proba`") -> np.ndarray:
+def check_proba(
+    proba: ArrayLike, n_rows: int | None = None, *, n_classes: int | None = None, what: str = "`predict_proba`"
+) -> np.ndarray:
     """Validate a probability matrix and return it as float64.
 
     Parameters
@@ -216,9 +218,11 @@ def risk_scores(proba: ArrayLike) -> pd.DataFrame:
     [-2.1972, -0.4055]
     """
     P = check_proba(proba, what="`proba`")
-    return pd.DataFrame({
-        "risk_max_softmax": -max_softmax(P),
-        "risk_entropy": entropy(P),
-        "risk_margin": -top2_margin(P),
-        "risk_neg_energy": -neg_energy(P),
-    })
+    return pd.DataFrame(
+        {
+            "risk_max_softmax": -max_softmax(P),
+            "risk_entropy": entropy(P),
+            "risk_margin": -top2_margin(P),
+            "risk_neg_energy": -neg_energy(P),
+        }
+    )

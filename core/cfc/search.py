@@ -15,6 +15,7 @@ the model in slices of ``batch_size`` rows. Summary rates over a set of samples:
 ExactMatch ``P[k* = k_exact]``, GreedyOver ``P[k* > k_exact]``, MeanGap ``E[(k* − k_exact)+]``,
 PairMiss ``P[k_exact = 2 ∧ k* > 2]``, BeamImprove ``P[k_beam < k*]``.
 """
+
 from __future__ import annotations
 
 import math
@@ -129,9 +130,18 @@ def exact_levels_within_cap(n_groups: int, depth: int, cap: int) -> int:
     return levels
 
 
-def _exact(predict_proba: PredictProba, A: np.ndarray, y: np.ndarray, gi: GroupIndex, b: np.ndarray,
-           depth: int, cap: int, batch_size: int, n_classes: int,
-           counter: ProgressCounter) -> tuple[np.ndarray, np.ndarray, int]:
+def _exact(
+    predict_proba: PredictProba,
+    A: np.ndarray,
+    y: np.ndarray,
+    gi: GroupIndex,
+    b: np.ndarray,
+    depth: int,
+    cap: int,
+    batch_size: int,
+    n_classes: int,
+    counter: ProgressCounter,
+) -> tuple[np.ndarray, np.ndarray, int]:
     n, G = A.shape[0], gi.n_groups
     levels = exact_levels_within_cap(G, depth, cap)
     k_exact = np.full(n, np.nan)
@@ -151,20 +161,24 @@ def _exact(predict_proba: PredictProba, A: np.ndarray, y: np.ndarray, gi: GroupI
         sc = min(s, batch_size)
         ns = max(1, batch_size // sc)
         for r0 in range(0, undecided.size, ns):
-            rows = undecided[r0:r0 + ns]
+            rows = undecided[r0 : r0 + ns]
             yr = y[rows]
             for s0 in range(0, s, sc):
-                Z = stack_removals(A[rows], b, masks[s0:s0 + sc])
-                P = predict_batched(predict_proba, Z.reshape(-1, A.shape[1]), batch_size=batch_size,
-                                    n_classes=n_classes, what=f"exact-search subsets of size {k}"
-                                    ).reshape(rows.size, -1, n_classes)
+                Z = stack_removals(A[rows], b, masks[s0 : s0 + sc])
+                P = predict_batched(
+                    predict_proba,
+                    Z.reshape(-1, A.shape[1]),
+                    batch_size=batch_size,
+                    n_classes=n_classes,
+                    what=f"exact-search subsets of size {k}",
+                ).reshape(rows.size, -1, n_classes)
                 m = np.where(predicted_class(P) != yr[:, None], class_margin(P, yr[:, None]), np.inf)
                 j = np.argmin(m, axis=1)  # first minimum: earliest subset in combination order
                 mj = m[np.arange(rows.size), j]
                 # Strict '<' keeps the earlier subset when a later slice ties on the margin.
-                better = mj < best_m[r0:r0 + ns]
-                best_m[r0:r0 + ns][better] = mj[better]
-                best_j[r0:r0 + ns][better] = j[better] + s0
+                better = mj < best_m[r0 : r0 + ns]
+                best_m[r0 : r0 + ns][better] = mj[better]
+                best_j[r0 : r0 + ns][better] = j[better] + s0
         found = best_j >= 0
         k_exact[undecided[found]] = k
         best_subset[undecided[found]] = S[best_j[found]]
@@ -190,9 +204,18 @@ def _dedupe_first(sample: np.ndarray, subsets: np.ndarray) -> np.ndarray:
     return np.sort(first)
 
 
-def _beam(predict_proba: PredictProba, A: np.ndarray, y: np.ndarray, gi: GroupIndex, b: np.ndarray,
-          depth: int, width: int, batch_size: int, n_classes: int,
-          counter: ProgressCounter) -> tuple[np.ndarray, np.ndarray]:
+def _beam(
+    predict_proba: PredictProba,
+    A: np.ndarray,
+    y: np.ndarray,
+    gi: GroupIndex,
+    b: np.ndarray,
+    depth: int,
+    width: int,
+    batch_size: int,
+    n_classes: int,
+    counter: ProgressCounter,
+) -> tuple[np.ndarray, np.ndarray]:
     n, G = A.shape[0], gi.n_groups
     k_beam = np.full(n, float(depth + 1))
     best_subset = np.zeros((n, G), dtype=bool)
@@ -218,8 +241,13 @@ def _beam(predict_proba: PredictProba, A: np.ndarray, y: np.ndarray, gi: GroupIn
             sl = slice(t0, t0 + batch_size)
             rows = active[si[sl]]
             Z = np.where(masks[sl], b, A[rows])
-            P = predict_batched(predict_proba, Z, batch_size=batch_size, n_classes=n_classes,
-                                what=f"beam-search candidates of depth {k}")
+            P = predict_batched(
+                predict_proba,
+                Z,
+                batch_size=batch_size,
+                n_classes=n_classes,
+                what=f"beam-search candidates of depth {k}",
+            )
             margin[sl] = class_margin(P, y[rows])
             flips[sl] = predicted_class(P) != y[rows]
 
@@ -263,23 +291,36 @@ def _beam(predict_proba: PredictProba, A: np.ndarray, y: np.ndarray, gi: GroupIn
 # --------------------------------------------------------------------------------------------
 # Public entry points
 # --------------------------------------------------------------------------------------------
-def run_search(predict_proba: PredictProba, A: np.ndarray, y: np.ndarray, gi: GroupIndex, b: np.ndarray,
-               depth: int, protocol: Protocol, method: str, *, batch_size: int, n_classes: int,
-               counter: ProgressCounter) -> FlipSearchResult:
+def run_search(
+    predict_proba: PredictProba,
+    A: np.ndarray,
+    y: np.ndarray,
+    gi: GroupIndex,
+    b: np.ndarray,
+    depth: int,
+    protocol: Protocol,
+    method: str,
+    *,
+    batch_size: int,
+    n_classes: int,
+    counter: ProgressCounter,
+) -> FlipSearchResult:
     """Searches on already validated inputs (shared by :func:`flip_search` and ``certify``)."""
     n, G = A.shape[0], gi.n_groups
     k_exact, exact_subset, levels = np.full(n, np.nan), np.zeros((n, G), dtype=bool), 0
     k_beam, beam_subset = np.full(n, np.nan), np.zeros((n, G), dtype=bool)
     if method in ("exact", "both"):
-        k_exact, exact_subset, levels = _exact(predict_proba, A, y, gi, b, depth, protocol.exact_cap,
-                                               batch_size, n_classes, counter)
+        k_exact, exact_subset, levels = _exact(
+            predict_proba, A, y, gi, b, depth, protocol.exact_cap, batch_size, n_classes, counter
+        )
     if method in ("beam", "both"):
         # Samples are independent; chunks keep the candidate masks near batch_size rows.
         per_chunk = max(1, batch_size // (protocol.beam_width * G))
         for start in range(0, n, per_chunk):
             sl = slice(start, min(n, start + per_chunk))
-            k_beam[sl], beam_subset[sl] = _beam(predict_proba, A[sl], y[sl], gi, b, depth, protocol.beam_width,
-                                                batch_size, n_classes, counter)
+            k_beam[sl], beam_subset[sl] = _beam(
+                predict_proba, A[sl], y[sl], gi, b, depth, protocol.beam_width, batch_size, n_classes, counter
+            )
     if method != "beam" and np.isnan(k_exact).any():
         warnings.warn(
             f"Exact flip search stopped at subset size {levels} of {depth}: the cumulative number of "
@@ -288,9 +329,18 @@ def run_search(predict_proba: PredictProba, A: np.ndarray, y: np.ndarray, gi: Gr
             RuntimeWarning,
             stacklevel=3,
         )
-    return FlipSearchResult(method=method, depth=depth, group_names=gi.names, k_exact=k_exact,
-                            exact_subset=exact_subset, exact_levels=levels, k_beam=k_beam, beam_subset=beam_subset,
-                            exact_cap=protocol.exact_cap, beam_width=protocol.beam_width)
+    return FlipSearchResult(
+        method=method,
+        depth=depth,
+        group_names=gi.names,
+        k_exact=k_exact,
+        exact_subset=exact_subset,
+        exact_levels=levels,
+        k_beam=k_beam,
+        beam_subset=beam_subset,
+        exact_cap=protocol.exact_cap,
+        beam_width=protocol.beam_width,
+    )
 
 
 def check_method(method: str) -> str:
@@ -299,10 +349,17 @@ def check_method(method: str) -> str:
     return method
 
 
-def flip_search(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike,
-                groups: Mapping[str, Sequence[int]], baseline: ArrayLike, protocol: Protocol | None = None, *,
-                method: SearchMethod = "both", batch_size: int = 65536,
-                progress: Callable[[int, int], object] | None = None) -> FlipSearchResult:
+def flip_search(
+    predict_proba: Callable[[np.ndarray], ArrayLike],
+    X: ArrayLike,
+    groups: Mapping[str, Sequence[int]],
+    baseline: ArrayLike,
+    protocol: Protocol | None = None,
+    *,
+    method: SearchMethod = "both",
+    batch_size: int = 65536,
+    progress: Callable[[int, int], object] | None = None,
+) -> FlipSearchResult:
     """Exact and/or beam flip search for every row of ``X`` (SPEC A.4).
 
     Parameters
@@ -351,12 +408,24 @@ def flip_search(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike,
     depth = protocol.resolved_depth(gi.n_groups)
     counter = ProgressCounter(progress, A.shape[0] * (2 if method == "both" else 1))
     P0 = check_proba(predict_proba(A), A.shape[0])
-    return run_search(predict_proba, A, predicted_class(P0), gi, b, depth, protocol, method,
-                      batch_size=batch_size, n_classes=P0.shape[1], counter=counter)
+    return run_search(
+        predict_proba,
+        A,
+        predicted_class(P0),
+        gi,
+        b,
+        depth,
+        protocol,
+        method,
+        batch_size=batch_size,
+        n_classes=P0.shape[1],
+        counter=counter,
+    )
 
 
-def search_summary(k_star: ArrayLike, k_exact: ArrayLike | None = None,
-                   k_beam: ArrayLike | None = None) -> SearchSummary:
+def search_summary(
+    k_star: ArrayLike, k_exact: ArrayLike | None = None, k_beam: ArrayLike | None = None
+) -> SearchSummary:
     """ExactMatch, GreedyOver, MeanGap, PairMiss and BeamImprove over a set of samples.
 
     Parameters
@@ -395,8 +464,12 @@ def search_summary(k_star: ArrayLike, k_exact: ArrayLike | None = None,
     nan = float("nan")
     if de.any():
         a, e = ks[de], ke[de]
-        exact = (float(np.mean(a == e)), float(np.mean(a > e)), float(np.mean(np.maximum(a - e, 0))),
-                 float(np.mean((e == 2) & (a > 2))))
+        exact = (
+            float(np.mean(a == e)),
+            float(np.mean(a > e)),
+            float(np.mean(np.maximum(a - e, 0))),
+            float(np.mean((e == 2) & (a > 2))),
+        )
     else:
         if k_exact is not None:
             warnings.warn("No sample has a decided k_exact; exact-search rates are NaN.", RuntimeWarning, stacklevel=2)

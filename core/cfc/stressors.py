@@ -19,6 +19,7 @@ For a stressed input ``x'`` and the original prediction ``y = ŷ(x)``::
 
 with the margins ``m`` of SPEC A.2 (pseudo-logits of the clipped, renormalised probabilities).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -116,8 +117,11 @@ class LabelChannel:
     @property
     def settings(self) -> tuple[tuple[str, float], ...]:
         """Every ``(stressor, severity)`` pair, in declaration order."""
-        grids = {"group_masking": self.masking_rates, "within_group_dropout": self.dropout_rates,
-                 "bounded_noise": self.noise_scales}
+        grids = {
+            "group_masking": self.masking_rates,
+            "within_group_dropout": self.dropout_rates,
+            "bounded_noise": self.noise_scales,
+        }
         return tuple((name, level) for name in self.stressors for level in grids[name])
 
     def to_dict(self) -> dict:
@@ -170,8 +174,9 @@ class BrittleLabels:
 # --------------------------------------------------------------------------------------------
 # Stressors (vectorised over samples)
 # --------------------------------------------------------------------------------------------
-def _inputs_iv(X: ArrayLike, groups: Mapping[str, Sequence[int]] | None,
-               baseline: ArrayLike) -> tuple[np.ndarray, GroupIndex | None, np.ndarray]:
+def _inputs_iv(
+    X: ArrayLike, groups: Mapping[str, Sequence[int]] | None, baseline: ArrayLike
+) -> tuple[np.ndarray, GroupIndex | None, np.ndarray]:
     A, _ = check_features(X)
     gi = None if groups is None else GroupIndex.from_groups(groups, A.shape[1])
     return A, gi, check_baseline(baseline, A.shape[1])
@@ -196,8 +201,14 @@ def _noise(X, noise_scale, sigma, rng):
     return X + rng.uniform(-sigma, sigma, X.shape) * noise_scale
 
 
-def mask_groups(X: ArrayLike, groups: Mapping[str, Sequence[int]], baseline: ArrayLike, rate: float, *,
-                seed: int | np.random.Generator) -> np.ndarray:
+def mask_groups(
+    X: ArrayLike,
+    groups: Mapping[str, Sequence[int]],
+    baseline: ArrayLike,
+    rate: float,
+    *,
+    seed: int | np.random.Generator,
+) -> np.ndarray:
     """Random group masking: each group of each sample is replaced by the baseline with probability ``rate``.
 
     Parameters
@@ -221,7 +232,9 @@ def mask_groups(X: ArrayLike, groups: Mapping[str, Sequence[int]], baseline: Arr
     return _mask_groups(X, gi, baseline, _rate_iv(rate, "rate"), as_generator(seed))
 
 
-def dropout_coordinates(X: ArrayLike, baseline: ArrayLike, rate: float, *, seed: int | np.random.Generator) -> np.ndarray:
+def dropout_coordinates(
+    X: ArrayLike, baseline: ArrayLike, rate: float, *, seed: int | np.random.Generator
+) -> np.ndarray:
     """Within-group dropout: each transformed coordinate is reset to the baseline with probability ``rate``.
 
     Parameters
@@ -276,8 +289,9 @@ def _noise_scale_iv(noise_scale: ArrayLike, d: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # Labels
 # --------------------------------------------------------------------------------------------
-def _batched(predict_proba: Callable, blocks: Iterator[tuple[int, np.ndarray]], n_classes: int,
-             batch_size: int) -> Iterator[tuple[int, int, np.ndarray]]:
+def _batched(
+    predict_proba: Callable, blocks: Iterator[tuple[int, np.ndarray]], n_classes: int, batch_size: int
+) -> Iterator[tuple[int, int, np.ndarray]]:
     """Predict stacked rows of many blocks with calls of about ``batch_size`` rows.
 
     Yields ``(block, row_start, proba)`` for consecutive row ranges of each block.
@@ -290,13 +304,13 @@ def _batched(predict_proba: Callable, blocks: Iterator[tuple[int, np.ndarray]], 
         P = check_proba(predict_proba(Z), Z.shape[0], n_classes=n_classes)
         out, at = [], 0
         for block, start, x in pending:
-            out.append((block, start, P[at:at + x.shape[0]]))
+            out.append((block, start, P[at : at + x.shape[0]]))
             at += x.shape[0]
         return out
 
     for block, X in blocks:
         for start in range(0, X.shape[0], batch_size):
-            chunk = X[start:start + batch_size]
+            chunk = X[start : start + batch_size]
             pending.append((block, start, chunk))
             rows += chunk.shape[0]
             if rows >= batch_size:
@@ -306,9 +320,18 @@ def _batched(predict_proba: Callable, blocks: Iterator[tuple[int, np.ndarray]], 
         yield from flush()
 
 
-def _labels_from_blocks(predict_proba: Callable, X: np.ndarray, blocks: Iterator[tuple[int, np.ndarray]],
-                        block_setting: np.ndarray, n_settings: int, settings: tuple[tuple[str, float], ...], *,
-                        tau_p: float, tau_kappa: float, batch_size: int) -> BrittleLabels:
+def _labels_from_blocks(
+    predict_proba: Callable,
+    X: np.ndarray,
+    blocks: Iterator[tuple[int, np.ndarray]],
+    block_setting: np.ndarray,
+    n_settings: int,
+    settings: tuple[tuple[str, float], ...],
+    *,
+    tau_p: float,
+    tau_kappa: float,
+    batch_size: int,
+) -> BrittleLabels:
     P0 = check_proba(predict_proba(X), X.shape[0])
     confidence, prediction = confidence_and_prediction(P0)
     margin = class_margin(P0, prediction)
@@ -328,16 +351,31 @@ def _labels_from_blocks(predict_proba: Callable, X: np.ndarray, blocks: Iterator
         n_forward += P.shape[0]
     high = confidence >= tau_p
     return BrittleLabels(
-        labels=high & hits.any(axis=1), high_confidence=high, confidence=confidence, prediction=prediction,
-        flip_share=flips / max(1, block_setting.size), max_collapse=max_collapse, hits=hits, settings=settings,
-        tau_p=float(tau_p), tau_kappa=float(tau_kappa), n_forward=n_forward,
+        labels=high & hits.any(axis=1),
+        high_confidence=high,
+        confidence=confidence,
+        prediction=prediction,
+        flip_share=flips / max(1, block_setting.size),
+        max_collapse=max_collapse,
+        hits=hits,
+        settings=settings,
+        tau_p=float(tau_p),
+        tau_kappa=float(tau_kappa),
+        n_forward=n_forward,
     )
 
 
-def brittle_labels(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike,
-                   groups: Mapping[str, Sequence[int]], baseline: ArrayLike, *,
-                   channel: LabelChannel | None = None, noise_scale: ArrayLike | None = None,
-                   seed: int | np.random.Generator, batch_size: int = 65536) -> BrittleLabels:
+def brittle_labels(
+    predict_proba: Callable[[np.ndarray], ArrayLike],
+    X: ArrayLike,
+    groups: Mapping[str, Sequence[int]],
+    baseline: ArrayLike,
+    *,
+    channel: LabelChannel | None = None,
+    noise_scale: ArrayLike | None = None,
+    seed: int | np.random.Generator,
+    batch_size: int = 65536,
+) -> BrittleLabels:
     """Held-out brittle labels from the stochastic label channel (SPEC A.5).
 
     Every ``(stressor, severity)`` setting of ``channel`` is drawn ``channel.n_draws`` times for
@@ -393,14 +431,30 @@ def brittle_labels(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLik
             else:
                 yield b, _noise(X, scale, level, rng)
 
-    return _labels_from_blocks(predict_proba, X, blocks(), block_setting, len(settings), settings,
-                               tau_p=channel.tau_p, tau_kappa=channel.tau_kappa, batch_size=batch_size)
+    return _labels_from_blocks(
+        predict_proba,
+        X,
+        blocks(),
+        block_setting,
+        len(settings),
+        settings,
+        tau_p=channel.tau_p,
+        tau_kappa=channel.tau_kappa,
+        batch_size=batch_size,
+    )
 
 
-def naturalistic_labels(predict_proba: Callable[[np.ndarray], ArrayLike], X: ArrayLike,
-                        groups: Mapping[str, Sequence[int]], baseline: ArrayLike,
-                        unavailable: Sequence[str], *, tau_p: float = LabelChannel.tau_p, tau_kappa: float = LabelChannel.tau_kappa,
-                        batch_size: int = 65536) -> BrittleLabels:
+def naturalistic_labels(
+    predict_proba: Callable[[np.ndarray], ArrayLike],
+    X: ArrayLike,
+    groups: Mapping[str, Sequence[int]],
+    baseline: ArrayLike,
+    unavailable: Sequence[str],
+    *,
+    tau_p: float = LabelChannel.tau_p,
+    tau_kappa: float = LabelChannel.tau_kappa,
+    batch_size: int = 65536,
+) -> BrittleLabels:
     """Naturalistic brittle labels: replace the groups that are unavailable in the raw data.
 
     One deterministic stress event per sample: every group listed in ``unavailable`` (those
@@ -425,11 +479,22 @@ def naturalistic_labels(predict_proba: Callable[[np.ndarray], ArrayLike], X: Arr
     X, gi, baseline = _inputs_iv(X, groups, baseline)
     unavailable = [unavailable] if isinstance(unavailable, str) else list(unavailable)
     if not unavailable:
-        raise ValueError("`unavailable` is empty: the raw data has no group with missing / unknown / special-code values, so there is no naturalistic stress event.")
+        raise ValueError(
+            "`unavailable` is empty: the raw data has no group with missing / unknown / special-code values, so there is no naturalistic stress event."
+        )
     tau_p = check_unit_interval(tau_p, "tau_p")
     if not tau_kappa > 0.0:
         raise ValueError(f"`tau_kappa` must be positive; got {tau_kappa!r}.")
     stressed = np.where(gi.column_mask(gi.subset(unavailable, what="unavailable")), baseline, X)
     settings = (("naturalistic", 1.0),)
-    return _labels_from_blocks(predict_proba, X, iter([(0, stressed)]), np.zeros(1, dtype=int), 1, settings,
-                               tau_p=tau_p, tau_kappa=tau_kappa, batch_size=check_batch_size(batch_size))
+    return _labels_from_blocks(
+        predict_proba,
+        X,
+        iter([(0, stressed)]),
+        np.zeros(1, dtype=int),
+        1,
+        settings,
+        tau_p=tau_p,
+        tau_kappa=tau_kappa,
+        batch_size=check_batch_size(batch_size),
+    )

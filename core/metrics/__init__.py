@@ -6,6 +6,7 @@
 
 Signatures follow scikit-learn: ``(y_true, y_score, *, options)``.
 """
+
 from core.metrics.calibration import brier, check_probabilities, ece, nll
 from core.metrics.ranking import (
     TopKCoverage,

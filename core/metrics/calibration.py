@@ -6,6 +6,7 @@ whose column ``c`` is class ``c`` (rows sum to 1). All three are losses: larger 
 The top-class confidence is ``max_c y_prob[:, c]``, the prediction ``argmax`` with ties to
 the lowest index.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,9 @@ ROW_SUM_TOL = 1e-5  # float32 outputs (XGBoost) sum to 1 only to about 1e-7 per 
 CLIP = 1e-12  # SPEC A.2: the same clipping as the pseudo-logits
 
 
-def check_probabilities(y_true: ArrayLike, y_prob: ArrayLike, *, label_name: str = "y_true",
-                        proba_name: str = "y_prob") -> tuple[np.ndarray, np.ndarray]:
+def check_probabilities(
+    y_true: ArrayLike, y_prob: ArrayLike, *, label_name: str = "y_true", proba_name: str = "y_prob"
+) -> tuple[np.ndarray, np.ndarray]:
     """Validate ``(y_true, y_prob)``; return int64 codes and float64 probabilities.
 
     ``label_name`` / ``proba_name`` are the caller's parameter names, echoed in the messages.
@@ -51,8 +53,10 @@ def check_probabilities(y_true: ArrayLike, y_prob: ArrayLike, *, label_name: str
     bad = (y < 0) | (y >= P.shape[1])
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"`{y_name}` must hold class codes 0..{P.shape[1] - 1} (columns of `{p_name}`); "
-                         f"{y_name}[{i}] = {y[i].item()!r}.")
+        raise ValueError(
+            f"`{y_name}` must hold class codes 0..{P.shape[1] - 1} (columns of `{p_name}`); "
+            f"{y_name}[{i}] = {y[i].item()!r}."
+        )
     return y.astype(np.int64), P
 
 

@@ -19,6 +19,7 @@ The row kernels :func:`roc_auc_rows` and :func:`top_k_coverage_rows` evaluate on
 against many outcome / weight rows at once (bootstrap draws, conditions); they do no
 validation, the public functions validate through :func:`check_ranking`.
 """
+
 from __future__ import annotations
 
 import math
@@ -57,9 +58,15 @@ def _py(value):
 # ------------------------------------------------------------------------------------------
 # validation
 # ------------------------------------------------------------------------------------------
-def check_ranking(y_true: ArrayLike, y_score: ArrayLike, *, sample_weight: ArrayLike | None = None,
-                  allow_inf: bool = True, label_name: str = "y_true", score_name: str = "y_score",
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def check_ranking(
+    y_true: ArrayLike,
+    y_score: ArrayLike,
+    *,
+    sample_weight: ArrayLike | None = None,
+    allow_inf: bool = True,
+    label_name: str = "y_true",
+    score_name: str = "y_score",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Validate a binary ranking problem; return ``(y_true bool, y_score float64, weight)``.
 
     Parameters
@@ -82,20 +89,27 @@ def check_ranking(y_true: ArrayLike, y_score: ArrayLike, *, sample_weight: Array
     s = np.asarray(y_score, dtype=np.float64)
     y = np.asarray(y_true)
     if s.ndim != 1 or s.size == 0:
-        raise ValueError(f"`{score_name}` must be a non-empty 1-D array of shape (n_samples,); got shape {s.shape}"
-                         f"{' (empty)' if s.size == 0 else ''}.")
+        raise ValueError(
+            f"`{score_name}` must be a non-empty 1-D array of shape (n_samples,); got shape {s.shape}"
+            f"{' (empty)' if s.size == 0 else ''}."
+        )
     if y.shape != s.shape:
-        raise ValueError(f"`{label_name}` must have the shape of `{score_name}` {s.shape} (the same shape: one "
-                         f"label per score); got {y.shape}.")
+        raise ValueError(
+            f"`{label_name}` must have the shape of `{score_name}` {s.shape} (the same shape: one "
+            f"label per score); got {y.shape}."
+        )
     if allow_inf:
         if np.isnan(s).any():
             bad = int(np.flatnonzero(np.isnan(s))[0])
-            raise ValueError(f"`{score_name}` contains NaN (first at position {bad}); a ranking score must be "
-                             "defined for every sample.")
+            raise ValueError(
+                f"`{score_name}` contains NaN (first at position {bad}); a ranking score must be "
+                "defined for every sample."
+            )
     elif not np.all(np.isfinite(s)):
         i = int(np.flatnonzero(~np.isfinite(s))[0])
-        raise ValueError(f"`{score_name}` must be finite; element {i} is {_py(s[i])!r} (drop images without a "
-                         "score first).")
+        raise ValueError(
+            f"`{score_name}` must be finite; element {i} is {_py(s[i])!r} (drop images without a score first)."
+        )
     if y.dtype != bool:
         binary = np.isin(y, (0, 1))
         if not binary.all():
@@ -122,8 +136,11 @@ def check_budget(q, *, name: str = "q") -> float:
     >>> check_budget(0.2)
     0.2
     """
-    if isinstance(q, (bool, np.bool_)) or not isinstance(q, (int, float, np.integer, np.floating)) \
-            or not 0.0 < float(q) <= 1.0:
+    if (
+        isinstance(q, (bool, np.bool_))
+        or not isinstance(q, (int, float, np.integer, np.floating))
+        or not 0.0 < float(q) <= 1.0
+    ):
         raise ValueError(f"`{name}` must be a fraction in (0, 1]; got {_py(q)!r}.")
     return float(q)
 
@@ -228,8 +245,11 @@ def roc_auc(y_true: ArrayLike, y_score: ArrayLike, *, sample_weight: ArrayLike |
     w = np.ones_like(s) if w is None else w
     value = float(roc_auc_rows(y.astype(np.float64)[None], s, w[None])[0])
     if math.isnan(value):
-        warnings.warn("AUROC is undefined: the labels contain only one class; returning NaN.",
-                      UndefinedMetricWarning, stacklevel=2)
+        warnings.warn(
+            "AUROC is undefined: the labels contain only one class; returning NaN.",
+            UndefinedMetricWarning,
+            stacklevel=2,
+        )
     return value
 
 
@@ -259,8 +279,7 @@ class CoverageRows:
     found: np.ndarray
 
 
-def top_k_coverage_rows(y_true: np.ndarray, y_score: np.ndarray, sample_weight: np.ndarray,
-                        q: float) -> CoverageRows:
+def top_k_coverage_rows(y_true: np.ndarray, y_score: np.ndarray, sample_weight: np.ndarray, q: float) -> CoverageRows:
     """Prorated top-``k`` coverage of one score against every row of ``y_true`` / ``sample_weight``.
 
     Parameters
@@ -318,8 +337,9 @@ class TopKCoverage:
     expected_found: float
 
 
-def top_k_coverage(y_true: ArrayLike, y_score: ArrayLike, *, q: float,
-                   sample_weight: ArrayLike | None = None) -> TopKCoverage:
+def top_k_coverage(
+    y_true: ArrayLike, y_score: ArrayLike, *, q: float, sample_weight: ArrayLike | None = None
+) -> TopKCoverage:
     """Share of the positives found by reviewing the top ``q`` fraction of a risk ranking.
 
     ``k = max(1, round(q n))`` samples with the largest score are selected; a tie block
@@ -350,11 +370,20 @@ def top_k_coverage(y_true: ArrayLike, y_score: ArrayLike, *, q: float,
     w = np.ones_like(s) if w is None else w
     rows = top_k_coverage_rows(y.astype(np.float64)[None], s, w[None], q)
     if rows.n_pos[0] == 0:
-        warnings.warn("Top-k coverage is undefined: there is no positive sample; returning NaN.",
-                      UndefinedMetricWarning, stacklevel=2)
-    return TopKCoverage(coverage=float(rows.coverage[0]), ceiling=float(rows.ceiling[0]),
-                        random=float(rows.random[0]), k=int(rows.k[0]), n=int(rows.n[0]),
-                        n_pos=int(rows.n_pos[0]), expected_found=float(rows.found[0]))
+        warnings.warn(
+            "Top-k coverage is undefined: there is no positive sample; returning NaN.",
+            UndefinedMetricWarning,
+            stacklevel=2,
+        )
+    return TopKCoverage(
+        coverage=float(rows.coverage[0]),
+        ceiling=float(rows.ceiling[0]),
+        random=float(rows.random[0]),
+        k=int(rows.k[0]),
+        n=int(rows.n[0]),
+        n_pos=int(rows.n_pos[0]),
+        expected_found=float(rows.found[0]),
+    )
 
 
 # ------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ rejection-policy comparisons (:mod:`~core.paired.policies`), the grid summary
 and the seeded Fashion-MNIST demo pool (:mod:`~core.paired.demo`, :mod:`~core.paired.corruptions`,
 :mod:`~core.paired.recapture_sim`; torch and scikit-learn load lazily).
 """
+
 from core.paired.bounds import (
     LEVELS,
     TARGETS,

@@ -31,6 +31,7 @@ re-checked with the same feasibility test. Results are cached per canonical clas
 five-state-feasible bijections (exact by rook polynomials, or a seeded Monte Carlo estimate),
 for the feasible-mean policy rule of :mod:`core.paired.policies`.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -78,8 +79,14 @@ def placement_is_feasible(c, d, p, *, s: int, w: int):
     rest = d - p
     x_lo = np.maximum(0, rest - w)
     x_hi = np.minimum(c, rest)
-    ok = ((r >= 0) & (rest.sum(axis=1) == s + w) & np.all((p >= 0) & (rest >= 0), axis=1)
-          & np.all(x_lo <= x_hi, axis=1) & (x_lo.sum(axis=1) <= s) & (x_hi.sum(axis=1) >= s))
+    ok = (
+        (r >= 0)
+        & (rest.sum(axis=1) == s + w)
+        & np.all((p >= 0) & (rest >= 0), axis=1)
+        & np.all(x_lo <= x_hi, axis=1)
+        & (x_lo.sum(axis=1) <= s)
+        & (x_hi.sum(axis=1) >= s)
+    )
     deficit = np.maximum(0, c + rest - w - 2 * x_lo)
     room = np.maximum(x_hi - x_lo, 0)
     twos = np.minimum(deficit // 2, room)
@@ -232,9 +239,7 @@ def _witness_placements(c, d_in, d_out, *, h, s, w) -> tuple[int, int] | None:
     d = d_in + d_out
     zero = np.zeros_like(d)
     total_in, total_out = int(d_in.sum()), int(d_out.sum())
-    boxes = [(zero, d),
-             (zero, d_in) if h <= total_in else (d_in, d),
-             (zero, d_out) if h <= total_out else (d_out, d)]
+    boxes = [(zero, d), (zero, d_in) if h <= total_in else (d_in, d), (zero, d_out) if h <= total_out else (d_out, d)]
     cand = np.concatenate([_box_candidates(lo, hi, h, rng) for lo, hi in boxes])
     cand = cand[placement_is_feasible(c, d, cand, s=s, w=w)]
     if len(cand) == 0:
@@ -304,31 +309,66 @@ def _solve(c, d_in, d_out, *, h, r, s, w, objective: bool = True, which: str = "
     n_var = 4 * L + 3
     pin, pout, q, x = (np.arange(L) + i * L for i in range(4))
     pool_pin, pool_pout, pool_q = 4 * L, 4 * L + 1, 4 * L + 2
-    upper = np.concatenate([dink, doutk, ck, np.minimum(ck, dk),
-                            [d_in[free_pert].sum(), d_out[free_pert].sum(), c[free_clean].sum()]]).astype(float)
+    upper = np.concatenate(
+        [dink, doutk, ck, np.minimum(ck, dk), [d_in[free_pert].sum(), d_out[free_pert].sum(), c[free_clean].sum()]]
+    ).astype(float)
     lab = np.arange(L)
     # Rows: Σp = h, Σq = r, Σx = s, then per label q+x ≤ c, p+x ≤ d, p+q+2x ≥ c+d−w.
-    row_ids = [np.zeros(2 * L + 2), np.ones(L + 1), np.full(L, 2),
-               3 + lab, 3 + lab,
-               3 + L + lab, 3 + L + lab, 3 + L + lab,
-               3 + 2 * L + lab, 3 + 2 * L + lab, 3 + 2 * L + lab, 3 + 2 * L + lab]
-    col_ids = [np.concatenate([pin, pout, [pool_pin, pool_pout]]), np.concatenate([q, [pool_q]]), x,
-               q, x,
-               pin, pout, x,
-               pin, pout, q, x]
-    vals = [np.ones(2 * L + 2), np.ones(L + 1), np.ones(L),
-            np.ones(L), np.ones(L),
-            np.ones(L), np.ones(L), np.ones(L),
-            np.ones(L), np.ones(L), np.ones(L), np.full(L, 2.0)]
-    A = sparse.csr_array((np.concatenate(vals), (np.concatenate(row_ids).astype(int), np.concatenate(col_ids))),
-                         shape=(3 + 3 * L, n_var))
+    row_ids = [
+        np.zeros(2 * L + 2),
+        np.ones(L + 1),
+        np.full(L, 2),
+        3 + lab,
+        3 + lab,
+        3 + L + lab,
+        3 + L + lab,
+        3 + L + lab,
+        3 + 2 * L + lab,
+        3 + 2 * L + lab,
+        3 + 2 * L + lab,
+        3 + 2 * L + lab,
+    ]
+    col_ids = [
+        np.concatenate([pin, pout, [pool_pin, pool_pout]]),
+        np.concatenate([q, [pool_q]]),
+        x,
+        q,
+        x,
+        pin,
+        pout,
+        x,
+        pin,
+        pout,
+        q,
+        x,
+    ]
+    vals = [
+        np.ones(2 * L + 2),
+        np.ones(L + 1),
+        np.ones(L),
+        np.ones(L),
+        np.ones(L),
+        np.ones(L),
+        np.ones(L),
+        np.ones(L),
+        np.ones(L),
+        np.ones(L),
+        np.ones(L),
+        np.full(L, 2.0),
+    ]
+    A = sparse.csr_array(
+        (np.concatenate(vals), (np.concatenate(row_ids).astype(int), np.concatenate(col_ids))), shape=(3 + 3 * L, n_var)
+    )
     lower_b = np.concatenate([[h, r, s], np.full(2 * L, -np.inf), ck + dk - w]).astype(float)
     upper_b = np.concatenate([[h, r, s], ck, dk, np.full(L, np.inf)]).astype(float)
-    problem = dict(integrality=np.ones(n_var), bounds=Bounds(np.zeros(n_var), upper),
-                   constraints=LinearConstraint(A, lower_b, upper_b),
-                   # HiGHS presolve (scipy 1.17) declares some feasible instances of this
-                   # program infeasible; the programs are small, so solve without it.
-                   options={"mip_rel_gap": 0.0, "presolve": False})
+    problem = dict(
+        integrality=np.ones(n_var),
+        bounds=Bounds(np.zeros(n_var), upper),
+        constraints=LinearConstraint(A, lower_b, upper_b),
+        # HiGHS presolve (scipy 1.17) declares some feasible instances of this
+        # program infeasible; the programs are small, so solve without it.
+        options={"mip_rel_gap": 0.0, "presolve": False},
+    )
 
     def placement(res) -> np.ndarray:
         # Flip endpoints per original label; pooled labels are free, so any split is feasible.
@@ -376,8 +416,15 @@ def _status(res):
 # ---------------------------------------------------------------------------------------------
 # Per-group driver
 
-def flip_ranges(table: ClassTable, inside: np.ndarray, *, skip: np.ndarray | None = None,
-                floor: np.ndarray | None = None, cap: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+
+def flip_ranges(
+    table: ClassTable,
+    inside: np.ndarray,
+    *,
+    skip: np.ndarray | None = None,
+    floor: np.ndarray | None = None,
+    cap: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Per (cell, class) group, the I5 range of harmful-flip endpoints inside a record subset.
 
     Parameters
@@ -430,8 +477,13 @@ def flip_ranges(table: ClassTable, inside: np.ndarray, *, skip: np.ndarray | Non
         di = np.bincount(np.searchsorted(labels, pw[pin]), minlength=len(labels))
         do = np.bincount(np.searchsorted(labels, pw[~pin]), minlength=len(labels))
         key = tuple(sorted(zip(c.tolist(), di.tolist(), do.tolist())))
-        rng = _clipped_range(key, int(s_obs[grp]), int(w_obs[grp]),
-                             None if floor is None else int(floor[grp]), None if cap is None else int(cap[grp]))
+        rng = _clipped_range(
+            key,
+            int(s_obs[grp]),
+            int(w_obs[grp]),
+            None if floor is None else int(floor[grp]),
+            None if cap is None else int(cap[grp]),
+        )
         if rng is None:  # validated counts are always realisable; this is a bug, not bad input
             raise RuntimeError(f"five-state counts of group {grp} are not realisable.")
         low[grp], high[grp] = rng
@@ -453,6 +505,7 @@ def _distinct_wrong_labels(table: ClassTable, wrong_clean: np.ndarray, wrong_per
 
 # ---------------------------------------------------------------------------------------------
 # Uniform distribution over five-state-feasible bijections
+
 
 def _box_vectors(caps: np.ndarray, total: int, limit: int) -> np.ndarray | None:
     """All integer vectors ``0 ≤ v ≤ caps`` with ``Σ v = total``; None if there are over ``limit``."""
@@ -531,8 +584,9 @@ def expected_flips(c, d, *, s: int, w: int, limit: int = 20000) -> np.ndarray | 
     return np.array([Fraction(v, total) for v in weighted], dtype=float)
 
 
-def sampled_flips(clean_labels, pert_labels, *, s: int, w: int, seed, n_draws: int = 4000,
-                  max_batches: int = 25) -> tuple[np.ndarray, int]:
+def sampled_flips(
+    clean_labels, pert_labels, *, s: int, w: int, seed, n_draws: int = 4000, max_batches: int = 25
+) -> tuple[np.ndarray, int]:
     """Monte Carlo estimate of :func:`expected_flips` for classes too large to list.
 
     Draws uniform bijections of the wrong records that respect ``h`` and ``r`` (random flip

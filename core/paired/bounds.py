@@ -29,6 +29,7 @@ attained by a feasible choice, so the result is exact, not a bisection tolerance
 Orientation: ``H`` and ``L`` are shares of the cell's pairs (larger = worse); ``dM_k`` is a
 drop in probability (positive = confidence lost).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -59,6 +60,7 @@ _RATIO_TOL = 1e-12
 
 # ---------------------------------------------------------------------------------------------
 # Public API
+
 
 def identified_intervals(records: pd.DataFrame, tau: float) -> pd.DataFrame:
     """Identified intervals of one cell's targets at every information level.
@@ -99,8 +101,7 @@ def identified_intervals(records: pd.DataFrame, tau: float) -> pd.DataFrame:
     return _long(table, check_tau(tau), LEVELS, observed=True).drop(columns=list(CELL_COLUMNS))
 
 
-def identified_intervals_grid(records: pd.DataFrame, tau: float, *,
-                              levels: Sequence[str] = LEVELS) -> pd.DataFrame:
+def identified_intervals_grid(records: pd.DataFrame, tau: float, *, levels: Sequence[str] = LEVELS) -> pd.DataFrame:
     """Identified intervals for every model × condition × source cell, vectorised over cells.
 
     Parameters
@@ -143,11 +144,13 @@ def unpaired_intervals(unpaired: UnpairedRecords, tau: float) -> pd.DataFrame:
         ``observed`` is NaN because the pairing is unknown.
     """
     if not isinstance(unpaired, UnpairedRecords):
-        raise ValueError("`unpaired` must be an UnpairedRecords (see core.paired.records.validate_unpaired); "
-                         f"got {type(unpaired).__name__}.")
+        raise ValueError(
+            "`unpaired` must be an UnpairedRecords (see core.paired.records.validate_unpaired); "
+            f"got {type(unpaired).__name__}."
+        )
     tau = check_tau(tau)
     table = class_table(unpaired)
-    levels = LEVELS[:_LEVEL_RANK[table.level] + 1]
+    levels = LEVELS[: _LEVEL_RANK[table.level] + 1]
     return _long(table, tau, levels, observed=False).drop(columns=list(CELL_COLUMNS)).reset_index(drop=True)
 
 
@@ -191,6 +194,7 @@ def accuracy_only_k(records: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 # Validation helpers
 
+
 def check_levels(levels) -> tuple[str, ...]:
     if isinstance(levels, str):
         levels = (levels,)
@@ -208,13 +212,16 @@ def _single_cell(records: pd.DataFrame) -> pd.DataFrame:
     records = validate_records(records)
     cells = records[list(CELL_COLUMNS)].drop_duplicates()
     if len(cells) != 1:
-        raise ValueError(f"`records` holds {len(cells)} cells (model × condition × source); "
-                         "identified_intervals takes one — use identified_intervals_grid for many.")
+        raise ValueError(
+            f"`records` holds {len(cells)} cells (model × condition × source); "
+            "identified_intervals takes one — use identified_intervals_grid for many."
+        )
     return records
 
 
 # ---------------------------------------------------------------------------------------------
 # Computation
+
 
 def _long(table: ClassTable, tau: float, levels: tuple[str, ...], *, observed: bool) -> pd.DataFrame:
     bounds = _interval_arrays(table, tau, levels)
@@ -243,8 +250,10 @@ def _interval_arrays(table: ClassTable, tau: float, levels: tuple[str, ...]) -> 
     N = table.per_cell(n)
     cell = table.per_cell
     # Every level has a dM_k row, so both sides' sorted true-class probabilities are needed.
-    sides = (_SortedSide(table, table.clean_true_prob, table.clean_correct),
-             _SortedSide(table, table.pert_true_prob, table.pert_correct))
+    sides = (
+        _SortedSide(table, table.clean_true_prob, table.clean_correct),
+        _SortedSide(table, table.pert_true_prob, table.pert_correct),
+    )
     out = {}
     if "I0" in levels:
         out["H", "I0"] = (cell(np.maximum(0, u + t - n)) / N, cell(np.minimum(u, t)) / N)
@@ -256,8 +265,10 @@ def _interval_arrays(table: ClassTable, tau: float, levels: tuple[str, ...]) -> 
         l_bounds = (cell(np.maximum(0, k - (a - u) - (b - v))) / N, cell(np.minimum(np.minimum(u, v), k)) / N)
         dmk = _dmk_fixed_support(sides, k, table)
         if "Ik" in levels:
-            out["H", "Ik"] = (cell(np.maximum(0, h - (a - u) - ((n - b) - t))) / N,
-                              cell(np.minimum(np.minimum(u, t), h)) / N)
+            out["H", "Ik"] = (
+                cell(np.maximum(0, h - (a - u) - ((n - b) - t))) / N,
+                cell(np.minimum(np.minimum(u, t), h)) / N,
+            )
             out["L", "Ik"] = l_bounds
             out["dM_k", "Ik"] = dmk
         if "I5" in levels:
@@ -286,6 +297,7 @@ def _observed_arrays(table: ClassTable, tau: float) -> dict[str, np.ndarray]:
 
 
 # --- dM_k -------------------------------------------------------------------------------------
+
 
 class _SortedSide:
     """Values of one side's correct records, sorted within each group."""
@@ -329,14 +341,17 @@ def _dmk_fixed_support(sides, k: np.ndarray, table: ClassTable) -> tuple[np.ndar
     undefined = K == 0
     if undefined.any():
         # stacklevel 5: _interval_arrays, _long, the public function, its caller.
-        warn_undefined(f"dM_k is undefined (NaN) in {int(undefined.sum())} cell(s) with no retained-correct "
-                       "pair (K = 0).", stacklevel=5)
+        warn_undefined(
+            f"dM_k is undefined (NaN) in {int(undefined.sum())} cell(s) with no retained-correct pair (K = 0).",
+            stacklevel=5,
+        )
     safe = np.where(undefined, 1, K)
     return np.where(undefined, np.nan, low / safe), np.where(undefined, np.nan, high / safe)
 
 
-def _dmk_variable_support(sides, a: np.ndarray, b: np.ndarray, n: np.ndarray,
-                          table: ClassTable) -> tuple[np.ndarray, np.ndarray]:
+def _dmk_variable_support(
+    sides, a: np.ndarray, b: np.ndarray, n: np.ndarray, table: ClassTable
+) -> tuple[np.ndarray, np.ndarray]:
     x, z = sides
     k_lo, k_hi = np.maximum(0, a + b - n), np.minimum(a, b)
     n_opt = k_hi - k_lo + 1
@@ -349,13 +364,16 @@ def _dmk_variable_support(sides, a: np.ndarray, b: np.ndarray, n: np.ndarray,
     high = 0.0 - _min_ratio(-high_num, opt_k, opt_group, opt_start, table.group_cell, table.n_cells)
     undefined = np.isnan(low)
     if undefined.any():
-        warn_undefined(f"dM_k at I0 is undefined (NaN) in {int(undefined.sum())} cell(s): no class can retain a "
-                       "correct pair.", stacklevel=5)
+        warn_undefined(
+            f"dM_k at I0 is undefined (NaN) in {int(undefined.sum())} cell(s): no class can retain a correct pair.",
+            stacklevel=5,
+        )
     return low, high
 
 
-def _min_ratio(num: np.ndarray, k: np.ndarray, opt_group: np.ndarray, opt_start: np.ndarray,
-               group_cell: np.ndarray, n_cells: int) -> np.ndarray:
+def _min_ratio(
+    num: np.ndarray, k: np.ndarray, opt_group: np.ndarray, opt_start: np.ndarray, group_cell: np.ndarray, n_cells: int
+) -> np.ndarray:
     """Per cell, ``min Σ_y num_y(k_y) / Σ_y k_y`` over one option per group with ``Σ k > 0``.
 
     Options of a group are contiguous (``opt_start``) with ``k`` increasing. Dinkelbach's
@@ -391,8 +409,9 @@ def _min_ratio(num: np.ndarray, k: np.ndarray, opt_group: np.ndarray, opt_start:
             choice1 = np.maximum.reduceat(np.where((positive <= best1[opt_group]) & (k >= 1), idx, -1), starts)
             penalty = best1 - best
             cheapest = np.minimum.reduceat(penalty, cell_first_group)
-            pick = np.minimum.reduceat(np.where(penalty <= cheapest[group_cell], np.arange(n_groups), n_groups),
-                                       cell_first_group)
+            pick = np.minimum.reduceat(
+                np.where(penalty <= cheapest[group_cell], np.arange(n_groups), n_groups), cell_first_group
+            )
             switch = pick[zero]
             choice[switch] = choice1[switch]
         total = per_cell(val[choice])

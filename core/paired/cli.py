@@ -18,6 +18,7 @@ Everything is validated before anything is written; output goes to a temporary f
 ``--out`` that is renamed into place at the end. Bad input exits with code 2 and one line on
 stderr naming the file, row and column (see :mod:`core.cli`).
 """
+
 from __future__ import annotations
 
 import json
@@ -39,14 +40,17 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "paired",
         help="paired evaluations: identified intervals, policy certificates, screening queue",
-        description=("Identified intervals of H, L and dM_k at I0/Ik/I5 for every model x condition x source cell, "
-                     "rejection-policy certificates and (with per-probe outputs) the recapture queue. Output goes to "
-                     "--out (written to a temporary folder first, renamed into place when complete)."),
+        description=(
+            "Identified intervals of H, L and dM_k at I0/Ik/I5 for every model x condition x source cell, "
+            "rejection-policy certificates and (with per-probe outputs) the recapture queue. Output goes to "
+            "--out (written to a temporary folder first, renamed into place when complete)."
+        ),
     )
     src = p.add_argument_group("input (paired records, or one unpaired cell)")
     src.add_argument("--records", metavar="FILE", help="paired records, CSV or Parquet")
-    src.add_argument("--clean", metavar="FILE",
-                     help="unpaired: clean table (record_id,true_label,pred,max_prob,true_prob)")
+    src.add_argument(
+        "--clean", metavar="FILE", help="unpaired: clean table (record_id,true_label,pred,max_prob,true_prob)"
+    )
     src.add_argument("--perturbed", metavar="FILE", help="unpaired: perturbed table (same columns)")
     src.add_argument("--counts", metavar="FILE", help="unpaired: per-class counts true_label,k or true_label,h,r,s,w,k")
     add_tau_levels_options(p, tau_help="acceptance threshold on both sides (S >= tau)")
@@ -54,19 +58,31 @@ def register(subparsers) -> None:
     p.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
     pol = p.add_argument_group("policies (paired records only)")
     pol.add_argument("--no-policies", action="store_true", help="skip the rejection-policy comparison")
-    pol.add_argument("--coverages", type=float_list, default=COVERAGES,
-                     help="clean-development coverages of the perturbed-side policies")
-    pol.add_argument("--clean-coverage", type=float, default=CLEAN_COVERAGE,
-                     help="coverage of the fixed clean threshold")
+    pol.add_argument(
+        "--coverages",
+        type=float_list,
+        default=COVERAGES,
+        help="clean-development coverages of the perturbed-side policies",
+    )
+    pol.add_argument(
+        "--clean-coverage", type=float, default=CLEAN_COVERAGE, help="coverage of the fixed clean threshold"
+    )
     pol.add_argument("--lambdas", type=float_list, default=None, help="cost weights (default 0,0.1,...,1)")
     pol.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo I5 feasible mean (large classes)")
     scr = p.add_argument_group("screening (optional)")
-    scr.add_argument("--probes", metavar="FILE", nargs="+",
-                     help="per-probe outputs (model,record_id,probe,kind,...); several files are concatenated "
-                          "(e.g. probes.parquet natural.parquet of `python -m core probe`)")
+    scr.add_argument(
+        "--probes",
+        metavar="FILE",
+        nargs="+",
+        help="per-probe outputs (model,record_id,probe,kind,...); several files are concatenated "
+        "(e.g. probes.parquet natural.parquet of `python -m core probe`)",
+    )
     scr.add_argument("--clean-outputs", metavar="FILE", help="clean outputs per model and image, for screening")
-    scr.add_argument("--outcome-source", metavar="SOURCE",
-                     help="source of --records whose conditions are the real outcomes (fits g(S,U), fills the queue)")
+    scr.add_argument(
+        "--outcome-source",
+        metavar="SOURCE",
+        help="source of --records whose conditions are the real outcomes (fits g(S,U), fills the queue)",
+    )
     scr.add_argument("--score", default="U", help="screening score ranking the recapture queue (default U)")
     scr.add_argument("--budget", type=_unit_float, default=0.1, help="share of images to re-test (default 0.1)")
     p.set_defaults(func=run)
@@ -84,9 +100,14 @@ def _check_args(args) -> None:
         raise ValueError("screening needs both --probes and --clean-outputs.")
     if args.probes and not args.records:
         raise ValueError("screening (--probes) needs paired --records.")
-    for flag, path in (("--records", args.records), ("--clean", args.clean), ("--perturbed", args.perturbed),
-                       ("--counts", args.counts), ("--clean-outputs", args.clean_outputs),
-                       *(("--probes", f) for f in args.probes or ())):
+    for flag, path in (
+        ("--records", args.records),
+        ("--clean", args.clean),
+        ("--perturbed", args.perturbed),
+        ("--counts", args.counts),
+        ("--clean-outputs", args.clean_outputs),
+        *(("--probes", f) for f in args.probes or ()),
+    ):
         if path is not None:
             check_input_file(path, what=flag)
     check_output_folder(args.out, force=args.force)
@@ -97,7 +118,7 @@ def run(args) -> int:
     _check_args(args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        tables, manifest = (_paired(args) if args.records else _unpaired(args))
+        tables, manifest = _paired(args) if args.records else _unpaired(args)
     notes = sorted({str(w.message) for w in caught})
     manifest["warnings"] = notes
     out = Path(args.out)
@@ -135,22 +156,45 @@ def _paired(args):
         "summary_cells": summary.cells,
     }
     manifest = {
-        "command": "paired", "records": str(args.records), "tau": args.tau, "levels": list(args.levels),
-        "n_rows": len(records), "rows_analysed": "split == 'eval'" if has_split else "all",
+        "command": "paired",
+        "records": str(args.records),
+        "tau": args.tau,
+        "levels": list(args.levels),
+        "n_rows": len(records),
+        "rows_analysed": "split == 'eval'" if has_split else "all",
         "n_cells": int(intervals[["model", "condition", "source"]].drop_duplicates().shape[0]),
     }
     if not args.no_policies:
-        report = evaluate_policies(records, coverages=args.coverages, clean_coverage=args.clean_coverage,
-                                   lambdas=args.lambdas or LAMBDAS, levels=args.levels, seed=args.seed)
-        tables.update(policy_thresholds=report.thresholds, policy_costs=report.costs,
-                      policy_differences=report.differences, policy_selection=report.selection)
-        manifest["policies"] = {"coverages": list(args.coverages), "clean_coverage": args.clean_coverage,
-                                "lambdas": list(args.lambdas or LAMBDAS), "seed": args.seed,
-                                "threshold_scope": sorted(set(report.thresholds["scope"]))}
+        report = evaluate_policies(
+            records,
+            coverages=args.coverages,
+            clean_coverage=args.clean_coverage,
+            lambdas=args.lambdas or LAMBDAS,
+            levels=args.levels,
+            seed=args.seed,
+        )
+        tables.update(
+            policy_thresholds=report.thresholds,
+            policy_costs=report.costs,
+            policy_differences=report.differences,
+            policy_selection=report.selection,
+        )
+        manifest["policies"] = {
+            "coverages": list(args.coverages),
+            "clean_coverage": args.clean_coverage,
+            "lambdas": list(args.lambdas or LAMBDAS),
+            "seed": args.seed,
+            "threshold_scope": sorted(set(report.thresholds["scope"])),
+        }
     if args.probes:
         tables.update(_screening(args, records, read_table))
-        manifest["screening"] = {"probes": [str(f) for f in args.probes], "clean_outputs": str(args.clean_outputs),
-                                 "outcome_source": args.outcome_source, "score": args.score, "budget": args.budget}
+        manifest["screening"] = {
+            "probes": [str(f) for f in args.probes],
+            "clean_outputs": str(args.clean_outputs),
+            "outcome_source": args.outcome_source,
+            "score": args.score,
+            "budget": args.budget,
+        }
     return tables, manifest
 
 
@@ -167,8 +211,10 @@ def _screening(args, records, read_table):
     if args.outcome_source is not None:
         outcomes = records[records["source"] == args.outcome_source]
         if outcomes.empty:
-            raise ValueError(f"--outcome-source {args.outcome_source!r} matches no record; sources are "
-                             f"{sorted(records['source'].unique())}.")
+            raise ValueError(
+                f"--outcome-source {args.outcome_source!r} matches no record; sources are "
+                f"{sorted(records['source'].unique())}."
+            )
     scores = screening_scores(probes, clean, outcomes=outcomes)
     queue = recapture_queue(scores, score=args.score, budget=args.budget, outcomes=outcomes)
     return {"screening_scores": scores, "recapture_queue": queue}
@@ -181,16 +227,26 @@ def _unpaired(args):
     unpaired = load_unpaired(args.clean, args.perturbed, args.counts)
     intervals = unpaired_intervals(unpaired, args.tau)
     intervals = intervals[intervals["level"].isin(args.levels)].reset_index(drop=True)
-    manifest = {"command": "paired", "clean": str(args.clean), "perturbed": str(args.perturbed),
-                "counts": None if args.counts is None else str(args.counts), "tau": args.tau,
-                "level_available": unpaired.level, "levels": sorted(set(intervals["level"])),
-                "n_records": len(unpaired.clean)}
+    manifest = {
+        "command": "paired",
+        "clean": str(args.clean),
+        "perturbed": str(args.perturbed),
+        "counts": None if args.counts is None else str(args.counts),
+        "tau": args.tau,
+        "level_available": unpaired.level,
+        "levels": sorted(set(intervals["level"])),
+        "n_records": len(unpaired.clean),
+    }
     return {"intervals": intervals}, manifest
 
 
 def _summary_text(tables, manifest) -> str:
     intervals = tables["intervals"]
-    widths = (intervals.assign(width=intervals["high"] - intervals["low"])
-              .groupby(["target", "level"], sort=False)["width"].mean().unstack("level"))
+    widths = (
+        intervals.assign(width=intervals["high"] - intervals["low"])
+        .groupby(["target", "level"], sort=False)["width"]
+        .mean()
+        .unstack("level")
+    )
     head = f"{manifest.get('n_cells', 1)} cell(s), τ = {manifest['tau']:g}; mean interval width:"
     return head + "\n" + widths.to_string(float_format=lambda v: f"{v:.4f}")

@@ -26,6 +26,7 @@ the HSV value channel (hue and saturation kept), JPEG encodes the RGB image.
 Every random draw comes from the ``rng`` argument, so a fixed generator state gives
 bit-identical output.
 """
+
 from __future__ import annotations
 
 import io
@@ -64,29 +65,32 @@ __all__ = [
 # ImageNet-C is defined on 224 x 224 images; spatial parameters are rescaled to 32 x 32.
 _SPATIAL_SCALE = 32 / 224
 
-SEVERITY_PARAMETERS: Mapping[str, tuple] = MappingProxyType({
-    # additive N(0, c) noise
-    "gaussian_noise": (0.08, 0.12, 0.18, 0.26, 0.38),
-    # Poisson(c * x) / c photon noise
-    "shot_noise": (60.0, 25.0, 12.0, 5.0, 3.0),
-    # share of pixels replaced by salt or pepper
-    "impulse_noise": (0.03, 0.06, 0.09, 0.17, 0.27),
-    # (disk radius in px, anti-alias sigma in px). Hendrycks' own 32 x 32 table (CIFAR-10-C):
-    # ImageNet-C's radii scaled by 32/224 fall below one pixel at severities 1-3, where a
-    # disk kernel is the identity, so the anti-alias blur carries the low severities here.
-    "defocus_blur": ((0.3, 0.4), (0.4, 0.5), (0.5, 0.6), (1.0, 0.2), (1.5, 0.1)),
-    # (radius in px, Gaussian sigma in px) of a one-sided streak
-    "motion_blur": tuple((r * _SPATIAL_SCALE, s * _SPATIAL_SCALE) for r, s in
-                         ((10, 3), (15, 5), (15, 8), (15, 12), (20, 15))),
-    # factor applied to the deviation from the image mean
-    "contrast": (0.4, 0.3, 0.2, 0.1, 0.05),
-    # added to the value channel (= the grey level)
-    "brightness": (0.1, 0.2, 0.3, 0.4, 0.5),
-    # side of the intermediate image as a fraction of the original
-    "pixelate": (0.6, 0.5, 0.4, 0.3, 0.25),
-    # JPEG quality
-    "jpeg_compression": (25, 18, 15, 10, 7),
-})
+SEVERITY_PARAMETERS: Mapping[str, tuple] = MappingProxyType(
+    {
+        # additive N(0, c) noise
+        "gaussian_noise": (0.08, 0.12, 0.18, 0.26, 0.38),
+        # Poisson(c * x) / c photon noise
+        "shot_noise": (60.0, 25.0, 12.0, 5.0, 3.0),
+        # share of pixels replaced by salt or pepper
+        "impulse_noise": (0.03, 0.06, 0.09, 0.17, 0.27),
+        # (disk radius in px, anti-alias sigma in px). Hendrycks' own 32 x 32 table (CIFAR-10-C):
+        # ImageNet-C's radii scaled by 32/224 fall below one pixel at severities 1-3, where a
+        # disk kernel is the identity, so the anti-alias blur carries the low severities here.
+        "defocus_blur": ((0.3, 0.4), (0.4, 0.5), (0.5, 0.6), (1.0, 0.2), (1.5, 0.1)),
+        # (radius in px, Gaussian sigma in px) of a one-sided streak
+        "motion_blur": tuple(
+            (r * _SPATIAL_SCALE, s * _SPATIAL_SCALE) for r, s in ((10, 3), (15, 5), (15, 8), (15, 12), (20, 15))
+        ),
+        # factor applied to the deviation from the image mean
+        "contrast": (0.4, 0.3, 0.2, 0.1, 0.05),
+        # added to the value channel (= the grey level)
+        "brightness": (0.1, 0.2, 0.3, 0.4, 0.5),
+        # side of the intermediate image as a fraction of the original
+        "pixelate": (0.6, 0.5, 0.4, 0.3, 0.25),
+        # JPEG quality
+        "jpeg_compression": (25, 18, 15, 10, 7),
+    }
+)
 
 
 def batch_iv(images, *, colour: bool = False) -> tuple[np.ndarray, bool]:
@@ -116,13 +120,10 @@ def finish_batch(batch: np.ndarray, single: bool) -> np.ndarray:
 
 def _prepare(images, severity, rng, name: str):
     batch, single = batch_iv(images, colour=True)
-    if isinstance(severity, (bool, np.bool_)) or not isinstance(severity, (int, np.integer)) \
-            or not 1 <= severity <= 5:
+    if isinstance(severity, (bool, np.bool_)) or not isinstance(severity, (int, np.integer)) or not 1 <= severity <= 5:
         raise ValueError(f"`severity` must be an int in 1..5; got {severity!r}.")
     if not isinstance(rng, np.random.Generator):
-        raise ValueError(
-            f"`rng` must be a numpy Generator (see core._rng.as_generator); got {type(rng).__name__}."
-        )
+        raise ValueError(f"`rng` must be a numpy Generator (see core._rng.as_generator); got {type(rng).__name__}.")
     return batch, single, SEVERITY_PARAMETERS[name][int(severity) - 1]
 
 
@@ -137,7 +138,8 @@ def jpeg_roundtrip(batch: np.ndarray, quality: int) -> np.ndarray:
         buffer = io.BytesIO()
         # A one-channel colour image is encoded as grey (Pillow has no (H, W, 1) mode).
         Image.fromarray(img[..., 0] if img.ndim == 3 and img.shape[-1] == 1 else img).save(
-            buffer, format="JPEG", quality=int(quality))
+            buffer, format="JPEG", quality=int(quality)
+        )
         buffer.seek(0)
         with Image.open(buffer) as decoded:
             out[i] = np.asarray(decoded, dtype=np.float64).reshape(out.shape[1:]) / 255.0
@@ -204,7 +206,7 @@ def _disk_kernel(radius: float, alias_sigma: float) -> np.ndarray:
     xx, yy = np.meshgrid(grid, grid)
     disk = (xx**2 + yy**2 <= radius**2).astype(np.float64)
     disk /= disk.sum()
-    g = np.exp(-np.arange(-1, 2) ** 2 / (2.0 * alias_sigma**2))
+    g = np.exp(-(np.arange(-1, 2) ** 2) / (2.0 * alias_sigma**2))
     g /= g.sum()
     # The grid extends one pixel past the disk, so the smoothing never reaches its border.
     return ndimage.convolve(disk, np.outer(g, g), mode="constant")
@@ -251,16 +253,22 @@ def _streak(x: np.ndarray, angle: np.ndarray, radius: float, sigma: float) -> np
     dist = np.arange(2 * int(np.ceil(radius)) + 1, dtype=np.float64)
     weights = np.exp(-(dist**2) / (2.0 * sigma**2))
     weights /= weights.sum()
-    rows = np.arange(h, dtype=np.float64)[None, None, :, None] \
+    rows = (
+        np.arange(h, dtype=np.float64)[None, None, :, None]
         + dist[None, :, None, None] * np.sin(angle)[:, None, None, None]
-    cols = np.arange(w, dtype=np.float64)[None, None, None, :] \
+    )
+    cols = (
+        np.arange(w, dtype=np.float64)[None, None, None, :]
         + dist[None, :, None, None] * np.cos(angle)[:, None, None, None]
+    )
     shape = (n, dist.size, h, w)
-    coords = np.stack([
-        np.broadcast_to(np.arange(n, dtype=np.float64)[:, None, None, None], shape),
-        np.broadcast_to(rows, shape),
-        np.broadcast_to(cols, shape),
-    ])
+    coords = np.stack(
+        [
+            np.broadcast_to(np.arange(n, dtype=np.float64)[:, None, None, None], shape),
+            np.broadcast_to(rows, shape),
+            np.broadcast_to(cols, shape),
+        ]
+    )
     taps = ndimage.map_coordinates(x, coords, order=1, mode="nearest")
     return np.tensordot(taps, weights, axes=([1], [0]))
 
@@ -330,8 +338,8 @@ def jpeg_compression(images, severity, rng):
     return finish_batch(jpeg_roundtrip(x, quality), single)
 
 
-CORRUPTIONS: Mapping[str, Callable[[np.ndarray, int, np.random.Generator], np.ndarray]] = \
-    MappingProxyType({
+CORRUPTIONS: Mapping[str, Callable[[np.ndarray, int, np.random.Generator], np.ndarray]] = MappingProxyType(
+    {
         "gaussian_noise": gaussian_noise,
         "shot_noise": shot_noise,
         "impulse_noise": impulse_noise,
@@ -341,7 +349,8 @@ CORRUPTIONS: Mapping[str, Callable[[np.ndarray, int, np.random.Generator], np.nd
         "brightness": brightness,
         "pixelate": pixelate,
         "jpeg_compression": jpeg_compression,
-    })
+    }
+)
 """The nine corruption types by name, in display order."""
 
 
@@ -377,6 +386,7 @@ def _shift(fy: float, fx: float):
     def transform(x):
         h, w = x.shape[1:3]
         return _affine(x, np.eye(2), shift=(fy * h, fx * w))
+
     return transform
 
 
@@ -384,6 +394,7 @@ def _zoom(factor: float, *, flip: bool = False):
     def transform(x):
         out = _affine(x, np.eye(2) / factor)
         return out[:, :, ::-1] if flip else out
+
     return transform
 
 
@@ -395,26 +406,28 @@ def _gamma(g: float):
     return lambda x: x**g
 
 
-NATURAL_TRANSFORMS: Mapping[str, Callable[[np.ndarray], np.ndarray]] = MappingProxyType({
-    "hflip": lambda x: x[:, :, ::-1],
-    "shift_x+2%": _shift(0.0, 0.02),
-    "shift_x-2%": _shift(0.0, -0.02),
-    "shift_x+5%": _shift(0.0, 0.05),
-    "shift_x-5%": _shift(0.0, -0.05),
-    "shift_y+2%": _shift(0.02, 0.0),
-    "shift_y-2%": _shift(-0.02, 0.0),
-    "shift_y+5%": _shift(0.05, 0.0),
-    "shift_y-5%": _shift(-0.05, 0.0),
-    "zoom_1.1": _zoom(1.1),
-    "zoom_1.2": _zoom(1.2),
-    "rotate+5": _rotate(5.0),
-    "rotate-5": _rotate(-5.0),
-    "rotate+10": _rotate(10.0),
-    "rotate-10": _rotate(-10.0),
-    "gamma_0.8": _gamma(0.8),
-    "gamma_0.9": _gamma(0.9),
-    "hflip_zoom_1.1": _zoom(1.1, flip=True),
-})
+NATURAL_TRANSFORMS: Mapping[str, Callable[[np.ndarray], np.ndarray]] = MappingProxyType(
+    {
+        "hflip": lambda x: x[:, :, ::-1],
+        "shift_x+2%": _shift(0.0, 0.02),
+        "shift_x-2%": _shift(0.0, -0.02),
+        "shift_x+5%": _shift(0.0, 0.05),
+        "shift_x-5%": _shift(0.0, -0.05),
+        "shift_y+2%": _shift(0.02, 0.0),
+        "shift_y-2%": _shift(-0.02, 0.0),
+        "shift_y+5%": _shift(0.05, 0.0),
+        "shift_y-5%": _shift(-0.05, 0.0),
+        "zoom_1.1": _zoom(1.1),
+        "zoom_1.2": _zoom(1.2),
+        "rotate+5": _rotate(5.0),
+        "rotate-5": _rotate(-5.0),
+        "rotate+10": _rotate(10.0),
+        "rotate-10": _rotate(-10.0),
+        "gamma_0.8": _gamma(0.8),
+        "gamma_0.9": _gamma(0.9),
+        "hflip_zoom_1.1": _zoom(1.1, flip=True),
+    }
+)
 """The fixed set of 18 natural transforms of 001_... Section 5.3 (batch ``(n, H, W)`` in, out).
 
 Shifts are fractions of the side (sub-pixel at 32 px, bilinear), zoom is a central crop
@@ -451,34 +464,42 @@ def natural_transform(images, name: str) -> np.ndarray:
 # ------------------------------------------------------------------------------------------
 # simulated print-and-recapture
 # ------------------------------------------------------------------------------------------
-RECAPTURE_LEVELS: Mapping[str, Mapping[str, tuple]] = MappingProxyType({
-    # Printing the image: ink spreads into the paper (Gaussian spread of the ink density, px),
-    # dot gain darkens it (density multiplied by 1 + gain), the paper has a low-frequency
-    # texture (std of the grey-level field).
-    "print": MappingProxyType({
-        "ink_spread": (0.5, 1.0, 1.6),
-        "dot_gain": (0.2, 0.5, 1.0),
-        "paper_texture": (0.03, 0.06, 0.10),
-    }),
-    # Photographing the print: each page corner moves by up to `corner_jitter` px
-    # (perspective), the page turns by up to `rotation` degrees, the lens is out of focus
-    # by a Gaussian of `defocus` px.
-    "geometry": MappingProxyType({
-        "corner_jitter": (1.0, 2.5, 5.0),
-        "rotation": (4.0, 10.0, 24.0),
-        "defocus": (0.5, 1.0, 1.7),
-    }),
-    # Exposure and sensor: overall light `gain`, a linear shading ramp losing up to
-    # `shading` of the light across the page, signal-dependent sensor noise with variance
-    # `photon_noise * x + read_noise**2`, then an 8-bit JPEG at `jpeg_quality`.
-    "exposure": MappingProxyType({
-        "gain": (0.85, 0.65, 0.35),
-        "shading": (0.2, 0.4, 0.7),
-        "photon_noise": (0.004, 0.015, 0.04),
-        "read_noise": (0.02, 0.04, 0.08),
-        "jpeg_quality": (75, 45, 20),
-    }),
-})
+RECAPTURE_LEVELS: Mapping[str, Mapping[str, tuple]] = MappingProxyType(
+    {
+        # Printing the image: ink spreads into the paper (Gaussian spread of the ink density, px),
+        # dot gain darkens it (density multiplied by 1 + gain), the paper has a low-frequency
+        # texture (std of the grey-level field).
+        "print": MappingProxyType(
+            {
+                "ink_spread": (0.5, 1.0, 1.6),
+                "dot_gain": (0.2, 0.5, 1.0),
+                "paper_texture": (0.03, 0.06, 0.10),
+            }
+        ),
+        # Photographing the print: each page corner moves by up to `corner_jitter` px
+        # (perspective), the page turns by up to `rotation` degrees, the lens is out of focus
+        # by a Gaussian of `defocus` px.
+        "geometry": MappingProxyType(
+            {
+                "corner_jitter": (1.0, 2.5, 5.0),
+                "rotation": (4.0, 10.0, 24.0),
+                "defocus": (0.5, 1.0, 1.7),
+            }
+        ),
+        # Exposure and sensor: overall light `gain`, a linear shading ramp losing up to
+        # `shading` of the light across the page, signal-dependent sensor noise with variance
+        # `photon_noise * x + read_noise**2`, then an 8-bit JPEG at `jpeg_quality`.
+        "exposure": MappingProxyType(
+            {
+                "gain": (0.85, 0.65, 0.35),
+                "shading": (0.2, 0.4, 0.7),
+                "photon_noise": (0.004, 0.015, 0.04),
+                "read_noise": (0.02, 0.04, 0.08),
+                "jpeg_quality": (75, 45, 20),
+            }
+        ),
+    }
+)
 """Parameters of the simulated recapture stages at levels 1, 2, 3 (mild .. harsh).
 
 The levels were set so that, on the demo pool, the 27 conditions span all three screening
@@ -503,8 +524,7 @@ class RecaptureCondition:
     def __post_init__(self):
         for field in ("print_level", "geometry_level", "exposure_level"):
             value = getattr(self, field)
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
-                    or not 1 <= value <= 3:
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not 1 <= value <= 3:
                 raise ValueError(f"`{field}` must be an int in 1..3; got {value!r}.")
 
     @property
@@ -515,8 +535,11 @@ class RecaptureCondition:
     def parameters(self) -> dict[str, float]:
         """All stage parameters of this condition, flattened (for manifests and tables)."""
         out: dict[str, float] = {}
-        for stage, level in (("print", self.print_level), ("geometry", self.geometry_level),
-                             ("exposure", self.exposure_level)):
+        for stage, level in (
+            ("print", self.print_level),
+            ("geometry", self.geometry_level),
+            ("exposure", self.exposure_level),
+        ):
             for key, values in RECAPTURE_LEVELS[stage].items():
                 out[key] = values[level - 1]
         return out
@@ -592,9 +615,7 @@ def simulate_recapture(images, condition: RecaptureCondition, rng) -> np.ndarray
     if not isinstance(condition, RecaptureCondition):
         raise ValueError(f"`condition` must be a RecaptureCondition; got {type(condition).__name__}.")
     if not isinstance(rng, np.random.Generator):
-        raise ValueError(
-            f"`rng` must be a numpy Generator (see core._rng.as_generator); got {type(rng).__name__}."
-        )
+        raise ValueError(f"`rng` must be a numpy Generator (see core._rng.as_generator); got {type(rng).__name__}.")
     x, single = batch_iv(images)
     p = condition.parameters()
     n, h, w = x.shape
@@ -608,8 +629,7 @@ def simulate_recapture(images, condition: RecaptureCondition, rng) -> np.ndarray
     corners = np.array([[0.0, 0.0], [w - 1.0, 0.0], [w - 1.0, h - 1.0], [0.0, h - 1.0]])
     centre = np.array([(w - 1) / 2.0, (h - 1) / 2.0])
     theta = np.deg2rad(rng.uniform(-p["rotation"], p["rotation"], size=n))
-    rot = np.stack([np.stack([np.cos(theta), -np.sin(theta)], -1),
-                    np.stack([np.sin(theta), np.cos(theta)], -1)], -2)
+    rot = np.stack([np.stack([np.cos(theta), -np.sin(theta)], -1), np.stack([np.sin(theta), np.cos(theta)], -1)], -2)
     moved = np.einsum("nij,kj->nki", rot, corners - centre) + centre
     moved += rng.uniform(-p["corner_jitter"], p["corner_jitter"], size=(n, 4, 2))
     to_page = homographies(np.broadcast_to(moved, (n, 4, 2)), np.broadcast_to(corners, (n, 4, 2)))
@@ -619,14 +639,14 @@ def simulate_recapture(images, condition: RecaptureCondition, rng) -> np.ndarray
     src_x = (mapped[:, 0] / mapped[:, 2]).reshape(n, h, w)
     src_y = (mapped[:, 1] / mapped[:, 2]).reshape(n, h, w)
     index = np.broadcast_to(np.arange(n, dtype=np.float64)[:, None, None], (n, h, w))
-    shot = ndimage.map_coordinates(page, np.stack([index, src_y, src_x]), order=1,
-                                   mode="constant", cval=1.0)
+    shot = ndimage.map_coordinates(page, np.stack([index, src_y, src_x]), order=1, mode="constant", cval=1.0)
     shot = ndimage.gaussian_filter(shot, sigma=(0, p["defocus"], p["defocus"]), mode="nearest")
 
     # exposure
     direction = rng.uniform(0.0, 2.0 * np.pi, size=n)
-    u = (xx / (w - 1) - 0.5)[None] * np.cos(direction)[:, None, None] \
-        + (yy / (h - 1) - 0.5)[None] * np.sin(direction)[:, None, None]
+    u = (xx / (w - 1) - 0.5)[None] * np.cos(direction)[:, None, None] + (yy / (h - 1) - 0.5)[None] * np.sin(direction)[
+        :, None, None
+    ]
     ramp = (u - u.min(axis=(1, 2), keepdims=True)) / np.ptp(u, axis=(1, 2), keepdims=True)
     light = p["gain"] * (1.0 - p["shading"] * ramp)
     signal = np.clip(shot * light, 0.0, 1.0)

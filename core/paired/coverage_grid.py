@@ -11,6 +11,7 @@ coverage, the levels, the source of the modules that compute the numbers, and th
 pandas / scipy versions. Anything else (an upload, an edited solver, other libraries) gets
 ``None`` and is computed afresh; a test holds the stored grids equal to a fresh computation.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,20 +23,30 @@ from core.constants import COVERAGES, LEVELS
 from core.digests import code_sha256, frame_sha256, read_signature, write_signed_parquet
 from core.resources import ASSETS_DIR
 
-__all__ = ["PRECOMPUTED_GRID", "coverage_grid", "grid_fingerprint", "load_precomputed_grid",
-           "write_precomputed_grid"]
+__all__ = ["PRECOMPUTED_GRID", "coverage_grid", "grid_fingerprint", "load_precomputed_grid", "write_precomputed_grid"]
 
 #: The stored grids of the shipped demo pool (``scripts/build_paired_grid.py`` writes it).
 PRECOMPUTED_GRID = ASSETS_DIR / "paired_demo_grid.parquet"
 _FORMAT = 1
 _META_KEY = b"paired_grid_fingerprint"
 # The modules whose code decides the grid's numbers: an edit to any of them retires the file.
-_CODE = ("core.paired.coverage_grid", "core.paired.bounds", "core.paired._fivestate", "core.paired.grouped",
-         "core.paired.states", "core.constants")
+_CODE = (
+    "core.paired.coverage_grid",
+    "core.paired.bounds",
+    "core.paired._fivestate",
+    "core.paired.grouped",
+    "core.paired.states",
+    "core.constants",
+)
 
 
-def coverage_grid(records: pd.DataFrame, coverage: float | None = None, *, tau: float | None = None,
-                  thresholds: pd.DataFrame | None = None) -> pd.DataFrame:
+def coverage_grid(
+    records: pd.DataFrame,
+    coverage: float | None = None,
+    *,
+    tau: float | None = None,
+    thresholds: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Identified intervals of every cell, each model at its own coverage threshold (or one τ).
 
     Parameters
@@ -96,13 +107,19 @@ def grid_fingerprint(records: pd.DataFrame, coverage: float) -> dict:
     """
     import scipy
 
-    return {"format": _FORMAT, "records_sha256": frame_sha256(records), "coverage": float(coverage),
-            "levels": list(LEVELS), "code_sha256": code_sha256(_CODE),
-            "numpy": np.__version__, "pandas": pd.__version__, "scipy": scipy.__version__}
+    return {
+        "format": _FORMAT,
+        "records_sha256": frame_sha256(records),
+        "coverage": float(coverage),
+        "levels": list(LEVELS),
+        "code_sha256": code_sha256(_CODE),
+        "numpy": np.__version__,
+        "pandas": pd.__version__,
+        "scipy": scipy.__version__,
+    }
 
 
-def write_precomputed_grid(records: pd.DataFrame, path: str | Path = PRECOMPUTED_GRID, *,
-                           coverages=COVERAGES) -> Path:
+def write_precomputed_grid(records: pd.DataFrame, path: str | Path = PRECOMPUTED_GRID, *, coverages=COVERAGES) -> Path:
     """Compute the grid of every coverage and store it with its fingerprints (atomic write).
 
     Returns the path written. The file is Parquet (never pickle); its schema metadata holds
@@ -119,8 +136,9 @@ def write_precomputed_grid(records: pd.DataFrame, path: str | Path = PRECOMPUTED
     return write_signed_parquet(pd.concat(frames, ignore_index=True), path, key=_META_KEY, signature=prints)
 
 
-def load_precomputed_grid(records: pd.DataFrame, coverage: float, path: str | Path = PRECOMPUTED_GRID
-                          ) -> pd.DataFrame | None:
+def load_precomputed_grid(
+    records: pd.DataFrame, coverage: float, path: str | Path = PRECOMPUTED_GRID
+) -> pd.DataFrame | None:
     """The stored ``coverage_grid(records, coverage)``, or None unless its fingerprint matches exactly.
 
     A missing or unreadable file, other records, another coverage, an edited solver or other

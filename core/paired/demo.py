@@ -30,6 +30,7 @@ float32 outputs, exactly (argmax ties to the lowest class index). Full probabili
 the shipped files small, and probes carry them only for the images that are scored (clean-correct
 evaluation images); elsewhere they are empty (NaN).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -126,11 +127,12 @@ def digit_images() -> tuple[np.ndarray, np.ndarray]:
 
     digits = load_digits()
     paper = 1.0 - digits.images / 16.0
-    up = ndimage.zoom(paper, (1, _DIGIT_SIZE / 8, _DIGIT_SIZE / 8), order=3, grid_mode=True,
-                      mode="grid-constant", cval=1.0)
+    up = ndimage.zoom(
+        paper, (1, _DIGIT_SIZE / 8, _DIGIT_SIZE / 8), order=3, grid_mode=True, mode="grid-constant", cval=1.0
+    )
     pad = (_DIGIT_PAGE - _DIGIT_SIZE) // 2
     page = np.ones((paper.shape[0], _DIGIT_PAGE, _DIGIT_PAGE))
-    page[:, pad:pad + _DIGIT_SIZE, pad:pad + _DIGIT_SIZE] = up
+    page[:, pad : pad + _DIGIT_SIZE, pad : pad + _DIGIT_SIZE] = up
     images = np.rint(np.clip(page, 0.0, 1.0) * 255.0).astype(np.uint8)
     return images, digits.target.astype(np.int64)
 
@@ -150,13 +152,17 @@ def _read_idx(path: Path, magic: int) -> np.ndarray:
     raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
     ndim = magic & 0xFF
     if len(raw) < 4 + 4 * ndim or int.from_bytes(raw[:4], "big") != magic:
-        raise ValueError(f"{path}: not an IDX file of {ndim}-d uint8 data (magic {magic:#010x} expected, "
-                         f"got {int.from_bytes(raw[:4], 'big'):#010x}).")
-    shape = tuple(int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim))
-    body = raw[4 + 4 * ndim:]
+        raise ValueError(
+            f"{path}: not an IDX file of {ndim}-d uint8 data (magic {magic:#010x} expected, "
+            f"got {int.from_bytes(raw[:4], 'big'):#010x})."
+        )
+    shape = tuple(int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
+    body = raw[4 + 4 * ndim :]
     if len(body) != int(np.prod(shape)):
-        raise ValueError(f"{path}: header announces shape {shape} ({int(np.prod(shape))} bytes) "
-                         f"but {len(body)} bytes follow; the file is truncated or corrupt.")
+        raise ValueError(
+            f"{path}: header announces shape {shape} ({int(np.prod(shape))} bytes) "
+            f"but {len(body)} bytes follow; the file is truncated or corrupt."
+        )
     return np.frombuffer(body, dtype=np.uint8).reshape(shape)
 
 
@@ -183,14 +189,20 @@ def fashion_mnist(directory=FASHION_MNIST_DIR) -> dict[str, np.ndarray]:
         if not found:
             raise FileNotFoundError(
                 f"Fashion-MNIST file {directory / stem}[.gz] is missing; install the dataset with "
-                "`apt-get install dataset-fashion-mnist` or pass the folder that holds it.")
+                "`apt-get install dataset-fashion-mnist` or pass the folder that holds it."
+            )
         out[key] = _read_idx(found[0], magic)
     for part in ("train", "test"):
         images, labels = out[f"{part}_images"], out[f"{part}_labels"]
-        if images.shape[1:] != (IMAGE_SIZE, IMAGE_SIZE) or images.shape[0] != labels.shape[0] \
-                or labels.max() >= N_CLASSES:
-            raise ValueError(f"{directory}: {part} images {images.shape} and labels {labels.shape} "
-                             f"(max {labels.max()}) are not 28 x 28 images with labels 0..9 of equal count.")
+        if (
+            images.shape[1:] != (IMAGE_SIZE, IMAGE_SIZE)
+            or images.shape[0] != labels.shape[0]
+            or labels.max() >= N_CLASSES
+        ):
+            raise ValueError(
+                f"{directory}: {part} images {images.shape} and labels {labels.shape} "
+                f"(max {labels.max()}) are not 28 x 28 images with labels 0..9 of equal count."
+            )
         out[f"{part}_labels"] = labels.astype(np.int64)
     return out
 
@@ -219,12 +231,14 @@ def pool_indices(train_labels, test_labels, *, seed) -> tuple[np.ndarray, np.nda
         members = np.flatnonzero(train_labels == label)
         held = np.flatnonzero(test_labels == label)
         if members.size < N_TRAIN_PER_CLASS or held.size < N_DEV_PER_CLASS + N_EVAL_PER_CLASS:
-            raise ValueError(f"class {label} has {members.size} training and {held.size} test images; the pool "
-                             f"needs {N_TRAIN_PER_CLASS} and {N_DEV_PER_CLASS + N_EVAL_PER_CLASS}.")
+            raise ValueError(
+                f"class {label} has {members.size} training and {held.size} test images; the pool "
+                f"needs {N_TRAIN_PER_CLASS} and {N_DEV_PER_CLASS + N_EVAL_PER_CLASS}."
+            )
         train.append(rng.permutation(members)[:N_TRAIN_PER_CLASS])
         held = rng.permutation(held)
         dev.append(held[:N_DEV_PER_CLASS])
-        evaluation.append(held[N_DEV_PER_CLASS:N_DEV_PER_CLASS + N_EVAL_PER_CLASS])
+        evaluation.append(held[N_DEV_PER_CLASS : N_DEV_PER_CLASS + N_EVAL_PER_CLASS])
     held = np.concatenate(dev + evaluation)
     split = np.array(["dev"] * (N_CLASSES * N_DEV_PER_CLASS) + ["eval"] * (N_CLASSES * N_EVAL_PER_CLASS))
     order = np.argsort(held, kind="stable")
@@ -267,26 +281,34 @@ class ModelSpec:
 
 
 MODEL_SPECS: tuple[ModelSpec, ...] = (
-    ModelSpec("cnn-w8", "cnn", "cnn", (("width", 8), ("epochs", 6)),
-              "3-layer CNN, width 8"),
-    ModelSpec("cnn-w16", "cnn", "cnn", (("width", 16), ("epochs", 6)),
-              "3-layer CNN, width 16"),
-    ModelSpec("cnn-w32", "cnn", "cnn", (("width", 32), ("epochs", 6)),
-              "3-layer CNN, width 32"),
-    ModelSpec("resnet-w16", "resnet", "resnet", (("width", 16), ("epochs", 6)),
-              "ResNet: strided stem + 3 residual blocks (batch norm), width 16"),
-    ModelSpec("mlp-128", "mlp", "mlp", (("hidden", (128,)), ("epochs", 15)),
-              "MLP, one hidden layer of 128"),
-    ModelSpec("mlp-256-64", "mlp", "mlp", (("hidden", (256, 64)), ("epochs", 15)),
-              "MLP, hidden layers 256 and 64"),
-    ModelSpec("logreg-c0.01", "linear", "logistic", (("C", 0.01),),
-              "multinomial logistic regression, C = 0.01"),
-    ModelSpec("logreg-c1", "linear", "logistic", (("C", 1.0),),
-              "multinomial logistic regression, C = 1"),
-    ModelSpec("random-forest", "forest", "random_forest", (("n_estimators", 60), ("max_leaf_nodes", 256)),
-              "random forest on the pixels, 60 trees of at most 256 leaves"),
-    ModelSpec("extra-trees", "forest", "extra_trees", (("n_estimators", 60), ("max_leaf_nodes", 256)),
-              "extremely randomised trees on the pixels, 60 trees of at most 256 leaves"),
+    ModelSpec("cnn-w8", "cnn", "cnn", (("width", 8), ("epochs", 6)), "3-layer CNN, width 8"),
+    ModelSpec("cnn-w16", "cnn", "cnn", (("width", 16), ("epochs", 6)), "3-layer CNN, width 16"),
+    ModelSpec("cnn-w32", "cnn", "cnn", (("width", 32), ("epochs", 6)), "3-layer CNN, width 32"),
+    ModelSpec(
+        "resnet-w16",
+        "resnet",
+        "resnet",
+        (("width", 16), ("epochs", 6)),
+        "ResNet: strided stem + 3 residual blocks (batch norm), width 16",
+    ),
+    ModelSpec("mlp-128", "mlp", "mlp", (("hidden", (128,)), ("epochs", 15)), "MLP, one hidden layer of 128"),
+    ModelSpec("mlp-256-64", "mlp", "mlp", (("hidden", (256, 64)), ("epochs", 15)), "MLP, hidden layers 256 and 64"),
+    ModelSpec("logreg-c0.01", "linear", "logistic", (("C", 0.01),), "multinomial logistic regression, C = 0.01"),
+    ModelSpec("logreg-c1", "linear", "logistic", (("C", 1.0),), "multinomial logistic regression, C = 1"),
+    ModelSpec(
+        "random-forest",
+        "forest",
+        "random_forest",
+        (("n_estimators", 60), ("max_leaf_nodes", 256)),
+        "random forest on the pixels, 60 trees of at most 256 leaves",
+    ),
+    ModelSpec(
+        "extra-trees",
+        "forest",
+        "extra_trees",
+        (("n_estimators", 60), ("max_leaf_nodes", 256)),
+        "extremely randomised trees on the pixels, 60 trees of at most 256 leaves",
+    ),
 )
 """The ten classifiers, in five groups. Index in this tuple fixes each model's random stream."""
 
@@ -319,10 +341,17 @@ def _residual_block(c_in: int, c_out: int, stride: int):
         def __init__(self):
             super().__init__()
             self.body = nn.Sequential(
-                nn.Conv2d(c_in, c_out, 3, stride=stride, padding=1, bias=False), nn.BatchNorm2d(c_out),
-                nn.ReLU(), nn.Conv2d(c_out, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out))
-            self.shortcut = nn.Identity() if stride == 1 and c_in == c_out else nn.Sequential(
-                nn.Conv2d(c_in, c_out, 1, stride=stride, bias=False), nn.BatchNorm2d(c_out))
+                nn.Conv2d(c_in, c_out, 3, stride=stride, padding=1, bias=False),
+                nn.BatchNorm2d(c_out),
+                nn.ReLU(),
+                nn.Conv2d(c_out, c_out, 3, padding=1, bias=False),
+                nn.BatchNorm2d(c_out),
+            )
+            self.shortcut = (
+                nn.Identity()
+                if stride == 1 and c_in == c_out
+                else nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride=stride, bias=False), nn.BatchNorm2d(c_out))
+            )
 
         def forward(self, x):
             return (self.body(x) + self.shortcut(x)).relu()
@@ -336,18 +365,31 @@ def _torch_module(spec: ModelSpec):
     if spec.family == "cnn":
         w = spec.param("width")
         return nn.Sequential(
-            nn.Conv2d(1, w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(w, 2 * w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(2 * w, 4 * w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Flatten(), nn.Linear(4 * w * (IMAGE_SIZE // 8) ** 2, N_CLASSES),
+            nn.Conv2d(1, w, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(w, 2 * w, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(2 * w, 4 * w, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Flatten(),
+            nn.Linear(4 * w * (IMAGE_SIZE // 8) ** 2, N_CLASSES),
         )
     if spec.family == "resnet":
         w = spec.param("width")
         return nn.Sequential(
             # a strided stem (28 -> 14) keeps training within the few-CPU-minutes budget
-            nn.Conv2d(1, w, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(w), nn.ReLU(),
-            _residual_block(w, w, 1), _residual_block(w, 2 * w, 2), _residual_block(2 * w, 4 * w, 2),
-            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4 * w, N_CLASSES),
+            nn.Conv2d(1, w, 3, stride=2, padding=1, bias=False),
+            nn.BatchNorm2d(w),
+            nn.ReLU(),
+            _residual_block(w, w, 1),
+            _residual_block(w, 2 * w, 2),
+            _residual_block(2 * w, 4 * w, 2),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(4 * w, N_CLASSES),
         )
     sizes = (IMAGE_SIZE * IMAGE_SIZE, *spec.param("hidden"))
     layers: list = [nn.Flatten()]
@@ -385,8 +427,12 @@ def _train_sklearn(spec: ModelSpec, x: np.ndarray, y: np.ndarray, seed: int):
         model = LogisticRegression(C=spec.param("C"), max_iter=3000)
     else:
         forest = RandomForestClassifier if spec.family == "random_forest" else ExtraTreesClassifier
-        model = forest(n_estimators=spec.param("n_estimators"), max_leaf_nodes=spec.param("max_leaf_nodes"),
-                       random_state=seed, n_jobs=1)
+        model = forest(
+            n_estimators=spec.param("n_estimators"),
+            max_leaf_nodes=spec.param("max_leaf_nodes"),
+            random_state=seed,
+            n_jobs=1,
+        )
     # float64: a float32 fit and predict run float32 GEMMs, whose rounding differs by 1e-5
     # between CPU kernels; in float64 it stays below the float32 output's last bit.
     return model.fit(x.reshape(len(x), -1).astype(np.float64), y)
@@ -402,8 +448,7 @@ def _train(spec: ModelSpec, x: np.ndarray, y: np.ndarray, seed: int):
 def _predictor(spec: ModelSpec, model) -> Predictor:
     """``images (n, 28, 28) float32 in [0, 1] -> float32 probabilities (n, 10)``."""
     if spec.family not in _TORCH_FAMILIES:
-        return lambda images: model.predict_proba(
-            images.reshape(len(images), -1).astype(np.float64)).astype(np.float32)
+        return lambda images: model.predict_proba(images.reshape(len(images), -1).astype(np.float64)).astype(np.float32)
     import torch
 
     def predict(images: np.ndarray) -> np.ndarray:
@@ -422,8 +467,11 @@ _MODELS_DIR = "models"
 # The only non-default type the forests need. Loading it is safe only after _check_trees has
 # bounded every node index: scikit-learn indexes them without checks.
 _TREE_TYPE = "sklearn.tree._tree.Tree"
-_SKLEARN_CLASSES = {"logistic": "LogisticRegression", "random_forest": "RandomForestClassifier",
-                    "extra_trees": "ExtraTreesClassifier"}
+_SKLEARN_CLASSES = {
+    "logistic": "LogisticRegression",
+    "random_forest": "RandomForestClassifier",
+    "extra_trees": "ExtraTreesClassifier",
+}
 
 
 def _model_file(spec: ModelSpec) -> str:
@@ -481,8 +529,10 @@ def _check_trees(model, n_features: int, path: Path) -> None:
             and tree.value.shape[0] == n
         )
         if not ok:
-            raise ValueError(f"{path}: tree {t} has node indices outside its {n} nodes or "
-                             f"{n_features} features; the file is corrupt or was not written by this tool.")
+            raise ValueError(
+                f"{path}: tree {t} has node indices outside its {n} nodes or "
+                f"{n_features} features; the file is corrupt or was not written by this tool."
+            )
 
 
 def load_demo_models(directory=DEFAULT_DIR, *, models: Sequence[str] | None = None) -> dict[str, Predictor]:
@@ -514,8 +564,9 @@ def load_demo_models(directory=DEFAULT_DIR, *, models: Sequence[str] | None = No
         spec = _SPECS_BY_NAME[name]
         path = folder / _model_file(spec)
         if not path.is_file():
-            raise FileNotFoundError(f"demo pool model {path} is missing; regenerate the pool with "
-                                    "`python scripts/make_demo_pool.py`.")
+            raise FileNotFoundError(
+                f"demo pool model {path} is missing; regenerate the pool with `python scripts/make_demo_pool.py`."
+            )
         unreadable = f"{path} is not a readable {spec.family} model of this pool"
         if spec.family in _TORCH_FAMILIES:
             try:
@@ -580,10 +631,21 @@ def demo_conditions() -> pd.DataFrame:
     for name in NATURAL_TRANSFORMS:
         rows.append((name, "transform", "transform", name, 0, "", 0, 0))
     for cond in recapture_conditions():
-        rows.append((cond.name, "simulated-recapture", "", "simulated-recapture", 0,
-                     cond.medium, cond.medium_level, cond.capture_level))
-    return pd.DataFrame(rows, columns=["condition", "source", "kind", "family", "severity",
-                                       "medium", "medium_level", "capture_level"])
+        rows.append(
+            (
+                cond.name,
+                "simulated-recapture",
+                "",
+                "simulated-recapture",
+                0,
+                cond.medium,
+                cond.medium_level,
+                cond.capture_level,
+            )
+        )
+    return pd.DataFrame(
+        rows, columns=["condition", "source", "kind", "family", "severity", "medium", "medium_level", "capture_level"]
+    )
 
 
 def _perturb(images01: np.ndarray, row, rng: np.random.Generator) -> np.ndarray:
@@ -672,7 +734,7 @@ def render_condition_image(images, index: int, condition: str, *, seed=0) -> np.
     rng = _condition_streams(seed)[position]
     before = rng.bit_generator.state
     index = int(index)
-    out = _perturb(images[index:index + 1].astype(np.float32) / 255.0, row, rng)
+    out = _perturb(images[index : index + 1].astype(np.float32) / 255.0, row, rng)
     if rng.bit_generator.state != before:
         return None
     return np.rint(out[0] * 255.0).astype(np.uint8)
@@ -745,8 +807,7 @@ def _output_columns(probs: np.ndarray, labels: np.ndarray) -> dict[str, np.ndarr
     out = {
         "pred": pred,
         "max_prob": np.take_along_axis(probs, pred[..., None], axis=-1)[..., 0],
-        "true_prob": np.take_along_axis(
-            probs, np.broadcast_to(labels, probs.shape[:-1])[..., None], axis=-1)[..., 0],
+        "true_prob": np.take_along_axis(probs, np.broadcast_to(labels, probs.shape[:-1])[..., None], axis=-1)[..., 0],
     }
     rounded = np.round(probs.astype(np.float64), _VECTOR_DECIMALS).astype(np.float32)
     for c in range(probs.shape[-1]):
@@ -763,9 +824,14 @@ def _pool_iv(names: Sequence[str] | None, known: Sequence[str], what: str) -> li
     return names
 
 
-def build_demo_pool(source=FASHION_MNIST_DIR, *, seed=0, models: Sequence[str] | None = None,
-                    conditions: Sequence[str] | None = None,
-                    progress: Callable[[str], None] | None = None) -> DemoPool:
+def build_demo_pool(
+    source=FASHION_MNIST_DIR,
+    *,
+    seed=0,
+    models: Sequence[str] | None = None,
+    conditions: Sequence[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> DemoPool:
     """Train the pool and record every model on every held-out variant.
 
     Parameters
@@ -808,9 +874,13 @@ def build_demo_pool(source=FASHION_MNIST_DIR, *, seed=0, models: Sequence[str] |
     return dataclasses.replace(pool, fitted=fitted)
 
 
-def reevaluate_demo_pool(directory=DEFAULT_DIR, *, models: Sequence[str] | None = None,
-                         conditions: Sequence[str] | None = None,
-                         progress: Callable[[str], None] | None = None) -> DemoPool:
+def reevaluate_demo_pool(
+    directory=DEFAULT_DIR,
+    *,
+    models: Sequence[str] | None = None,
+    conditions: Sequence[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> DemoPool:
     """Record the **shipped** models again on the regenerated inputs, without training.
 
     The inputs are the shipped held-out images (``images.npz``, checked against the manifest's
@@ -834,21 +904,30 @@ def reevaluate_demo_pool(directory=DEFAULT_DIR, *, models: Sequence[str] | None 
     manifest = json.loads((Path(directory) / _FILES["manifest"]).read_text())
     predictors = load_demo_models(directory, models=models)
     with np.load(Path(directory) / _FILES["images"], allow_pickle=False) as npz:
-        inputs = _PoolInputs(None, None, npz["images"], npz["true_label"].astype(np.int64),
-                             npz["record_id"].astype(np.int64), npz["split"].astype(str))
+        inputs = _PoolInputs(
+            None,
+            None,
+            npz["images"],
+            npz["true_label"].astype(np.int64),
+            npz["record_id"].astype(np.int64),
+            npz["split"].astype(str),
+        )
     if _digest(inputs.held_images) != manifest["images_sha256"]:
-        raise ValueError(f"{Path(directory) / _FILES['images']}: the images do not match the manifest's "
-                         "images_sha256; the pool folder is corrupt or mixed from two builds.")
+        raise ValueError(
+            f"{Path(directory) / _FILES['images']}: the images do not match the manifest's "
+            "images_sha256; the pool folder is corrupt or mixed from two builds."
+        )
     with _single_threaded_deterministic():
-        return _record_pool(predictors, inputs, seed=manifest["seed"],
-                            conditions=conditions, say=progress or (lambda message: None))
+        return _record_pool(
+            predictors, inputs, seed=manifest["seed"], conditions=conditions, say=progress or (lambda message: None)
+        )
 
 
 @dataclass(frozen=True)
 class _PoolInputs:
-    x_train: np.ndarray | None   # (n_train, 28, 28) float32 in [0, 1]; None when only re-evaluating
+    x_train: np.ndarray | None  # (n_train, 28, 28) float32 in [0, 1]; None when only re-evaluating
     y_train: np.ndarray | None
-    held_images: np.ndarray      # (n_held, 28, 28) uint8
+    held_images: np.ndarray  # (n_held, 28, 28) uint8
     held_labels: np.ndarray
     held_ids: np.ndarray
     held_split: np.ndarray
@@ -858,17 +937,33 @@ def _pool_inputs(source, seed) -> _PoolInputs:
     split_rng, _, _ = as_generator(seed).spawn(3)
     data = fashion_mnist(source)
     train, held, split = pool_indices(data["train_labels"], data["test_labels"], seed=split_rng)
-    return _PoolInputs(data["train_images"][train].astype(np.float32) / 255.0, data["train_labels"][train],
-                       data["test_images"][held], data["test_labels"][held], held, split)
+    return _PoolInputs(
+        data["train_images"][train].astype(np.float32) / 255.0,
+        data["train_labels"][train],
+        data["test_images"][held],
+        data["test_labels"][held],
+        held,
+        split,
+    )
 
 
-def _record_pool(predictors: Mapping[str, Predictor], inputs: _PoolInputs, *, seed,
-                 conditions: Sequence[str] | None, say: Callable[[str], None]) -> DemoPool:
+def _record_pool(
+    predictors: Mapping[str, Predictor],
+    inputs: _PoolInputs,
+    *,
+    seed,
+    conditions: Sequence[str] | None,
+    say: Callable[[str], None],
+) -> DemoPool:
     """Every predictor on the clean held-out images and on every chosen condition's variants."""
     table = demo_conditions()
     condition_names = _pool_iv(conditions, table["condition"].tolist(), "conditions")
-    held_images, held_labels, held_ids, held_split = (inputs.held_images, inputs.held_labels,
-                                                      inputs.held_ids, inputs.held_split)
+    held_images, held_labels, held_ids, held_split = (
+        inputs.held_images,
+        inputs.held_labels,
+        inputs.held_ids,
+        inputs.held_split,
+    )
     x_held = held_images.astype(np.float32) / 255.0
 
     chosen = np.flatnonzero(table["condition"].isin(condition_names).to_numpy())
@@ -898,56 +993,99 @@ def _record_pool(predictors: Mapping[str, Predictor], inputs: _PoolInputs, *, se
             continue
         probs = predictors[spec.name](stacked).reshape(n_var + 1, n_img, N_CLASSES)
         cols = _output_columns(probs, held_labels)
-        clean = pd.DataFrame({"model": spec.name, "group": spec.group, "record_id": held_ids,
-                              "true_label": held_labels, "split": held_split,
-                              **{k: v[0] for k, v in cols.items()}})
+        clean = pd.DataFrame(
+            {
+                "model": spec.name,
+                "group": spec.group,
+                "record_id": held_ids,
+                "true_label": held_labels,
+                "split": held_split,
+                **{k: v[0] for k, v in cols.items()},
+            }
+        )
         clean_parts.append(clean)
         correct = clean["pred"].to_numpy() == held_labels
-        model_rows.append((spec.name, spec.group, spec.family, spec.description,
-                           correct[held_split == "dev"].mean(), correct[held_split == "eval"].mean()))
+        model_rows.append(
+            (
+                spec.name,
+                spec.group,
+                spec.family,
+                spec.description,
+                correct[held_split == "dev"].mean(),
+                correct[held_split == "eval"].mean(),
+            )
+        )
 
         pert = {k: v[1:].reshape(-1) for k, v in cols.items()}
         # A3 needs vectors only on scored images (clean-correct evaluation images).
         scored = np.tile(correct & (held_split == "eval"), n_var)
         vectors = np.column_stack([pert[c] for c in _PROB_COLUMNS])
         vectors[~scored] = np.nan
-        probe = pd.DataFrame({"model": spec.name, "record_id": var_id, "probe": var_name, "kind": var_kind,
-                              "true_label": var_label, "pred": pert["pred"], "max_prob": pert["max_prob"],
-                              "true_prob": pert["true_prob"]})
+        probe = pd.DataFrame(
+            {
+                "model": spec.name,
+                "record_id": var_id,
+                "probe": var_name,
+                "kind": var_kind,
+                "true_label": var_label,
+                "pred": pert["pred"],
+                "max_prob": pert["max_prob"],
+                "true_prob": pert["true_prob"],
+            }
+        )
         probe[_PROB_COLUMNS] = vectors
         probe_parts.append(probe.loc[probe_rows])
 
         clean_rep = {k: np.tile(clean[k].to_numpy(), n_var) for k in ("pred", "max_prob", "true_prob")}
-        record_parts.append(pd.DataFrame({
-            "model": spec.name, "condition": var_name, "source": var_source, "record_id": var_id,
-            "true_label": var_label, "clean_pred": clean_rep["pred"], "clean_max_prob": clean_rep["max_prob"],
-            "clean_true_prob": clean_rep["true_prob"], "pert_pred": pert["pred"],
-            "pert_max_prob": pert["max_prob"], "pert_true_prob": pert["true_prob"], "split": var_split,
-            "group": spec.group}).loc[paired_rows])
+        record_parts.append(
+            pd.DataFrame(
+                {
+                    "model": spec.name,
+                    "condition": var_name,
+                    "source": var_source,
+                    "record_id": var_id,
+                    "true_label": var_label,
+                    "clean_pred": clean_rep["pred"],
+                    "clean_max_prob": clean_rep["max_prob"],
+                    "clean_true_prob": clean_rep["true_prob"],
+                    "pert_pred": pert["pred"],
+                    "pert_max_prob": pert["max_prob"],
+                    "pert_true_prob": pert["true_prob"],
+                    "split": var_split,
+                    "group": spec.group,
+                }
+            ).loc[paired_rows]
+        )
         say(f"recorded {spec.name} (clean eval accuracy {model_rows[-1][5]:.3f})")
 
     records = pd.concat(record_parts, ignore_index=True)
     dev = records[records["split"] == "dev"]
-    dev_acc = (dev.assign(ok=dev["pert_pred"] == dev["true_label"])
-               .groupby(["condition", "model"], sort=False)["ok"].mean()
-               .groupby(level="condition", sort=False).mean())
+    dev_acc = (
+        dev.assign(ok=dev["pert_pred"] == dev["true_label"])
+        .groupby(["condition", "model"], sort=False)["ok"]
+        .mean()
+        .groupby(level="condition", sort=False)
+        .mean()
+    )
     cond = cond.assign(dev_accuracy=cond["condition"].map(dev_acc))
     manifest = {
         "seed": int(seed),
         "generator": "core.paired.demo.build_demo_pool (scripts/make_demo_pool.py)",
-        "dataset": (f"Fashion-MNIST (Debian dataset-fashion-mnist): models trained on {N_TRAIN_PER_CLASS} "
-                    "training images per class; record_id = index in the 10,000 test images"),
+        "dataset": (
+            f"Fashion-MNIST (Debian dataset-fashion-mnist): models trained on {N_TRAIN_PER_CLASS} "
+            "training images per class; record_id = index in the 10,000 test images"
+        ),
         "simulated": "Conditions with source 'simulated-recapture' are simulations of showing on a "
-                     "screen or printing, then photographing (core.paired.recapture_sim.simulate), not "
-                     "physical recaptures.",
+        "screen or printing, then photographing (core.paired.recapture_sim.simulate), not "
+        "physical recaptures.",
         "probability_vectors": "prob_0 .. prob_9 rounded to 1e-6; in probes only for clean-correct "
-                               "evaluation images (NaN elsewhere). pred, max_prob, true_prob and the "
-                               "records' probabilities are exact float32 model outputs.",
+        "evaluation images (NaN elsewhere). pred, max_prob, true_prob and the "
+        "records' probabilities are exact float32 model outputs.",
         "reproducibility": "Images, splits, record ids and every condition's inputs "
-                           "(conditions.inputs_sha256, images_sha256) are identical on any machine. "
-                           "Model outputs are reproducible from the shipped models (models/) up to "
-                           "floating-point kernel noise; re-training reproduces them exactly only "
-                           "on the CPU and library versions below.",
+        "(conditions.inputs_sha256, images_sha256) are identical on any machine. "
+        "Model outputs are reproducible from the shipped models (models/) up to "
+        "floating-point kernel noise; re-training reproduces them exactly only "
+        "on the CPU and library versions below.",
         "models": [m.name for m in MODEL_SPECS if m.name in predictors],
         "conditions": cond["condition"].tolist(),
         "n_heldout": int(n_img),
@@ -961,8 +1099,9 @@ def _record_pool(predictors: Mapping[str, Predictor], inputs: _PoolInputs, *, se
         records=records,
         probes=pd.concat(probe_parts, ignore_index=True),
         clean=pd.concat(clean_parts, ignore_index=True),
-        models=pd.DataFrame(model_rows, columns=["model", "group", "family", "description",
-                                                 "dev_accuracy", "eval_accuracy"]),
+        models=pd.DataFrame(
+            model_rows, columns=["model", "group", "family", "description", "dev_accuracy", "eval_accuracy"]
+        ),
         conditions=cond,
         images=held_images,
         image_ids=held_ids,
@@ -982,9 +1121,11 @@ def _machine() -> dict[str, object]:
     import torch
     from numpy._core._multiarray_umath import __cpu_features__
 
-    return {"platform": platform.machine(),
-            "cpu_levels": sorted(k for k, on in __cpu_features__.items() if on and k.startswith("X86_V")),
-            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability()}
+    return {
+        "platform": platform.machine(),
+        "cpu_levels": sorted(k for k, on in __cpu_features__.items() if on and k.startswith("X86_V")),
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+    }
 
 
 def _versions() -> dict[str, str]:
@@ -993,16 +1134,32 @@ def _versions() -> dict[str, str]:
     import sklearn
     import torch
 
-    return {"python": platform.python_version(), "numpy": np.__version__, "scipy": scipy.__version__,
-            "scikit-learn": sklearn.__version__, "torch": torch.__version__, "pillow": PIL.__version__,
-            "pandas": pd.__version__}
+    return {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "scikit-learn": sklearn.__version__,
+        "torch": torch.__version__,
+        "pillow": PIL.__version__,
+        "pandas": pd.__version__,
+    }
 
 
 # ------------------------------------------------------------------------------------------
 # storage
 # ------------------------------------------------------------------------------------------
-_STRING_COLUMNS = ("model", "group", "condition", "source", "probe", "kind", "split", "family", "inputs_sha256",
-                   "description")
+_STRING_COLUMNS = (
+    "model",
+    "group",
+    "condition",
+    "source",
+    "probe",
+    "kind",
+    "split",
+    "family",
+    "inputs_sha256",
+    "description",
+)
 
 
 def _compact(df: pd.DataFrame) -> pd.DataFrame:
@@ -1055,18 +1212,22 @@ def save_demo_pool(pool: DemoPool, directory) -> dict[str, Path]:
     # lists a file's size was written completely.
     for role in ("records", "probes", "clean", "models", "conditions"):
         with atomic_path(paths[role]) as tmp:
-            _compact(getattr(pool, role)).to_parquet(tmp, engine="pyarrow", compression="zstd",
-                                                     compression_level=19, index=False)
+            _compact(getattr(pool, role)).to_parquet(
+                tmp, engine="pyarrow", compression="zstd", compression_level=19, index=False
+            )
     buf = io.BytesIO()
-    np.savez_compressed(buf, images=pool.images, record_id=pool.image_ids,
-                        true_label=pool.image_labels, split=pool.image_splits)
+    np.savez_compressed(
+        buf, images=pool.images, record_id=pool.image_ids, true_label=pool.image_labels, split=pool.image_splits
+    )
     atomic_write_bytes(paths["images"], buf.getvalue())
     model_paths = save_demo_models(pool.fitted, directory)
     manifest = dict(pool.manifest)
-    manifest["files"] = {role: {"name": path.name, "bytes": path.stat().st_size}
-                         for role, path in paths.items() if role != "manifest"}
-    manifest["model_files"] = {name: {"name": f"{_MODELS_DIR}/{path.name}", "bytes": path.stat().st_size}
-                               for name, path in model_paths.items()}
+    manifest["files"] = {
+        role: {"name": path.name, "bytes": path.stat().st_size} for role, path in paths.items() if role != "manifest"
+    }
+    manifest["model_files"] = {
+        name: {"name": f"{_MODELS_DIR}/{path.name}", "bytes": path.stat().st_size} for name, path in model_paths.items()
+    }
     atomic_write_text(paths["manifest"], json.dumps(manifest, indent=2) + "\n")
     paths.update({f"model:{name}": path for name, path in model_paths.items()})
     return paths
@@ -1085,11 +1246,16 @@ def load_demo_pool(directory=DEFAULT_DIR) -> DemoPool:
             f"demo pool in {directory} is incomplete: missing {missing}; "
             "regenerate it with `python scripts/make_demo_pool.py`."
         )
-    tables = {role: _expand(pd.read_parquet(directory / _FILES[role]))
-              for role in ("records", "probes", "clean", "models", "conditions")}
+    tables = {
+        role: _expand(pd.read_parquet(directory / _FILES[role]))
+        for role in ("records", "probes", "clean", "models", "conditions")
+    }
     with np.load(directory / _FILES["images"], allow_pickle=False) as npz:
-        images, ids, labels, splits = (npz["images"], npz["record_id"].astype(np.int64),
-                                       npz["true_label"].astype(np.int64), npz["split"].astype(str))
+        images, ids, labels, splits = (
+            npz["images"],
+            npz["record_id"].astype(np.int64),
+            npz["true_label"].astype(np.int64),
+            npz["split"].astype(str),
+        )
     manifest = json.loads((directory / _FILES["manifest"]).read_text())
-    return DemoPool(images=images, image_ids=ids, image_labels=labels, image_splits=splits,
-                    manifest=manifest, **tables)
+    return DemoPool(images=images, image_ids=ids, image_labels=labels, image_splits=splits, manifest=manifest, **tables)

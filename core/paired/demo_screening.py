@@ -12,6 +12,7 @@ outcome records, the source of the modules that compute the scores, and the nump
 scipy / scikit-learn versions. Anything else gets ``None`` and is computed afresh; a test
 holds the stored scores equal to a fresh computation.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -26,8 +27,15 @@ from core.paired.demo import DemoPool
 from core.paired.screening import screening_scores
 from core.resources import ASSETS_DIR
 
-__all__ = ["OUTCOME_SOURCE", "PRECOMPUTED_SCREENING", "demo_outcomes", "demo_screening",
-           "load_precomputed_screening", "screening_fingerprint", "write_precomputed_screening"]
+__all__ = [
+    "OUTCOME_SOURCE",
+    "PRECOMPUTED_SCREENING",
+    "demo_outcomes",
+    "demo_screening",
+    "load_precomputed_screening",
+    "screening_fingerprint",
+    "write_precomputed_screening",
+]
 
 #: The stored scores of the shipped demo pool (``scripts/build_paired_grid.py`` writes them).
 PRECOMPUTED_SCREENING = ASSETS_DIR / "paired_demo_screening.parquet"
@@ -37,8 +45,15 @@ _FORMAT = 1
 _META_KEY = b"demo_screening_fingerprint"
 # The modules whose code decides the scores (every project module they import, lazily too;
 # a test walks the imports): an edit to any of them retires the file.
-_CODE = ("core.paired.demo_screening", "core.paired.screening", "core.paired.records", "core.paired._fivestate",
-         "core.paired.grouped", "core.metrics.ranking", "core.validation")
+_CODE = (
+    "core.paired.demo_screening",
+    "core.paired.screening",
+    "core.paired.records",
+    "core.paired._fivestate",
+    "core.paired.grouped",
+    "core.metrics.ranking",
+    "core.validation",
+)
 
 
 def demo_outcomes(pool: DemoPool) -> pd.DataFrame:
@@ -74,10 +89,17 @@ def screening_fingerprint(pool: DemoPool) -> dict:
     """
     from importlib.metadata import version  # not `import sklearn`: the stored scores spare that import
 
-    return {"format": _FORMAT, "probes_sha256": frame_sha256(pool.probes), "clean_sha256": frame_sha256(pool.clean),
-            "outcomes_sha256": frame_sha256(demo_outcomes(pool)), "code_sha256": code_sha256(_CODE),
-            "numpy": np.__version__, "pandas": pd.__version__, "scipy": version("scipy"),
-            "sklearn": version("scikit-learn")}
+    return {
+        "format": _FORMAT,
+        "probes_sha256": frame_sha256(pool.probes),
+        "clean_sha256": frame_sha256(pool.clean),
+        "outcomes_sha256": frame_sha256(demo_outcomes(pool)),
+        "code_sha256": code_sha256(_CODE),
+        "numpy": np.__version__,
+        "pandas": pd.__version__,
+        "scipy": version("scipy"),
+        "sklearn": version("scikit-learn"),
+    }
 
 
 def write_precomputed_screening(pool: DemoPool, path: str | Path = PRECOMPUTED_SCREENING) -> Path:

@@ -4,6 +4,7 @@ Its own module so that the bound solvers (:mod:`core.paired._fivestate`) can nam
 without importing :mod:`core.paired.states`, which builds it from validated records
 (:func:`core.paired.states.class_table`); the records validator in turn calls the solvers.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

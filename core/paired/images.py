@@ -19,6 +19,7 @@ JPEG within :data:`MAX_PIXELS`, archive members stay inside the archive's root (
 paths, no ``..``, no links) and the archive stays within its size limits. Errors are
 ``ValueError`` naming the file.
 """
+
 from __future__ import annotations
 
 import io
@@ -82,8 +83,11 @@ class ImageSet:
 
     def name(self, i: int) -> str:
         """How messages name image ``i`` (the file inside its source)."""
-        return f"{self.where}/{self.record_ids[i]}" if not isinstance(self.record_ids[i], (int, np.integer)) \
+        return (
+            f"{self.where}/{self.record_ids[i]}"
+            if not isinstance(self.record_ids[i], (int, np.integer))
             else f"{self.where}[{self.record_ids[i]}]"
+        )
 
     def read(self, index, *, size: tuple[int, int], channels: int) -> np.ndarray:
         """Decode images ``index`` at ``size = (H, W)`` with ``channels`` (1 or 3).
@@ -126,16 +130,19 @@ def _read_labels(raw: bytes, where: str) -> pd.DataFrame:
     frame.columns = [str(c).strip() for c in frame.columns]
     missing = [c for c in ("file", "label") if c not in frame.columns]
     if missing:
-        raise ValueError(f"{where}: missing column(s) {missing}; expected columns file,label (optional split); "
-                         f"it has {list(frame.columns)}.")
+        raise ValueError(
+            f"{where}: missing column(s) {missing}; expected columns file,label (optional split); "
+            f"it has {list(frame.columns)}."
+        )
     if frame.empty:
         raise ValueError(f"{where}: has no rows; expected one row per image.")
     files = frame["file"].astype(str).str.strip()
     for i, name in enumerate(files):
         parts = PurePosixPath(name.replace("\\", "/")).parts
         if not name or name.startswith(("/", "\\")) or ".." in parts or (len(name) > 1 and name[1] == ":"):
-            raise ValueError(f"{where} row {i + 1}, column 'file': {name!r} is not a relative file name inside "
-                             "the image folder.")
+            raise ValueError(
+                f"{where} row {i + 1}, column 'file': {name!r} is not a relative file name inside the image folder."
+            )
     dup_rows = files.duplicated().to_numpy()
     if dup_rows.any():
         i = int(np.flatnonzero(dup_rows)[0])
@@ -144,8 +151,10 @@ def _read_labels(raw: bytes, where: str) -> pd.DataFrame:
     bad = ~np.isfinite(labels) | (labels < 0) | (labels != np.round(labels))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{where} row {i + 1}, column 'label': {frame['label'].iloc[i]!r} is not a class index; "
-                         "expected a non-negative integer (the model's output column).")
+        raise ValueError(
+            f"{where} row {i + 1}, column 'label': {frame['label'].iloc[i]!r} is not a class index; "
+            "expected a non-negative integer (the model's output column)."
+        )
     out = pd.DataFrame({"file": files.str.replace("\\", "/", regex=False), "label": labels.astype(np.int64)})
     if "split" in frame.columns:
         split = frame["split"].astype(str).str.strip()
@@ -169,8 +178,11 @@ def _check_membership(listed: list[str], found: list[str], where: str, labels_wh
         parts.append(f"listed but not found: {absent[:5]}{' …' if len(absent) > 5 else ''}")
     if extra:
         parts.append(f"found but not listed: {extra[:5]}{' …' if len(extra) > 5 else ''}")
-    raise ValueError(f"{where} holds {len(found)} image(s) but {labels_where} lists {len(listed)}; "
-                     + "; ".join(parts) + ". Every image needs exactly one row of labels.")
+    raise ValueError(
+        f"{where} holds {len(found)} image(s) but {labels_where} lists {len(listed)}; "
+        + "; ".join(parts)
+        + ". Every image needs exactly one row of labels."
+    )
 
 
 def _ignored(rel: str) -> bool:
@@ -197,8 +209,10 @@ def _check_image(opener: Callable[[], Image.Image], name: str) -> int:
 
 
 def _non_image(rel: str, where: str) -> ValueError:
-    return ValueError(f"{where}/{rel}: is not an image file (expected {', '.join(IMAGE_SUFFIXES)}); remove it "
-                      "or move it out of the image folder.")
+    return ValueError(
+        f"{where}/{rel}: is not an image file (expected {', '.join(IMAGE_SUFFIXES)}); remove it "
+        "or move it out of the image folder."
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -235,8 +249,9 @@ def open_images(images, labels=None) -> ImageSet:
     suffix = path.suffix.lower()
     if suffix == ".npz":
         if labels is not None:
-            raise ValueError(f"--labels is for image folders and archives; {path} is an .npz that carries its own "
-                             "`labels` array.")
+            raise ValueError(
+                f"--labels is for image folders and archives; {path} is an .npz that carries its own `labels` array."
+            )
         return _npz_images(path)
     if suffix == ".zip":
         extra = None
@@ -244,8 +259,10 @@ def open_images(images, labels=None) -> ImageSet:
             lpath = check_input_file(labels, what="--labels")
             extra = (lpath.read_bytes(), str(lpath))
         return open_zip_images(path.read_bytes(), where=str(path), labels=extra)
-    raise ValueError(f"--images {str(images)!r}: expected a folder of PNG/JPEG files, a .zip or an .npz; "
-                     f"got a {suffix or 'suffix-less'} file.")
+    raise ValueError(
+        f"--images {str(images)!r}: expected a folder of PNG/JPEG files, a .zip or an .npz; "
+        f"got a {suffix or 'suffix-less'} file."
+    )
 
 
 def _folder_images(root: Path, table: pd.DataFrame, labels_where: str, *, skip: Path | None) -> ImageSet:
@@ -264,8 +281,14 @@ def _folder_images(root: Path, table: pd.DataFrame, labels_where: str, *, skip: 
     listed = table["file"].tolist()
     _check_membership(listed, found, where, labels_where)
     channels = {_check_image(lambda f=f: Image.open(root / f), f"{where}/{f}") for f in listed}
-    return ImageSet(tuple(listed), table["label"].to_numpy(), _splits(table), where, max(channels),
-                    lambda i: Image.open(root / listed[i]))
+    return ImageSet(
+        tuple(listed),
+        table["label"].to_numpy(),
+        _splits(table),
+        where,
+        max(channels),
+        lambda i: Image.open(root / listed[i]),
+    )
 
 
 def _splits(table: pd.DataFrame):
@@ -278,35 +301,60 @@ def _npz_images(path: Path) -> ImageSet:
         with np.load(path, allow_pickle=False) as data:
             missing = [k for k in ("images", "labels") if k not in data.files]
             if missing:
-                raise ValueError(f"{where}: has no array(s) {missing}; expected `images` (N, H, W[, C]) uint8 and "
-                                 f"`labels` (N,); it has {sorted(data.files)}.")
+                raise ValueError(
+                    f"{where}: has no array(s) {missing}; expected `images` (N, H, W[, C]) uint8 and "
+                    f"`labels` (N,); it has {sorted(data.files)}."
+                )
             images, labels = data["images"], data["labels"]
     except (OSError, zipfile.BadZipFile) as exc:
         raise ValueError(f"{where}: could not be read as an .npz ({exc}).") from None
     except ValueError as exc:
         if "pickle" in str(exc).lower():
-            raise ValueError(f"{where}: holds Python objects (pickled); expected plain uint8 / integer arrays.") \
-                from None
+            raise ValueError(
+                f"{where}: holds Python objects (pickled); expected plain uint8 / integer arrays."
+            ) from None
         raise
-    if images.dtype != np.uint8 or images.ndim not in (3, 4) or (images.ndim == 4 and images.shape[-1] not in (1, 3)) \
-            or images.shape[0] == 0:
-        raise ValueError(f"{where}: `images` must be uint8 of shape (N, H, W) or (N, H, W, C) with C = 1 or 3, N > 0; "
-                         f"got {images.dtype} {images.shape}.")
+    if (
+        images.dtype != np.uint8
+        or images.ndim not in (3, 4)
+        or (images.ndim == 4 and images.shape[-1] not in (1, 3))
+        or images.shape[0] == 0
+    ):
+        raise ValueError(
+            f"{where}: `images` must be uint8 of shape (N, H, W) or (N, H, W, C) with C = 1 or 3, N > 0; "
+            f"got {images.dtype} {images.shape}."
+        )
     if labels.ndim != 1 or labels.shape[0] != images.shape[0]:
-        raise ValueError(f"{where}: `images` holds {images.shape[0]} image(s) but `labels` has shape "
-                         f"{labels.shape}; expected one label per image.")
+        raise ValueError(
+            f"{where}: `images` holds {images.shape[0]} image(s) but `labels` has shape "
+            f"{labels.shape}; expected one label per image."
+        )
     if not np.issubdtype(labels.dtype, np.integer) or (labels < 0).any():
-        raise ValueError(f"{where}: `labels` must be non-negative integers; got dtype {labels.dtype}"
-                         f"{'' if not np.issubdtype(labels.dtype, np.number) else f', min {labels.min()}'}.")
+        raise ValueError(
+            f"{where}: `labels` must be non-negative integers; got dtype {labels.dtype}"
+            f"{'' if not np.issubdtype(labels.dtype, np.number) else f', min {labels.min()}'}."
+        )
     images = images[..., 0] if images.ndim == 4 and images.shape[-1] == 1 else images
     channels = 1 if images.ndim == 3 else 3
-    return ImageSet(tuple(range(images.shape[0])), labels.astype(np.int64), None, where, channels,
-                    lambda i: Image.fromarray(images[i]))
+    return ImageSet(
+        tuple(range(images.shape[0])),
+        labels.astype(np.int64),
+        None,
+        where,
+        channels,
+        lambda i: Image.fromarray(images[i]),
+    )
 
 
-def open_zip_images(data: bytes, *, where: str, labels: tuple[bytes, str] | None = None,
-                    max_members: int = ZIP_LIMITS["max_members"], max_bytes: int = ZIP_LIMITS["max_bytes"],
-                    max_ratio: int = ZIP_LIMITS["max_ratio"]) -> ImageSet:
+def open_zip_images(
+    data: bytes,
+    *,
+    where: str,
+    labels: tuple[bytes, str] | None = None,
+    max_members: int = ZIP_LIMITS["max_members"],
+    max_bytes: int = ZIP_LIMITS["max_bytes"],
+    max_ratio: int = ZIP_LIMITS["max_ratio"],
+) -> ImageSet:
     """Validate a zip archive of labelled images and read its members in place.
 
     Parameters
@@ -348,16 +396,20 @@ def open_zip_images(data: bytes, *, where: str, labels: tuple[bytes, str] | None
         if total > max_bytes:
             raise ValueError(f"{where}: unpacks to more than {max_bytes / 1024**2:,.0f} MB; refused.")
         if info.compress_size and info.file_size / info.compress_size > max_ratio:
-            raise ValueError(f"{where}: member {name!r} is compressed {info.file_size / info.compress_size:,.0f}:1 "
-                             f"(more than {max_ratio}:1, a zip bomb?); refused.")
+            raise ValueError(
+                f"{where}: member {name!r} is compressed {info.file_size / info.compress_size:,.0f}:1 "
+                f"(more than {max_ratio}:1, a zip bomb?); refused."
+            )
         rel = PurePosixPath(name.replace("\\", "/")).as_posix()
         if not info.is_dir() and not _ignored(rel):
             members[rel] = info
     csvs = [m for m in members if m.lower().endswith(".csv")]
     if labels is None:
         if len(csvs) != 1:
-            raise ValueError(f"{where}: holds {len(csvs)} .csv file(s) {csvs[:5]}; put exactly one labels CSV "
-                             "(columns file,label) in the archive or upload it alongside.")
+            raise ValueError(
+                f"{where}: holds {len(csvs)} .csv file(s) {csvs[:5]}; put exactly one labels CSV "
+                "(columns file,label) in the archive or upload it alongside."
+            )
         labels_member = csvs[0]
         labels_where = f"{where}/{labels_member}"
         table = _read_labels(archive.read(members[labels_member]), labels_where)
@@ -375,9 +427,10 @@ def open_zip_images(data: bytes, *, where: str, labels: tuple[bytes, str] | None
         if m == labels_member:
             continue
         if not m.startswith(prefix):
-            raise ValueError(f"{where}/{m}: lies outside {base!r}, the folder of the labels; keep every image "
-                             "under it.")
-        rel = m[len(prefix):]
+            raise ValueError(
+                f"{where}/{m}: lies outside {base!r}, the folder of the labels; keep every image under it."
+            )
+        rel = m[len(prefix) :]
         if not rel.lower().endswith(IMAGE_SUFFIXES):
             raise _non_image(m, where)
         found.append(rel)
@@ -388,8 +441,9 @@ def open_zip_images(data: bytes, *, where: str, labels: tuple[bytes, str] | None
         return Image.open(io.BytesIO(archive.read(members[prefix + rel])))
 
     channels = {_check_image(lambda f=f: opener(f), f"{where}/{prefix}{f}") for f in listed}
-    return ImageSet(tuple(listed), table["label"].to_numpy(), _splits(table), where, max(channels),
-                    lambda i: opener(listed[i]))
+    return ImageSet(
+        tuple(listed), table["label"].to_numpy(), _splits(table), where, max(channels), lambda i: opener(listed[i])
+    )
 
 
 def png_data_uri(image: np.ndarray, *, min_side: int = 96) -> str:

@@ -33,6 +33,7 @@ The feasible mean is a closed form at I0 and Ik; at I5 it is exact where the pla
 listed (``mean_method = "exact"``) and a seeded Monte Carlo estimate otherwise
 (``mean_method = "estimate"``).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -65,8 +66,10 @@ TOL = 1e-12
 # ---------------------------------------------------------------------------------------------
 # Thresholds and the tie rule
 
-def policy_thresholds(records: pd.DataFrame, *, coverages: Sequence[float] = COVERAGES,
-                      clean_coverage: float = CLEAN_COVERAGE) -> pd.DataFrame:
+
+def policy_thresholds(
+    records: pd.DataFrame, *, coverages: Sequence[float] = COVERAGES, clean_coverage: float = CLEAN_COVERAGE
+) -> pd.DataFrame:
     """Clean and perturbed-side thresholds of every model from clean development coverage.
 
     Parameters
@@ -91,8 +94,9 @@ def policy_thresholds(records: pd.DataFrame, *, coverages: Sequence[float] = COV
     for model, part in found.groupby("model", sort=True):
         by_q = dict(zip(part["coverage"], part["tau"]))
         for j, q in enumerate(qs):
-            rows.append((model, j, q, by_q[q], by_q[float(clean_coverage)], int(part["n_dev"].iloc[0]),
-                         part["scope"].iloc[0]))
+            rows.append(
+                (model, j, q, by_q[q], by_q[float(clean_coverage)], int(part["n_dev"].iloc[0]), part["scope"].iloc[0])
+            )
     return pd.DataFrame(rows, columns=["model", "policy", "coverage", "tau", "tau_clean", "n_dev", "scope"])
 
 
@@ -133,6 +137,7 @@ def _lambdas_iv(lambdas) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # Result
 
+
 @dataclass(frozen=True, kw_only=True)
 class PolicyReport:
     """Policy costs, comparisons and selections for every cell, level and cost weight.
@@ -169,6 +174,7 @@ class PolicyReport:
 # ---------------------------------------------------------------------------------------------
 # Per-class optimisation over the clean records that are correct and accepted
 
+
 def _top(m, size, value, count):
     """Sum of the ``m`` largest of ``size`` numbers: ``count`` equal to ``value``, the rest 0."""
     return np.where(value >= 0, value * np.minimum(m, count), value * np.maximum(0, m - (size - count)))
@@ -196,11 +202,19 @@ def _lemma1(h_lo, h_hi, l_lo, l_hi, u, lam):
 # ---------------------------------------------------------------------------------------------
 # Main entry point
 
-def evaluate_policies(records: pd.DataFrame, *, thresholds: pd.DataFrame | None = None,
-                      coverages: Sequence[float] = COVERAGES, clean_coverage: float = CLEAN_COVERAGE,
-                      lambdas: Sequence[float] = LAMBDAS, levels: Sequence[str] = LEVELS,
-                      seed: int | np.random.Generator = 0, n_draws: int = 4000,
-                      max_placements: int = 20000) -> PolicyReport:
+
+def evaluate_policies(
+    records: pd.DataFrame,
+    *,
+    thresholds: pd.DataFrame | None = None,
+    coverages: Sequence[float] = COVERAGES,
+    clean_coverage: float = CLEAN_COVERAGE,
+    lambdas: Sequence[float] = LAMBDAS,
+    levels: Sequence[str] = LEVELS,
+    seed: int | np.random.Generator = 0,
+    n_draws: int = 4000,
+    max_placements: int = 20000,
+) -> PolicyReport:
     """Policy costs, shared-correspondence certificates and selections (SPEC B.3).
 
     Parameters
@@ -284,15 +298,15 @@ class _Engine:
         self.cc, self.pc = cc, pc
         self.zc = table.clean_max_prob >= tau_clean[rec_cell]
         self.accept = [table.pert_max_prob >= taus[rec_cell, j] for j in range(self.P)]
-        self.taus_group = taus[table.group_cell]                        # (G, P)
+        self.taus_group = taus[table.group_cell]  # (G, P)
         g = table.per_group
         self.n, self.a, self.b = table.group_n, g(cc), g(pc)
         self.u = g(cc & self.zc)
         self.k = table.observed_k
         self.h = self.a - self.k
         self.N = table.per_cell(self.n)
-        self.v = [g(pc & ~acc) for acc in self.accept]                  # correct, rejected by j
-        self.t = [g(~pc & acc) for acc in self.accept]                  # wrong, accepted by j
+        self.v = [g(pc & ~acc) for acc in self.accept]  # correct, rejected by j
+        self.t = [g(~pc & acc) for acc in self.accept]  # wrong, accepted by j
         self.E = [table.per_cell(t) / self.N for t in self.t]
         self.band_c, self.band_w = {}, {}
         for j in range(self.P):
@@ -326,8 +340,9 @@ class _Engine:
             low, high = self.flip_range(subset)
             wrong_count = np.where(wrong_value >= 0, high, low)
             wrong_size = self.h
-        return _best_allocation(self.u, g_lo, g_hi, self.b, corr_value, corr_count, wrong_size, wrong_value,
-                                wrong_count)
+        return _best_allocation(
+            self.u, g_lo, g_hi, self.b, corr_value, corr_count, wrong_size, wrong_value, wrong_count
+        )
 
     def count_intervals(self, level, j):
         """Sharp per-group intervals of the H_j and L_j counts."""
@@ -342,8 +357,10 @@ class _Engine:
 
     def observed_counts(self, j):
         hit = self.cc & self.zc
-        return (self.table.per_group(hit & ~self.pc & self.accept[j]),
-                self.table.per_group(hit & self.pc & ~self.accept[j]))
+        return (
+            self.table.per_group(hit & ~self.pc & self.accept[j]),
+            self.table.per_group(hit & self.pc & ~self.accept[j]),
+        )
 
     # -- feasible mean
     def mean_flips_inside(self, level, j) -> np.ndarray:
@@ -397,8 +414,14 @@ class _Engine:
                 # The estimate must depend on the class alone, not on which other classes share the
                 # call or on row order (a sharded grid must equal one call): sorted labels and a
                 # stream keyed by the class's cell and label.
-                mean, _ = sampled_flips(np.sort(cw), np.sort(pw), s=int(s[grp]), w=int(w[grp]),
-                                        seed=self._group_stream(grp), n_draws=self.n_draws)
+                mean, _ = sampled_flips(
+                    np.sort(cw),
+                    np.sort(pw),
+                    s=int(s[grp]),
+                    w=int(w[grp]),
+                    seed=self._group_stream(grp),
+                    n_draws=self.n_draws,
+                )
                 estimated[grp] = True
             per_label[grp] = (labels, mean)
         self._means = (per_label, estimated)
@@ -413,8 +436,7 @@ class _Engine:
         pairs = [(j, l) for j in range(P) for l in range(P) if j != l]
         jj, ll = np.array(pairs).T
         lo_hi = [(min(p), max(p)) for p in pairs]
-        mixed = np.stack([(per_cell(self.band_c[key]) > 0) & (per_cell(self.band_w[key]) > 0) for key in lo_hi],
-                         axis=1)
+        mixed = np.stack([(per_cell(self.band_c[key]) > 0) & (per_cell(self.band_w[key]) > 0) for key in lo_hi], axis=1)
         # sign[g, j, l] = +1 if τ_j < τ_l: policy j accepts records that l rejects.
         sign = np.sign(self.taus_group[:, None, :] - self.taus_group[:, :, None])
         ca_share = np.where(self.a > 0, self.u / np.maximum(self.a, 1), 0.0)
@@ -427,8 +449,10 @@ class _Engine:
             else:
                 method = np.full(n_cells, "closed form", dtype=object)
             for x in lam:
-                cost = {name: np.full((n_cells, P), np.nan) for name in
-                        ("J_low", "J_high", "J_mean", "J_observed", "Jp_low", "Jp_high", "Jp_observed")}
+                cost = {
+                    name: np.full((n_cells, P), np.nan)
+                    for name in ("J_low", "J_high", "J_mean", "J_observed", "Jp_low", "Jp_high", "Jp_observed")
+                }
                 for j in range(P):
                     (h_lo, h_hi), (l_lo, l_hi) = intervals[j]
                     cost["J_high"][:, j] = per_cell(_lemma1(h_lo, h_hi, l_lo, l_hi, self.u, x)) / N
@@ -449,19 +473,25 @@ class _Engine:
                 for (j, l), key in zip(pairs, lo_hi):
                     sg = sign[:, j, l]
                     corr_value = -(1 - x) * sg
-                    D[:, j, l] = per_cell(self._best(level, corr_value, self.band_c[key], x * sg,
-                                                     self.band_w[key], key)) / N
+                    D[:, j, l] = (
+                        per_cell(self._best(level, corr_value, self.band_c[key], x * sg, self.band_w[key], key)) / N
+                    )
                     # J′ charges accepted errors through the marginal E_τ: only L moves with π.
-                    Dp[:, j, l] = x * (self.E[j] - self.E[l]) + per_cell(
-                        self._best(level, corr_value, self.band_c[key], 0.0, 0, None)) / N
+                    Dp[:, j, l] = (
+                        x * (self.E[j] - self.E[l])
+                        + per_cell(self._best(level, corr_value, self.band_c[key], 0.0, 0, None)) / N
+                    )
                 regret = D.max(axis=2)
                 minimax = _select(regret, cov_cells, nominal)
                 mean_pick = _select(cost["J_mean"], cov_cells, nominal)
                 rows = np.arange(n_cells)
                 selection = {
-                    "minimax_policy": minimax, "minimax_coverage": cov_cells[rows, minimax],
-                    "worst_case_regret": regret[rows, minimax], "mean_policy": mean_pick,
-                    "mean_coverage": cov_cells[rows, mean_pick], "mean_method": method,
+                    "minimax_policy": minimax,
+                    "minimax_coverage": cov_cells[rows, minimax],
+                    "worst_case_regret": regret[rows, minimax],
+                    "mean_policy": mean_pick,
+                    "mean_coverage": cov_cells[rows, mean_pick],
+                    "mean_method": method,
                     "best_observed_policy": np.full(n_cells, -1),
                     "observed_regret_minimax": np.full(n_cells, np.nan),
                     "observed_regret_mean": np.full(n_cells, np.nan),
@@ -473,18 +503,47 @@ class _Engine:
                     selection["observed_regret_mean"] = cost["J_observed"][rows, mean_pick] - floor
                 gap = cost["J_high"][:, jj] - cost["J_low"][:, ll]
                 d_plus, dp_plus = D[:, jj, ll], Dp[:, jj, ll]
-                blocks["costs"].append(self._frame(level, x, P, {
-                    "policy": np.arange(P), "coverage": cov_cells, "tau": taus_cells, **cost,
-                    "mean_method": np.repeat(method[:, None], P, axis=1),
-                    "E_tau": np.stack(self.E, axis=1)}))
-                blocks["differences"].append(self._frame(level, x, len(pairs), {
-                    "policy": jj, "versus": ll, "coverage": cov_cells[:, jj], "versus_coverage": cov_cells[:, ll],
-                    "D_plus": d_plus, "separate_gap": gap, "certified": d_plus < -TOL,
-                    "certified_separately": gap < -TOL, "missed_by_separate": (d_plus < -TOL) & ~(gap < -TOL),
-                    "mixed_switch": mixed, "Dp_plus": dp_plus, "certified_prime": dp_plus < -TOL}))
+                blocks["costs"].append(
+                    self._frame(
+                        level,
+                        x,
+                        P,
+                        {
+                            "policy": np.arange(P),
+                            "coverage": cov_cells,
+                            "tau": taus_cells,
+                            **cost,
+                            "mean_method": np.repeat(method[:, None], P, axis=1),
+                            "E_tau": np.stack(self.E, axis=1),
+                        },
+                    )
+                )
+                blocks["differences"].append(
+                    self._frame(
+                        level,
+                        x,
+                        len(pairs),
+                        {
+                            "policy": jj,
+                            "versus": ll,
+                            "coverage": cov_cells[:, jj],
+                            "versus_coverage": cov_cells[:, ll],
+                            "D_plus": d_plus,
+                            "separate_gap": gap,
+                            "certified": d_plus < -TOL,
+                            "certified_separately": gap < -TOL,
+                            "missed_by_separate": (d_plus < -TOL) & ~(gap < -TOL),
+                            "mixed_switch": mixed,
+                            "Dp_plus": dp_plus,
+                            "certified_prime": dp_plus < -TOL,
+                        },
+                    )
+                )
                 blocks["selection"].append(self._frame(level, x, 1, {k: v[:, None] for k, v in selection.items()}))
-        return PolicyReport(thresholds=thresholds.reset_index(drop=True),
-                            **{name: pd.concat(parts, ignore_index=True) for name, parts in blocks.items()})
+        return PolicyReport(
+            thresholds=thresholds.reset_index(drop=True),
+            **{name: pd.concat(parts, ignore_index=True) for name, parts in blocks.items()},
+        )
 
     def _frame(self, level, x, width, columns: dict) -> pd.DataFrame:
         """Long frame of (n_cells, width) arrays, cell-major; 1-D arrays repeat for every cell."""

@@ -19,6 +19,7 @@ Every variant the model sees is an 8-bit image (corruptions are quantised), so
 severity, image) has its own random stream ``SeedSequence(seed, spawn_key=(type, severity,
 position))``, so outputs do not depend on the batch size or on the other images.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -71,8 +72,10 @@ def parse_probes(text: str) -> tuple[tuple[str, int], ...]:
     for item in (v.strip() for v in text.split(",") if v.strip()):
         name, _, sev = item.partition(":")
         if name not in CORRUPTIONS or not sev.strip().isdigit() or not 1 <= int(sev) <= 5:
-            raise ValueError(f"--probes: {item!r} is not NAME:SEVERITY with NAME one of {list(CORRUPTIONS)} and "
-                             "SEVERITY in 1..5 (or say 'default').")
+            raise ValueError(
+                f"--probes: {item!r} is not NAME:SEVERITY with NAME one of {list(CORRUPTIONS)} and "
+                "SEVERITY in 1..5 (or say 'default')."
+            )
         out.append((name, int(sev)))
     if not out or len(set(out)) != len(out):
         raise ValueError(f"--probes {text!r}: give at least one probe, each once.")
@@ -89,8 +92,10 @@ def parse_natural(text: str) -> tuple[str, ...]:
     names = tuple(v.strip() for v in text.split(",") if v.strip())
     bad = [n for n in names if n not in NATURAL_TRANSFORMS]
     if bad or not names or len(set(names)) != len(names):
-        raise ValueError(f"--natural {text!r}: expected 'default', 'none' or distinct names among "
-                         f"{list(NATURAL_TRANSFORMS)}; not known: {bad}.")
+        raise ValueError(
+            f"--natural {text!r}: expected 'default', 'none' or distinct names among "
+            f"{list(NATURAL_TRANSFORMS)}; not known: {bad}."
+        )
     return names
 
 
@@ -144,8 +149,14 @@ class OnnxImageClassifier:
         ``(N, C)``; bad ``mean`` / ``std``.
     """
 
-    def __init__(self, model_bytes: bytes, *, where: str = "the ONNX model",
-                 mean: Sequence[float] | None = None, std: Sequence[float] | None = None) -> None:
+    def __init__(
+        self,
+        model_bytes: bytes,
+        *,
+        where: str = "the ONNX model",
+        mean: Sequence[float] | None = None,
+        std: Sequence[float] | None = None,
+    ) -> None:
         from core.onnx_session import cpu_session
 
         self.model_bytes = bytes(model_bytes)
@@ -156,8 +167,10 @@ class OnnxImageClassifier:
         outputs = self._session.get_outputs()
         shape = outputs[0].shape
         if len(shape) != 2:
-            raise ValueError(f"{where}: output {outputs[0].name!r} has shape {shape}; expected (N, n_classes) "
-                             "logits or probabilities.")
+            raise ValueError(
+                f"{where}: output {outputs[0].name!r} has shape {shape}; expected (N, n_classes) "
+                "logits or probabilities."
+            )
         self._output = outputs[0].name
         self.n_classes = _fixed(shape[1])
         c = self.input.channels
@@ -169,31 +182,39 @@ class OnnxImageClassifier:
     def _read_input(self) -> ModelInput:
         inputs = self._session.get_inputs()
         if len(inputs) != 1:
-            raise ValueError(f"{self.where}: has {len(inputs)} inputs {[i.name for i in inputs]}; expected one "
-                             "image input.")
+            raise ValueError(
+                f"{self.where}: has {len(inputs)} inputs {[i.name for i in inputs]}; expected one image input."
+            )
         inp = inputs[0]
         shape = list(inp.shape)
         if inp.type not in _FLOAT_TYPES:
             raise ValueError(f"{self.where}: input {inp.name!r} is {inp.type}; expected a float tensor.")
         if len(shape) != 4:
-            raise ValueError(f"{self.where}: input {inp.name!r} has shape {shape}; expected an image batch "
-                             "NCHW or NHWC (rank 4).")
+            raise ValueError(
+                f"{self.where}: input {inp.name!r} has shape {shape}; expected an image batch NCHW or NHWC (rank 4)."
+            )
         first, last = _fixed(shape[1]), _fixed(shape[3])
         if first in (1, 3) and last not in (1, 3):
             layout, c, h, w = "NCHW", first, shape[2], shape[3]
         elif last in (1, 3) and first not in (1, 3):
             layout, c, h, w = "NHWC", last, shape[1], shape[2]
         elif first in (1, 3) and last in (1, 3):
-            raise ValueError(f"{self.where}: input {inp.name!r} has shape {shape}: both NCHW and NHWC fit; cannot "
-                             "tell the channel axis.")
+            raise ValueError(
+                f"{self.where}: input {inp.name!r} has shape {shape}: both NCHW and NHWC fit; cannot "
+                "tell the channel axis."
+            )
         else:
-            raise ValueError(f"{self.where}: input {inp.name!r} has shape {shape}; cannot read the image size: "
-                             "expected NCHW or NHWC with 1 or 3 channels and a fixed height and width "
-                             "(re-export the model with a static input size).")
+            raise ValueError(
+                f"{self.where}: input {inp.name!r} has shape {shape}; cannot read the image size: "
+                "expected NCHW or NHWC with 1 or 3 channels and a fixed height and width "
+                "(re-export the model with a static input size)."
+            )
         if _fixed(h) is None or _fixed(w) is None:
-            raise ValueError(f"{self.where}: input {inp.name!r} has shape {shape}; cannot read the image size: "
-                             "its height and width are not fixed numbers (re-export the model with a static "
-                             "input size).")
+            raise ValueError(
+                f"{self.where}: input {inp.name!r} has shape {shape}; cannot read the image size: "
+                "its height and width are not fixed numbers (re-export the model with a static "
+                "input size)."
+            )
         return ModelInput(inp.name, layout, int(h), int(w), int(c), _fixed(shape[0]), _FLOAT_TYPES[inp.type])
 
     @staticmethod
@@ -204,8 +225,10 @@ class OnnxImageClassifier:
         if arr.size == 1:
             arr = np.repeat(arr, channels)
         if arr.size != channels or not np.isfinite(arr).all():
-            raise ValueError(f"{flag} needs 1 or {channels} finite values (the model has {channels} input "
-                             f"channel(s)); got {list(values)}.")
+            raise ValueError(
+                f"{flag} needs 1 or {channels} finite values (the model has {channels} input "
+                f"channel(s)); got {list(values)}."
+            )
         return arr
 
     def raw_outputs(self, images01: np.ndarray) -> np.ndarray:
@@ -218,7 +241,7 @@ class OnnxImageClassifier:
         step = spec.batch or b
         parts = []
         for start in range(0, b, step):
-            chunk = x[start:start + step]
+            chunk = x[start : start + step]
             pad = step - chunk.shape[0]
             if pad:  # a graph with a fixed batch size: fill the last chunk
                 chunk = np.concatenate([chunk, np.repeat(chunk[-1:], pad, axis=0)])
@@ -226,7 +249,7 @@ class OnnxImageClassifier:
                 out = self._session.run([self._output], {spec.name: chunk})[0]
             except Exception as exc:  # onnxruntime's own error types
                 raise ValueError(f"{self.where}: failed on a batch of shape {chunk.shape}: {exc}") from None
-            parts.append(np.asarray(out, dtype=np.float64)[:chunk.shape[0] - pad])
+            parts.append(np.asarray(out, dtype=np.float64)[: chunk.shape[0] - pad])
         out = np.concatenate(parts)
         if out.ndim != 2 or out.shape[0] != b:
             raise ValueError(f"{self.where}: returned shape {out.shape} for {b} images; expected ({b}, n_classes).")
@@ -234,8 +257,9 @@ class OnnxImageClassifier:
 
 
 def _is_probabilities(raw: np.ndarray) -> bool:
-    return bool(np.all(raw >= -1e-6) and np.all(raw <= 1 + 1e-6)
-                and np.all(np.abs(raw.sum(axis=1) - 1.0) <= _PROB_SUM_TOL))
+    return bool(
+        np.all(raw >= -1e-6) and np.all(raw <= 1 + 1e-6) and np.all(np.abs(raw.sum(axis=1) - 1.0) <= _PROB_SUM_TOL)
+    )
 
 
 def _to_probabilities(raw: np.ndarray, logits: bool) -> np.ndarray:
@@ -249,8 +273,9 @@ def _to_probabilities(raw: np.ndarray, logits: bool) -> np.ndarray:
 # probes
 # ------------------------------------------------------------------------------------------
 def _stream(seed: int, corruption: str, severity: int, position: int) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(
-        _CORRUPTION_INDEX[corruption], int(severity), int(position))))
+    return np.random.default_rng(
+        np.random.SeedSequence(int(seed), spawn_key=(_CORRUPTION_INDEX[corruption], int(severity), int(position)))
+    )
 
 
 def _quantise(x: np.ndarray) -> np.ndarray:
@@ -259,8 +284,11 @@ def _quantise(x: np.ndarray) -> np.ndarray:
 
 def _corrupt(x01: np.ndarray, positions: np.ndarray, corruption: str, severity: int, seed: int) -> np.ndarray:
     f = CORRUPTIONS[corruption]
-    return _quantise(np.concatenate([f(x01[j:j + 1], int(severity), _stream(seed, corruption, severity, p))
-                                     for j, p in enumerate(positions)]))
+    return _quantise(
+        np.concatenate(
+            [f(x01[j : j + 1], int(severity), _stream(seed, corruption, severity, p)) for j, p in enumerate(positions)]
+        )
+    )
 
 
 def probe_image(image: np.ndarray, probe: str, *, position: int, seed: int = 0) -> np.ndarray:
@@ -329,14 +357,24 @@ def _check_classes(model: OnnxImageClassifier, images: ImageSet, n_out: int) -> 
     over = np.flatnonzero(images.labels >= n_out)
     if over.size:
         i = int(over[0])
-        raise ValueError(f"{model.where}: outputs {n_out} classes (labels 0..{n_out - 1}), but image "
-                         f"{images.name(i)} has label {int(images.labels[i])}; the model and the labels do not match.")
+        raise ValueError(
+            f"{model.where}: outputs {n_out} classes (labels 0..{n_out - 1}), but image "
+            f"{images.name(i)} has label {int(images.labels[i])}; the model and the labels do not match."
+        )
 
 
-def run_probes(model: OnnxImageClassifier, images: ImageSet, *, model_name: str | None = None,
-               probes: Sequence[tuple[str, int]] = DEFAULT_PROBES, natural: Sequence[str] = tuple(NATURAL_TRANSFORMS),
-               perturbed: Mapping[str, ImageSet] | None = None, batch_size: int = 256, seed: int = 0,
-               progress: Callable[[str, int, int], None] | None = None) -> ProbeResult:
+def run_probes(
+    model: OnnxImageClassifier,
+    images: ImageSet,
+    *,
+    model_name: str | None = None,
+    probes: Sequence[tuple[str, int]] = DEFAULT_PROBES,
+    natural: Sequence[str] = tuple(NATURAL_TRANSFORMS),
+    perturbed: Mapping[str, ImageSet] | None = None,
+    batch_size: int = 256,
+    seed: int = 0,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> ProbeResult:
     """Clean, probe and natural-transform outputs of ``model`` on every image.
 
     Parameters
@@ -379,12 +417,16 @@ def run_probes(model: OnnxImageClassifier, images: ImageSet, *, model_name: str 
         if tuple(map(str, other.record_ids)) != tuple(map(str, images.record_ids)):
             a, b = set(map(str, images.record_ids)), set(map(str, other.record_ids))
             diff = sorted(a ^ b)[:5]
-            raise ValueError(f"--perturbed {other.where}: must hold the same images as --images {images.where} "
-                             f"(same file names, same order of labels); differing: {diff or 'the order'}.")
+            raise ValueError(
+                f"--perturbed {other.where}: must hold the same images as --images {images.where} "
+                f"(same file names, same order of labels); differing: {diff or 'the order'}."
+            )
         if not np.array_equal(other.labels, images.labels):
             i = int(np.flatnonzero(other.labels != images.labels)[0])
-            raise ValueError(f"--perturbed {other.where}: label of {other.record_ids[i]!r} is {other.labels[i]}, "
-                             f"but {images.labels[i]} in {images.where}.")
+            raise ValueError(
+                f"--perturbed {other.where}: label of {other.record_ids[i]!r} is {other.labels[i]}, "
+                f"but {images.labels[i]} in {images.where}."
+            )
     spec = model.input
     size = (spec.height, spec.width)
     starts = range(0, n, batch_size)
@@ -412,8 +454,7 @@ def run_probes(model: OnnxImageClassifier, images: ImageSet, *, model_name: str 
     clean_cols = _columns(clean_probs, labels)
     correct = clean_cols["pred"] == labels
 
-    variants = [(probe_name(c, s), "corruption", (c, s)) for c, s in probes] + \
-        [(t, "transform", t) for t in natural]
+    variants = [(probe_name(c, s), "corruption", (c, s)) for c, s in probes] + [(t, "transform", t) for t in natural]
     outputs = {v[0]: np.empty((n, n_out), dtype=np.float32) for v in variants}
     pert_out = {c: np.empty((n, n_out), dtype=np.float32) for c in perturbed}
     for s in starts:
@@ -439,14 +480,23 @@ def run_probes(model: OnnxImageClassifier, images: ImageSet, *, model_name: str 
     frames = {"corruption": [], "transform": []}
     for label, kind, _ in variants:
         probs = outputs[label]
-        frame = pd.DataFrame({"model": name, "record_id": ids, "probe": label, "kind": kind, "true_label": labels,
-                              **_columns(probs, labels)})
+        frame = pd.DataFrame(
+            {
+                "model": name,
+                "record_id": ids,
+                "probe": label,
+                "kind": kind,
+                "true_label": labels,
+                **_columns(probs, labels),
+            }
+        )
         vectors = probs.astype(np.float64)
         vectors[~correct] = np.nan  # A3 needs vectors only on the scored (clean-correct) images
         frame[prob_cols] = vectors
         frames[kind].append(frame)
-    empty = pd.DataFrame(columns=["model", "record_id", "probe", "kind", "true_label", "pred", "max_prob",
-                                  "true_prob", *prob_cols])
+    empty = pd.DataFrame(
+        columns=["model", "record_id", "probe", "kind", "true_label", "pred", "max_prob", "true_prob", *prob_cols]
+    )
     probes_df = pd.concat(frames["corruption"], ignore_index=True) if frames["corruption"] else empty
     natural_df = pd.concat(frames["transform"], ignore_index=True) if frames["transform"] else empty.copy()
 
@@ -455,26 +505,51 @@ def run_probes(model: OnnxImageClassifier, images: ImageSet, *, model_name: str 
     sides += [(cond, "recapture", pert_out[cond]) for cond in perturbed]
     for cond, source, probs in sides:
         pert = _columns(probs, labels)
-        record_parts.append(pd.DataFrame({
-            "model": name, "condition": cond, "source": source, "record_id": ids, "true_label": labels,
-            "clean_pred": clean_cols["pred"], "clean_max_prob": clean_cols["max_prob"],
-            "clean_true_prob": clean_cols["true_prob"], "pert_pred": pert["pred"], "pert_max_prob": pert["max_prob"],
-            "pert_true_prob": pert["true_prob"], **extra}))
+        record_parts.append(
+            pd.DataFrame(
+                {
+                    "model": name,
+                    "condition": cond,
+                    "source": source,
+                    "record_id": ids,
+                    "true_label": labels,
+                    "clean_pred": clean_cols["pred"],
+                    "clean_max_prob": clean_cols["max_prob"],
+                    "clean_true_prob": clean_cols["true_prob"],
+                    "pert_pred": pert["pred"],
+                    "pert_max_prob": pert["max_prob"],
+                    "pert_true_prob": pert["true_prob"],
+                    **extra,
+                }
+            )
+        )
     records = pd.concat(record_parts, ignore_index=True)
     manifest = {
         "command": "probe",
-        "model": name, "model_file": model.where, "model_sha256": model.sha256,
-        "input": {"name": spec.name, "layout": spec.layout, "height": spec.height, "width": spec.width,
-                  "channels": spec.channels, "batch": spec.batch},
+        "model": name,
+        "model_file": model.where,
+        "model_sha256": model.sha256,
+        "input": {
+            "name": spec.name,
+            "layout": spec.layout,
+            "height": spec.height,
+            "width": spec.width,
+            "channels": spec.channels,
+            "batch": spec.batch,
+        },
         "normalisation": {"mean": model.mean.tolist(), "std": model.std.tolist()},
         "output": "logits (soft-maxed)" if logits else "probabilities",
-        "n_classes": int(n_out), "images": images.where, "n_images": int(n),
+        "n_classes": int(n_out),
+        "images": images.where,
+        "n_images": int(n),
         "clean_accuracy": float(correct.mean()),
-        "probes": [probe_name(c, s) for c, s in probes], "natural": list(natural),
+        "probes": [probe_name(c, s) for c, s in probes],
+        "natural": list(natural),
         "recaptures": {cond: other.where for cond, other in perturbed.items()},
-        "seed": int(seed), "batch_size": int(batch_size),
+        "seed": int(seed),
+        "batch_size": int(batch_size),
         "note": "Corruption parameters follow ImageNet-C with spatial sizes scaled to 32 px "
-                "(core.paired.corruptions); every probe input is an 8-bit image.",
+        "(core.paired.corruptions); every probe input is an 8-bit image.",
     }
     return ProbeResult(clean, probes_df, natural_df, records, manifest)
 
@@ -489,8 +564,9 @@ def write_probe_outputs(result: ProbeResult, out) -> list[str]:
         result.probes.to_parquet(tmp / "probes.parquet", index=False)
         result.natural.to_parquet(tmp / "natural.parquet", index=False)
         result.records.to_parquet(tmp / "records.parquet", index=False)
-        (tmp / "manifest.json").write_text(json.dumps({**result.manifest, "files": names}, indent=2) + "\n",
-                                           encoding="utf-8")
+        (tmp / "manifest.json").write_text(
+            json.dumps({**result.manifest, "files": names}, indent=2) + "\n", encoding="utf-8"
+        )
     return names
 
 
@@ -508,10 +584,18 @@ def parse_floats(text: str | None, flag: str) -> tuple[float, ...] | None:
         raise ValueError(f"{flag}: expected comma-separated numbers; got {text!r}.") from None
 
 
-def probe_uploaded(model_file: tuple[str, bytes], images_zip: tuple[str, bytes],
-                   labels_file: tuple[str, bytes] | None = None, *, mean=None, std=None, limit_mb: int = 50,
-                   batch_size: int = 64, seed: int = 0,
-                   progress: Callable[[str, int, int], None] | None = None) -> tuple[ProbeResult, ImageSet]:
+def probe_uploaded(
+    model_file: tuple[str, bytes],
+    images_zip: tuple[str, bytes],
+    labels_file: tuple[str, bytes] | None = None,
+    *,
+    mean=None,
+    std=None,
+    limit_mb: int = 50,
+    batch_size: int = 64,
+    seed: int = 0,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> tuple[ProbeResult, ImageSet]:
     """:func:`run_probes` on an uploaded ``.onnx`` model and ``.zip`` of labelled images.
 
     Parameters
@@ -547,8 +631,12 @@ def probe_uploaded(model_file: tuple[str, bytes], images_zip: tuple[str, bytes],
             raise ValueError(f"{name!r}: the {role} upload must be a {suffix} file.")
         check_upload_size(data, str(name), limit_mb=limit_mb)
     model = OnnxImageClassifier(model_file[1], where=str(model_file[0]), mean=mean, std=std)
-    images = open_zip_images(images_zip[1], where=str(images_zip[0]), labels=None if labels_file is None else
-                             (labels_file[1], str(labels_file[0])), max_bytes=UPLOAD_UNPACKED_MB * 1024**2)
+    images = open_zip_images(
+        images_zip[1],
+        where=str(images_zip[0]),
+        labels=None if labels_file is None else (labels_file[1], str(labels_file[0])),
+        max_bytes=UPLOAD_UNPACKED_MB * 1024**2,
+    )
     name = Path(str(model_file[0])).stem or "model"
     result = run_probes(model, images, model_name=name, batch_size=batch_size, seed=seed, progress=progress)
     return result, images

@@ -15,6 +15,7 @@ a ``.zip`` of them or an ``.npz`` (``images``, ``labels``). Writes ``DIR/clean.p
 gives the bounds and the recapture queue. Everything is validated before the model runs;
 the output folder appears only when complete. Bad input exits with code 2 and one line.
 """
+
 from __future__ import annotations
 
 import sys
@@ -34,22 +35,33 @@ _floats = argument_type(comma_floats, bool, expected="comma-separated numbers")
 def register(subparsers) -> None:
     """Add the ``probe`` command to ``python -m core``."""
     p = subparsers.add_parser(
-        "probe", help="run your ONNX image classifier on corruption probes and natural transforms",
+        "probe",
+        help="run your ONNX image classifier on corruption probes and natural transforms",
         description="Clean, corrupted (9 types x 2 severities) and transformed (18 natural transforms) outputs of an "
-                    "ONNX image classifier, in the tables `python -m core paired --probes ... --clean-outputs ...` "
-                    "and the dashboard's Recapture page read.")
-    p.add_argument("--model", required=True, metavar="MODEL.onnx", help="ONNX image classifier (NCHW or NHWC float input)")
+        "ONNX image classifier, in the tables `python -m core paired --probes ... --clean-outputs ...` "
+        "and the dashboard's Recapture page read.",
+    )
+    p.add_argument(
+        "--model", required=True, metavar="MODEL.onnx", help="ONNX image classifier (NCHW or NHWC float input)"
+    )
     p.add_argument("--images", required=True, metavar="IMAGES", help="folder of PNG/JPEG, .zip of them, or .npz")
     p.add_argument("--labels", metavar="LABELS.csv", help="columns file,label (optional split); folders and zips")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder")
     p.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
-    p.add_argument("--probes", default="default", help="'default' (9 corruptions x severities 2,4) or NAME:SEVERITY,...")
+    p.add_argument(
+        "--probes", default="default", help="'default' (9 corruptions x severities 2,4) or NAME:SEVERITY,..."
+    )
     p.add_argument("--natural", default="default", help="'default' (18 natural transforms), 'none', or names")
     p.add_argument("--mean", type=_floats, default=None, help="per-channel mean subtracted after scaling to [0, 1]")
     p.add_argument("--std", type=_floats, default=None, help="per-channel std divided by after the mean")
     p.add_argument("--batch-size", type=positive_int, default=256, help="images per model call (bounds memory)")
-    p.add_argument("--perturbed", action="append", default=[], metavar="DIR2",
-                   help="the same images after a real re-capture (same file names); repeatable")
+    p.add_argument(
+        "--perturbed",
+        action="append",
+        default=[],
+        metavar="DIR2",
+        help="the same images after a real re-capture (same file names); repeatable",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the random corruptions")
     p.add_argument("--name", help="model name in the tables (default: the model file's stem)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -83,8 +95,12 @@ def run(args) -> int:
     bar = None
     if not args.no_progress:
         from tqdm import tqdm
-        bar = tqdm(file=sys.stderr, leave=False, bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} "
-                                                            "[{elapsed}<{remaining}]")
+
+        bar = tqdm(
+            file=sys.stderr,
+            leave=False,
+            bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]",
+        )
 
     def progress(label: str, done: int, total: int) -> None:
         bar.total = total
@@ -92,17 +108,27 @@ def run(args) -> int:
         bar.set_description(label)
 
     try:
-        result = run_probes(model, images, model_name=args.name or model_path.stem, probes=probes, natural=natural,
-                            perturbed=perturbed, batch_size=args.batch_size, seed=args.seed,
-                            progress=None if bar is None else progress)
+        result = run_probes(
+            model,
+            images,
+            model_name=args.name or model_path.stem,
+            probes=probes,
+            natural=natural,
+            perturbed=perturbed,
+            batch_size=args.batch_size,
+            seed=args.seed,
+            progress=None if bar is None else progress,
+        )
     finally:
         if bar is not None:
             bar.close()
     write_probe_outputs(result, args.out)
     m = result.manifest
-    print(f"{m['n_images']} images, {m['n_classes']} classes, input {m['input']['layout']} "
-          f"{m['input']['height']}x{m['input']['width']}x{m['input']['channels']}, output {m['output']}; "
-          f"clean accuracy {m['clean_accuracy']:.3f}; {len(m['probes'])} probes, {len(m['natural'])} transforms, "
-          f"{len(m['recaptures'])} re-capture(s)")
+    print(
+        f"{m['n_images']} images, {m['n_classes']} classes, input {m['input']['layout']} "
+        f"{m['input']['height']}x{m['input']['width']}x{m['input']['channels']}, output {m['output']}; "
+        f"clean accuracy {m['clean_accuracy']:.3f}; {len(m['probes'])} probes, {len(m['natural'])} transforms, "
+        f"{len(m['recaptures'])} re-capture(s)"
+    )
     print(f"wrote {args.out}", file=sys.stderr)
     return 0

@@ -29,6 +29,7 @@ Fashion-MNIST that is the garment on a black background. These are **simulations
 Every random draw comes from the ``rng`` argument, in a fixed order that does not depend on
 the batch's memory layout, so a fixed generator state gives bit-identical output.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -54,35 +55,43 @@ SUPERSAMPLE = 5
 
 Medium = Literal["screen", "print"]
 
-MEDIUM_LEVELS: Mapping[str, Mapping[str, tuple]] = MappingProxyType({
-    "screen": MappingProxyType({
-        "pixel_fill": (0.8, 0.6, 0.4),         # emitting share of each screen pixel's side
-        "black_level": (0.04, 0.12, 0.25),     # light a black pixel still sends to the camera
-        "gamma": (1.0, 1.4, 1.9),              # display response x ** gamma
-        "glare": (0.08, 0.25, 0.5),            # peak of the specular highlight
-    }),
-    "print": MappingProxyType({
-        "halftone_period": (3.0, 4.0, 6.0),    # halftone cell, fine pixels (SUPERSAMPLE per image px)
-        "ink_spread": (0.25, 0.5, 0.9),        # Gaussian spread of the ink, image pixels
-        "dot_gain": (0.1, 0.3, 0.6),           # ink coverage multiplied by 1 + dot_gain
-        "paper_texture": (0.03, 0.07, 0.12),   # std of the paper's fibre field (relative)
-        "paper_white": (0.92, 0.85, 0.75),     # reflectance of blank paper
-        "ink_black": (0.05, 0.1, 0.18),        # reflectance of full ink
-    }),
-})
+MEDIUM_LEVELS: Mapping[str, Mapping[str, tuple]] = MappingProxyType(
+    {
+        "screen": MappingProxyType(
+            {
+                "pixel_fill": (0.8, 0.6, 0.4),  # emitting share of each screen pixel's side
+                "black_level": (0.04, 0.12, 0.25),  # light a black pixel still sends to the camera
+                "gamma": (1.0, 1.4, 1.9),  # display response x ** gamma
+                "glare": (0.08, 0.25, 0.5),  # peak of the specular highlight
+            }
+        ),
+        "print": MappingProxyType(
+            {
+                "halftone_period": (3.0, 4.0, 6.0),  # halftone cell, fine pixels (SUPERSAMPLE per image px)
+                "ink_spread": (0.25, 0.5, 0.9),  # Gaussian spread of the ink, image pixels
+                "dot_gain": (0.1, 0.3, 0.6),  # ink coverage multiplied by 1 + dot_gain
+                "paper_texture": (0.03, 0.07, 0.12),  # std of the paper's fibre field (relative)
+                "paper_white": (0.92, 0.85, 0.75),  # reflectance of blank paper
+                "ink_black": (0.05, 0.1, 0.18),  # reflectance of full ink
+            }
+        ),
+    }
+)
 """Medium parameters at levels 1, 2, 3 (mild .. harsh)."""
 
-CAPTURE_LEVELS: Mapping[str, tuple] = MappingProxyType({
-    "corner_jitter": (0.8, 2.0, 3.5),          # px, each page corner, uniform
-    "rotation": (3.0, 8.0, 15.0),              # degrees, uniform +-
-    "zoom": (0.05, 0.1, 0.15),                 # camera scale within 1 +- zoom of the image's
-    "defocus": (0.4, 0.8, 1.3),                # Gaussian sigma, image pixels
-    "gain": (0.9, 0.65, 0.4),                  # overall exposure
-    "shading": (0.15, 0.35, 0.6),              # light lost across the page by a linear ramp
-    "photon_noise": (0.003, 0.012, 0.035),     # variance per unit signal
-    "read_noise": (0.015, 0.035, 0.07),        # std of the signal-independent noise
-    "jpeg_quality": (80, 50, 25),
-})
+CAPTURE_LEVELS: Mapping[str, tuple] = MappingProxyType(
+    {
+        "corner_jitter": (0.8, 2.0, 3.5),  # px, each page corner, uniform
+        "rotation": (3.0, 8.0, 15.0),  # degrees, uniform +-
+        "zoom": (0.05, 0.1, 0.15),  # camera scale within 1 +- zoom of the image's
+        "defocus": (0.4, 0.8, 1.3),  # Gaussian sigma, image pixels
+        "gain": (0.9, 0.65, 0.4),  # overall exposure
+        "shading": (0.15, 0.35, 0.6),  # light lost across the page by a linear ramp
+        "photon_noise": (0.003, 0.012, 0.035),  # variance per unit signal
+        "read_noise": (0.015, 0.035, 0.07),  # std of the signal-independent noise
+        "jpeg_quality": (80, 50, 25),
+    }
+)
 """Capture parameters at levels 1, 2, 3, shared by both media."""
 
 _CHUNK = 128  # images rendered at once on the fine grid (memory); draws do not depend on it
@@ -108,8 +117,7 @@ class SimulatedRecapture:
             raise ValueError(f"`medium` must be one of {list(MEDIUM_LEVELS)}; got {self.medium!r}.")
         for name in ("medium_level", "capture_level"):
             value = getattr(self, name)
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
-                    or not 1 <= value <= 3:
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not 1 <= value <= 3:
                 raise ValueError(f"`{name}` must be an int in 1..3; got {value!r}.")
 
     @property
@@ -233,8 +241,7 @@ def _capture(fine: np.ndarray, d: dict[str, np.ndarray], p: dict, h: int, w: int
     src_x = (mapped[:, 0] / mapped[:, 2]).reshape(n, 2 * h, 2 * w) * f - 0.5
     src_y = (mapped[:, 1] / mapped[:, 2]).reshape(n, 2 * h, 2 * w) * f - 0.5
     index = np.broadcast_to(np.arange(n, dtype=np.float64)[:, None, None], src_x.shape)
-    samples = ndimage.map_coordinates(fine, np.stack([index, src_y, src_x]), order=1,
-                                      mode="constant", cval=cval)
+    samples = ndimage.map_coordinates(fine, np.stack([index, src_y, src_x]), order=1, mode="constant", cval=cval)
     shot = samples.reshape(n, h, 2, w, 2).mean(axis=(2, 4))
     return ndimage.gaussian_filter(shot, sigma=(0, p["defocus"], p["defocus"]), mode="nearest")
 
@@ -246,8 +253,9 @@ def _expose(shot: np.ndarray, d: dict[str, np.ndarray], p: dict, medium: str) ->
         gy, gx = d["glare_at"][:, 0, None, None] * h, d["glare_at"][:, 1, None, None] * w
         radius = 0.3 * max(h, w)
         shot = shot + p["glare"] * np.exp(-((yy - gy) ** 2 + (xx - gx) ** 2) / (2.0 * radius**2))
-    u = (xx / (w - 1) - 0.5)[None] * np.cos(d["shade_dir"])[:, None, None] \
-        + (yy / (h - 1) - 0.5)[None] * np.sin(d["shade_dir"])[:, None, None]
+    u = (xx / (w - 1) - 0.5)[None] * np.cos(d["shade_dir"])[:, None, None] + (yy / (h - 1) - 0.5)[None] * np.sin(
+        d["shade_dir"]
+    )[:, None, None]
     ramp = (u - u.min(axis=(1, 2), keepdims=True)) / np.ptp(u, axis=(1, 2), keepdims=True)
     signal = np.clip(shot * p["gain"] * (1.0 - p["shading"] * ramp), 0.0, 1.0)
     noisy = signal + d["noise"] * np.sqrt(p["photon_noise"] * signal + p["read_noise"] ** 2)
@@ -281,9 +289,7 @@ def simulate(images, condition: SimulatedRecapture, rng) -> np.ndarray:
     if not isinstance(condition, SimulatedRecapture):
         raise ValueError(f"`condition` must be a SimulatedRecapture; got {type(condition).__name__}.")
     if not isinstance(rng, np.random.Generator):
-        raise ValueError(
-            f"`rng` must be a numpy Generator (see core._rng.as_generator); got {type(rng).__name__}."
-        )
+        raise ValueError(f"`rng` must be a numpy Generator (see core._rng.as_generator); got {type(rng).__name__}.")
     x, single = batch_iv(images)
     n, h, w = x.shape
     p = condition.parameters()
@@ -293,7 +299,7 @@ def simulate(images, condition: SimulatedRecapture, rng) -> np.ndarray:
         part = slice(start, min(n, start + _CHUNK))
         dp = {k: v[part] for k, v in d.items()}
         if condition.medium == "screen":
-            fine, cval = _display(x[part], p), 0.0          # a dark bezel around the screen
+            fine, cval = _display(x[part], p), 0.0  # a dark bezel around the screen
         else:
             fine, cval = _paper(x[part], p, dp["texture_seed"]), p["paper_white"]  # blank margin
         shot = _capture(fine, dp, p, h, w, cval)

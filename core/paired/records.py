@@ -18,6 +18,7 @@ Every check raises :class:`ValueError` naming the file (or table), the row (1-ba
 for CSV also the file line) and the column, the bad value and what was expected. Validation is
 vectorised; only the first offending row is reported.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -47,9 +48,17 @@ __all__ = [
 ]
 
 CELL_COLUMNS = ("model", "condition", "source")
-PAIRED_COLUMNS = (*CELL_COLUMNS, "record_id", "true_label",
-                  "clean_pred", "clean_max_prob", "clean_true_prob",
-                  "pert_pred", "pert_max_prob", "pert_true_prob")
+PAIRED_COLUMNS = (
+    *CELL_COLUMNS,
+    "record_id",
+    "true_label",
+    "clean_pred",
+    "clean_max_prob",
+    "clean_true_prob",
+    "pert_pred",
+    "pert_max_prob",
+    "pert_true_prob",
+)
 SIDE_COLUMNS = ("record_id", "true_label", "pred", "max_prob", "true_prob")
 COUNT_COLUMNS = ("h", "r", "s", "w", "k")
 SPLITS = ("dev", "eval")
@@ -61,9 +70,11 @@ PROB_TOL = 1e-6
 # ---------------------------------------------------------------------------------------------
 # Locating rows in messages
 
+
 def _show(value) -> str:
     """repr of a cell value as the user wrote it (numpy 2 would print ``np.float64(1.2)``)."""
     return repr(value.item() if isinstance(value, np.generic) else value)
+
 
 @dataclass(frozen=True)
 class TableOrigin:
@@ -103,13 +114,15 @@ def read_table(path: str | Path) -> tuple[pd.DataFrame, TableOrigin]:
                 raise ValueError("binary content, not a text table")
             dup = csv_header_duplicate(head)
             if dup is not None:
-                raise ValueError(f"column name {dup!r} occurs more than once in the header; column names must "
-                                 "be unique")
+                raise ValueError(
+                    f"column name {dup!r} occurs more than once in the header; column names must be unique"
+                )
         if suffixes.endswith((".csv", ".csv.gz", ".csv.bz2", ".csv.zip", ".csv.xz")):
             return pd.read_csv(path, keep_default_na=True), TableOrigin(str(path), csv=True)
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8 CSV "
-                         "or Parquet.") from None
+        raise ValueError(
+            f"{path}: is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8 CSV or Parquet."
+        ) from None
     except (ValueError, OSError, pd.errors.ParserError) as exc:
         raise ValueError(f"{path}: could not be read as a table ({exc}).") from exc
     raise ValueError(f"{path}: unknown file type {suffixes or '(none)'!r}; expected .csv or .parquet.")
@@ -117,6 +130,7 @@ def read_table(path: str | Path) -> tuple[pd.DataFrame, TableOrigin]:
 
 # ---------------------------------------------------------------------------------------------
 # Column-level checks shared by both forms
+
 
 def _require_columns(frame: pd.DataFrame, needed: Iterable[str], origin: TableOrigin) -> None:
     if not isinstance(frame, pd.DataFrame):
@@ -140,8 +154,9 @@ def _no_empty_cells(frame: pd.DataFrame, columns: Iterable[str], origin: TableOr
                 empty = empty | values.isin(blank).to_numpy()
         if empty.any():
             i = int(np.flatnonzero(empty)[0])
-            raise ValueError(f"{origin.row(i, frame.index[i])}, column {col!r}: empty cell; "
-                             "every record needs a value.")
+            raise ValueError(
+                f"{origin.row(i, frame.index[i])}, column {col!r}: empty cell; every record needs a value."
+            )
 
 
 def _as_labels(frame: pd.DataFrame, col: str, origin: TableOrigin, known: np.ndarray | None) -> np.ndarray:
@@ -150,8 +165,10 @@ def _as_labels(frame: pd.DataFrame, col: str, origin: TableOrigin, known: np.nda
         unknown = ~np.isin(labels, known)
         if unknown.any():
             i = int(np.flatnonzero(unknown)[0])
-            raise ValueError(f"{origin.row(i, frame.index[i])}, column {col!r}: unknown label {labels[i]}; "
-                             f"the declared labels are {known.tolist()}.")
+            raise ValueError(
+                f"{origin.row(i, frame.index[i])}, column {col!r}: unknown label {labels[i]}; "
+                f"the declared labels are {known.tolist()}."
+            )
     return labels
 
 
@@ -160,27 +177,39 @@ def _as_counts(frame: pd.DataFrame, col: str, origin: TableOrigin, *, what: str)
 
 
 def _as_probs(frame: pd.DataFrame, col: str, origin: TableOrigin) -> np.ndarray:
-    return check_cells(frame[col], kind="probability", noun="a probability",
-                       where=lambda i: origin.row(i, frame.index[i]))
+    return check_cells(
+        frame[col], kind="probability", noun="a probability", where=lambda i: origin.row(i, frame.index[i])
+    )
 
 
-def _check_side(frame: pd.DataFrame, origin: TableOrigin, label: np.ndarray, pred_col: str, max_col: str,
-                true_col: str, known: np.ndarray | None) -> dict[str, np.ndarray]:
+def _check_side(
+    frame: pd.DataFrame,
+    origin: TableOrigin,
+    label: np.ndarray,
+    pred_col: str,
+    max_col: str,
+    true_col: str,
+    known: np.ndarray | None,
+) -> dict[str, np.ndarray]:
     pred = _as_labels(frame, pred_col, origin, known)
     smax = _as_probs(frame, max_col, origin)
     mtrue = _as_probs(frame, true_col, origin)
     above = mtrue > smax + PROB_TOL
     if above.any():
         i = int(np.flatnonzero(above)[0])
-        raise ValueError(f"{origin.row(i, frame.index[i])}, column {true_col!r}: true-class probability "
-                         f"{_show(mtrue[i])} exceeds the maximum probability {max_col}={_show(smax[i])}.")
+        raise ValueError(
+            f"{origin.row(i, frame.index[i])}, column {true_col!r}: true-class probability "
+            f"{_show(mtrue[i])} exceeds the maximum probability {max_col}={_show(smax[i])}."
+        )
     # A correct prediction's true class *is* the arg-max, so its probability is the maximum.
     mismatch = (pred == label) & (np.abs(mtrue - smax) > PROB_TOL)
     if mismatch.any():
         i = int(np.flatnonzero(mismatch)[0])
-        raise ValueError(f"{origin.row(i, frame.index[i])}, column {true_col!r}: the prediction {pred_col}={pred[i]} "
-                         f"is the true label, so the true-class probability ({_show(mtrue[i])}) must equal "
-                         f"{max_col} ({_show(smax[i])}).")
+        raise ValueError(
+            f"{origin.row(i, frame.index[i])}, column {true_col!r}: the prediction {pred_col}={pred[i]} "
+            f"is the true label, so the true-class probability ({_show(mtrue[i])}) must equal "
+            f"{max_col} ({_show(smax[i])})."
+        )
     return {pred_col: pred, max_col: smax, true_col: mtrue}
 
 
@@ -211,8 +240,10 @@ def _first_duplicate(keys: pd.DataFrame) -> tuple[int, int] | None:
 # ---------------------------------------------------------------------------------------------
 # Paired form
 
-def validate_records(records: pd.DataFrame, *, labels: Iterable[int] | None = None,
-                     name: str = "`records`") -> pd.DataFrame:
+
+def validate_records(
+    records: pd.DataFrame, *, labels: Iterable[int] | None = None, name: str = "`records`"
+) -> pd.DataFrame:
     """Check paired records against the schema and return a normalised copy.
 
     Parameters
@@ -251,23 +282,28 @@ def validate_records_at(records: pd.DataFrame, origin: TableOrigin, known: np.nd
     label = _as_labels(records, "true_label", origin, known)
     out["true_label"] = label
     for side in ("clean", "pert"):
-        out = out.assign(**_check_side(records, origin, label, f"{side}_pred", f"{side}_max_prob",
-                                       f"{side}_true_prob", known))
+        out = out.assign(
+            **_check_side(records, origin, label, f"{side}_pred", f"{side}_max_prob", f"{side}_true_prob", known)
+        )
     for col in (*CELL_COLUMNS, *optional):
         out[col] = records[col].astype(str)
     if "split" in optional:
         bad = ~out["split"].isin(SPLITS).to_numpy()
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"{origin.row(i, records.index[i])}, column 'split': {_show(records['split'].iloc[i])} "
-                             f"is not a split; expected one of {list(SPLITS)}.")
+            raise ValueError(
+                f"{origin.row(i, records.index[i])}, column 'split': {_show(records['split'].iloc[i])} "
+                f"is not a split; expected one of {list(SPLITS)}."
+            )
     dup = _first_duplicate(out[[*CELL_COLUMNS, "record_id"]].reset_index(drop=True))
     if dup is not None:
         i, j = dup
         cell = ", ".join(f"{c}={out[c].iloc[i]!r}" for c in CELL_COLUMNS)
         rid = _show(records["record_id"].iloc[j])
-        raise ValueError(f"{origin.row(j, records.index[j])}, column 'record_id': {rid} "
-                         f"already appears in row {i + 1} of the same cell ({cell}); ids must be unique within a cell.")
+        raise ValueError(
+            f"{origin.row(j, records.index[j])}, column 'record_id': {rid} "
+            f"already appears in row {i + 1} of the same cell ({cell}); ids must be unique within a cell."
+        )
     return out
 
 
@@ -292,6 +328,7 @@ def load_records(path: str | Path, *, labels: Iterable[int] | None = None) -> pd
 
 # ---------------------------------------------------------------------------------------------
 # Unpaired form
+
 
 @dataclass(frozen=True)
 class UnpairedRecords:
@@ -326,13 +363,20 @@ def _validate_side_table(frame: pd.DataFrame, origin: TableOrigin, known) -> pd.
     dup = _first_duplicate(out[["record_id"]].reset_index(drop=True))
     if dup is not None:
         i, j = dup
-        raise ValueError(f"{origin.row(j, frame.index[j])}, column 'record_id': {_show(frame['record_id'].iloc[j])} "
-                         f"already appears in row {i + 1}; ids must be unique.")
+        raise ValueError(
+            f"{origin.row(j, frame.index[j])}, column 'record_id': {_show(frame['record_id'].iloc[j])} "
+            f"already appears in row {i + 1}; ids must be unique."
+        )
     return out
 
 
-def validate_unpaired(clean: pd.DataFrame, perturbed: pd.DataFrame, counts: pd.DataFrame | None = None, *,
-                      labels: Iterable[int] | None = None) -> UnpairedRecords:
+def validate_unpaired(
+    clean: pd.DataFrame,
+    perturbed: pd.DataFrame,
+    counts: pd.DataFrame | None = None,
+    *,
+    labels: Iterable[int] | None = None,
+) -> UnpairedRecords:
     """Check an unpaired cell (clean table, perturbed table, optional counts).
 
     Parameters
@@ -356,8 +400,15 @@ def validate_unpaired(clean: pd.DataFrame, perturbed: pd.DataFrame, counts: pd.D
         or counts that no within-class bijection can realise (naming the class and the violated
         constraint).
     """
-    return _validate_unpaired(clean, perturbed, counts, TableOrigin("`clean`"), TableOrigin("`perturbed`"),
-                              TableOrigin("`counts`"), _known_labels(labels))
+    return _validate_unpaired(
+        clean,
+        perturbed,
+        counts,
+        TableOrigin("`clean`"),
+        TableOrigin("`perturbed`"),
+        TableOrigin("`counts`"),
+        _known_labels(labels),
+    )
 
 
 def _validate_unpaired(clean, perturbed, counts, o_clean, o_pert, o_counts, known) -> UnpairedRecords:
@@ -369,29 +420,36 @@ def _validate_unpaired(clean, perturbed, counts, o_clean, o_pert, o_counts, know
         lonely = sorted(set(mine.index) - set(theirs.index))
         if lonely:
             label = lonely[0]
-            raise ValueError(f"class {label} appears only in {only.name} ({int(mine[label])} record(s)), not in "
-                             f"{other.name}; every class needs its records on both sides.")
+            raise ValueError(
+                f"class {label} appears only in {only.name} ({int(mine[label])} record(s)), not in "
+                f"{other.name}; every class needs its records on both sides."
+            )
     for label in sorted(n_clean.index):
         a, b = int(n_clean[label]), int(n_pert[label])
         if a != b:
-            raise ValueError(f"class {label} has {a} records in {o_clean.name} but {b} in {o_pert.name}; "
-                             "the two sides of a class must have the same number of records.")
+            raise ValueError(
+                f"class {label} has {a} records in {o_clean.name} but {b} in {o_pert.name}; "
+                "the two sides of a class must have the same number of records."
+            )
     if counts is None:
         return UnpairedRecords(clean, perturbed, None, "I0")
     table, level = _validate_counts(counts, o_counts, clean, perturbed)
     return UnpairedRecords(clean, perturbed, table, level)
 
 
-def _validate_counts(counts: pd.DataFrame, origin: TableOrigin, clean: pd.DataFrame,
-                     perturbed: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+def _validate_counts(
+    counts: pd.DataFrame, origin: TableOrigin, clean: pd.DataFrame, perturbed: pd.DataFrame
+) -> tuple[pd.DataFrame, str]:
     from core.paired._fivestate import flip_endpoint_range
 
     _require_columns(counts, ("true_label", "k"), origin)
     five = [c for c in COUNT_COLUMNS if c in counts.columns]
     if len(five) not in (1, 5):
         missing = [c for c in COUNT_COLUMNS if c not in counts.columns]
-        raise ValueError(f"{origin.name}: has {five} but not {missing}; give either 'k' alone (level Ik) "
-                         "or all of h, r, s, w, k (level I5).")
+        raise ValueError(
+            f"{origin.name}: has {five} but not {missing}; give either 'k' alone (level Ik) "
+            "or all of h, r, s, w, k (level I5)."
+        )
     level = "I5" if len(five) == 5 else "Ik"
     cols = list(COUNT_COLUMNS) if level == "I5" else ["k"]
     _no_empty_cells(counts, ["true_label", *cols], origin)
@@ -401,8 +459,10 @@ def _validate_counts(counts: pd.DataFrame, origin: TableOrigin, clean: pd.DataFr
     dup = _first_duplicate(out[["true_label"]])
     if dup is not None:
         i, j = dup
-        raise ValueError(f"{origin.row(j, counts.index[j])}, column 'true_label': class {out['true_label'].iloc[j]} "
-                         f"already has counts in row {i + 1}.")
+        raise ValueError(
+            f"{origin.row(j, counts.index[j])}, column 'true_label': class {out['true_label'].iloc[j]} "
+            f"already has counts in row {i + 1}."
+        )
     present = set(clean["true_label"].unique())
     extra = sorted(set(out["true_label"]) - present)
     if extra:
@@ -419,18 +479,22 @@ def _validate_counts(counts: pd.DataFrame, origin: TableOrigin, clean: pd.DataFr
         where = f"{origin.row(i, counts.index[i])} (class {y}: n={n}, a={a} clean correct, b={b} perturbed correct)"
         k_lo, k_hi = max(0, a + b - n), min(a, b)
         if not k_lo <= row.k <= k_hi:
-            raise ValueError(f"{where}: k={row.k} is impossible; the correct–correct count must lie in "
-                             f"[max(0, a+b−n), min(a, b)] = [{k_lo}, {k_hi}].")
+            raise ValueError(
+                f"{where}: k={row.k} is impossible; the correct–correct count must lie in "
+                f"[max(0, a+b−n), min(a, b)] = [{k_lo}, {k_hi}]."
+            )
         if level == "Ik":
             continue
         for col, expected, rule in (("h", a - row.k, "a − k"), ("r", b - row.k, "b − k")):
             if getattr(row, col) != expected:
-                raise ValueError(f"{where}: {col}={getattr(row, col)} contradicts the records; "
-                                 f"{col} = {rule} = {expected}.")
+                raise ValueError(
+                    f"{where}: {col}={getattr(row, col)} contradicts the records; {col} = {rule} = {expected}."
+                )
         m = n - a - b + row.k
         if row.s + row.w != m:
-            raise ValueError(f"{where}: s + w = {row.s + row.w} but the wrong–wrong block has "
-                             f"n − a − b + k = {m} pairs.")
+            raise ValueError(
+                f"{where}: s + w = {row.s + row.w} but the wrong–wrong block has n − a − b + k = {m} pairs."
+            )
         cw = cs.loc[cs["pred"] != y, "pred"]
         pw = ps.loc[ps["pred"] != y, "pred"]
         wl = np.union1d(cw.unique(), pw.unique())
@@ -438,14 +502,21 @@ def _validate_counts(counts: pd.DataFrame, origin: TableOrigin, clean: pd.DataFr
         d = pw.value_counts().reindex(wl, fill_value=0).to_numpy()
         if flip_endpoint_range(c, d, np.zeros_like(d), s=int(row.s), w=int(row.w)) is None:
             same_max = int(np.minimum(c, d).sum())
-            raise ValueError(f"{where}: no bijection has s={row.s} persistent and w={row.w} changed errors; the "
-                             f"wrong predicted labels allow at most {same_max} same-label pairs and not every "
-                             "split below that is attainable.")
+            raise ValueError(
+                f"{where}: no bijection has s={row.s} persistent and w={row.w} changed errors; the "
+                f"wrong predicted labels allow at most {same_max} same-label pairs and not every "
+                "split below that is attainable."
+            )
     return out, level
 
 
-def load_unpaired(clean_path: str | Path, perturbed_path: str | Path, counts_path: str | Path | None = None, *,
-                  labels: Iterable[int] | None = None) -> UnpairedRecords:
+def load_unpaired(
+    clean_path: str | Path,
+    perturbed_path: str | Path,
+    counts_path: str | Path | None = None,
+    *,
+    labels: Iterable[int] | None = None,
+) -> UnpairedRecords:
     """Read and validate an unpaired cell from CSV / Parquet files (see :func:`validate_unpaired`)."""
     clean, o_clean = read_table(clean_path)
     perturbed, o_pert = read_table(perturbed_path)
@@ -476,19 +547,24 @@ def unpair(records: pd.DataFrame, *, level: Literal["I0", "Ik", "I5"] = "I5") ->
         raise ValueError("`records` must hold a single cell (one model × condition × source) to be unpaired.")
     side = {}
     for prefix, name in (("clean", "clean"), ("pert", "perturbed")):
-        side[name] = pd.DataFrame({"record_id": records["record_id"].to_numpy(),
-                                   "true_label": records["true_label"].to_numpy(),
-                                   "pred": records[f"{prefix}_pred"].to_numpy(),
-                                   "max_prob": records[f"{prefix}_max_prob"].to_numpy(),
-                                   "true_prob": records[f"{prefix}_true_prob"].to_numpy()})
+        side[name] = pd.DataFrame(
+            {
+                "record_id": records["record_id"].to_numpy(),
+                "true_label": records["true_label"].to_numpy(),
+                "pred": records[f"{prefix}_pred"].to_numpy(),
+                "max_prob": records[f"{prefix}_max_prob"].to_numpy(),
+                "true_prob": records[f"{prefix}_true_prob"].to_numpy(),
+            }
+        )
     if level == "I0":
         return UnpairedRecords(side["clean"], side["perturbed"], None, "I0")
     y = records["true_label"].to_numpy()
     cc = records["clean_pred"].to_numpy() == y
     pc = records["pert_pred"].to_numpy() == y
     same = records["clean_pred"].to_numpy() == records["pert_pred"].to_numpy()
-    states = pd.DataFrame({"true_label": y, "h": cc & ~pc, "r": ~cc & pc, "s": ~cc & ~pc & same,
-                           "w": ~cc & ~pc & ~same, "k": cc & pc})
+    states = pd.DataFrame(
+        {"true_label": y, "h": cc & ~pc, "r": ~cc & pc, "s": ~cc & ~pc & same, "w": ~cc & ~pc & ~same, "k": cc & pc}
+    )
     counts = states.groupby("true_label", sort=True).sum().astype(np.int64).reset_index()
     if level == "Ik":
         counts = counts[["true_label", "k"]]

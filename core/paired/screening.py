@@ -43,6 +43,7 @@ extreme by mean development accuracy), :func:`summarize_screening`,
 
 ``round`` is round-half-up throughout: ``k = max(1, floor(q n + 1/2))``.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -85,8 +86,17 @@ __all__ = [
 SCORES = ("S", "U", "ret", "delta", "A3", "TTA", "A3_TTA", "class_delta", "g_SU")
 """Score names produced by :func:`screening_scores`, in display order."""
 
-RISK_SIGN = {"S": -1.0, "U": -1.0, "ret": -1.0, "delta": 1.0, "A3": -1.0, "TTA": -1.0,
-             "A3_TTA": -1.0, "class_delta": 1.0, "g_SU": 1.0}
+RISK_SIGN = {
+    "S": -1.0,
+    "U": -1.0,
+    "ret": -1.0,
+    "delta": 1.0,
+    "A3": -1.0,
+    "TTA": -1.0,
+    "A3_TTA": -1.0,
+    "class_delta": 1.0,
+    "g_SU": 1.0,
+}
 """``risk_<score> = RISK_SIGN[score] * <score>``: larger risk = more likely to fail."""
 
 TIERS = ("mild", "severe", "extreme")
@@ -119,8 +129,7 @@ def _where(frame: pd.DataFrame, i: int, name: str) -> str:
 
 def _outcome(r: pd.Series) -> str:
     """An outcome record as the messages name it."""
-    return (f"`outcomes` record (model={r['model']!r}, condition={r['condition']!r}, "
-            f"record_id={_py(r['record_id'])!r})")
+    return f"`outcomes` record (model={r['model']!r}, condition={r['condition']!r}, record_id={_py(r['record_id'])!r})"
 
 
 def _require(frame, name: str, columns: Sequence[str]) -> None:
@@ -138,8 +147,9 @@ def _int_column(frame: pd.DataFrame, col: str, name: str) -> np.ndarray:
 
 
 def _prob_column(frame: pd.DataFrame, col: str, name: str) -> np.ndarray:
-    return check_cells(frame[col], kind="probability", noun="a probability",
-                       where=lambda i: _where(frame, i, f"`{name}`"))
+    return check_cells(
+        frame[col], kind="probability", noun="a probability", where=lambda i: _where(frame, i, f"`{name}`")
+    )
 
 
 def _prob_names(frame: pd.DataFrame) -> list[str]:
@@ -157,14 +167,21 @@ def _outputs_iv(frame: pd.DataFrame, name: str, key: Sequence[str]) -> dict[str,
     if ids.isna().any():
         i = int(np.flatnonzero(ids.isna().to_numpy())[0])
         raise ValueError(f"{_where(frame, i, f'`{name}`')}, column 'record_id': empty cell; every image needs an id.")
-    out = {"model": frame["model"].astype(str).to_numpy(), "record_id": ids.to_numpy(),
-           "true_label": _int_column(frame, "true_label", name), "pred": _int_column(frame, "pred", name),
-           "max_prob": _prob_column(frame, "max_prob", name), "true_prob": _prob_column(frame, "true_prob", name)}
+    out = {
+        "model": frame["model"].astype(str).to_numpy(),
+        "record_id": ids.to_numpy(),
+        "true_label": _int_column(frame, "true_label", name),
+        "pred": _int_column(frame, "pred", name),
+        "max_prob": _prob_column(frame, "max_prob", name),
+        "true_prob": _prob_column(frame, "true_prob", name),
+    }
     above = out["true_prob"] > out["max_prob"] + _PROB_TOL
     if above.any():
         i = int(np.flatnonzero(above)[0])
-        raise ValueError(f"{_where(frame, i, f'`{name}`')}: true_prob={_py(out['true_prob'][i])!r} exceeds "
-                         f"max_prob={_py(out['max_prob'][i])!r}.")
+        raise ValueError(
+            f"{_where(frame, i, f'`{name}`')}: true_prob={_py(out['true_prob'][i])!r} exceeds "
+            f"max_prob={_py(out['max_prob'][i])!r}."
+        )
     cols = _prob_names(frame)
     if cols:
         raw = frame[cols].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
@@ -174,34 +191,48 @@ def _outputs_iv(frame: pd.DataFrame, name: str, key: Sequence[str]) -> dict[str,
         if partial.any():
             i = int(np.flatnonzero(partial)[0])
             col = cols[int(np.flatnonzero(missing[i])[0])]
-            raise ValueError(f"{_where(frame, i, f'`{name}`')}, column {col!r}: empty, but the row has other "
-                             "prob_* values; give the whole probability vector or none of it.")
+            raise ValueError(
+                f"{_where(frame, i, f'`{name}`')}, column {col!r}: empty, but the row has other "
+                "prob_* values; give the whole probability vector or none of it."
+            )
         has = ~missing.all(axis=1)
         bad = has[:, None] & (~np.isfinite(raw) | (raw < 0) | (raw > 1))
         if bad.any():
             i, j = (int(v[0]) for v in np.nonzero(bad))
-            raise ValueError(f"{_where(frame, i, f'`{name}`')}, column {cols[j]!r}: {_py(raw[i, j])!r} is not a "
-                             "probability; expected a number in [0, 1].")
+            raise ValueError(
+                f"{_where(frame, i, f'`{name}`')}, column {cols[j]!r}: {_py(raw[i, j])!r} is not a "
+                "probability; expected a number in [0, 1]."
+            )
         n_classes = raw.shape[1]
         for col in ("true_label", "pred"):
             over = has & (out[col] >= n_classes)
             if over.any():
                 i = int(np.flatnonzero(over)[0])
-                raise ValueError(f"{_where(frame, i, f'`{name}`')}, column {col!r}: label {out[col][i]} has no "
-                                 f"probability column (prob_0 .. prob_{n_classes - 1}).")
+                raise ValueError(
+                    f"{_where(frame, i, f'`{name}`')}, column {col!r}: label {out[col][i]} has no "
+                    f"probability column (prob_0 .. prob_{n_classes - 1})."
+                )
         rows = np.flatnonzero(has)
         vec = raw[rows]
-        for col, values in (("max_prob", vec.max(axis=1)), ("true_prob", vec[np.arange(rows.size), out["true_label"][rows]]),
-                            ("max_prob", vec[np.arange(rows.size), out["pred"][rows]])):
+        for col, values in (
+            ("max_prob", vec.max(axis=1)),
+            ("true_prob", vec[np.arange(rows.size), out["true_label"][rows]]),
+            ("max_prob", vec[np.arange(rows.size), out["pred"][rows]]),
+        ):
             off = np.abs(out[col][rows] - values) > _PROB_TOL
             if off.any():
                 i = int(rows[np.flatnonzero(off)[0]])
                 got = values[np.flatnonzero(off)[0]]
-                raise ValueError(f"{_where(frame, i, f'`{name}`')}, column {col!r}: {_py(out[col][i])!r} disagrees "
-                                 f"with the probability vector (prob_* gives {_py(got)!r}).")
+                raise ValueError(
+                    f"{_where(frame, i, f'`{name}`')}, column {col!r}: {_py(out[col][i])!r} disagrees "
+                    f"with the probability vector (prob_* gives {_py(got)!r})."
+                )
         out["probs"] = raw
-    keys = frame[list(key)].astype(str) if "probe" in key else pd.DataFrame(
-        {"model": out["model"], "record_id": out["record_id"]})
+    keys = (
+        frame[list(key)].astype(str)
+        if "probe" in key
+        else pd.DataFrame({"model": out["model"], "record_id": out["record_id"]})
+    )
     dup = keys.duplicated().to_numpy()
     if dup.any():
         i = int(np.flatnonzero(dup)[0])
@@ -212,8 +243,9 @@ def _outputs_iv(frame: pd.DataFrame, name: str, key: Sequence[str]) -> dict[str,
 # ------------------------------------------------------------------------------------------
 # scores
 # ------------------------------------------------------------------------------------------
-def _a3(v0_p: np.ndarray, v0: np.ndarray, p: np.ndarray, v_p: np.ndarray, v_max: np.ndarray,
-        pred: np.ndarray, v: np.ndarray) -> np.ndarray:
+def _a3(
+    v0_p: np.ndarray, v0: np.ndarray, p: np.ndarray, v_p: np.ndarray, v_max: np.ndarray, pred: np.ndarray, v: np.ndarray
+) -> np.ndarray:
     """Vectorised A3 (eq. 12) for ``n`` images with ``P`` probes and ``C`` classes.
 
     ``v0_p`` (n,) clean probability of ``p``; ``v0`` (n, C) clean vectors; ``p`` (n,) clean
@@ -226,8 +258,9 @@ def _a3(v0_p: np.ndarray, v0: np.ndarray, p: np.ndarray, v_p: np.ndarray, v_max:
     rows = np.arange(n)
     onehot = pred[..., None] == np.arange(n_classes)
     votes = onehot.sum(axis=1)
-    mean_conf = np.divide((onehot * v_max[..., None]).sum(axis=1), votes,
-                          out=np.full(votes.shape, -np.inf), where=votes > 0)
+    mean_conf = np.divide(
+        (onehot * v_max[..., None]).sum(axis=1), votes, out=np.full(votes.shape, -np.inf), where=votes > 0
+    )
     tied = votes == votes.max(axis=1, keepdims=True)
     # argmax takes the first maximum: the lowest class index among exact ties.
     m = np.where(tied, mean_conf, -np.inf).argmax(axis=1)
@@ -236,14 +269,23 @@ def _a3(v0_p: np.ndarray, v0: np.ndarray, p: np.ndarray, v_p: np.ndarray, v_max:
     distractor = ~supporter & ~dominator
     v_m = np.where(dominator, v_max, v[rows, :, m])
     v0_m = np.where(m == p, v0_p, v0[rows, m])
-    return (v0_p
-            - np.where(distractor, v_max - v_p, 0.0).sum(axis=1)
-            + np.where(supporter, v_p - v_m, 0.0).sum(axis=1)
-            + np.where(dominator, v_p - v_m + (v0_m - v0_p)[:, None], 0.0).sum(axis=1))
+    return (
+        v0_p
+        - np.where(distractor, v_max - v_p, 0.0).sum(axis=1)
+        + np.where(supporter, v_p - v_m, 0.0).sum(axis=1)
+        + np.where(dominator, v_p - v_m + (v0_m - v0_p)[:, None], 0.0).sum(axis=1)
+    )
 
 
-def _probe_block(probes: dict, idx: np.ndarray, image_pos: np.ndarray, required: np.ndarray, model: str,
-                 kind: str, record_ids: np.ndarray) -> dict[str, np.ndarray] | None:
+def _probe_block(
+    probes: dict,
+    idx: np.ndarray,
+    image_pos: np.ndarray,
+    required: np.ndarray,
+    model: str,
+    kind: str,
+    record_ids: np.ndarray,
+) -> dict[str, np.ndarray] | None:
     """One model's probes of one kind as ``(n_images, P)`` arrays (NaN / -1 where an image has none).
 
     An image has either all of the model's probes of this kind or none; ``required`` images
@@ -258,12 +300,13 @@ def _probe_block(probes: dict, idx: np.ndarray, image_pos: np.ndarray, required:
     bad = (counts != names.size) & ((counts > 0) | required)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"`probes`: model {model!r}, record_id {_py(record_ids[i])!r} has {counts[i]} {kind} probe(s) "
-                         f"but the model has {names.size} distinct {kind} probes; an image has all or none of "
-                         "them, and every scored image (clean-correct evaluation image) needs all.")
+        raise ValueError(
+            f"`probes`: model {model!r}, record_id {_py(record_ids[i])!r} has {counts[i]} {kind} probe(s) "
+            f"but the model has {names.size} distinct {kind} probes; an image has all or none of "
+            "them, and every scored image (clean-correct evaluation image) needs all."
+        )
     shape = (n_images, names.size)
-    block = {"true_prob": np.full(shape, np.nan), "pred": np.full(shape, -1, dtype=np.int64),
-             "present": counts > 0}
+    block = {"true_prob": np.full(shape, np.nan), "pred": np.full(shape, -1, dtype=np.int64), "present": counts > 0}
     block["max_prob"] = np.full(shape, np.nan)
     block["true_prob"][pos, code] = probes["true_prob"][idx]
     block["max_prob"][pos, code] = probes["max_prob"][idx]
@@ -299,8 +342,9 @@ def _fit_g(s_dev, u_dev, fail_counts, n_conditions, s_eval, u_eval) -> np.ndarra
     return model.predict_proba(scaler.transform(np.column_stack([s_eval, u_eval])))[:, 1]
 
 
-def screening_scores(probes: pd.DataFrame, clean: pd.DataFrame, *,
-                     outcomes: pd.DataFrame | None = None) -> pd.DataFrame:
+def screening_scores(
+    probes: pd.DataFrame, clean: pd.DataFrame, *, outcomes: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Image-level screening scores of every model's clean-correct evaluation images.
 
     Parameters
@@ -369,8 +413,9 @@ def screening_scores(probes: pd.DataFrame, clean: pd.DataFrame, *,
     bad_kind = ~np.isin(p["kind"], _KINDS)
     if bad_kind.any():
         i = int(np.flatnonzero(bad_kind)[0])
-        raise ValueError(f"{_where(probes, i, '`probes`')}, column 'kind': {p['kind'][i]!r}; expected one of "
-                         f"{list(_KINDS)}.")
+        raise ValueError(
+            f"{_where(probes, i, '`probes`')}, column 'kind': {p['kind'][i]!r}; expected one of {list(_KINDS)}."
+        )
     if "split" in clean.columns:
         split = clean["split"].astype(str).to_numpy()
         bad = ~np.isin(split, ("dev", "eval"))
@@ -382,8 +427,10 @@ def screening_scores(probes: pd.DataFrame, clean: pd.DataFrame, *,
     group = clean["group"].astype(str).to_numpy() if "group" in clean.columns else None
     have_probs = "probs" in c and "probs" in p
     if have_probs and c["probs"].shape[1] != p["probs"].shape[1]:
-        raise ValueError(f"`clean` has {c['probs'].shape[1]} prob_* columns but `probes` has "
-                         f"{p['probs'].shape[1]}; both must cover the same classes.")
+        raise ValueError(
+            f"`clean` has {c['probs'].shape[1]} prob_* columns but `probes` has "
+            f"{p['probs'].shape[1]}; both must cover the same classes."
+        )
     clean_vectors = ~np.isnan(c["probs"]).any(axis=1) if have_probs else None
 
     # Locate every probe row's clean row: (model, record_id) -> clean position.
@@ -395,8 +442,10 @@ def screening_scores(probes: pd.DataFrame, clean: pd.DataFrame, *,
     wrong_label = p["true_label"] != c["true_label"][probe_clean]
     if wrong_label.any():
         i = int(np.flatnonzero(wrong_label)[0])
-        raise ValueError(f"{_where(probes, i, '`probes`')}, column 'true_label': {p['true_label'][i]} but `clean` "
-                         f"says {c['true_label'][probe_clean[i]]} for the same image.")
+        raise ValueError(
+            f"{_where(probes, i, '`probes`')}, column 'true_label': {p['true_label'][i]} but `clean` "
+            f"says {c['true_label'][probe_clean[i]]} for the same image."
+        )
     probe_kinds = pd.DataFrame({"probe": p["probe"], "kind": p["kind"]}).drop_duplicates()
     if probe_kinds["probe"].duplicated().any():
         name = probe_kinds.loc[probe_kinds["probe"].duplicated(), "probe"].iloc[0]
@@ -420,8 +469,7 @@ def screening_scores(probes: pd.DataFrame, clean: pd.DataFrame, *,
         blocks = {}
         for kind in _KINDS:
             idx = np.flatnonzero(in_model & (p["kind"] == kind))
-            blocks[kind] = _probe_block(p, idx, image_pos[probe_clean], scored, model, kind,
-                                        c["record_id"][rows])
+            blocks[kind] = _probe_block(p, idx, image_pos[probe_clean], scored, model, kind, c["record_id"][rows])
         corr, tta = blocks["corruption"], blocks["transform"]
         if corr is None:
             raise ValueError(f"`probes`: model {model!r} has no corruption probes; U needs them.")
@@ -443,8 +491,15 @@ def screening_scores(probes: pd.DataFrame, clean: pd.DataFrame, *,
                 v0 = c["probs"][rows][ok]
                 p_ok = c["pred"][rows][ok]
                 # On clean-correct images p is the true label, so v_a(p) is the recorded true_prob.
-                res[name][ok] = _a3(s_clean[ok], v0, p_ok, block["true_prob"][ok], block["max_prob"][ok],
-                                    block["pred"][ok], block["probs"][ok])
+                res[name][ok] = _a3(
+                    s_clean[ok],
+                    v0,
+                    p_ok,
+                    block["true_prob"][ok],
+                    block["max_prob"][ok],
+                    block["pred"][ok],
+                    block["probs"][ok],
+                )
         if tta is None:
             undefined.add("TTA")
         else:
@@ -474,16 +529,19 @@ def screening_scores(probes: pd.DataFrame, clean: pd.DataFrame, *,
         frame.update({risk_column(name): RISK_SIGN[name] * res[name][scored] for name in SCORES})
         parts.append(pd.DataFrame(frame))
     for name in sorted(undefined):
-        warnings.warn(f"screening score {name!r} is undefined (NaN) for at least one model: "
-                      + _UNDEFINED_REASON[name], UndefinedMetricWarning, stacklevel=2)
+        warnings.warn(
+            f"screening score {name!r} is undefined (NaN) for at least one model: " + _UNDEFINED_REASON[name],
+            UndefinedMetricWarning,
+            stacklevel=2,
+        )
     return pd.concat(parts, ignore_index=True)
 
 
 _UNDEFINED_REASON = {
     "A3": "it needs full probability vectors (prob_0 .. prob_{C-1}) in `clean` and `probes` for every "
-          "scored image and corruption probe.",
+    "scored image and corruption probe.",
     "A3_TTA": "it needs full probability vectors (prob_0 .. prob_{C-1}) in `clean` and `probes` for every "
-              "scored image and transform probe.",
+    "scored image and transform probe.",
     "TTA": "the model has no probes of kind 'transform'.",
     "class_delta": "there are no development images (split 'dev') with corruption probes.",
     "g_SU": "it needs `outcomes` with development images of both outcomes (failed and retained).",
@@ -497,20 +555,25 @@ def _dev_failures(outcomes, c, split):
     rec = validate_records(outcomes, name="`outcomes`")
     sources = pd.unique(rec["source"])
     if sources.size != 1:
-        raise ValueError(f"`outcomes` must hold the real conditions of one source (g is fitted per source); "
-                         f"got sources {sorted(map(str, sources))}.")
+        raise ValueError(
+            f"`outcomes` must hold the real conditions of one source (g is fitted per source); "
+            f"got sources {sorted(map(str, sources))}."
+        )
     key = pd.MultiIndex.from_arrays([c["model"], c["record_id"]])
     pos = key.get_indexer(pd.MultiIndex.from_arrays([rec["model"].to_numpy(), rec["record_id"].to_numpy()]))
     known = pos >= 0
     clash = known.copy()
-    clash[known] = ((rec["true_label"].to_numpy()[known] != c["true_label"][pos[known]])
-                    | (rec["clean_pred"].to_numpy()[known] != c["pred"][pos[known]]))
+    clash[known] = (rec["true_label"].to_numpy()[known] != c["true_label"][pos[known]]) | (
+        rec["clean_pred"].to_numpy()[known] != c["pred"][pos[known]]
+    )
     if clash.any():
         i = int(np.flatnonzero(clash)[0])
         r = rec.iloc[i]
-        raise ValueError(f"{_outcome(r)} disagrees with `clean` about the image: true_label "
-                         f"{_py(r['true_label'])} / clean_pred {_py(r['clean_pred'])} there, "
-                         f"{_py(c['true_label'][pos[i]])} / {_py(c['pred'][pos[i]])} in `clean`.")
+        raise ValueError(
+            f"{_outcome(r)} disagrees with `clean` about the image: true_label "
+            f"{_py(r['true_label'])} / clean_pred {_py(r['clean_pred'])} there, "
+            f"{_py(c['true_label'][pos[i]])} / {_py(c['pred'][pos[i]])} in `clean`."
+        )
     failed = (rec["pert_pred"].to_numpy() != rec["true_label"].to_numpy())[known]
     pos = pos[known]
     fail_counts = np.bincount(pos, weights=failed, minlength=len(split))
@@ -522,8 +585,9 @@ def _dev_failures(outcomes, c, split):
 # ranking metrics (vectorised over rows of weights / outcomes)
 # ------------------------------------------------------------------------------------------
 def _ranking_iv(risk, failed, sample_weight) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    y, s, w = check_ranking(failed, risk, sample_weight=sample_weight, allow_inf=False, label_name="failed",
-                            score_name="risk")
+    y, s, w = check_ranking(
+        failed, risk, sample_weight=sample_weight, allow_inf=False, label_name="failed", score_name="risk"
+    )
     return s, y.astype(np.float64), np.ones_like(s) if w is None else w
 
 
@@ -554,8 +618,9 @@ def failure_auroc(risk, failed, *, sample_weight=None) -> float:
     risk, failed, weight = _ranking_iv(risk, failed, sample_weight)
     value = float(roc_auc_rows(failed[None], risk, weight[None])[0])
     if np.isnan(value):
-        warnings.warn("AUROC is undefined: all images have the same outcome; returning NaN.", UndefinedMetricWarning,
-                      stacklevel=2)
+        warnings.warn(
+            "AUROC is undefined: all images have the same outcome; returning NaN.", UndefinedMetricWarning, stacklevel=2
+        )
     return value
 
 
@@ -621,10 +686,18 @@ def failure_coverage(risk, failed, budget, *, sample_weight=None) -> FailureCove
     risk, failed, weight = _ranking_iv(risk, failed, sample_weight)
     r = top_k_coverage_rows(failed[None], risk, weight[None], check_budget(budget, name="budget"))
     if r.n_pos[0] == 0:
-        warnings.warn("failure coverage is undefined: no image failed; returning NaN.", UndefinedMetricWarning,
-                      stacklevel=2)
-    return FailureCoverage(coverage=float(r.coverage[0]), ceiling=float(r.ceiling[0]), random=float(r.random[0]),
-                           k=int(r.k[0]), n=int(r.n[0]), n_fail=int(r.n_pos[0]), expected_found=float(r.found[0]))
+        warnings.warn(
+            "failure coverage is undefined: no image failed; returning NaN.", UndefinedMetricWarning, stacklevel=2
+        )
+    return FailureCoverage(
+        coverage=float(r.coverage[0]),
+        ceiling=float(r.ceiling[0]),
+        random=float(r.random[0]),
+        k=int(r.k[0]),
+        n=int(r.n[0]),
+        n_fail=int(r.n_pos[0]),
+        expected_found=float(r.found[0]),
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -649,8 +722,9 @@ def _scores_iv(scores, score_names=None) -> list[str]:
 
 def _budgets_iv(budgets) -> list[float]:
     values = [budgets] if np.isscalar(budgets) else list(budgets)
-    if not values or any(isinstance(q, (bool, np.bool_)) or not np.isscalar(q) or not 0 < float(q) <= 1
-                         for q in values):
+    if not values or any(
+        isinstance(q, (bool, np.bool_)) or not np.isscalar(q) or not 0 < float(q) <= 1 for q in values
+    ):
         raise ValueError(f"`budgets` must be fractions in (0, 1]; got {budgets!r}.")
     return [float(q) for q in values]
 
@@ -667,16 +741,20 @@ def _outcome_matrix(scores: pd.DataFrame, outcomes: pd.DataFrame):
     rec = rec.assign(row=row)
     rec = rec.loc[row >= 0]
     if rec.empty:
-        raise ValueError("`outcomes` has no record of any scored image (clean-correct evaluation images of "
-                         "`scores`); check the model names and record ids.")
+        raise ValueError(
+            "`outcomes` has no record of any scored image (clean-correct evaluation images of "
+            "`scores`); check the model names and record ids."
+        )
     labels = scores["true_label"].to_numpy()[rec["row"].to_numpy()]
     bad = (rec["true_label"].to_numpy() != labels) | (rec["clean_pred"].to_numpy() != labels)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         r = rec.iloc[i]
-        raise ValueError(f"{_outcome(r)} disagrees with `scores`: it must be the same clean-correct "
-                         f"image with true_label {labels[i]}; got true_label={r['true_label']}, "
-                         f"clean_pred={r['clean_pred']}.")
+        raise ValueError(
+            f"{_outcome(r)} disagrees with `scores`: it must be the same clean-correct "
+            f"image with true_label {labels[i]}; got true_label={r['true_label']}, "
+            f"clean_pred={r['clean_pred']}."
+        )
     return rec.assign(failed=(rec["pert_pred"] != rec["true_label"]).astype(np.float64))
 
 
@@ -705,8 +783,11 @@ def condition_tiers(records: pd.DataFrame, *, mild: float = 0.40, extreme: float
     if "split" not in rec.columns or not (rec["split"] == "dev").any():
         raise ValueError("`records` needs development rows (split == 'dev') to define tiers.")
     dev = rec.loc[rec["split"] == "dev"]
-    per_model = (dev.assign(correct=(dev["pert_pred"] == dev["true_label"]).astype(np.float64))
-                 .groupby(["source", "condition", "model"], sort=True)["correct"].mean())
+    per_model = (
+        dev.assign(correct=(dev["pert_pred"] == dev["true_label"]).astype(np.float64))
+        .groupby(["source", "condition", "model"], sort=True)["correct"]
+        .mean()
+    )
     out = per_model.groupby(level=["source", "condition"], sort=True).agg(["mean", "size"]).reset_index()
     out = out.rename(columns={"mean": "dev_accuracy", "size": "n_models"})
     acc = out["dev_accuracy"].to_numpy()
@@ -724,10 +805,14 @@ def _tier_map(outcomes, tiers) -> pd.DataFrame | None:
     return tiers[["source", "condition", "tier"]].astype(str)
 
 
-def screening_metrics(scores: pd.DataFrame, outcomes: pd.DataFrame, *,
-                      score_names: Sequence[str] | None = None,
-                      budgets: float | Sequence[float] = (0.1, 0.2, 0.3),
-                      tiers: pd.DataFrame | None = None) -> pd.DataFrame:
+def screening_metrics(
+    scores: pd.DataFrame,
+    outcomes: pd.DataFrame,
+    *,
+    score_names: Sequence[str] | None = None,
+    budgets: float | Sequence[float] = (0.1, 0.2, 0.3),
+    tiers: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """AUROC and failure coverage of every score in every (model, condition) cell.
 
     Parameters
@@ -786,14 +871,51 @@ def screening_metrics(scores: pd.DataFrame, outcomes: pd.DataFrame, *,
                     if res is None or n_ok[j] == 0:
                         vals = (np.nan, np.nan, np.nan, np.nan, 0.0, (f[j] * w[j]).sum(), np.nan)
                     else:
-                        vals = (res.coverage[j], res.ceiling[j], res.random[j], res.k[j], res.n[j], res.n_pos[j],
-                                res.found[j])
+                        vals = (
+                            res.coverage[j],
+                            res.ceiling[j],
+                            res.random[j],
+                            res.k[j],
+                            res.n[j],
+                            res.n_pos[j],
+                            res.found[j],
+                        )
                     cov, ceil, rand, k, n, n_fail, found = vals
-                    rows.append((model, source, cond, name, q, int(n), int(n_fail),
-                                 np.nan if np.isnan(k) else int(k), auc[j] if n_ok[j] else np.nan,
-                                 cov, ceil, rand, found))
-    out = pd.DataFrame(rows, columns=["model", "source", "condition", "score", "budget", "n", "n_fail", "k",
-                                      "auroc", "coverage", "ceiling", "random", "expected_found"])
+                    rows.append(
+                        (
+                            model,
+                            source,
+                            cond,
+                            name,
+                            q,
+                            int(n),
+                            int(n_fail),
+                            np.nan if np.isnan(k) else int(k),
+                            auc[j] if n_ok[j] else np.nan,
+                            cov,
+                            ceil,
+                            rand,
+                            found,
+                        )
+                    )
+    out = pd.DataFrame(
+        rows,
+        columns=[
+            "model",
+            "source",
+            "condition",
+            "score",
+            "budget",
+            "n",
+            "n_fail",
+            "k",
+            "auroc",
+            "coverage",
+            "ceiling",
+            "random",
+            "expected_found",
+        ],
+    )
     if "group" in scores.columns:
         groups = scores.groupby("model", sort=False)["group"].first()
         out.insert(1, "group", out["model"].map(groups).astype(str))
@@ -805,8 +927,9 @@ def screening_metrics(scores: pd.DataFrame, outcomes: pd.DataFrame, *,
     return out
 
 
-def summarize_screening(metrics: pd.DataFrame, *,
-                        by: Sequence[str] = ("source", "tier", "score", "budget")) -> pd.DataFrame:
+def summarize_screening(
+    metrics: pd.DataFrame, *, by: Sequence[str] = ("source", "tier", "score", "budget")
+) -> pd.DataFrame:
     """Mean of each metric over cells, cells weighted equally (the paper's averaging).
 
     Parameters
@@ -843,8 +966,7 @@ def _cell_arrays(scores, rec, a, b):
         keep = np.isfinite(risk_a[rows]) & np.isfinite(risk_b[rows])
         rows = rows[keep]
         if rows.size:
-            cells.append((model, source, cond, rows, cell["failed"].to_numpy()[keep],
-                          risk_a[rows], risk_b[rows]))
+            cells.append((model, source, cond, rows, cell["failed"].to_numpy()[keep], risk_a[rows], risk_b[rows]))
     return cells
 
 
@@ -854,10 +976,20 @@ def _metric_rows(metric, budget, risk, failed, weight):
     return top_k_coverage_rows(failed, risk, weight, budget).coverage
 
 
-def screening_difference(scores: pd.DataFrame, outcomes: pd.DataFrame, *, a: str = "U", b: str = "S",
-                         metric: Literal["auroc", "coverage"] = "coverage", budget: float = 0.2,
-                         resample: Literal["group", "class"] = "group", n_draws: int | None = None,
-                         level: float = 0.95, seed=0, tiers: pd.DataFrame | None = None) -> pd.DataFrame:
+def screening_difference(
+    scores: pd.DataFrame,
+    outcomes: pd.DataFrame,
+    *,
+    a: str = "U",
+    b: str = "S",
+    metric: Literal["auroc", "coverage"] = "coverage",
+    budget: float = 0.2,
+    resample: Literal["group", "class"] = "group",
+    n_draws: int | None = None,
+    level: float = 0.95,
+    seed=0,
+    tiers: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Mean paired difference ``metric(a) - metric(b)`` over cells, with a bootstrap interval.
 
     Cells (model x condition) are weighted equally; each cell evaluates ``a`` and ``b`` on
@@ -913,28 +1045,34 @@ def screening_difference(scores: pd.DataFrame, outcomes: pd.DataFrame, *, a: str
     rng = as_generator(seed)
     rec = _outcome_matrix(scores, outcomes)
     tier_map = _tier_map(outcomes, tiers)
-    tier_of = ({} if tier_map is None else
-               dict(zip(zip(tier_map["source"], tier_map["condition"]), tier_map["tier"])))
+    tier_of = {} if tier_map is None else dict(zip(zip(tier_map["source"], tier_map["condition"]), tier_map["tier"]))
     cells = _cell_arrays(scores, rec, a, b)
     labels = scores["true_label"].to_numpy()
     classes, label_code = np.unique(labels, return_inverse=True)
 
-    point_a = np.array([_metric_rows(metric, budget, ra, f[None], np.ones((1, f.size)))[0]
-                        for _, _, _, _, f, ra, _ in cells])
-    point_b = np.array([_metric_rows(metric, budget, rb, f[None], np.ones((1, f.size)))[0]
-                        for _, _, _, _, f, _, rb in cells])
+    point_a = np.array(
+        [_metric_rows(metric, budget, ra, f[None], np.ones((1, f.size)))[0] for _, _, _, _, f, ra, _ in cells]
+    )
+    point_b = np.array(
+        [_metric_rows(metric, budget, rb, f[None], np.ones((1, f.size)))[0] for _, _, _, _, f, _, rb in cells]
+    )
     strata = [(src, tier_of.get((src, cond), "untiered")) for _, src, cond, *_ in cells]
 
     if resample == "group":
         group_of = scores.groupby("model", sort=False)["group"].first().astype(str)
         groups = np.unique(group_of.to_numpy())
         cell_group = np.searchsorted(groups, [group_of[m] for m, *_ in cells])
-        counts = np.stack([np.bincount(d, minlength=groups.size)
-                           for d in rng.integers(0, groups.size, size=(n_draws, groups.size))])
+        counts = np.stack(
+            [np.bincount(d, minlength=groups.size) for d in rng.integers(0, groups.size, size=(n_draws, groups.size))]
+        )
         draw_diffs = None
     else:
-        mult = np.stack([np.bincount(d, minlength=classes.size)
-                         for d in rng.integers(0, classes.size, size=(n_draws, classes.size))]).astype(np.float64)
+        mult = np.stack(
+            [
+                np.bincount(d, minlength=classes.size)
+                for d in rng.integers(0, classes.size, size=(n_draws, classes.size))
+            ]
+        ).astype(np.float64)
         draw_diffs = []
         for _, _, _, rows, f, ra, rb in cells:
             w = mult[:, label_code[rows]]
@@ -961,11 +1099,23 @@ def screening_difference(scores: pd.DataFrame, outcomes: pd.DataFrame, *, a: str
             total = np.where(usable, block, 0.0).sum(axis=0)
             boot = total[n_cells > 0] / n_cells[n_cells > 0]
         tail = (1.0 - level) / 2.0
-        low, high = (np.quantile(boot, [tail, 1.0 - tail]) if boot.size else (np.nan, np.nan))
-        out.append((stratum[0], stratum[1], int(defined.sum()), point_a[defined].mean(), point_b[defined].mean(),
-                    diff.mean(), low, high, int(boot.size)))
-    return pd.DataFrame(out, columns=["source", "tier", "n_cells", "mean_a", "mean_b", "difference", "low", "high",
-                                      "n_draws"])
+        low, high = np.quantile(boot, [tail, 1.0 - tail]) if boot.size else (np.nan, np.nan)
+        out.append(
+            (
+                stratum[0],
+                stratum[1],
+                int(defined.sum()),
+                point_a[defined].mean(),
+                point_b[defined].mean(),
+                diff.mean(),
+                low,
+                high,
+                int(boot.size),
+            )
+        )
+    return pd.DataFrame(
+        out, columns=["source", "tier", "n_cells", "mean_a", "mean_b", "difference", "low", "high", "n_draws"]
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -983,8 +1133,9 @@ def _derangements(size: int, n_draws: int, rng: np.random.Generator) -> np.ndarr
     return out
 
 
-def identity_ablation(scores: pd.DataFrame, outcomes: pd.DataFrame, *, score: str = "U", n_draws: int = 10,
-                      seed=0) -> pd.DataFrame:
+def identity_ablation(
+    scores: pd.DataFrame, outcomes: pd.DataFrame, *, score: str = "U", n_draws: int = 10, seed=0
+) -> pd.DataFrame:
     """Does the image's *own* synthetic response matter? (001_... Appendix E.1, Table 25.)
 
     For each model, the score is reassigned among the clean-correct evaluation images of the
@@ -1039,20 +1190,37 @@ def identity_ablation(scores: pd.DataFrame, outcomes: pd.DataFrame, *, score: st
         if rows.size == 0:
             continue
         ones = np.ones((1, rows.size))
-        auc = {name: roc_auc_rows(f[None], r, ones)[0] for name, r in
-               (("S", risk_s[rows]), ("score", risk_score[rows]), ("loo", sign * loo[rows]))}
+        auc = {
+            name: roc_auc_rows(f[None], r, ones)[0]
+            for name, r in (("S", risk_s[rows]), ("score", risk_score[rows]), ("loo", sign * loo[rows]))
+        }
         der = np.mean([roc_auc_rows(f[None], sign * deranged[d, rows], ones)[0] for d in range(n_draws)])
-        out.append((model, source, cond, rows.size, int(f.sum()), auc["S"], auc["score"], der, auc["loo"],
-                    auc["score"] - der))
-    return pd.DataFrame(out, columns=["model", "source", "condition", "n", "n_fail", "auroc_S", "auroc_score",
-                                      "auroc_derangement", "auroc_loo", "gap"])
+        out.append(
+            (model, source, cond, rows.size, int(f.sum()), auc["S"], auc["score"], der, auc["loo"], auc["score"] - der)
+        )
+    return pd.DataFrame(
+        out,
+        columns=[
+            "model",
+            "source",
+            "condition",
+            "n",
+            "n_fail",
+            "auroc_S",
+            "auroc_score",
+            "auroc_derangement",
+            "auroc_loo",
+            "gap",
+        ],
+    )
 
 
 # ------------------------------------------------------------------------------------------
 # recapture queue
 # ------------------------------------------------------------------------------------------
-def recapture_queue(scores: pd.DataFrame, *, score: str = "U", budget: float = 0.1,
-                    outcomes: pd.DataFrame | None = None) -> pd.DataFrame:
+def recapture_queue(
+    scores: pd.DataFrame, *, score: str = "U", budget: float = 0.1, outcomes: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """The ranked list of images to re-test physically, per model, at a budget.
 
     Each model's clean-correct evaluation images are ranked by ``risk_<score>`` (larger
@@ -1123,18 +1291,20 @@ def recapture_queue(scores: pd.DataFrame, *, score: str = "U", budget: float = 0
         prob = np.repeat(take / size, size)
         partial = np.repeat((take > 0) & (take < size), size)
         listed = prob > 0
-        frame = pd.DataFrame({
-            "model": model,
-            "rank": np.arange(1, listed.sum() + 1),
-            "record_id": ids[rows][listed],
-            "true_label": scores["true_label"].to_numpy()[rows][listed],
-            score: scores[score].to_numpy()[rows][listed],
-            "risk": risk[listed],
-            "selection_prob": prob[listed],
-            "cutoff_tie": partial[listed],
-            "k": k,
-            "n": n,
-        })
+        frame = pd.DataFrame(
+            {
+                "model": model,
+                "rank": np.arange(1, listed.sum() + 1),
+                "record_id": ids[rows][listed],
+                "true_label": scores["true_label"].to_numpy()[rows][listed],
+                score: scores[score].to_numpy()[rows][listed],
+                "risk": risk[listed],
+                "selection_prob": prob[listed],
+                "cutoff_tie": partial[listed],
+                "k": k,
+                "n": n,
+            }
+        )
         if fails_per_row is not None:
             frame["n_conditions"] = n_cond_per_row[rows][listed]
             frame["n_failed"] = fails_per_row[rows][listed].astype(np.int64)

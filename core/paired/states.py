@@ -16,6 +16,7 @@ Targets under the observed pairing (rates over the N pairs of a cell unless stat
 :class:`ClassTable` is the grouped view of records (per cell and true class) that every bound
 in :mod:`core.paired.bounds` and :mod:`core.paired.policies` starts from.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -57,6 +58,7 @@ def warn_undefined(message: str, *, stacklevel: int = 2) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # Thresholds
+
 
 def _coverage_iv(coverage) -> float:
     try:
@@ -140,8 +142,10 @@ def development_thresholds(records: pd.DataFrame, coverages: Sequence[float]) ->
             rid = unique.loc[clash, "record_id"].iloc[0]
             vals = sorted(unique.loc[unique["record_id"] == rid, "clean_max_prob"].tolist())
             rid = rid.item() if isinstance(rid, np.generic) else rid
-            raise ValueError(f"model {model!r}, record_id {rid!r}: the clean maximum probability differs between "
-                             f"conditions ({vals}); the clean side of a record must be the same in every cell.")
+            raise ValueError(
+                f"model {model!r}, record_id {rid!r}: the clean maximum probability differs between "
+                f"conditions ({vals}); the clean side of a record must be the same in every cell."
+            )
         for q in qs:
             rows.append((model, q, coverage_threshold(unique["clean_max_prob"].to_numpy(), q), len(unique), scope))
     return pd.DataFrame(rows, columns=["model", "coverage", "tau", "n_dev", "scope"])
@@ -149,6 +153,7 @@ def development_thresholds(records: pd.DataFrame, coverages: Sequence[float]) ->
 
 # ---------------------------------------------------------------------------------------------
 # Grouped view of records
+
 
 def _codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     codes, uniques = pd.factorize(values, sort=True)
@@ -199,25 +204,35 @@ def class_table(records: pd.DataFrame | UnpairedRecords, *, validate: bool = Tru
     record_group = group_of_row[order]
     n_groups = len(group_keys)
     group_n = np.bincount(record_group, minlength=n_groups)
-    arrays = {c: records[c].to_numpy()[order] for c in ("clean_pred", "clean_max_prob", "clean_true_prob",
-                                                         "pert_pred", "pert_max_prob", "pert_true_prob")}
+    arrays = {
+        c: records[c].to_numpy()[order]
+        for c in ("clean_pred", "clean_max_prob", "clean_true_prob", "pert_pred", "pert_max_prob", "pert_true_prob")
+    }
     group_label = label_uniques[group_keys % len(label_uniques)].astype(np.int64)
     y = group_label[record_group]
     cc = arrays["clean_pred"] == y
     pc = arrays["pert_pred"] == y
     same = arrays["clean_pred"] == arrays["pert_pred"]
     masks = (cc & ~pc, ~cc & pc, ~cc & ~pc & same, ~cc & ~pc & ~same, cc & pc)
-    observed = np.stack([np.bincount(record_group, weights=m.astype(float), minlength=n_groups)
-                         for m in masks], axis=1).astype(np.int64)
+    observed = np.stack(
+        [np.bincount(record_group, weights=m.astype(float), minlength=n_groups) for m in masks], axis=1
+    ).astype(np.int64)
     return ClassTable(
-        cells=cells, group_cell=(group_keys // len(label_uniques)).astype(np.int64), group_label=group_label,
-        group_n=group_n.astype(np.int64), group_start=np.concatenate([[0], np.cumsum(group_n)]).astype(np.int64),
+        cells=cells,
+        group_cell=(group_keys // len(label_uniques)).astype(np.int64),
+        group_label=group_label,
+        group_n=group_n.astype(np.int64),
+        group_start=np.concatenate([[0], np.cumsum(group_n)]).astype(np.int64),
         record_group=record_group.astype(np.int64),
-        clean_pred=arrays["clean_pred"].astype(np.int64), clean_max_prob=arrays["clean_max_prob"].astype(float),
+        clean_pred=arrays["clean_pred"].astype(np.int64),
+        clean_max_prob=arrays["clean_max_prob"].astype(float),
         clean_true_prob=arrays["clean_true_prob"].astype(float),
-        pert_pred=arrays["pert_pred"].astype(np.int64), pert_max_prob=arrays["pert_max_prob"].astype(float),
+        pert_pred=arrays["pert_pred"].astype(np.int64),
+        pert_max_prob=arrays["pert_max_prob"].astype(float),
         pert_true_prob=arrays["pert_true_prob"].astype(float),
-        paired=True, observed=observed, observed_k=observed[:, 4].copy(),
+        paired=True,
+        observed=observed,
+        observed_k=observed[:, 4].copy(),
     )
 
 
@@ -234,18 +249,26 @@ def _unpaired_table(unpaired: UnpairedRecords) -> ClassTable:
             observed = counts[list(STATES)].to_numpy(dtype=np.int64)
     return ClassTable(
         cells=pd.DataFrame({c: ["-"] for c in CELL_COLUMNS}),
-        group_cell=np.zeros(len(labels), dtype=np.int64), group_label=labels, group_n=group_n.astype(np.int64),
-        group_start=np.concatenate([[0], np.cumsum(group_n)]).astype(np.int64), record_group=record_group,
-        clean_pred=clean["pred"].to_numpy(dtype=np.int64), clean_max_prob=clean["max_prob"].to_numpy(dtype=float),
+        group_cell=np.zeros(len(labels), dtype=np.int64),
+        group_label=labels,
+        group_n=group_n.astype(np.int64),
+        group_start=np.concatenate([[0], np.cumsum(group_n)]).astype(np.int64),
+        record_group=record_group,
+        clean_pred=clean["pred"].to_numpy(dtype=np.int64),
+        clean_max_prob=clean["max_prob"].to_numpy(dtype=float),
         clean_true_prob=clean["true_prob"].to_numpy(dtype=float),
-        pert_pred=pert["pred"].to_numpy(dtype=np.int64), pert_max_prob=pert["max_prob"].to_numpy(dtype=float),
+        pert_pred=pert["pred"].to_numpy(dtype=np.int64),
+        pert_max_prob=pert["max_prob"].to_numpy(dtype=float),
         pert_true_prob=pert["true_prob"].to_numpy(dtype=float),
-        paired=False, observed=observed, observed_k=observed_k,
+        paired=False,
+        observed=observed,
+        observed_k=observed_k,
     )
 
 
 # ---------------------------------------------------------------------------------------------
 # Counts and targets
+
 
 def check_tau(tau) -> float:
     # Type-strict: '0.8' and True are refused, not coerced (core.validation).
@@ -353,8 +376,11 @@ def paired_targets(records: pd.DataFrame, tau: float) -> pd.DataFrame:
     out["Q"] = _cell_corr(table.clean_max_prob, table.pert_max_prob, cell, n_cells)
     undefined = {c: int(out[c].isna().sum()) for c in ("dM_k", "ds_s", "ds_w", "Q") if out[c].isna().any()}
     if undefined:
-        warn_undefined(f"targets undefined (NaN) in some cells: {undefined} — dM_k needs a retained-correct pair "
-                       "(K > 0), ds_j a pair in state j, Q non-constant S and S′.", stacklevel=2)
+        warn_undefined(
+            f"targets undefined (NaN) in some cells: {undefined} — dM_k needs a retained-correct pair "
+            "(K > 0), ds_j a pair in state j, Q non-constant S and S′.",
+            stacklevel=2,
+        )
     return out
 
 
@@ -401,9 +427,11 @@ def variance_ratios(records: pd.DataFrame) -> pd.DataFrame:
 
     out = table.cells.copy()
     out["N"] = n.astype(np.int64)
-    for name, (x, y) in {"C": (table.clean_correct.astype(float), table.pert_correct.astype(float)),
-                         "S": (table.clean_max_prob, table.pert_max_prob),
-                         "M": (table.clean_true_prob, table.pert_true_prob)}.items():
+    for name, (x, y) in {
+        "C": (table.clean_correct.astype(float), table.pert_correct.astype(float)),
+        "S": (table.clean_max_prob, table.pert_max_prob),
+        "M": (table.clean_true_prob, table.pert_true_prob),
+    }.items():
         den = var(x) + var(y)
         out[f"ratio_{name}"] = np.where(den > 1e-15, var(x - y) / np.where(den > 1e-15, den, 1.0), np.nan)
     cols = [c for c in ("ratio_C", "ratio_S", "ratio_M") if out[c].isna().any()]

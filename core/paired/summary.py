@@ -11,6 +11,7 @@ cell × target × level). Output, per group of cells (default: per ``source``):
   (``low < 0 < high``: the sign of the confidence change is not identified), and how many
   have no retained-correct pair (``K = 0``: ``dM_k`` undefined at Ik).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -77,13 +78,18 @@ def grid_summary(grid: pd.DataFrame, *, by: Sequence[str] = ("source",)) -> Grid
     group_cols = by or ["_all"]
     data = grid.assign(width=grid["high"] - grid["low"], _all="all")
     keys = list(dict.fromkeys([*group_cols, *CELL_COLUMNS]))
-    widths = (data.groupby([*group_cols, "target", "level"], sort=True)
-              .agg(n_cells=("width", "size"), n_defined=("width", "count"), mean_width=("width", "mean"))
-              .reset_index())
+    widths = (
+        data.groupby([*group_cols, "target", "level"], sort=True)
+        .agg(n_cells=("width", "size"), n_defined=("width", "count"), mean_width=("width", "mean"))
+        .reset_index()
+    )
     # Natural order of targets and levels (H, L, dM_k; I0, Ik, I5) within each group.
     rank = {name: i for i, name in enumerate(("H", "L", "dM_k", "I0", "Ik", "I5"))}
-    widths = widths.sort_values([*group_cols, "target", "level"], kind="stable",
-                                key=lambda col: col.map(rank) if col.name in ("target", "level") else col)
+    widths = widths.sort_values(
+        [*group_cols, "target", "level"],
+        kind="stable",
+        key=lambda col: col.map(rank) if col.name in ("target", "level") else col,
+    )
     widths = widths.reset_index(drop=True)
     wide = data.set_index([*keys, "target", "level"])[["low", "high", "width"]].unstack(["target", "level"])
 

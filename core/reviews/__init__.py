@@ -1,4 +1,5 @@
 """Review decisions on flagged predictions, persisted in SQLite (see :mod:`core.reviews.store`)."""
+
 from core.reviews import store as _store
 from core.reviews.keys import audit_key, data_fingerprint
 from core.reviews.queue import QueueFilter, filter_queue, next_unreviewed, step_case

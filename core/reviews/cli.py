@@ -1,4 +1,5 @@
 """``python -m core reviews export``: the review decisions as CSV, without opening the dashboard."""
+
 from __future__ import annotations
 
 import argparse
@@ -10,17 +11,28 @@ from core.reviews.store import ReviewStore, default_db_path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("reviews", help="export review decisions stored by the dashboard",
-                                   description="Work with the review decisions stored by the dashboard (SQLite).")
+    parser = subparsers.add_parser(
+        "reviews",
+        help="export review decisions stored by the dashboard",
+        description="Work with the review decisions stored by the dashboard (SQLite).",
+    )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    export = actions.add_parser("export", help="write the decision history as CSV",
-                                description="Write the full history (oldest first) as CSV: decisions and "
-                                            "retractions, reason codes, notes, and the audit each entry was made "
-                                            "under (audit, data and protocol fingerprints, model).")
-    export.add_argument("--db", type=Path, default=None,
-                        help=f"review database (default: $AUDIT_REVIEWS_DB or {default_db_path()})")
-    export.add_argument("--audit", default=None, metavar="FINGERPRINT",
-                        help="only the decisions of this audit (certificate fingerprint)")
+    export = actions.add_parser(
+        "export",
+        help="write the decision history as CSV",
+        description="Write the full history (oldest first) as CSV: decisions and "
+        "retractions, reason codes, notes, and the audit each entry was made "
+        "under (audit, data and protocol fingerprints, model).",
+    )
+    export.add_argument(
+        "--db", type=Path, default=None, help=f"review database (default: $AUDIT_REVIEWS_DB or {default_db_path()})"
+    )
+    export.add_argument(
+        "--audit",
+        default=None,
+        metavar="FINGERPRINT",
+        help="only the decisions of this audit (certificate fingerprint)",
+    )
     export.add_argument("--out", type=Path, default=None, help="CSV file to write (default: standard output)")
     export.set_defaults(func=_export)
 
@@ -31,7 +43,9 @@ def _export(args: argparse.Namespace) -> int:
     if path.is_dir():
         raise ValueError(f"--db {str(db)!r} is a folder; expected the review database file.")
     if not path.is_file():
-        raise ValueError(f"Review database {str(db)!r} does not exist; pass --db PATH (the dashboard's sidebar shows it).")
+        raise ValueError(
+            f"Review database {str(db)!r} does not exist; pass --db PATH (the dashboard's sidebar shows it)."
+        )
     if args.out is not None:
         check_output_file(args.out, flag="--out")  # before reading: a folder or /dev/full is refused up front
     frame = ReviewStore(db).export(args.out, audit_fingerprint=args.audit)

@@ -5,6 +5,7 @@ the decisions made under other audits of the same table (another model, another 
 be shown next to it: sample ids are row ids of the dataset, so equal data fingerprints mean
 equal ids name equal rows.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -48,5 +49,9 @@ def audit_key(result) -> AuditKey:
     """
     frame = getattr(getattr(result, "dataset", None), "frame", None)
     data = data_fingerprint(frame) if isinstance(frame, pd.DataFrame) else ""
-    return AuditKey(result.fingerprint, data_fingerprint=data,
-                    model=str(result.model_name), protocol_fingerprint=result.protocol.fingerprint)
+    return AuditKey(
+        result.fingerprint,
+        data_fingerprint=data,
+        model=str(result.model_name),
+        protocol_fingerprint=result.protocol.fingerprint,
+    )

@@ -3,6 +3,7 @@
 Pure functions on the triage queue (a DataFrame in queue order with a ``sample_id`` column)
 and :meth:`core.reviews.ReviewStore.latest`; the dashboard lays them out.
 """
+
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
@@ -90,7 +91,9 @@ def filter_queue(queue: pd.DataFrame, latest: pd.DataFrame, criteria: QueueFilte
         keep &= keys.map(by_id["reviewer"]).isin(criteria.reviewers)
     if criteria.reasons:
         wanted = set(criteria.reasons)
-        cited = keys.map(by_id["reasons"]).map(lambda text: isinstance(text, str) and bool(wanted & set(_split_reasons(text))))
+        cited = keys.map(by_id["reasons"]).map(
+            lambda text: isinstance(text, str) and bool(wanted & set(_split_reasons(text)))
+        )
         keep &= cited.astype(bool)
     return queue[keep.to_numpy()]
 

@@ -6,6 +6,7 @@ a throw-away database never touch the user's. It holds ``{"reviewer": NAME}`` on
 written atomically, and an unreadable or malformed file is treated as absent (the name is a
 convenience, never a reason to refuse to open the dashboard).
 """
+
 from __future__ import annotations
 
 import json

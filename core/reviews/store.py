@@ -43,6 +43,7 @@ waits up to ``timeout`` seconds on a lock (``busy_timeout``), and each write is 
 ``BEGIN IMMEDIATE`` transaction. A connection is opened per operation, so one store object is
 safe to share between threads (Streamlit serves every browser session from its own thread).
 """
+
 from __future__ import annotations
 
 import os
@@ -106,8 +107,19 @@ REASONS: dict[str, str] = {
 ENV_VAR = "AUDIT_REVIEWS_DB"
 #: Columns of every DataFrame this module returns, in order.
 REVIEW_COLUMNS: tuple[str, ...] = (
-    "review_id", "created_at", "audit_fingerprint", "sample_id", "reviewer", "decision", "note",
-    "reasons", "retracts", "data_fingerprint", "model", "protocol_fingerprint", "submission_id",
+    "review_id",
+    "created_at",
+    "audit_fingerprint",
+    "sample_id",
+    "reviewer",
+    "decision",
+    "note",
+    "reasons",
+    "retracts",
+    "data_fingerprint",
+    "model",
+    "protocol_fingerprint",
+    "submission_id",
 )
 # The columns of versions 1 and 2 (copied verbatim by the migration).
 _V1_COLUMNS: tuple[str, ...] = REVIEW_COLUMNS[:7]
@@ -167,16 +179,17 @@ PRAGMA user_version = {_SCHEMA_VERSION};
 # Versions 1 and 2 -> 3: the CHECK on `decision` must admit retractions, and SQLite cannot
 # alter a CHECK, so the table is rebuilt: rows copied verbatim (same review_id), the old table
 # (and its triggers) dropped, the new one renamed. All inside the caller's transaction.
-_MIGRATE = (_table_sql("reviews_v3")
-            + f"INSERT INTO reviews_v3 ({', '.join(_V1_COLUMNS)}) SELECT {', '.join(_V1_COLUMNS)} FROM reviews"
-            " ORDER BY review_id;\nDROP TABLE reviews;\nALTER TABLE reviews_v3 RENAME TO reviews;\n")
+_MIGRATE = (
+    _table_sql("reviews_v3")
+    + f"INSERT INTO reviews_v3 ({', '.join(_V1_COLUMNS)}) SELECT {', '.join(_V1_COLUMNS)} FROM reviews"
+    " ORDER BY review_id;\nDROP TABLE reviews;\nALTER TABLE reviews_v3 RENAME TO reviews;\n"
+)
 _V1_TABLES = {"reviews", "sqlite_sequence"}
 _COLUMNS = ", ".join(REVIEW_COLUMNS)
 _COLUMNS_R = ", ".join(f"r.{c}" for c in REVIEW_COLUMNS)
 _COLUMNS_NO_ID = ", ".join(REVIEW_COLUMNS[1:])
 # A decision still in force: not a retraction, and named by no retraction.
-_ACTIVE = (f"decision != '{RETRACTED}' AND review_id NOT IN "
-           "(SELECT retracts FROM reviews WHERE retracts IS NOT NULL)")
+_ACTIVE = f"decision != '{RETRACTED}' AND review_id NOT IN (SELECT retracts FROM reviews WHERE retracts IS NOT NULL)"
 
 
 class ReviewStoreError(ValueError):
@@ -289,8 +302,9 @@ def _split_reasons(text: str) -> tuple[str, ...]:
 def _reasons_iv(value: object) -> str:
     """Reason codes as stored: comma-joined, unique, in the declared order of :data:`REASONS`."""
     if isinstance(value, str) or not isinstance(value, Iterable):
-        raise ValueError(f"`reasons` must be a list of reason codes from {list(REASONS)}; got "
-                         f"{type(value).__name__} {value!r}.")
+        raise ValueError(
+            f"`reasons` must be a list of reason codes from {list(REASONS)}; got {type(value).__name__} {value!r}."
+        )
     codes = list(value)
     unknown = [c for c in codes if c not in REASONS]
     if unknown:
@@ -414,8 +428,10 @@ class ReviewStore:
         with open(self.path, "rb") as fh:
             magic = fh.read(len(_SQLITE_MAGIC))
         if magic != _SQLITE_MAGIC:
-            raise ReviewStoreError(f"{where} is not an SQLite database (it does not start with the SQLite "
-                                   "header); choose another file. It was not modified.")
+            raise ReviewStoreError(
+                f"{where} is not an SQLite database (it does not start with the SQLite "
+                "header); choose another file. It was not modified."
+            )
         try:
             conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=self.timeout)
         except sqlite3.Error as exc:
@@ -431,18 +447,23 @@ class ReviewStore:
                 app_id = conn.execute("PRAGMA application_id").fetchone()[0]
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
                 tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-                columns = ([r[1] for r in conn.execute("PRAGMA table_info(reviews)")] if "reviews" in tables else [])
-                marker = (conn.execute(f"SELECT marker FROM {_MARKER_TABLE}").fetchall()
-                          if _MARKER_TABLE in tables else [])
+                columns = [r[1] for r in conn.execute("PRAGMA table_info(reviews)")] if "reviews" in tables else []
+                marker = (
+                    conn.execute(f"SELECT marker FROM {_MARKER_TABLE}").fetchall() if _MARKER_TABLE in tables else []
+                )
                 conn.execute("ROLLBACK")
             except sqlite3.DatabaseError as exc:
                 if "malformed" in str(exc) or "not a database" in str(exc):
-                    raise ReviewStoreError(f"{where} is corrupted ({exc}); restore it from a backup or choose "
-                                           "another file. It was not modified.") from exc
+                    raise ReviewStoreError(
+                        f"{where} is corrupted ({exc}); restore it from a backup or choose "
+                        "another file. It was not modified."
+                    ) from exc
                 raise self._error(exc, "opening") from exc
         if check != ["ok"]:
-            raise ReviewStoreError(f"{where} is corrupted (PRAGMA quick_check: {'; '.join(check[:3])}); restore "
-                                   "it from a backup or choose another file. It was not modified.")
+            raise ReviewStoreError(
+                f"{where} is corrupted (PRAGMA quick_check: {'; '.join(check[:3])}); restore "
+                "it from a backup or choose another file. It was not modified."
+            )
         ours_v1 = app_id == 0 and version == 1 and tables == _V1_TABLES and columns == list(_V1_COLUMNS)
         empty = app_id == 0 and version == 0 and not tables
         if empty:
@@ -452,11 +473,13 @@ class ReviewStore:
         if app_id != APPLICATION_ID or marker != [(_MARKER,)]:
             raise ReviewStoreError(
                 f"{where} is not a review database of this tool (application_id {app_id:#x}, tables "
-                f"{sorted(tables)}); refusing to modify it. Choose a new file path.")
+                f"{sorted(tables)}); refusing to modify it. Choose a new file path."
+            )
         if version > _SCHEMA_VERSION:
             raise ReviewStoreError(
                 f"{where} has schema version {version}, newer than this version of the tool understands "
-                f"({_SCHEMA_VERSION}); upgrade the tool. The file was not modified.")
+                f"({_SCHEMA_VERSION}); upgrade the tool. The file was not modified."
+            )
         return version
 
     def __repr__(self) -> str:
@@ -544,8 +567,15 @@ class ReviewStore:
         Review
             The stored row, with its ``review_id`` and ``created_at``.
         """
-        return self.record_many(audit, [sample_id], reviewer=reviewer, decision=decision, note=note,
-                                reasons=reasons, submission_id=submission_id)[0]
+        return self.record_many(
+            audit,
+            [sample_id],
+            reviewer=reviewer,
+            decision=decision,
+            note=note,
+            reasons=reasons,
+            submission_id=submission_id,
+        )[0]
 
     def record_many(
         self,
@@ -571,8 +601,11 @@ class ReviewStore:
             One stored entry per distinct sample id, in the order given.
         """
         key = _key_iv(audit)
-        ids = list(dict.fromkeys(_sample_id_iv(s) for s in (
-            [sample_ids] if isinstance(sample_ids, (str, bytes)) else sample_ids)))
+        ids = list(
+            dict.fromkeys(
+                _sample_id_iv(s) for s in ([sample_ids] if isinstance(sample_ids, (str, bytes)) else sample_ids)
+            )
+        )
         if not ids:
             raise ValueError("`sample_ids` must name at least one sample; got none.")
         who = _text_iv(reviewer, "reviewer", max_len=_MAX_REVIEWER, allow_empty=False)
@@ -581,12 +614,16 @@ class ReviewStore:
         text = _text_iv(note, "note", max_len=_MAX_NOTE, allow_empty=True)
         codes = _reasons_iv(reasons)
         token = _submission_iv(submission_id)
-        tokens = [token] if token is not None and len(ids) == 1 else (
-            [f"{token}#{sid}" for sid in ids] if token is not None else [None] * len(ids))
+        tokens = (
+            [token]
+            if token is not None and len(ids) == 1
+            else ([f"{token}#{sid}" for sid in ids] if token is not None else [None] * len(ids))
+        )
         try:
             with self._transaction() as conn:
-                return [self._append(conn, key, sid, who, decision, text, codes, None, tok)
-                        for sid, tok in zip(ids, tokens)]
+                return [
+                    self._append(conn, key, sid, who, decision, text, codes, None, tok) for sid, tok in zip(ids, tokens)
+                ]
         except sqlite3.Error as exc:
             raise self._error(exc, "storing the decision") from exc
 
@@ -622,10 +659,13 @@ class ReviewStore:
                 # Under the write lock: two sessions undoing at once retract two decisions in turn.
                 target = conn.execute(
                     f"SELECT review_id FROM reviews WHERE audit_fingerprint = ? AND sample_id = ? AND {_ACTIVE}"
-                    " ORDER BY review_id DESC LIMIT 1", (key.fingerprint, sid)).fetchone()
+                    " ORDER BY review_id DESC LIMIT 1",
+                    (key.fingerprint, sid),
+                ).fetchone()
                 if target is None:
                     raise _NothingToRetract(
-                        f"Sample {sid} of audit {key.fingerprint[:12]}… has no decision to retract (it is unreviewed).")
+                        f"Sample {sid} of audit {key.fingerprint[:12]}… has no decision to retract (it is unreviewed)."
+                    )
                 return self._append(conn, key, sid, who, RETRACTED, text, "", int(target[0]), token)
         except sqlite3.Error as exc:
             raise self._error(exc, "storing the retraction") from exc
@@ -635,8 +675,18 @@ class ReviewStore:
         row = conn.execute(f"SELECT {_COLUMNS} FROM reviews WHERE submission_id = ?", (token,)).fetchone()
         return None if row is None else Review._from_row(row)
 
-    def _append(self, conn: sqlite3.Connection, key: AuditKey, sid: str, who: str, decision: str, note: str,
-                reasons: str, retracts: int | None, token: str | None) -> Review:
+    def _append(
+        self,
+        conn: sqlite3.Connection,
+        key: AuditKey,
+        sid: str,
+        who: str,
+        decision: str,
+        note: str,
+        reasons: str,
+        retracts: int | None,
+        token: str | None,
+    ) -> Review:
         if token is not None and (done := self._submitted(conn, token)) is not None:
             return done
         # Inside the write lock: the clock is read in review_id order, and never earlier than
@@ -645,10 +695,21 @@ class ReviewStore:
         last = conn.execute("SELECT created_at FROM reviews ORDER BY review_id DESC LIMIT 1").fetchone()
         if last is not None and last[0] > created:
             created = last[0]
-        values = (created, key.fingerprint, sid, who, decision, note, reasons, retracts, key.data_fingerprint,
-                  key.model, key.protocol_fingerprint, token)
-        cursor = conn.execute(f"INSERT INTO reviews ({_COLUMNS_NO_ID}) VALUES ({', '.join('?' * len(values))})",
-                              values)
+        values = (
+            created,
+            key.fingerprint,
+            sid,
+            who,
+            decision,
+            note,
+            reasons,
+            retracts,
+            key.data_fingerprint,
+            key.model,
+            key.protocol_fingerprint,
+            token,
+        )
+        cursor = conn.execute(f"INSERT INTO reviews ({_COLUMNS_NO_ID}) VALUES ({', '.join('?' * len(values))})", values)
         return Review(int(cursor.lastrowid), *values[:6], _split_reasons(reasons), *values[7:])
 
     def latest(self, audit_fingerprint: str, sample_ids: Iterable[str | int] | None = None) -> pd.DataFrame:
@@ -694,7 +755,9 @@ class ReviewStore:
         return self._query(
             f"SELECT {_COLUMNS_R} FROM reviews r JOIN ("
             f"  SELECT MAX(review_id) AS review_id FROM reviews WHERE {where} AND {_ACTIVE}"
-            f"  GROUP BY audit_fingerprint, sample_id) last USING (review_id) ORDER BY {order}", params)
+            f"  GROUP BY audit_fingerprint, sample_id) last USING (review_id) ORDER BY {order}",
+            params,
+        )
 
     def history(self, audit_fingerprint: str, sample_id: str | int | None = None) -> pd.DataFrame:
         """Every entry (decisions and retractions) of one audit or one of its samples, oldest first.
@@ -707,7 +770,8 @@ class ReviewStore:
         fingerprint = _text_iv(audit_fingerprint, "audit_fingerprint", max_len=512, allow_empty=False)
         if sample_id is None:
             return self._query(
-                f"SELECT {_COLUMNS} FROM reviews WHERE audit_fingerprint = ? ORDER BY review_id", (fingerprint,))
+                f"SELECT {_COLUMNS} FROM reviews WHERE audit_fingerprint = ? ORDER BY review_id", (fingerprint,)
+            )
         return self._query(
             f"SELECT {_COLUMNS} FROM reviews WHERE audit_fingerprint = ? AND sample_id = ? ORDER BY review_id",
             (fingerprint, _sample_id_iv(sample_id)),
@@ -727,7 +791,8 @@ class ReviewStore:
         data = _text_iv(data_fingerprint, "data_fingerprint", max_len=512, allow_empty=False)
         return self._query(
             f"SELECT {_COLUMNS} FROM reviews WHERE data_fingerprint = ? AND sample_id = ? ORDER BY review_id",
-            (data, _sample_id_iv(sample_id)))
+            (data, _sample_id_iv(sample_id)),
+        )
 
     def export(
         self, dest: str | os.PathLike[str] | None = None, *, audit_fingerprint: str | None = None
@@ -753,8 +818,9 @@ class ReviewStore:
             frame = self._query(f"SELECT {_COLUMNS} FROM reviews ORDER BY review_id")
         else:
             frame = self.history(audit_fingerprint)
-        frame = frame.assign(decision_label=frame["decision"].map(ENTRY_LABELS),
-                             reason_labels=frame["reasons"].map(reason_labels))
+        frame = frame.assign(
+            decision_label=frame["decision"].map(ENTRY_LABELS), reason_labels=frame["reasons"].map(reason_labels)
+        )
         if dest is not None:
             with atomic_path(dest) as tmp:
                 frame.to_csv(tmp, index=False)

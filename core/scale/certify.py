@@ -41,6 +41,7 @@ Every value is a pure function of the input row, the task and the protocol
 fingerprint), so the partition files do not depend on the engine, the number of workers, the
 ``batch_size`` or on how many times a run was interrupted.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -138,8 +139,9 @@ class FitSpec:
         if self.model not in MODEL_NAMES:
             raise ValueError(f"`model` must be one of {list(MODEL_NAMES)}; got {self.model!r}.")
         if self.model == "fr_resmlp":
-            raise ValueError("`model` 'fr_resmlp' needs groups and a baseline before fitting; it cannot be "
-                             "fitted here.")
+            raise ValueError(
+                "`model` 'fr_resmlp' needs groups and a baseline before fitting; it cannot be fitted here."
+            )
         if isinstance(self.fit_rows, bool) or not isinstance(self.fit_rows, int) or self.fit_rows < 2:
             raise ValueError(f"`fit_rows` must be an int >= 2; got {self.fit_rows!r}.")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
@@ -149,8 +151,9 @@ class FitSpec:
         if self.id_column is not None and self.id_column == self.target:
             raise ValueError(f"`id_column` and `target` are the same column {self.target!r}.")
         if self.blocks is not None and self.protocol.grouping != "domain_block":
-            raise ValueError(f"`blocks` only apply to grouping 'domain_block'; the protocol uses "
-                             f"{self.protocol.grouping!r}.")
+            raise ValueError(
+                f"`blocks` only apply to grouping 'domain_block'; the protocol uses {self.protocol.grouping!r}."
+            )
         if self.blocks is None and self.protocol.grouping == "domain_block":
             raise ValueError("grouping 'domain_block' needs `blocks` (raw column -> block name).")
 
@@ -230,17 +233,29 @@ def fit_certify_task(source: Source, spec: FitSpec, *, batch_size: int = 65_536)
     preprocessor = fit_preprocessor(frame, numeric, categorical)
     X = preprocessor.transform(frame)
     estimator = make_model(spec.model, seed=spec.seed).fit(X, y)
-    groups = build_groups(spec.protocol.grouping, preprocessor.transformer, X, blocks=spec.blocks,
-                          threshold=spec.protocol.merge_threshold)
+    groups = build_groups(
+        spec.protocol.grouping, preprocessor.transformer, X, blocks=spec.blocks, threshold=spec.protocol.merge_threshold
+    )
     baseline = baseline_vector(X, groups, spec.protocol.baseline)
     identity = {"fitted_on_first_rows": spec.config(), "fit_rows_used": int(known.sum())}
-    return CertifyTask(preprocessor=preprocessor, model=estimator, classes=classes, groups=groups,
-                       baseline=baseline, protocol=spec.protocol, target=spec.target, id_column=spec.id_column,
-                       fit_rows=table.num_rows, identity=identity, batch_size=batch_size)
+    return CertifyTask(
+        preprocessor=preprocessor,
+        model=estimator,
+        classes=classes,
+        groups=groups,
+        baseline=baseline,
+        protocol=spec.protocol,
+        target=spec.target,
+        id_column=spec.id_column,
+        fit_rows=table.num_rows,
+        identity=identity,
+        batch_size=batch_size,
+    )
 
 
-def summarize_output(out: str | Path, partitions: list[PartitionInfo], *, operators: tuple[str, ...],
-                     depth: int) -> dict:
+def summarize_output(
+    out: str | Path, partitions: list[PartitionInfo], *, operators: tuple[str, ...], depth: int
+) -> dict:
     """Totals over the held-out rows of a finished run, read column-wise partition by partition.
 
     Returns a JSON-ready dict: ``n_rows``, ``n_held_out``, ``accuracy`` (held-out rows with a
@@ -319,10 +334,17 @@ class CertifyRun:
     summary: dict
 
 
-def certify_dataset(data: str | Path, out: str | Path, model: CertifyTask | FitSpec, *,
-                    chunk_rows: int = DEFAULT_CHUNK_ROWS, engine: Engine = "local", client=None,
-                    batch_size: int = 65_536,
-                    progress: Callable[[PartitionInfo | None, int, int | None], None] | None = None) -> CertifyRun:
+def certify_dataset(
+    data: str | Path,
+    out: str | Path,
+    model: CertifyTask | FitSpec,
+    *,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    engine: Engine = "local",
+    client=None,
+    batch_size: int = 65_536,
+    progress: Callable[[PartitionInfo | None, int, int | None], None] | None = None,
+) -> CertifyRun:
     """Certify every row of ``data`` into the partitioned folder ``out`` (resumable).
 
     Parameters
@@ -364,8 +386,12 @@ def certify_dataset(data: str | Path, out: str | Path, model: CertifyTask | FitS
     if isinstance(model, FitSpec):
         request = {"fit": model.config(), "protocol": model.protocol.to_dict()}
     else:
-        request = {"task": model.identity, "protocol": model.protocol.to_dict(),
-                   "target": model.target, "id_column": model.id_column}
+        request = {
+            "task": model.identity,
+            "protocol": model.protocol.to_dict(),
+            "target": model.target,
+            "id_column": model.id_column,
+        }
     if (out / LEGACY_TASK_FILE).exists():
         raise legacy_refusal(out / LEGACY_TASK_FILE)
     resuming = (out / MANIFEST).exists() and saved.exists()
@@ -401,8 +427,9 @@ def certify_dataset(data: str | Path, out: str | Path, model: CertifyTask | FitS
                 done[0] += info.rows
                 progress(info, done[0], total)
 
-        result = run_partitions(source, task, store, chunk_rows=chunk_rows, engine=engine, client=client,
-                                progress=report)
+        result = run_partitions(
+            source, task, store, chunk_rows=chunk_rows, engine=engine, client=client, progress=report
+        )
         depth = task.protocol.resolved_depth(len(task.groups))
         summary = summarize_output(out, list(store.done.values()), operators=task.protocol.operators, depth=depth)
         summary = {"fingerprint": fingerprint, **summary}

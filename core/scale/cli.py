@@ -11,6 +11,7 @@
 ``python -m core synth --rows 1000000 --out big.parquet``
     A seeded synthetic table resembling a bundled dataset (default credit_data).
 """
+
 from __future__ import annotations
 
 import json
@@ -81,22 +82,41 @@ def register(subparsers) -> None:
     model = p.add_argument_group("model (fit here, or load an earlier run's task)")
     model.add_argument("--target", help="label column (required unless --model-from)")
     model.add_argument("--model", default="hist_gb", help="model name to fit (default hist_gb)")
-    model.add_argument("--fit-rows", type=positive_int, default=20_000,
-                       help="fit preprocessing and model on the first N rows (default 20000)")
+    model.add_argument(
+        "--fit-rows",
+        type=positive_int,
+        default=20_000,
+        help="fit preprocessing and model on the first N rows (default 20000)",
+    )
     model.add_argument("--seed", type=int, default=0, help="model seed (default 0)")
-    model.add_argument("--model-from", metavar="PATH",
-                       help="_task.zip (or the folder) of an earlier audit or certify run; skips fitting")
-    model.add_argument("--trust", default="", metavar="TYPE[,TYPE...]",
-                       help="skops types outside the trusted set that the saved model may contain")
+    model.add_argument(
+        "--model-from",
+        metavar="PATH",
+        help="_task.zip (or the folder) of an earlier audit or certify run; skips fitting",
+    )
+    model.add_argument(
+        "--trust",
+        default="",
+        metavar="TYPE[,TYPE...]",
+        help="skops types outside the trusted set that the saved model may contain",
+    )
     model.add_argument("--id-column", help="column copied to the output, not used as a feature")
     proto = p.add_argument_group("protocol (ignored with --model-from, which carries its own)")
     add_protocol_options(proto)
     proto.add_argument("--blocks", metavar="FILE", help="domain blocks (YAML/JSON) for --grouping domain_block")
     run = p.add_argument_group("execution")
-    run.add_argument("--chunk-rows", type=positive_int, default=DEFAULT_CHUNK_ROWS,
-                     help=f"rows per partition (default {DEFAULT_CHUNK_ROWS}); bounds memory")
-    run.add_argument("--batch-size", type=positive_int, default=65_536,
-                     help="rows per predict_proba call when fitting here (memory only)")
+    run.add_argument(
+        "--chunk-rows",
+        type=positive_int,
+        default=DEFAULT_CHUNK_ROWS,
+        help=f"rows per partition (default {DEFAULT_CHUNK_ROWS}); bounds memory",
+    )
+    run.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=65_536,
+        help="rows per predict_proba call when fitting here (memory only)",
+    )
     _execution_options(run)
     p.set_defaults(func=_certify)
 
@@ -129,8 +149,9 @@ def register(subparsers) -> None:
     g.add_argument("--records", required=True, help="paired records: a Parquet file or folder of files")
     g.add_argument("--out", required=True, help="output folder (new, or an earlier run to resume)")
     add_tau_levels_options(g, tau_help="acceptance threshold of the intervals, in [0, 1]")
-    g.add_argument("--coverages", type=float_list,
-                   help=f"policy coverages (default {','.join(f'{c:g}' for c in COVERAGES)})")
+    g.add_argument(
+        "--coverages", type=float_list, help=f"policy coverages (default {','.join(f'{c:g}' for c in COVERAGES)})"
+    )
     g.add_argument("--clean-coverage", type=unit_float, default=CLEAN_COVERAGE)
     g.add_argument("--lambdas", type=float_list, help="cost weights (default 0,0.1,...,1)")
     g.add_argument("--seed", type=int, default=0, help="seed of the I5 feasible-mean estimate (default 0)")
@@ -146,16 +167,27 @@ def _certify(args) -> int:
     check_input_file(args.data, what="--data", allow_folder=True)
     _check_run_folder(args.out)
     if args.model_from:
-        fitting = [flag for flag, given in (
-            ("--protocol", args.protocol), ("--blocks", args.blocks), ("--depth", args.depth),
-            ("--severities", args.severities), ("--weights", args.weights),
-            ("--grouping", args.grouping != "raw_origin"), ("--baseline", args.baseline != "mean"),
-            ("--path", args.path != "static"), ("--merge-threshold", args.merge_threshold != 0.7),
-            ("--id-column", args.id_column),
-        ) if given]
+        fitting = [
+            flag
+            for flag, given in (
+                ("--protocol", args.protocol),
+                ("--blocks", args.blocks),
+                ("--depth", args.depth),
+                ("--severities", args.severities),
+                ("--weights", args.weights),
+                ("--grouping", args.grouping != "raw_origin"),
+                ("--baseline", args.baseline != "mean"),
+                ("--path", args.path != "static"),
+                ("--merge-threshold", args.merge_threshold != 0.7),
+                ("--id-column", args.id_column),
+            )
+            if given
+        ]
         if fitting:
-            raise ValueError(f"{', '.join(fitting)} cannot be combined with --model-from: the saved task "
-                             "carries its own protocol and columns.")
+            raise ValueError(
+                f"{', '.join(fitting)} cannot be combined with --model-from: the saved task "
+                "carries its own protocol and columns."
+            )
         model = load_certify_task(args.model_from, trusted=[t.strip() for t in args.trust.split(",") if t.strip()])
         if args.target and args.target != model.target:
             raise ValueError(f"--target {args.target!r} differs from the saved task's target {model.target!r}.")
@@ -167,8 +199,15 @@ def _certify(args) -> int:
             from core.tabular.datasets import load_blocks
 
             blocks = load_blocks(args.blocks)
-        model = FitSpec(target=args.target, model=args.model, fit_rows=args.fit_rows, seed=args.seed,
-                        protocol=protocol_from_args(args), id_column=args.id_column, blocks=blocks)
+        model = FitSpec(
+            target=args.target,
+            model=args.model,
+            fit_rows=args.fit_rows,
+            seed=args.seed,
+            protocol=protocol_from_args(args),
+            id_column=args.id_column,
+            blocks=blocks,
+        )
 
     bar = None
     if not args.no_progress:
@@ -187,21 +226,47 @@ def _certify(args) -> int:
 
     try:
         with cluster as client:
-            run = certify_dataset(args.data, args.out, model, chunk_rows=args.chunk_rows, engine=args.engine,
-                                  client=client, batch_size=args.batch_size, progress=progress)
+            run = certify_dataset(
+                args.data,
+                args.out,
+                model,
+                chunk_rows=args.chunk_rows,
+                engine=args.engine,
+                client=client,
+                batch_size=args.batch_size,
+                progress=progress,
+            )
     except KeyboardInterrupt:
-        print(f"\ninterrupted; finished partitions are kept in {args.out}. Run the same command to resume.",
-              file=sys.stderr)
+        print(
+            f"\ninterrupted; finished partitions are kept in {args.out}. Run the same command to resume.",
+            file=sys.stderr,
+        )
         return 130
     finally:
         if bar is not None:
             bar.close()
     r, s = run.result, run.summary
-    print(f"certified {r.n_rows} rows in {r.n_partitions} partitions "
-          f"({r.computed} computed now, {r.reused} reused) -> {r.out}")
+    print(
+        f"certified {r.n_rows} rows in {r.n_partitions} partitions "
+        f"({r.computed} computed now, {r.reused} reused) -> {r.out}"
+    )
     print(f"fingerprint {run.fingerprint}")
-    print(json.dumps({k: s[k] for k in ("n_held_out", "accuracy", "mean_fds", "share_flip_budget_le_2",
-                                        "share_high_confidence", "high_confidence_brittle")}, indent=1))
+    print(
+        json.dumps(
+            {
+                k: s[k]
+                for k in (
+                    "n_held_out",
+                    "accuracy",
+                    "mean_fds",
+                    "share_flip_budget_le_2",
+                    "share_high_confidence",
+                    "high_confidence_brittle",
+                )
+            },
+            indent=1,
+        )
+    )
     return 0
 
 
@@ -235,22 +300,31 @@ def _paired_grid(args) -> int:
     try:
         with cluster as client:
             run = paired_grid(
-                args.records, args.out, tau=args.tau, levels=levels,
+                args.records,
+                args.out,
+                tau=args.tau,
+                levels=levels,
                 coverages=args.coverages if args.coverages is not None else COVERAGES,
                 clean_coverage=args.clean_coverage,
-                lambdas=args.lambdas if args.lambdas is not None else LAMBDAS, seed=args.seed,
-                cells_per_task=args.cells_per_task, engine=args.engine, client=client,
+                lambdas=args.lambdas if args.lambdas is not None else LAMBDAS,
+                seed=args.seed,
+                cells_per_task=args.cells_per_task,
+                engine=args.engine,
+                client=client,
                 progress=(lambda info: bar.update(info.rows)) if bar is not None else None,
             )
     except KeyboardInterrupt:
-        print(f"\ninterrupted; finished shards are kept in {args.out}. Run the same command to resume.",
-              file=sys.stderr)
+        print(
+            f"\ninterrupted; finished shards are kept in {args.out}. Run the same command to resume.", file=sys.stderr
+        )
         return 130
     finally:
         if bar is not None:
             bar.close()
     r = run.result
-    print(f"{run.summary['n_cells']} cells, {r.n_rows} records in {r.n_partitions} shards "
-          f"({r.computed} computed now, {r.reused} reused) -> {r.out}")
+    print(
+        f"{run.summary['n_cells']} cells, {r.n_rows} records in {r.n_partitions} shards "
+        f"({r.computed} computed now, {r.reused} reused) -> {r.out}"
+    )
     print(json.dumps(run.summary["policy_pairs_at_lambda_0.5"], indent=1))
     return 0

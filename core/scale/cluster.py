@@ -5,6 +5,7 @@ client exists, that its workers run single-threaded processes by default (certif
 CPU-bound numpy/sklearn code that holds the GIL for long stretches), that the workers can see
 the paths the run reads and writes, and that whatever we started is always shut down.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -31,8 +32,9 @@ def _validate(scheduler: str | None, workers: int | None, timeout: float) -> Non
 
 
 @contextlib.contextmanager
-def connect(*, scheduler: str | None = None, workers: int | None = None,
-            threads_per_worker: int = 1, timeout: float = 60.0) -> Iterator:
+def connect(
+    *, scheduler: str | None = None, workers: int | None = None, threads_per_worker: int = 1, timeout: float = 60.0
+) -> Iterator:
     """Yield a :class:`distributed.Client`; close everything this call started on exit.
 
     Parameters

@@ -33,6 +33,7 @@ on which cells share a shard.
 Inputs must be Parquet (a file or a folder of files): shards are read by filtering cells,
 which CSV cannot do without reading the whole file for every shard.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -129,7 +130,7 @@ class CellSource:
         PartitionReadError
             The files could not be read; names the shard, its cells and the input.
         """
-        shard = self.cells[index * cells_per_task:(index + 1) * cells_per_task]
+        shard = self.cells[index * cells_per_task : (index + 1) * cells_per_task]
         if not shard:
             raise ValueError(f"shard `index` must be in [0, {self.n_partitions(cells_per_task)}); got {index}.")
         expr = None
@@ -139,18 +140,19 @@ class CellSource:
             expr = term if expr is None else expr & term
         try:
             table = ds.dataset(list(map(str, self.files)), format="parquet").to_table(
-                columns=list(self.columns), filter=expr, use_threads=False)
+                columns=list(self.columns), filter=expr, use_threads=False
+            )
         except (OSError, pa.ArrowException) as exc:
             raise PartitionReadError(
-                f"cannot read shard {index} (cells {shard[0]} .. {shard[-1]}) from {self.root}: {exc}") from exc
+                f"cannot read shard {index} (cells {shard[0]} .. {shard[-1]}) from {self.root}: {exc}"
+            ) from exc
         frame = table.to_pandas()
         keys = frame[list(CELL_COLUMNS)].astype(str)
         position = {cell: i for i, cell in enumerate(shard)}
-        order = np.array([position.get(tuple(k), -1) for k in keys.itertuples(index=False, name=None)],
-                         dtype=np.int64)
+        order = np.array([position.get(tuple(k), -1) for k in keys.itertuples(index=False, name=None)], dtype=np.int64)
         frame = frame[order >= 0].assign(_cell=order[order >= 0])
         frame = frame.sort_values(["_cell", "record_id"], kind="stable").drop(columns="_cell")
-        expected = sum(self.cell_rows[index * cells_per_task:(index + 1) * cells_per_task])
+        expected = sum(self.cell_rows[index * cells_per_task : (index + 1) * cells_per_task])
         if len(frame) != expected:
             raise PartitionReadError(
                 f"shard {index} (cells {shard[0]} .. {shard[-1]}) of {self.root} has {len(frame)} records; "
@@ -192,8 +194,11 @@ def scan_records(path: str | Path) -> tuple[CellSource, pd.DataFrame, bool]:
     if missing:
         raise ValueError(f"paired records {root} lack column(s) {missing}; expected at least {list(PAIRED_COLUMNS)}.")
     columns = (*PAIRED_COLUMNS, *(c for c in _OPTIONAL if c in names))
-    key = ["model", "split", "record_id", "clean_max_prob"] if "split" in names else \
-        ["model", "record_id", "clean_max_prob"]
+    key = (
+        ["model", "split", "record_id", "clean_max_prob"]
+        if "split" in names
+        else ["model", "record_id", "clean_max_prob"]
+    )
     counts: Counter = Counter()
     kept: list[pd.DataFrame] = []
     has_eval = False
@@ -219,8 +224,7 @@ def scan_records(path: str | Path) -> tuple[CellSource, pd.DataFrame, bool]:
         raise ValueError(f"paired records {root} have no rows.")
     development = pd.concat(kept, ignore_index=True).drop_duplicates(key).reset_index(drop=True)
     cells = tuple(sorted(counts))
-    source = CellSource(root=root, files=files, columns=columns, cells=cells,
-                        cell_rows=tuple(counts[c] for c in cells))
+    source = CellSource(root=root, files=files, columns=columns, cells=cells, cell_rows=tuple(counts[c] for c in cells))
     return source, development, has_eval
 
 
@@ -250,12 +254,18 @@ class PairedGridTask:
         evaluation = records[records["split"].astype(str) == "eval"] if self.has_eval else records
         if len(evaluation):
             report = evaluate_policies(
-                evaluation, thresholds=self.thresholds, clean_coverage=self.clean_coverage,
-                lambdas=self.lambdas, levels=self.levels, seed=self.seed,
-                n_draws=self.n_draws, max_placements=self.max_placements,
+                evaluation,
+                thresholds=self.thresholds,
+                clean_coverage=self.clean_coverage,
+                lambdas=self.lambdas,
+                levels=self.levels,
+                seed=self.seed,
+                n_draws=self.n_draws,
+                max_placements=self.max_placements,
             )
-            out.update(policy_costs=report.costs, policy_differences=report.differences,
-                       policy_selection=report.selection)
+            out.update(
+                policy_costs=report.costs, policy_differences=report.differences, policy_selection=report.selection
+            )
         return {name: pa.Table.from_pandas(frame, preserve_index=False) for name, frame in out.items()}
 
 
@@ -282,10 +292,17 @@ def _records_json(frame: pd.DataFrame) -> list[dict]:
     return json.loads(frame.to_json(orient="records", double_precision=15))
 
 
-def _summarize(out: Path, partitions: list[PartitionInfo], thresholds: pd.DataFrame, n_cells: int,
-               n_records: int) -> dict:
-    intervals = pq.read_table([out / rel for info in sorted(partitions, key=lambda p: p.index)
-                               for rel in info.files if rel.startswith("intervals/")]).to_pandas()
+def _summarize(
+    out: Path, partitions: list[PartitionInfo], thresholds: pd.DataFrame, n_cells: int, n_records: int
+) -> dict:
+    intervals = pq.read_table(
+        [
+            out / rel
+            for info in sorted(partitions, key=lambda p: p.index)
+            for rel in info.files
+            if rel.startswith("intervals/")
+        ]
+    ).to_pandas()
     summary = grid_summary(intervals, by=())
     certified = {}
     for info in sorted(partitions, key=lambda p: p.index):
@@ -312,11 +329,23 @@ def _summarize(out: Path, partitions: list[PartitionInfo], thresholds: pd.DataFr
     }
 
 
-def paired_grid(records: str | Path, out: str | Path, *, tau: float, levels: Sequence[str] = LEVELS,
-                coverages: Sequence[float] = COVERAGES, clean_coverage: float = CLEAN_COVERAGE,
-                lambdas: Sequence[float] = LAMBDAS, seed: int = 0, n_draws: int = 4000,
-                max_placements: int = 20000, cells_per_task: int = 16, engine: Engine = "local",
-                client=None, progress: Callable[[PartitionInfo], None] | None = None) -> PairedGridRun:
+def paired_grid(
+    records: str | Path,
+    out: str | Path,
+    *,
+    tau: float,
+    levels: Sequence[str] = LEVELS,
+    coverages: Sequence[float] = COVERAGES,
+    clean_coverage: float = CLEAN_COVERAGE,
+    lambdas: Sequence[float] = LAMBDAS,
+    seed: int = 0,
+    n_draws: int = 4000,
+    max_placements: int = 20000,
+    cells_per_task: int = 16,
+    engine: Engine = "local",
+    client=None,
+    progress: Callable[[PartitionInfo], None] | None = None,
+) -> PairedGridRun:
     """Identified intervals and policy certificates of every cell, partitioned and resumable.
 
     Parameters
@@ -354,13 +383,25 @@ def paired_grid(records: str | Path, out: str | Path, *, tau: float, levels: Seq
         raise ValueError(f"`levels` must be a non-empty subset of {list(LEVELS)}; got {levels!r}.")
     source, development, has_eval = scan_records(records)
     thresholds = policy_thresholds(development, coverages=coverages, clean_coverage=clean_coverage)
-    task = PairedGridTask(tau=float(tau), levels=tuple(levels), thresholds=thresholds,
-                          lambdas=tuple(float(x) for x in lambdas), clean_coverage=float(clean_coverage),
-                          seed=seed, n_draws=int(n_draws), max_placements=int(max_placements),
-                          has_eval=has_eval, cells_per_task=cells_per_task)
+    task = PairedGridTask(
+        tau=float(tau),
+        levels=tuple(levels),
+        thresholds=thresholds,
+        lambdas=tuple(float(x) for x in lambdas),
+        clean_coverage=float(clean_coverage),
+        seed=seed,
+        n_draws=int(n_draws),
+        max_placements=int(max_placements),
+        has_eval=has_eval,
+        cells_per_task=cells_per_task,
+    )
     config = {
-        "data": {"format": "parquet", "files": source.identity(), "n_cells": len(source.cells),
-                 "n_records": source.n_rows},
+        "data": {
+            "format": "parquet",
+            "files": source.identity(),
+            "n_cells": len(source.cells),
+            "n_records": source.n_rows,
+        },
         "cells_per_task": cells_per_task,
         "tau": task.tau,
         "levels": list(task.levels),
@@ -371,14 +412,16 @@ def paired_grid(records: str | Path, out: str | Path, *, tau: float, levels: Seq
         "n_draws": task.n_draws,
         "max_placements": task.max_placements,
     }
-    fingerprint = hashlib.sha256(json.dumps(
-        {"config": config, "thresholds": _records_json(thresholds)}, sort_keys=True).encode()).hexdigest()
+    fingerprint = hashlib.sha256(
+        json.dumps({"config": config, "thresholds": _records_json(thresholds)}, sort_keys=True).encode()
+    ).hexdigest()
     out = Path(out)
     with RunStore.open(out, config, fingerprint, kind=_KIND) as store:
         if engine == "dask":
             check_worker_paths(client, [*source.files, out])
-        result = run_partitions(source, task, store, chunk_rows=cells_per_task, engine=engine, client=client,
-                                progress=progress)
+        result = run_partitions(
+            source, task, store, chunk_rows=cells_per_task, engine=engine, client=client, progress=progress
+        )
         summary = _summarize(out, list(store.done.values()), thresholds, len(source.cells), source.n_rows)
         summary = {"fingerprint": fingerprint, **summary}
         store.finish(n_partitions=result.n_partitions, n_rows=result.n_rows, summary=summary)

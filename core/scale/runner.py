@@ -27,6 +27,7 @@ Engines
     only makes the scheduler rerun that task elsewhere (``distributed.scheduler.allowed-failures``
     times), and the rerun writes the same bytes under the same name.
 """
+
 from __future__ import annotations
 
 import math
@@ -77,8 +78,9 @@ class RunResult:
     reused: int
 
 
-def _compute_partition(task: PartitionTask, source: Source, index: int, chunk_rows: int,
-                       payload: pa.Table | None, out: str) -> PartitionInfo:
+def _compute_partition(
+    task: PartitionTask, source: Source, index: int, chunk_rows: int, payload: pa.Table | None, out: str
+) -> PartitionInfo:
     """Read (unless given), compute and atomically write one partition. Runs on workers."""
     table = payload if payload is not None else source.read_partition(index, chunk_rows)
     row_start = index * chunk_rows
@@ -96,9 +98,16 @@ def _validate(chunk_rows: int, engine: str, client) -> None:
         raise ValueError("`client` is only used with `engine='dask'`.")
 
 
-def run_partitions(source: Source, task: PartitionTask, store: RunStore, *, chunk_rows: int,
-                   engine: Engine = "local", client=None,
-                   progress: Callable[[PartitionInfo], None] | None = None) -> RunResult:
+def run_partitions(
+    source: Source,
+    task: PartitionTask,
+    store: RunStore,
+    *,
+    chunk_rows: int,
+    engine: Engine = "local",
+    client=None,
+    progress: Callable[[PartitionInfo], None] | None = None,
+) -> RunResult:
     """Compute every partition of ``source`` not yet done in ``store``.
 
     The caller seals the run afterwards with :meth:`RunStore.finish` (after writing whatever
@@ -146,12 +155,16 @@ def run_partitions(source: Source, task: PartitionTask, store: RunStore, *, chun
     else:  # a CSV's size is known once it has been streamed through
         n_partitions = max(store.completed(), default=-1) + 1
         n_rows = sum(i.rows for i in store.done.values())
-    return RunResult(out=store.out, n_rows=n_rows, n_partitions=n_partitions, computed=computed,
-                     reused=reused)
+    return RunResult(out=store.out, n_rows=n_rows, n_partitions=n_partitions, computed=computed, reused=reused)
 
 
-def _run_local(source: Source, task: PartitionTask, store: RunStore, chunk_rows: int,
-               progress: Callable[[PartitionInfo], None] | None) -> int:
+def _run_local(
+    source: Source,
+    task: PartitionTask,
+    store: RunStore,
+    chunk_rows: int,
+    progress: Callable[[PartitionInfo], None] | None,
+) -> int:
     computed = 0
     for index, table in source.iter_partitions(chunk_rows, skip=store.completed()):
         info = _compute_partition(task, source, index, chunk_rows, table, str(store.out))
@@ -162,8 +175,14 @@ def _run_local(source: Source, task: PartitionTask, store: RunStore, chunk_rows:
     return computed
 
 
-def _run_dask(source: Source, task: PartitionTask, store: RunStore, chunk_rows: int, client,
-              progress: Callable[[PartitionInfo], None] | None) -> int:
+def _run_dask(
+    source: Source,
+    task: PartitionTask,
+    store: RunStore,
+    chunk_rows: int,
+    client,
+    progress: Callable[[PartitionInfo], None] | None,
+) -> int:
     from distributed import KilledWorker, as_completed
     from distributed.client import FutureCancelledError
 
@@ -195,8 +214,15 @@ def _run_dask(source: Source, task: PartitionTask, store: RunStore, chunk_rows: 
                 return
             index, payload = item
             future = client.submit(
-                _compute_partition, task_future, source, index, chunk_rows, payload,
-                str(store.out), key=f"scale-part-{index:05d}-{run}", pure=False,
+                _compute_partition,
+                task_future,
+                source,
+                index,
+                chunk_rows,
+                payload,
+                str(store.out),
+                key=f"scale-part-{index:05d}-{run}",
+                pure=False,
             )
             pending[future] = index
             queue.add(future)

@@ -14,6 +14,7 @@ one partition must not turn into ``int64`` there and ``float64`` elsewhere.
 Memory: a read holds one partition plus the compressed bytes of the Parquet row groups it
 touches (or one CSV block), never the whole file.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -62,11 +63,15 @@ def _kind_of_arrow_type(t: pa.DataType) -> ColumnKind | None:
     return None
 
 
-def _to_canonical(column: pa.ChunkedArray | pa.Array, kind: ColumnKind, *, from_text: bool) -> pa.ChunkedArray | pa.Array:
+def _to_canonical(
+    column: pa.ChunkedArray | pa.Array, kind: ColumnKind, *, from_text: bool
+) -> pa.ChunkedArray | pa.Array:
     """Cast one column to its canonical type; raises ``pa.ArrowInvalid`` on unparsable text."""
     if pa.types.is_dictionary(column.type):
-        column = column.dictionary_decode() if isinstance(column, pa.Array) else pa.chunked_array(
-            [c.dictionary_decode() for c in column.chunks], type=column.type.value_type
+        column = (
+            column.dictionary_decode()
+            if isinstance(column, pa.Array)
+            else pa.chunked_array([c.dictionary_decode() for c in column.chunks], type=column.type.value_type)
         )
     if kind == "string":
         return pc.cast(column, pa.large_string())
@@ -86,9 +91,7 @@ def _select_columns(available: Sequence[str], columns: Sequence[str] | None, whe
         return list(available)
     missing = [c for c in columns if c not in available]
     if missing:
-        raise ValueError(
-            f"{where} has no column(s) {missing}; its columns are {list(available)}."
-        )
+        raise ValueError(f"{where} has no column(s) {missing}; its columns are {list(available)}.")
     if len(set(columns)) != len(columns):
         raise ValueError(f"`columns` lists a column more than once: {list(columns)}.")
     return list(columns)
@@ -411,9 +414,7 @@ def _open_parquet(root: Path, columns: Sequence[str] | None) -> ParquetSource:
         elif set(file_kinds) != set(kinds) or any(
             file_kinds[n] != kinds[n] and "string" in (file_kinds[n], kinds[n]) for n in kinds
         ):
-            raise ValueError(
-                f"{path} does not match the columns of {files[0]}: {file_kinds} vs {kinds}."
-            )
+            raise ValueError(f"{path} does not match the columns of {files[0]}: {file_kinds} vs {kinds}.")
         rows.append(meta.num_rows)
     assert kinds is not None
     return ParquetSource(root=root, files=files, file_rows=tuple(rows), kinds=kinds)
@@ -467,6 +468,5 @@ def open_source(path: str | Path, *, columns: Sequence[str] | None = None) -> So
     if root.suffix.lower() == ".csv":
         return _open_csv(root, columns)
     raise ValueError(
-        f"cannot tell the format of {path}: expected a .parquet file, a directory of Parquet "
-        "files or a .csv file."
+        f"cannot tell the format of {path}: expected a .parquet file, a directory of Parquet files or a .csv file."
     )

@@ -24,6 +24,7 @@ Guarantees:
 - ``_manifest.json`` is written when the run starts; a resume whose config differs in any
   respect is refused with the differing keys, never mixed into the old output.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -61,9 +62,7 @@ MAX_PARTITIONS = 100_000
 def partition_name(index: int) -> str:
     """File name of partition ``index``: ``part-00042.parquet``."""
     if not 0 <= index < MAX_PARTITIONS:
-        raise ValueError(
-            f"partition index must be in [0, {MAX_PARTITIONS}); got {index} (use larger chunks)."
-        )
+        raise ValueError(f"partition index must be in [0, {MAX_PARTITIONS}); got {index} (use larger chunks).")
     return f"part-{index:05d}.parquet"
 
 
@@ -117,8 +116,9 @@ def _parquet_bytes(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def write_partition(out: str | Path, index: int, row_start: int, result: pa.Table | Mapping[str, pa.Table], *,
-                    rows: int) -> PartitionInfo:
+def write_partition(
+    out: str | Path, index: int, row_start: int, result: pa.Table | Mapping[str, pa.Table], *, rows: int
+) -> PartitionInfo:
     """Write partition ``index`` of ``out`` atomically (file by file); return its record.
 
     ``result`` is one table (written to ``part-<index>.parquet``) or a mapping ``name ->
@@ -272,8 +272,9 @@ class RunStore:
         records = [PartitionInfo(**p) for p in stored.get("partitions", [])]
         records += self._read_journal()
         for info in records:
-            if all((self.out / rel).exists() and _sha256_file(self.out / rel) == sha
-                   for rel, sha in info.files.items()):
+            if all(
+                (self.out / rel).exists() and _sha256_file(self.out / rel) == sha for rel, sha in info.files.items()
+            ):
                 self.done[info.index] = info
         self._remove_temporaries()
 

@@ -21,6 +21,7 @@ Rows are produced in blocks of :data:`BLOCK_ROWS` rows, block ``b`` from the ``b
 stream: the 10k table is a prefix of the 1M table, and writing in any chunk size gives the same
 rows.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -46,10 +47,10 @@ ATOM_SHARE = 0.05
 
 @dataclass(frozen=True, eq=False)
 class _ClassRows:
-    numeric: np.ndarray          # (n_c, p_num) float64, NaN = missing
-    atom: np.ndarray             # (n_c, p_num) bool: the value is a point mass, never jittered
-    categorical: np.ndarray      # (n_c, p_cat) int64 codes, -1 = missing
-    jitter: np.ndarray           # (p_num,) noise standard deviation per numeric column
+    numeric: np.ndarray  # (n_c, p_num) float64, NaN = missing
+    atom: np.ndarray  # (n_c, p_num) bool: the value is a point mass, never jittered
+    categorical: np.ndarray  # (n_c, p_cat) int64 codes, -1 = missing
+    jitter: np.ndarray  # (p_num,) noise standard deviation per numeric column
     level_cdf: tuple[np.ndarray, ...]  # per categorical column: CDF over (levels..., missing)
 
 
@@ -122,8 +123,11 @@ class SyntheticTable:
         for j, name in enumerate(self.categorical):
             levels = np.asarray(self.levels[j] + (None,), dtype=object)
             out[name] = pd.array(levels[cat[:, j]], dtype="str")
-        out[self.target] = pd.array(np.asarray(self.classes, dtype=object)[y], dtype="str") \
-            if isinstance(self.classes[0], str) else np.asarray(self.classes)[y]
+        out[self.target] = (
+            pd.array(np.asarray(self.classes, dtype=object)[y], dtype="str")
+            if isinstance(self.classes[0], str)
+            else np.asarray(self.classes)[y]
+        )
         return pd.DataFrame(out)[list(self.columns)]
 
     def iter_blocks(self, n_rows: int, *, seed: int) -> Iterator[pd.DataFrame]:
@@ -200,8 +204,9 @@ def fit_synthetic(dataset, *, bandwidth: float = 0.1, swap: float = 0.1) -> Synt
         for j, lv in enumerate(levels):
             counts = np.bincount(np.where(cat_c[:, j] < 0, len(lv), cat_c[:, j]), minlength=len(lv) + 1)
             cdfs.append(np.cumsum(counts) / counts.sum())
-        per_class.append(_ClassRows(numeric=num_c, atom=atom, categorical=cat_c, jitter=bandwidth * spread,
-                                    level_cdf=tuple(cdfs)))
+        per_class.append(
+            _ClassRows(numeric=num_c, atom=atom, categorical=cat_c, jitter=bandwidth * spread, level_cdf=tuple(cdfs))
+        )
     counts = np.bincount(y, minlength=dataset.n_classes)
     return SyntheticTable(
         name=dataset.name,
@@ -221,8 +226,15 @@ def fit_synthetic(dataset, *, bandwidth: float = 0.1, swap: float = 0.1) -> Synt
     )
 
 
-def write_synthetic(table: SyntheticTable, path: str | Path, n_rows: int, *, seed: int,
-                    format: Literal["parquet", "csv"] = "parquet", row_group_rows: int = BLOCK_ROWS) -> Path:
+def write_synthetic(
+    table: SyntheticTable,
+    path: str | Path,
+    n_rows: int,
+    *,
+    seed: int,
+    format: Literal["parquet", "csv"] = "parquet",
+    row_group_rows: int = BLOCK_ROWS,
+) -> Path:
     """Write the first ``n_rows`` rows of ``table``'s stream to ``path``, one block at a time.
 
     Memory stays at one block whatever ``n_rows`` is.
@@ -255,8 +267,11 @@ def write_synthetic(table: SyntheticTable, path: str | Path, n_rows: int, *, see
             for frame in table.iter_blocks(n_rows, seed=seed):
                 batch = pa.Table.from_pandas(frame, preserve_index=False)
                 if writer is None:
-                    writer = (pq.ParquetWriter(tmp, batch.schema, compression="zstd") if format == "parquet"
-                              else pcsv.CSVWriter(tmp, batch.schema))
+                    writer = (
+                        pq.ParquetWriter(tmp, batch.schema, compression="zstd")
+                        if format == "parquet"
+                        else pcsv.CSVWriter(tmp, batch.schema)
+                    )
                 if format == "parquet":
                     writer.write_table(batch, row_group_size=row_group_rows)
                 else:

@@ -23,6 +23,7 @@ whichever extras run.
 :func:`run_sweep` repeats the audit over datasets × models × seeds and builds the
 paper-style comparison table plus paired bootstrap intervals over the units.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -253,8 +254,9 @@ class AuditResult:
 # --------------------------------------------------------------------------------------------
 # Pipeline pieces
 # --------------------------------------------------------------------------------------------
-def _resolve_dataset(data: str | Dataset | pd.DataFrame, target: str | None,
-                     blocks: Mapping[str, Any] | None) -> Dataset:
+def _resolve_dataset(
+    data: str | Dataset | pd.DataFrame, target: str | None, blocks: Mapping[str, Any] | None
+) -> Dataset:
     if isinstance(data, pd.DataFrame):
         if target is None:
             raise ValueError("`target` is required when auditing a DataFrame (name the column to predict).")
@@ -270,11 +272,14 @@ def _resolve_dataset(data: str | Dataset | pd.DataFrame, target: str | None,
     return dataset if blocks is None else with_blocks(dataset, blocks)
 
 
-def _groups_for(rule: str, pre: FittedPreprocessor, X_train: np.ndarray, dataset: Dataset,
-                threshold: float) -> dict[str, list[int]]:
+def _groups_for(
+    rule: str, pre: FittedPreprocessor, X_train: np.ndarray, dataset: Dataset, threshold: float
+) -> dict[str, list[int]]:
     if rule == "domain_block" and dataset.blocks is None:
-        raise ValueError(f"grouping='domain_block' needs domain blocks, and dataset {dataset.name!r} has none; "
-                         "pass `blocks` (raw column -> block name).")
+        raise ValueError(
+            f"grouping='domain_block' needs domain blocks, and dataset {dataset.name!r} has none; "
+            "pass `blocks` (raw column -> block name)."
+        )
     return build_groups(rule, pre.transformer, X_train, blocks=dataset.blocks, threshold=threshold)
 
 
@@ -289,23 +294,32 @@ def noise_scale(X_train: np.ndarray) -> np.ndarray:
     return np.where(n_distinct > 2, X_train.std(axis=0), 0.0)
 
 
-def _unavailable_groups(pre: FittedPreprocessor, groups: Mapping[str, Sequence[int]],
-                        columns: Sequence[str]) -> tuple[str, ...]:
+def _unavailable_groups(
+    pre: FittedPreprocessor, groups: Mapping[str, Sequence[int]], columns: Sequence[str]
+) -> tuple[str, ...]:
     """Groups holding a transformed column traced to one of the raw ``columns``."""
     origins = trace_feature_origins(pre.transformer)
     wanted = set(columns)
     return tuple(g for g, cols in groups.items() if any(origins[c] in wanted for c in cols))
 
 
-def naturalistic_stage(stages, predict, X_test, groups, baseline, unavailable_groups, label_channel,
-                        batch_size, notes):
+def naturalistic_stage(stages, predict, X_test, groups, baseline, unavailable_groups, label_channel, batch_size, notes):
     """Naturalistic labels over the groups with genuinely missing values, or None (and a note)."""
     if not unavailable_groups:
         notes.append("no raw column has missing / unknown / special-code values: no naturalistic labels")
         return None
-    return stages.run("naturalistic channel", naturalistic_labels, predict, X_test, groups, baseline,
-                      unavailable_groups, tau_p=label_channel.tau_p, tau_kappa=label_channel.tau_kappa,
-                      batch_size=batch_size)
+    return stages.run(
+        "naturalistic channel",
+        naturalistic_labels,
+        predict,
+        X_test,
+        groups,
+        baseline,
+        unavailable_groups,
+        tau_p=label_channel.tau_p,
+        tau_kappa=label_channel.tau_kappa,
+        batch_size=batch_size,
+    )
 
 
 class AuditStages:
@@ -331,35 +345,69 @@ class AuditStages:
         return out
 
 
-def _variants(protocol: Protocol, pre: FittedPreprocessor, X_train: np.ndarray, dataset: Dataset,
-              groups: Mapping[str, Sequence[int]]) -> list[ProtocolVariant]:
+def _variants(
+    protocol: Protocol,
+    pre: FittedPreprocessor,
+    X_train: np.ndarray,
+    dataset: Dataset,
+    groups: Mapping[str, Sequence[int]],
+) -> list[ProtocolVariant]:
     out = []
     for rule in BASELINE_RULES:
         if rule != protocol.baseline:
-            out.append(ProtocolVariant("baseline", rule, groups, baseline_vector(X_train, groups, rule),
-                                       dataclasses.replace(protocol, baseline=rule)))
+            out.append(
+                ProtocolVariant(
+                    "baseline",
+                    rule,
+                    groups,
+                    baseline_vector(X_train, groups, rule),
+                    dataclasses.replace(protocol, baseline=rule),
+                )
+            )
     for rule in GROUPING_RULES:
         if rule == protocol.grouping or (rule == "domain_block" and dataset.blocks is None):
             continue
         g = _groups_for(rule, pre, X_train, dataset, protocol.merge_threshold)
         depth = None if protocol.depth is None else min(protocol.depth, len(g))
-        out.append(ProtocolVariant("grouping", rule, g, baseline_vector(X_train, g, protocol.baseline),
-                                   dataclasses.replace(protocol, grouping=rule, depth=depth)))
+        out.append(
+            ProtocolVariant(
+                "grouping",
+                rule,
+                g,
+                baseline_vector(X_train, g, protocol.baseline),
+                dataclasses.replace(protocol, grouping=rule, depth=depth),
+            )
+        )
     return out
 
 
 # --------------------------------------------------------------------------------------------
 # run_audit
 # --------------------------------------------------------------------------------------------
-def run_audit(data: str | Dataset | pd.DataFrame = "credit_data", *, target: str | None = None,
-              model: str = "hist_gb", seed: int = 0, protocol: Protocol | None = None,
-              label_channel: LabelChannel | None = None, blocks: Mapping[str, str] | None = None,
-              max_rows: int | None = None, val_size: float = 0.2, test_size: float = 0.2,
-              model_params: Mapping[str, Any] | None = None, search: SearchOption = "none",
-              sensitivity: bool = False, order_baselines: bool = False, shap: bool = False,
-              n_random_orders: int = 5, population: Population = "high_confidence",
-              batch_size: int = 65536, n_threads: int | None = 1, split: SplitRule = "stratified",
-              progress: Progress | None = None) -> AuditResult:
+def run_audit(
+    data: str | Dataset | pd.DataFrame = "credit_data",
+    *,
+    target: str | None = None,
+    model: str = "hist_gb",
+    seed: int = 0,
+    protocol: Protocol | None = None,
+    label_channel: LabelChannel | None = None,
+    blocks: Mapping[str, str] | None = None,
+    max_rows: int | None = None,
+    val_size: float = 0.2,
+    test_size: float = 0.2,
+    model_params: Mapping[str, Any] | None = None,
+    search: SearchOption = "none",
+    sensitivity: bool = False,
+    order_baselines: bool = False,
+    shap: bool = False,
+    n_random_orders: int = 5,
+    population: Population = "high_confidence",
+    batch_size: int = 65536,
+    n_threads: int | None = 1,
+    split: SplitRule = "stratified",
+    progress: Progress | None = None,
+) -> AuditResult:
     """Run a complete, deterministic fragility audit of one model on one dataset.
 
     Parameters
@@ -441,20 +489,58 @@ def run_audit(data: str | Dataset | pd.DataFrame = "credit_data", *, target: str
         raise ValueError(f"`population` must be 'high_confidence' or 'all'; got {population!r}.")
     if not isinstance(label_channel, LabelChannel):
         raise ValueError(f"`label_channel` must be a LabelChannel; got {type(label_channel).__name__}.")
-    if n_threads is not None and (isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer))
-                                  or n_threads < 1):
+    if n_threads is not None and (
+        isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)) or n_threads < 1
+    ):
         raise ValueError(f"`n_threads` must be a positive int or None; got {n_threads!r}.")
     with threadpool_limits(limits=n_threads):
-        return _run_audit(data, target=target, model=model, seed=int(seed), protocol=protocol,
-                          label_channel=label_channel, blocks=blocks, max_rows=max_rows, val_size=val_size,
-                          test_size=test_size, model_params=model_params, search=search, sensitivity=sensitivity,
-                          order_baselines=order_baselines, shap=shap, n_random_orders=n_random_orders,
-                          population=population, batch_size=batch_size, split=split, progress=progress)
+        return _run_audit(
+            data,
+            target=target,
+            model=model,
+            seed=int(seed),
+            protocol=protocol,
+            label_channel=label_channel,
+            blocks=blocks,
+            max_rows=max_rows,
+            val_size=val_size,
+            test_size=test_size,
+            model_params=model_params,
+            search=search,
+            sensitivity=sensitivity,
+            order_baselines=order_baselines,
+            shap=shap,
+            n_random_orders=n_random_orders,
+            population=population,
+            batch_size=batch_size,
+            split=split,
+            progress=progress,
+        )
 
 
-def _run_audit(data, *, target, model, seed, protocol, label_channel, blocks, max_rows, val_size, test_size,
-               model_params, search, sensitivity, order_baselines, shap, n_random_orders, population,
-               batch_size, split, progress) -> AuditResult:
+def _run_audit(
+    data,
+    *,
+    target,
+    model,
+    seed,
+    protocol,
+    label_channel,
+    blocks,
+    max_rows,
+    val_size,
+    test_size,
+    model_params,
+    search,
+    sensitivity,
+    order_baselines,
+    shap,
+    n_random_orders,
+    population,
+    batch_size,
+    split,
+    progress,
+) -> AuditResult:
     """The pipeline of :func:`run_audit` on validated options."""
     stages = AuditStages(progress)
     streams = dict(zip(_STREAMS, as_generator(seed).spawn(len(_STREAMS))))
@@ -489,19 +575,42 @@ def _run_audit(data, *, target, model, seed, protocol, label_channel, blocks, ma
 
     # 5. Certificates (test for evaluation, validation for BATS).
     test_frame = pd.DataFrame(X_test, index=split.test.index)
-    cert = stages.run("certify test", certify, predict, test_frame, groups, baseline, protocol, search=search,
-                      batch_size=batch_size, rows=True)
-    cert_val = stages.run("certify validation", certify, predict, X_val, groups, baseline, protocol,
-                          batch_size=batch_size, rows=True)
+    cert = stages.run(
+        "certify test",
+        certify,
+        predict,
+        test_frame,
+        groups,
+        baseline,
+        protocol,
+        search=search,
+        batch_size=batch_size,
+        rows=True,
+    )
+    cert_val = stages.run(
+        "certify validation", certify, predict, X_val, groups, baseline, protocol, batch_size=batch_size, rows=True
+    )
 
     # 6. Held-out labels: the label channel sees the model and the inputs, never the certificate.
-    labels = stages.run("label channel", brittle_labels, predict, X_test, groups, baseline, channel=label_channel,
-                        noise_scale=noise_scale(X_train), seed=streams["label_channel"], batch_size=batch_size)
-    unavailable = detect_unavailable_fields(dataset.frame, dataset.features, markers=dataset.markers,
-                                            real_values=dataset.real_values)
+    labels = stages.run(
+        "label channel",
+        brittle_labels,
+        predict,
+        X_test,
+        groups,
+        baseline,
+        channel=label_channel,
+        noise_scale=noise_scale(X_train),
+        seed=streams["label_channel"],
+        batch_size=batch_size,
+    )
+    unavailable = detect_unavailable_fields(
+        dataset.frame, dataset.features, markers=dataset.markers, real_values=dataset.real_values
+    )
     unavailable_groups = _unavailable_groups(pre, groups, unavailable["column"].tolist())
-    natural = naturalistic_stage(stages, predict, X_test, groups, baseline, unavailable_groups, label_channel,
-                                  batch_size, notes)
+    natural = naturalistic_stage(
+        stages, predict, X_test, groups, baseline, unavailable_groups, label_channel, batch_size, notes
+    )
 
     # 7. Scores and their evaluation.
     scores = certificate_scores(cert) | confidence_scores(P_test)
@@ -509,30 +618,74 @@ def _run_audit(data, *, target, model, seed, protocol, label_channel, blocks, ma
     importance = shap_result = None
     if order_baselines:
         scores["random_order"] = stages.run(
-            "random-order baseline", random_order_scores, predict, X_test, groups, baseline, protocol,
-            n_orders=n_random_orders, seed=streams["random_order"], batch_size=batch_size)
-        importance = stages.run("permutation importance", permutation_group_importance, predict, X_val, y_val,
-                                groups, seed=streams["permutation"], batch_size=batch_size)
-        perm_cert = stages.run("permutation-order baseline", certify, predict, X_test, groups, baseline, protocol,
-                               order=importance.order, batch_size=batch_size, rows=True)
+            "random-order baseline",
+            random_order_scores,
+            predict,
+            X_test,
+            groups,
+            baseline,
+            protocol,
+            n_orders=n_random_orders,
+            seed=streams["random_order"],
+            batch_size=batch_size,
+        )
+        importance = stages.run(
+            "permutation importance",
+            permutation_group_importance,
+            predict,
+            X_val,
+            y_val,
+            groups,
+            seed=streams["permutation"],
+            batch_size=batch_size,
+        )
+        perm_cert = stages.run(
+            "permutation-order baseline",
+            certify,
+            predict,
+            X_test,
+            groups,
+            baseline,
+            protocol,
+            order=importance.order,
+            batch_size=batch_size,
+            rows=True,
+        )
         scores["perm_order"] = perm_cert.table["u"].to_numpy(dtype=float)
     if shap:
-        shap_result = stages.run("group SHAP", group_shap_concentration, estimator, X_test, groups,
-                                 explainer=MODELS[model].shap_explainer, background=X_train,
-                                 seed=streams["shap_background"])
+        shap_result = stages.run(
+            "group SHAP",
+            group_shap_concentration,
+            estimator,
+            X_test,
+            groups,
+            explainer=MODELS[model].shap_explainer,
+            background=X_train,
+            seed=streams["shap_background"],
+        )
         scores["group_shap"] = shap_result.scores
         if shap_result.note:
             score_notes["group_shap"] = shap_result.note
             notes.append(f"group SHAP not computed for {model}: {shap_result.note}")
     evaluation = evaluate_scores(scores, labels, y_test, population=population, notes=score_notes)
-    natural_eval = None if natural is None else evaluate_scores(scores, natural, y_test, population=population,
-                                                                notes=score_notes)
+    natural_eval = (
+        None if natural is None else evaluate_scores(scores, natural, y_test, population=population, notes=score_notes)
+    )
 
     sens = None
     if sensitivity:
         variants = _variants(protocol, pre, X_train, dataset, groups)
-        sens = stages.run("sensitivity", protocol_sensitivity, predict, X_test, variants, labels, scores["fds"],
-                          population=population, batch_size=batch_size)
+        sens = stages.run(
+            "sensitivity",
+            protocol_sensitivity,
+            predict,
+            X_test,
+            variants,
+            labels,
+            scores["fds"],
+            population=population,
+            batch_size=batch_size,
+        )
     search_table = None if search == "none" else search_diagnostics(cert)
 
     with warnings.catch_warnings():
@@ -540,18 +693,49 @@ def _run_audit(data, *, target, model, seed, protocol, label_channel, blocks, ma
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         nominal = nominal_metrics(y_test, P_test)
     # BATS normalises FDS itself (SPEC A.7), not its monotone pre-image u.
-    calib = stages.run("calibration", calibration_report, P_val, y_val, cert_val.table["fds"].to_numpy(), P_test,
-                       y_test, cert.table["fds"].to_numpy())
+    calib = stages.run(
+        "calibration",
+        calibration_report,
+        P_val,
+        y_val,
+        cert_val.table["fds"].to_numpy(),
+        P_test,
+        y_test,
+        cert.table["fds"].to_numpy(),
+    )
 
     return AuditResult(
-        dataset=dataset, split=split, seed=seed, model_name=model, model=estimator, preprocessor=pre,
-        groups=dict(groups), baseline=baseline, protocol=protocol, fingerprint=cert.fingerprint,
-        label_channel=label_channel, raw_test=split.test, X_test=X_test, y_test=y_test, proba_test=P_test,
-        certificates=cert, labels=labels, scores=pd.DataFrame(scores, index=split.test.index),
-        evaluation=evaluation, unavailable=unavailable, unavailable_groups=unavailable_groups,
-        naturalistic=natural, naturalistic_evaluation=natural_eval, nominal=nominal, calibration=calib,
-        sensitivity=sens, search=search_table, importance=importance, group_shap=shap_result,
-        timings=dict(stages.timings), notes=tuple(notes),
+        dataset=dataset,
+        split=split,
+        seed=seed,
+        model_name=model,
+        model=estimator,
+        preprocessor=pre,
+        groups=dict(groups),
+        baseline=baseline,
+        protocol=protocol,
+        fingerprint=cert.fingerprint,
+        label_channel=label_channel,
+        raw_test=split.test,
+        X_test=X_test,
+        y_test=y_test,
+        proba_test=P_test,
+        certificates=cert,
+        labels=labels,
+        scores=pd.DataFrame(scores, index=split.test.index),
+        evaluation=evaluation,
+        unavailable=unavailable,
+        unavailable_groups=unavailable_groups,
+        naturalistic=natural,
+        naturalistic_evaluation=natural_eval,
+        nominal=nominal,
+        calibration=calib,
+        sensitivity=sens,
+        search=search_table,
+        importance=importance,
+        group_shap=shap_result,
+        timings=dict(stages.timings),
+        notes=tuple(notes),
     )
 
 
@@ -570,8 +754,14 @@ def certificate_export(result: AuditResult) -> pd.DataFrame:
         degradation, path, path_margins, lambda_star_*`` …) and ``score_<name>`` for every
         evaluated risk score (larger = riskier).
     """
-    out = pd.DataFrame({"row_id": result.certificates.table.index.to_numpy(), "y_true": result.y_test,
-                        "brittle": result.labels.labels, "high_confidence": result.labels.high_confidence})
+    out = pd.DataFrame(
+        {
+            "row_id": result.certificates.table.index.to_numpy(),
+            "y_true": result.y_test,
+            "brittle": result.labels.labels,
+            "high_confidence": result.labels.high_confidence,
+        }
+    )
     if result.naturalistic is not None:
         out["naturalistic_brittle"] = result.naturalistic.labels
     cert = result.certificates.table.reset_index(drop=True)
@@ -590,42 +780,67 @@ def evaluation_json(result: AuditResult) -> dict[str, Any]:
     held-out labels); ``naturalistic`` the same against the naturalistic labels (or null);
     then nominal metrics, fragility summary, calibration, sensitivity and search diagnostics.
     """
+
     def by_score(frame: pd.DataFrame | None) -> dict[str, Any] | None:
         if frame is None:
             return None
         return {row["score"]: {k: v for k, v in row.items() if k != "score"} for row in _records(frame)}
 
-    return jsonable({
-        "dataset": result.dataset.name, "model": result.model_name, "seed": result.seed,
-        "fingerprint": result.fingerprint, "n_test": int(len(result.y_test)),
-        "n_high_confidence": int(result.labels.high_confidence.sum()),
-        "n_brittle": int(result.labels.labels.sum()),
-        "scores": by_score(result.evaluation),
-        "naturalistic": by_score(result.naturalistic_evaluation),
-        "unavailable_groups": list(result.unavailable_groups),
-        "nominal": result.nominal, "fragility": result.fragility,
-        "calibration": {"t0": result.calibration.bats.t0, "eta": result.calibration.bats.eta,
-                        "metrics": _records(result.calibration.metrics)},
-        "sensitivity": _records(result.sensitivity), "search": _records(result.search),
-        "notes": list(result.notes),
-    })
+    return jsonable(
+        {
+            "dataset": result.dataset.name,
+            "model": result.model_name,
+            "seed": result.seed,
+            "fingerprint": result.fingerprint,
+            "n_test": int(len(result.y_test)),
+            "n_high_confidence": int(result.labels.high_confidence.sum()),
+            "n_brittle": int(result.labels.labels.sum()),
+            "scores": by_score(result.evaluation),
+            "naturalistic": by_score(result.naturalistic_evaluation),
+            "unavailable_groups": list(result.unavailable_groups),
+            "nominal": result.nominal,
+            "fragility": result.fragility,
+            "calibration": {
+                "t0": result.calibration.bats.t0,
+                "eta": result.calibration.bats.eta,
+                "metrics": _records(result.calibration.metrics),
+            },
+            "sensitivity": _records(result.sensitivity),
+            "search": _records(result.search),
+            "notes": list(result.notes),
+        }
+    )
 
 
 def protocol_json(result: AuditResult) -> dict[str, Any]:
     """The declared protocol with its fingerprints, groups and label channel, as plain JSON."""
-    return jsonable({
-        "protocol": result.protocol.to_dict(), "protocol_fingerprint": result.protocol.fingerprint,
-        "certificate_fingerprint": result.fingerprint, "label_channel": result.label_channel.to_dict(),
-        "dataset": result.dataset.name, "source": result.dataset.source, "model": result.model_name,
-        "seed": result.seed, "split": {"val_size": result.split.val_size, "test_size": result.split.test_size,
-                                       "n_train": len(result.split.train_index), "n_val": len(result.split.val_index),
-                                       "n_test": len(result.split.test_index)},
-        "groups": result.groups, "baseline": result.baseline, "depth": result.certificates.depth,
-    })
+    return jsonable(
+        {
+            "protocol": result.protocol.to_dict(),
+            "protocol_fingerprint": result.protocol.fingerprint,
+            "certificate_fingerprint": result.fingerprint,
+            "label_channel": result.label_channel.to_dict(),
+            "dataset": result.dataset.name,
+            "source": result.dataset.source,
+            "model": result.model_name,
+            "seed": result.seed,
+            "split": {
+                "val_size": result.split.val_size,
+                "test_size": result.split.test_size,
+                "n_train": len(result.split.train_index),
+                "n_val": len(result.split.val_index),
+                "n_test": len(result.split.test_index),
+            },
+            "groups": result.groups,
+            "baseline": result.baseline,
+            "depth": result.certificates.depth,
+        }
+    )
 
 
 def markdown_table(frame: pd.DataFrame, *, digits: int = 3) -> str:
     """A GitHub-flavoured Markdown table of ``frame`` (floats rounded, NaN shown as ``–``)."""
+
     def cell(v: Any) -> str:
         if isinstance(v, (float, np.floating)):
             return "–" if not math.isfinite(v) else f"{v:.{digits}f}"
@@ -657,23 +872,46 @@ def summary_markdown(result: AuditResult) -> str:
         f"share brittle {f['share_brittle']:.3f}",
     ]
     if best_conf is not None:
-        lines.append(f"- FDS AUROC {ev.loc['fds', 'auroc']:.3f} vs strongest confidence score ({best_conf}) "
-                     f"{conf.loc[best_conf, 'auroc']:.3f}; Capture@20 {ev.loc['fds', 'capture@20']:.3f} vs "
-                     f"{conf.loc[best_conf, 'capture@20']:.3f}")
-    population = "high-confidence test rows" if result.evaluation["population"].iloc[0] == "high_confidence" \
-        else "all test rows"
-    lines += ["", f"## Held-out brittle-case ranking ({population})", "",
-              markdown_table(result.evaluation[["score", "kind", "auroc", "capture@5", "capture@10", "capture@20",
-                                                "aurc", "false_conf_captured@20"]])]
+        lines.append(
+            f"- FDS AUROC {ev.loc['fds', 'auroc']:.3f} vs strongest confidence score ({best_conf}) "
+            f"{conf.loc[best_conf, 'auroc']:.3f}; Capture@20 {ev.loc['fds', 'capture@20']:.3f} vs "
+            f"{conf.loc[best_conf, 'capture@20']:.3f}"
+        )
+    population = (
+        "high-confidence test rows" if result.evaluation["population"].iloc[0] == "high_confidence" else "all test rows"
+    )
+    lines += [
+        "",
+        f"## Held-out brittle-case ranking ({population})",
+        "",
+        markdown_table(
+            result.evaluation[
+                ["score", "kind", "auroc", "capture@5", "capture@10", "capture@20", "aurc", "false_conf_captured@20"]
+            ]
+        ),
+    ]
     if result.naturalistic_evaluation is not None:
-        lines += ["", f"## Naturalistic labels (groups replaced: {', '.join(result.unavailable_groups)})", "",
-                  markdown_table(result.naturalistic_evaluation[["score", "n_brittle", "auroc", "capture@20"]])]
-    lines += ["", "## Calibration (fitted on validation)", "",
-              f"T0 = {result.calibration.bats.t0:.3f}, BATS η = {result.calibration.bats.eta:g}", "",
-              markdown_table(result.calibration.metrics)]
+        lines += [
+            "",
+            f"## Naturalistic labels (groups replaced: {', '.join(result.unavailable_groups)})",
+            "",
+            markdown_table(result.naturalistic_evaluation[["score", "n_brittle", "auroc", "capture@20"]]),
+        ]
+    lines += [
+        "",
+        "## Calibration (fitted on validation)",
+        "",
+        f"T0 = {result.calibration.bats.t0:.3f}, BATS η = {result.calibration.bats.eta:g}",
+        "",
+        markdown_table(result.calibration.metrics),
+    ]
     if result.sensitivity is not None:
-        lines += ["", "## Protocol sensitivity", "",
-                  markdown_table(result.sensitivity[["kind", "rule", "n_groups", "auroc", "spearman"]])]
+        lines += [
+            "",
+            "## Protocol sensitivity",
+            "",
+            markdown_table(result.sensitivity[["kind", "rule", "n_groups", "auroc", "spearman"]]),
+        ]
     if result.search is not None:
         lines += ["", "## Greedy vs exact / beam flip search", "", markdown_table(result.search)]
     if result.notes:
@@ -702,8 +940,10 @@ def write_audit(result: AuditResult, directory: str | Path) -> list[Path]:
     if not directory.is_dir():
         raise ValueError(f"Output directory {str(directory)!r} does not exist.")
     table = certificate_export(result)
-    written = [directory / name for name in ("certificates.parquet", "certificates.csv", "evaluation.json",
-                                             "protocol.json", "summary.md")]
+    written = [
+        directory / name
+        for name in ("certificates.parquet", "certificates.csv", "evaluation.json", "protocol.json", "summary.md")
+    ]
     # Each file through the one atomic writer (the CLI also builds the folder atomically).
     with atomic_path(written[0]) as tmp:
         table.to_parquet(tmp, index=False)
@@ -731,9 +971,20 @@ def write_audit(result: AuditResult, directory: str | Path) -> list[Path]:
 # Sweeps over datasets × models × seeds
 # --------------------------------------------------------------------------------------------
 #: Columns of :attr:`SweepResult.table` (means over seeds per dataset and model).
-SWEEP_TABLE_COLUMNS = ("dataset", "model", "n_seeds", *NOMINAL_METRICS, "mean_rcma", "share_k_le_2",
-                       "share_brittle", "fds_auroc", "conf_auroc", "fds_capture@20", "conf_capture@20",
-                       "fds_win_rate")
+SWEEP_TABLE_COLUMNS = (
+    "dataset",
+    "model",
+    "n_seeds",
+    *NOMINAL_METRICS,
+    "mean_rcma",
+    "share_k_le_2",
+    "share_brittle",
+    "fds_auroc",
+    "conf_auroc",
+    "fds_capture@20",
+    "conf_capture@20",
+    "fds_win_rate",
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -773,9 +1024,17 @@ def _name_list(values: Sequence[Any] | str | int, name: str) -> list[Any]:
     return items
 
 
-def run_sweep(datasets: Sequence[str | Dataset] | str, models: Sequence[str] | str, seeds: Sequence[int] | int, *,
-              n_resamples: int = 2000, bootstrap_seed: int = 0, progress: Progress | None = None,
-              on_result: Callable[[AuditResult], object] | None = None, **audit_options: Any) -> SweepResult:
+def run_sweep(
+    datasets: Sequence[str | Dataset] | str,
+    models: Sequence[str] | str,
+    seeds: Sequence[int] | int,
+    *,
+    n_resamples: int = 2000,
+    bootstrap_seed: int = 0,
+    progress: Progress | None = None,
+    on_result: Callable[[AuditResult], object] | None = None,
+    **audit_options: Any,
+) -> SweepResult:
     """Audit every dataset × model × seed and summarise (paper-style table, bootstrap).
 
     Parameters
@@ -802,8 +1061,9 @@ def run_sweep(datasets: Sequence[str | Dataset] | str, models: Sequence[str] | s
     -------
     SweepResult
     """
-    datasets, models, seeds = (_name_list(v, n) for v, n in ((datasets, "datasets"), (models, "models"),
-                                                            (seeds, "seeds")))
+    datasets, models, seeds = (
+        _name_list(v, n) for v, n in ((datasets, "datasets"), (models, "models"), (seeds, "seeds"))
+    )
     unknown = [m for m in models if m not in MODELS]
     if unknown:
         raise ValueError(f"`models` names unknown model {unknown[0]!r}; known: {list(MODEL_NAMES)}.")
@@ -828,16 +1088,25 @@ def run_sweep(datasets: Sequence[str | Dataset] | str, models: Sequence[str] | s
                 units.append(res.evaluation.assign(**key))
                 ev = res.evaluation.set_index("score")
                 best = strongest_confidence_score(res.evaluation)  # None: no confidence AUROC defined -> NaN
-                runs.append({**key, **res.nominal, **res.fragility, "fds_auroc": ev.loc["fds", "auroc"],
-                             "conf_auroc": ev.loc[best, "auroc"] if best else np.nan,
-                             "fds_capture@20": ev.loc["fds", "capture@20"],
-                             "conf_capture@20": ev.loc[best, "capture@20"] if best else np.nan,
-                             "fingerprint": res.fingerprint,
-                             "seconds": time.perf_counter() - start})
+                runs.append(
+                    {
+                        **key,
+                        **res.nominal,
+                        **res.fragility,
+                        "fds_auroc": ev.loc["fds", "auroc"],
+                        "conf_auroc": ev.loc[best, "auroc"] if best else np.nan,
+                        "fds_capture@20": ev.loc["fds", "capture@20"],
+                        "conf_capture@20": ev.loc[best, "capture@20"] if best else np.nan,
+                        "fingerprint": res.fingerprint,
+                        "seconds": time.perf_counter() - start,
+                    }
+                )
     if progress is not None:
         progress("sweep done", total, total)
     units_df = pd.concat(units, ignore_index=True)
-    units_df = units_df[["dataset", "model", "seed", *[c for c in units_df.columns if c not in ("dataset", "model", "seed")]]]
+    units_df = units_df[
+        ["dataset", "model", "seed", *[c for c in units_df.columns if c not in ("dataset", "model", "seed")]]
+    ]
     runs_df = pd.DataFrame(runs)
     runs_df["fds_win"] = (runs_df["fds_auroc"] > runs_df["conf_auroc"]).astype(float)
     runs_df.loc[runs_df[["fds_auroc", "conf_auroc"]].isna().any(axis=1), "fds_win"] = np.nan
@@ -847,5 +1116,9 @@ def run_sweep(datasets: Sequence[str | Dataset] | str, models: Sequence[str] | s
     table.insert(0, "n_seeds", grouped.size())
     table["fds_win_rate"] = grouped["fds_win"].mean()
     table = table.reset_index()[list(SWEEP_TABLE_COLUMNS)]
-    return SweepResult(units=units_df, runs=runs_df.drop(columns="fds_win"), table=table,
-                       bootstrap=paired_bootstrap(units_df, n_resamples=n_resamples, seed=bootstrap_seed))
+    return SweepResult(
+        units=units_df,
+        runs=runs_df.drop(columns="fds_win"),
+        table=table,
+        bootstrap=paired_bootstrap(units_df, n_resamples=n_resamples, seed=bootstrap_seed),
+    )

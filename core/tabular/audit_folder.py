@@ -12,6 +12,7 @@ whose model cannot be loaded; only what calls the model (``result.model is None`
 ``result.model_unavailable`` saying why) is off. :func:`reopen_audit` recomputes an audit from
 its model and tables, for folders written before ``view/`` existed.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,18 @@ import pandas as pd
 
 from core.tabular.audit_view import LABEL_ARRAYS, VIEW_DIR, VIEW_SCHEMA, write_view
 
-__all__ = ["VIEW_DIR", "SavedAudit", "SavedModel", "SavedSpace", "check_audit_folder", "list_audit_folders", "open_audit_folder",
-           "reopen_audit", "saved_result", "write_view"]
+__all__ = [
+    "VIEW_DIR",
+    "SavedAudit",
+    "SavedModel",
+    "SavedSpace",
+    "check_audit_folder",
+    "list_audit_folders",
+    "open_audit_folder",
+    "reopen_audit",
+    "saved_result",
+    "write_view",
+]
 
 _REQUIRED = ("protocol.json", "evaluation.json", "certificates.parquet")
 
@@ -95,8 +106,10 @@ def check_audit_folder(path: str | Path) -> Path:
         raise ValueError(f"audit folder {str(path)!r} does not exist or is not a folder.")
     missing = [name for name in _REQUIRED if not (path / name).is_file()]
     if missing:
-        raise ValueError(f"{path} is not an audit folder: {missing[0]} is missing (expected the output of "
-                         "`reliability-audit audit --out` or AuditResult.save).")
+        raise ValueError(
+            f"{path} is not an audit folder: {missing[0]} is missing (expected the output of "
+            "`reliability-audit audit --out` or AuditResult.save)."
+        )
     return path
 
 
@@ -120,8 +133,10 @@ def open_audit_folder(path: str | Path, *, trusted: Iterable[str] = (), load_mod
     from core.tabular.certify_task import LEGACY_TASK_FILE, TASK_FILE, load_certify_task
 
     path = check_audit_folder(path)
-    tables = {name: pd.read_parquet(path / f"{name}.parquet") if (path / f"{name}.parquet").is_file() else None
-              for name in ("train", "test")}
+    tables = {
+        name: pd.read_parquet(path / f"{name}.parquet") if (path / f"{name}.parquet").is_file() else None
+        for name in ("train", "test")
+    }
     task, why = None, None
     if not load_model:
         pass
@@ -131,16 +146,26 @@ def open_audit_folder(path: str | Path, *, trusted: Iterable[str] = (), load_mod
         except ValueError as exc:
             why = f"the saved model could not be loaded: {exc}"
     elif (path / LEGACY_TASK_FILE).is_file():
-        why = (f"the folder holds a {LEGACY_TASK_FILE} (a pickle of an earlier version), which is never loaded; "
-               "re-create the audit to get a safe _task.zip")
+        why = (
+            f"the folder holds a {LEGACY_TASK_FILE} (a pickle of an earlier version), which is never loaded; "
+            "re-create the audit to get a safe _task.zip"
+        )
     else:
         why = f"the folder holds no saved model ({TASK_FILE})"
     if task is not None and (tables["train"] is None or tables["test"] is None):
         why = "the folder has no train.parquet / test.parquet (written by an earlier version)"
     summary = (path / "summary.md").read_text(encoding="utf-8") if (path / "summary.md").is_file() else ""
-    return SavedAudit(path=path, protocol=_json(path / "protocol.json"), evaluation=_json(path / "evaluation.json"),
-                      certificates=pd.read_parquet(path / "certificates.parquet"), summary=summary,
-                      train=tables["train"], test=tables["test"], task=task if why is None else None, unavailable=why)
+    return SavedAudit(
+        path=path,
+        protocol=_json(path / "protocol.json"),
+        evaluation=_json(path / "evaluation.json"),
+        certificates=pd.read_parquet(path / "certificates.parquet"),
+        summary=summary,
+        train=tables["train"],
+        test=tables["test"],
+        task=task if why is None else None,
+        unavailable=why,
+    )
 
 
 def reopen_audit(saved: SavedAudit, *, progress: Any = None):
@@ -156,11 +181,14 @@ def reopen_audit(saved: SavedAudit, *, progress: Any = None):
 
     if saved.task is None:
         raise ValueError(f"{saved.path}: {saved.unavailable}.")
-    result = audit_task(saved.task, saved.train, saved.test, progress=progress,
-                        name=str(saved.protocol.get("model", "saved model")))
+    result = audit_task(
+        saved.task, saved.train, saved.test, progress=progress, name=str(saved.protocol.get("model", "saved model"))
+    )
     if saved.fingerprint and result.fingerprint != saved.fingerprint:
-        raise ValueError(f"{saved.path}: the recomputed certificate fingerprint {result.fingerprint[:16]}… differs from "
-                         f"the saved {saved.fingerprint[:16]}…; the model or the tables were changed.")
+        raise ValueError(
+            f"{saved.path}: the recomputed certificate fingerprint {result.fingerprint[:16]}… differs from "
+            f"the saved {saved.fingerprint[:16]}…; the model or the tables were changed."
+        )
     return result
 
 
@@ -189,8 +217,10 @@ class SavedSpace:
         return len(self.feature_names)
 
     def transform(self, frame: pd.DataFrame, **_: Any) -> Any:
-        raise ValueError("a saved audit's feature space cannot transform new rows; open the folder's _task.zip "
-                         "(core.scale.certify.load_certify_task) for its preprocessing.")
+        raise ValueError(
+            "a saved audit's feature space cannot transform new rows; open the folder's _task.zip "
+            "(core.scale.certify.load_certify_task) for its preprocessing."
+        )
 
 
 class SavedModel:
@@ -232,9 +262,11 @@ class SavedModel:
 def _check_task(task: Any, fingerprint: str, where: Path) -> None:
     actual = task.fingerprint()
     if fingerprint and actual != fingerprint:
-        raise ValueError(f"{where} gives the certificate fingerprint {actual[:16]}…, but the saved certificates "
-                         f"were made with {fingerprint[:16]}…; the model file was changed or belongs to another "
-                         "audit.")
+        raise ValueError(
+            f"{where} gives the certificate fingerprint {actual[:16]}…, but the saved certificates "
+            f"were made with {fingerprint[:16]}…; the model file was changed or belongs to another "
+            "audit."
+        )
 
 
 def _labels_from(meta: dict | None, arrays: Any, prefix: str) -> Any:
@@ -242,9 +274,13 @@ def _labels_from(meta: dict | None, arrays: Any, prefix: str) -> Any:
 
     if meta is None:
         return None
-    return BrittleLabels(**{k: arrays[f"{prefix}_{k}"] for k in LABEL_ARRAYS},
-                         settings=tuple((str(s), float(v)) for s, v in meta["settings"]), tau_p=float(meta["tau_p"]),
-                         tau_kappa=float(meta["tau_kappa"]), n_forward=int(meta["n_forward"]))
+    return BrittleLabels(
+        **{k: arrays[f"{prefix}_{k}"] for k in LABEL_ARRAYS},
+        settings=tuple((str(s), float(v)) for s, v in meta["settings"]),
+        tau_p=float(meta["tau_p"]),
+        tau_kappa=float(meta["tau_kappa"]),
+        n_forward=int(meta["n_forward"]),
+    )
 
 
 def _view_dataset(meta: dict, saved: SavedAudit, arrays: Any, dataset: Any) -> tuple[Any, Any]:
@@ -257,10 +293,15 @@ def _view_dataset(meta: dict, saved: SavedAudit, arrays: Any, dataset: Any) -> t
     test_ids = saved.test.index if saved.test is not None else None
     if dataset is not None:
         index = arrays["test_index"]
-        if len(dataset.frame) != int(d["n_rows"]) or test_ids is None or \
-                not dataset.frame.index[index].equals(test_ids):
-            raise ValueError(f"{saved.path}: the given dataset {dataset.name!r} is not the one audited "
-                             f"({d['name']!r}, {d['n_rows']} rows).")
+        if (
+            len(dataset.frame) != int(d["n_rows"])
+            or test_ids is None
+            or not dataset.frame.index[index].equals(test_ids)
+        ):
+            raise ValueError(
+                f"{saved.path}: the given dataset {dataset.name!r} is not the one audited "
+                f"({d['name']!r}, {d['n_rows']} rows)."
+            )
         positions = arrays["train_index"], arrays["val_index"], index
     else:
         if saved.train is None or saved.test is None:
@@ -269,17 +310,36 @@ def _view_dataset(meta: dict, saved: SavedAudit, arrays: Any, dataset: Any) -> t
         if frame.index.has_duplicates:
             frame = frame.reset_index(drop=True)
         n_train = len(saved.train)
-        dataset = Dataset(name=d["name"], frame=frame, target=d["target"], features=tuple(d["features"]),
-                          numeric=tuple(d["numeric"]), categorical=tuple(d["categorical"]),
-                          classes=tuple(d["classes"]), positive_class=d["positive_class"], blocks=d["blocks"],
-                          markers={k: tuple(v) for k, v in (d["markers"] or {}).items()},
-                          description=d["description"], source=d["source"], notes=tuple(d["notes"]),
-                          real_values={k: tuple(v) for k, v in (d["real_values"] or {}).items()})
-        positions = (np.arange(n_train, dtype=np.int64), np.zeros(0, dtype=np.int64),
-                     np.arange(n_train, len(frame), dtype=np.int64))
-    return dataset, DatasetSplit(dataset=dataset, seed=int(split["seed"]), val_size=float(split["val_size"]),
-                                 test_size=float(split["test_size"]), train_index=positions[0],
-                                 val_index=positions[1], test_index=positions[2])
+        dataset = Dataset(
+            name=d["name"],
+            frame=frame,
+            target=d["target"],
+            features=tuple(d["features"]),
+            numeric=tuple(d["numeric"]),
+            categorical=tuple(d["categorical"]),
+            classes=tuple(d["classes"]),
+            positive_class=d["positive_class"],
+            blocks=d["blocks"],
+            markers={k: tuple(v) for k, v in (d["markers"] or {}).items()},
+            description=d["description"],
+            source=d["source"],
+            notes=tuple(d["notes"]),
+            real_values={k: tuple(v) for k, v in (d["real_values"] or {}).items()},
+        )
+        positions = (
+            np.arange(n_train, dtype=np.int64),
+            np.zeros(0, dtype=np.int64),
+            np.arange(n_train, len(frame), dtype=np.int64),
+        )
+    return dataset, DatasetSplit(
+        dataset=dataset,
+        seed=int(split["seed"]),
+        val_size=float(split["val_size"]),
+        test_size=float(split["test_size"]),
+        train_index=positions[0],
+        val_index=positions[1],
+        test_index=positions[2],
+    )
 
 
 def saved_result(saved: SavedAudit, *, dataset: Any = None, lazy_model: bool = False):
@@ -321,8 +381,10 @@ def saved_result(saved: SavedAudit, *, dataset: Any = None, lazy_model: bool = F
 
     view = saved.path / VIEW_DIR
     if not (view / "meta.json").is_file():
-        raise ValueError(f"{saved.path} has no {VIEW_DIR}/meta.json (written by an earlier version); "
-                         "re-create the audit, or reopen it with its model.")
+        raise ValueError(
+            f"{saved.path} has no {VIEW_DIR}/meta.json (written by an earlier version); "
+            "re-create the audit, or reopen it with its model."
+        )
     meta = _json(view / "meta.json")
     if meta.get("schema") != VIEW_SCHEMA:
         raise ValueError(f"{view / 'meta.json'}: schema must be {VIEW_SCHEMA!r}; got {meta.get('schema')!r}.")
@@ -333,10 +395,15 @@ def saved_result(saved: SavedAudit, *, dataset: Any = None, lazy_model: bool = F
     except (OSError, EOFError, ValueError, KeyError) as exc:
         raise ValueError(f"{view}: a view file is missing or damaged ({exc}); re-create the audit.") from exc
     certificates = CertificateSet.from_bundle(bundle)
-    for what, value in (("view/meta.json", meta["fingerprint"]), ("view/certificates.json.gz", certificates.fingerprint)):
+    for what, value in (
+        ("view/meta.json", meta["fingerprint"]),
+        ("view/certificates.json.gz", certificates.fingerprint),
+    ):
         if saved.fingerprint and value != saved.fingerprint:
-            raise ValueError(f"{saved.path}: {what} holds fingerprint {value[:16]}…, protocol.json "
-                             f"{saved.fingerprint[:16]}…; the folder mixes two audits.")
+            raise ValueError(
+                f"{saved.path}: {what} holds fingerprint {value[:16]}…, protocol.json "
+                f"{saved.fingerprint[:16]}…; the folder mixes two audits."
+            )
     tables = {name: pd.read_parquet(view / f"{name}.parquet") for name in meta["tables"]}
     scores = pd.read_parquet(view / "scores.parquet")
     dataset, split = _view_dataset(meta, saved, arrays, dataset)
@@ -344,14 +411,20 @@ def saved_result(saved: SavedAudit, *, dataset: Any = None, lazy_model: bool = F
     c = meta["calibration"]
     nan = float("nan")
     calibration = CalibrationReport(
-        bats=BATS(t0=float(c["t0"]), eta=float(c["eta"]),
-                  fds_min=nan if c["fds_min"] is None else float(c["fds_min"]),
-                  fds_max=nan if c["fds_max"] is None else float(c["fds_max"]),
-                  eta_grid=tuple(float(v) for v in c["eta_grid"]),
-                  validation_nll=tuple(nan if v is None else float(v) for v in c["validation_nll"])),
-        metrics=tables["calibration_metrics"], reliability=tables["calibration_reliability"],
-        fragile=arrays["calibration_fragile"], fragile_share=float(c["fragile_share"]),
-        proba={k: arrays[f"calibration_proba_{k}"] for k in c["proba"]})
+        bats=BATS(
+            t0=float(c["t0"]),
+            eta=float(c["eta"]),
+            fds_min=nan if c["fds_min"] is None else float(c["fds_min"]),
+            fds_max=nan if c["fds_max"] is None else float(c["fds_max"]),
+            eta_grid=tuple(float(v) for v in c["eta_grid"]),
+            validation_nll=tuple(nan if v is None else float(v) for v in c["validation_nll"]),
+        ),
+        metrics=tables["calibration_metrics"],
+        reliability=tables["calibration_reliability"],
+        fragile=arrays["calibration_fragile"],
+        fragile_share=float(c["fragile_share"]),
+        proba={k: arrays[f"calibration_proba_{k}"] for k in c["proba"]},
+    )
     channel = LabelChannel(**{k: tuple(v) if isinstance(v, list) else v for k, v in meta["label_channel"].items()})
     model, why = None, None
     task_file = saved.path / TASK_FILE
@@ -366,17 +439,37 @@ def saved_result(saved: SavedAudit, *, dataset: Any = None, lazy_model: bool = F
     else:
         why = saved.unavailable or f"the folder holds no saved model ({TASK_FILE})"
     return AuditResult(
-        dataset=dataset, split=split, seed=int(meta["seed"]), model_name=str(meta["model_name"]), model=model,
+        dataset=dataset,
+        split=split,
+        seed=int(meta["seed"]),
+        model_name=str(meta["model_name"]),
+        model=model,
         preprocessor=SavedSpace(tuple(pre["raw_columns"]), tuple(pre["feature_names"]), tuple(pre["origins"])),
-        groups=certificates.groups, baseline=arrays["baseline"], protocol=Protocol.from_dict(saved.protocol["protocol"]),
-        fingerprint=certificates.fingerprint, label_channel=channel, raw_test=saved.test, X_test=arrays["X_test"],
-        y_test=arrays["y_test"], proba_test=arrays["proba_test"], certificates=certificates,
-        labels=_labels_from(meta["labels"], arrays, "labels"), scores=scores, evaluation=tables["evaluation"],
-        unavailable=tables["unavailable"], unavailable_groups=tuple(meta["unavailable_groups"]),
+        groups=certificates.groups,
+        baseline=arrays["baseline"],
+        protocol=Protocol.from_dict(saved.protocol["protocol"]),
+        fingerprint=certificates.fingerprint,
+        label_channel=channel,
+        raw_test=saved.test,
+        X_test=arrays["X_test"],
+        y_test=arrays["y_test"],
+        proba_test=arrays["proba_test"],
+        certificates=certificates,
+        labels=_labels_from(meta["labels"], arrays, "labels"),
+        scores=scores,
+        evaluation=tables["evaluation"],
+        unavailable=tables["unavailable"],
+        unavailable_groups=tuple(meta["unavailable_groups"]),
         naturalistic=_labels_from(meta["naturalistic"], arrays, "naturalistic"),
         naturalistic_evaluation=tables.get("naturalistic_evaluation"),
-        nominal={k: nan if v is None else float(v) for k, v in meta["nominal"].items()}, calibration=calibration,
-        sensitivity=tables.get("sensitivity"), search=tables.get("search"), importance=None, group_shap=None,
-        timings=dict(meta["timings"]), notes=tuple(meta["notes"]), space_kind=meta["space_kind"],
+        nominal={k: nan if v is None else float(v) for k, v in meta["nominal"].items()},
+        calibration=calibration,
+        sensitivity=tables.get("sensitivity"),
+        search=tables.get("search"),
+        importance=None,
+        group_shap=None,
+        timings=dict(meta["timings"]),
+        notes=tuple(meta["notes"]),
+        space_kind=meta["space_kind"],
         model_unavailable=None if model is not None else why,
     )

@@ -5,6 +5,7 @@
 back. Only JSON, Parquet, gzip-ed JSON and an ``.npz`` of plain arrays (no object arrays, read
 with ``allow_pickle=False``) are written, so nothing here ever needs unpickling.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,15 @@ __all__ = ["LABEL_ARRAYS", "VIEW_DIR", "VIEW_SCHEMA", "VIEW_TABLES", "jsonable",
 #: Sub-folder holding everything the dashboard shows, so that no page needs the model.
 VIEW_DIR = "view"
 VIEW_SCHEMA = "audit-view/1"
-VIEW_TABLES = ("evaluation", "naturalistic_evaluation", "unavailable", "calibration_metrics",
-                "calibration_reliability", "sensitivity", "search")
+VIEW_TABLES = (
+    "evaluation",
+    "naturalistic_evaluation",
+    "unavailable",
+    "calibration_metrics",
+    "calibration_reliability",
+    "sensitivity",
+    "search",
+)
 
 
 def jsonable(value: Any) -> Any:
@@ -58,8 +66,12 @@ def parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
 def _labels_meta(labels: Any) -> dict | None:
     if labels is None:
         return None
-    return {"settings": [list(s) for s in labels.settings], "tau_p": labels.tau_p, "tau_kappa": labels.tau_kappa,
-            "n_forward": labels.n_forward}
+    return {
+        "settings": [list(s) for s in labels.settings],
+        "tau_p": labels.tau_p,
+        "tau_kappa": labels.tau_kappa,
+        "n_forward": labels.n_forward,
+    }
 
 
 LABEL_ARRAYS = ("labels", "high_confidence", "confidence", "prediction", "flip_share", "max_collapse", "hits")
@@ -98,33 +110,72 @@ def write_view(result: Any, directory: str | Path) -> list[Path]:
     pre, ds, cal = result.preprocessor, result.dataset, result.calibration
     origins = [str(o) for o in feature_origins(pre)]
     names = list(getattr(pre, "feature_names", None) or [f"x{j}" for j in range(len(origins))])
-    tables = {"evaluation": result.evaluation, "naturalistic_evaluation": result.naturalistic_evaluation,
-              "unavailable": result.unavailable, "calibration_metrics": cal.metrics,
-              "calibration_reliability": cal.reliability, "sensitivity": result.sensitivity, "search": result.search}
+    tables = {
+        "evaluation": result.evaluation,
+        "naturalistic_evaluation": result.naturalistic_evaluation,
+        "unavailable": result.unavailable,
+        "calibration_metrics": cal.metrics,
+        "calibration_reliability": cal.reliability,
+        "sensitivity": result.sensitivity,
+        "search": result.search,
+    }
     meta = {
-        "schema": VIEW_SCHEMA, "fingerprint": result.fingerprint, "model_name": result.model_name,
-        "seed": result.seed, "space_kind": result.space_kind, "notes": list(result.notes),
-        "timings": result.timings, "nominal": result.nominal, "label_channel": result.label_channel.to_dict(),
+        "schema": VIEW_SCHEMA,
+        "fingerprint": result.fingerprint,
+        "model_name": result.model_name,
+        "seed": result.seed,
+        "space_kind": result.space_kind,
+        "notes": list(result.notes),
+        "timings": result.timings,
+        "nominal": result.nominal,
+        "label_channel": result.label_channel.to_dict(),
         "unavailable_groups": list(result.unavailable_groups),
-        "dataset": {"name": ds.name, "target": ds.target, "features": list(ds.features), "numeric": list(ds.numeric),
-                    "categorical": list(ds.categorical), "classes": list(ds.classes),
-                    "positive_class": ds.positive_class, "blocks": ds.blocks, "markers": ds.markers,
-                    "description": ds.description, "source": ds.source, "notes": list(ds.notes),
-                    "real_values": ds.real_values, "n_rows": len(ds.frame)},
+        "dataset": {
+            "name": ds.name,
+            "target": ds.target,
+            "features": list(ds.features),
+            "numeric": list(ds.numeric),
+            "categorical": list(ds.categorical),
+            "classes": list(ds.classes),
+            "positive_class": ds.positive_class,
+            "blocks": ds.blocks,
+            "markers": ds.markers,
+            "description": ds.description,
+            "source": ds.source,
+            "notes": list(ds.notes),
+            "real_values": ds.real_values,
+            "n_rows": len(ds.frame),
+        },
         "split": {"seed": result.split.seed, "val_size": result.split.val_size, "test_size": result.split.test_size},
-        "preprocessor": {"raw_columns": list(getattr(pre, "raw_columns", ds.features)), "feature_names": names,
-                         "origins": origins},
-        "labels": _labels_meta(result.labels), "naturalistic": _labels_meta(result.naturalistic),
-        "calibration": {"t0": cal.bats.t0, "eta": cal.bats.eta, "fds_min": cal.bats.fds_min,
-                        "fds_max": cal.bats.fds_max, "eta_grid": list(cal.bats.eta_grid),
-                        "validation_nll": list(cal.bats.validation_nll), "fragile_share": cal.fragile_share,
-                        "proba": list(cal.proba)},
+        "preprocessor": {
+            "raw_columns": list(getattr(pre, "raw_columns", ds.features)),
+            "feature_names": names,
+            "origins": origins,
+        },
+        "labels": _labels_meta(result.labels),
+        "naturalistic": _labels_meta(result.naturalistic),
+        "calibration": {
+            "t0": cal.bats.t0,
+            "eta": cal.bats.eta,
+            "fds_min": cal.bats.fds_min,
+            "fds_max": cal.bats.fds_max,
+            "eta_grid": list(cal.bats.eta_grid),
+            "validation_nll": list(cal.bats.validation_nll),
+            "fragile_share": cal.fragile_share,
+            "proba": list(cal.proba),
+        },
         "tables": [name for name, frame in tables.items() if frame is not None],
     }
-    arrays = {"X_test": result.X_test, "y_test": result.y_test, "proba_test": result.proba_test,
-              "baseline": result.baseline, "train_index": result.split.train_index,
-              "val_index": result.split.val_index, "test_index": result.split.test_index,
-              "calibration_fragile": cal.fragile}
+    arrays = {
+        "X_test": result.X_test,
+        "y_test": result.y_test,
+        "proba_test": result.proba_test,
+        "baseline": result.baseline,
+        "train_index": result.split.train_index,
+        "val_index": result.split.val_index,
+        "test_index": result.split.test_index,
+        "calibration_fragile": cal.fragile,
+    }
     arrays |= {f"calibration_proba_{k}": v for k, v in cal.proba.items()}
     for prefix, labels in (("labels", result.labels), ("naturalistic", result.naturalistic)):
         if labels is not None:

@@ -12,6 +12,7 @@ Saved form: one deterministic zip of JSON and model files (``task.json``,
 ``pre/transformer.skops``, ``model/...``); nothing is unpickled, and the ``_task.pkl`` of earlier
 versions is refused with how to re-create it.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -141,8 +142,7 @@ class CertifyTask:
         frame = table.select(list(self.preprocessor.raw_columns)).to_pandas()
         check_finite_features(frame, list(frame.columns), "input table", row_offset=row_start)
         X = self.preprocessor.transform(frame)
-        cs = certify(self._predict_proba, X, self.groups, self.baseline, self.protocol,
-                     batch_size=self.batch_size)
+        cs = certify(self._predict_proba, X, self.groups, self.baseline, self.protocol, batch_size=self.batch_size)
         n = table.num_rows
         rows = np.arange(row_start, row_start + n, dtype=np.int64)
         cols: dict[str, Any] = {"row": rows}
@@ -190,12 +190,26 @@ def task_from_audit(result) -> CertifyTask:
         ``fit_rows=0`` (no row of the big table was used for fitting).
     """
     ds = result.dataset
-    identity = {"audit": {"dataset": ds.name, "model": result.model_name, "seed": result.seed,
-                          "fingerprint": result.fingerprint}}
-    return CertifyTask(preprocessor=result.preprocessor, model=result.model,
-                       classes=tuple(str(c) for c in ds.classes), groups=dict(result.groups),
-                       baseline=np.asarray(result.baseline, dtype=np.float64), protocol=result.protocol,
-                       target=ds.target, id_column=None, fit_rows=0, identity=identity)
+    identity = {
+        "audit": {
+            "dataset": ds.name,
+            "model": result.model_name,
+            "seed": result.seed,
+            "fingerprint": result.fingerprint,
+        }
+    }
+    return CertifyTask(
+        preprocessor=result.preprocessor,
+        model=result.model,
+        classes=tuple(str(c) for c in ds.classes),
+        groups=dict(result.groups),
+        baseline=np.asarray(result.baseline, dtype=np.float64),
+        protocol=result.protocol,
+        target=ds.target,
+        id_column=None,
+        fit_rows=0,
+        identity=identity,
+    )
 
 
 def legacy_refusal(path: Path) -> ValueError:
@@ -210,8 +224,12 @@ def _task_members(task: CertifyTask) -> dict[str, bytes]:
     pre, members = task.preprocessor, {}
     if isinstance(pre, FittedPreprocessor):
         members["pre/transformer.skops"] = dump_skops(pre.transformer)
-        pre_spec = {"kind": "tool", "numeric": list(pre.numeric), "categorical": list(pre.categorical),
-                    "feature_names": list(pre.feature_names)}
+        pre_spec = {
+            "kind": "tool",
+            "numeric": list(pre.numeric),
+            "categorical": list(pre.categorical),
+            "feature_names": list(pre.feature_names),
+        }
         model = task.model
     elif isinstance(pre, PipelineSpace):
         members["pre/transformer.skops"] = dump_skops(pre.transformer)
@@ -224,12 +242,22 @@ def _task_members(task: CertifyTask) -> dict[str, bytes]:
         raise ValueError(f"cannot save a task whose preprocessor is a {type(pre).__name__}.")
     model_members, model_spec = save_estimator(model, "model/")
     members.update(model_members)
-    members["task.json"] = json_member({
-        "schema": _TASK_SCHEMA, "preprocessor": pre_spec, "model": model_spec, "classes": list(task.classes),
-        "groups": task.groups, "baseline": np.asarray(task.baseline, dtype=np.float64).tolist(),
-        "protocol": task.protocol.to_dict(), "target": task.target, "id_column": task.id_column,
-        "fit_rows": task.fit_rows, "identity": task.identity, "batch_size": task.batch_size,
-    })
+    members["task.json"] = json_member(
+        {
+            "schema": _TASK_SCHEMA,
+            "preprocessor": pre_spec,
+            "model": model_spec,
+            "classes": list(task.classes),
+            "groups": task.groups,
+            "baseline": np.asarray(task.baseline, dtype=np.float64).tolist(),
+            "protocol": task.protocol.to_dict(),
+            "target": task.target,
+            "id_column": task.id_column,
+            "fit_rows": task.fit_rows,
+            "identity": task.identity,
+            "batch_size": task.batch_size,
+        }
+    )
     return members
 
 
@@ -241,19 +269,25 @@ def _task_from_members(members: dict[str, bytes], where: str, trusted) -> Certif
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{where}: task.json is not valid JSON ({exc}).") from exc
     if not isinstance(spec, dict) or spec.get("schema") != _TASK_SCHEMA:
-        raise ValueError(f"{where}: task schema must be {_TASK_SCHEMA!r}; got "
-                         f"{spec.get('schema') if isinstance(spec, dict) else type(spec).__name__!r}.")
+        raise ValueError(
+            f"{where}: task schema must be {_TASK_SCHEMA!r}; got "
+            f"{spec.get('schema') if isinstance(spec, dict) else type(spec).__name__!r}."
+        )
     trusted = set(trusted) | OWN_TRUSTED_TYPES
     pre_spec = spec["preprocessor"]
     kind = pre_spec.get("kind")
     if kind in ("tool", "pipeline"):
-        transformer = load_skops(members.get("pre/transformer.skops", b""), trusted=trusted,
-                                 where=f"{where}: pre/transformer.skops")
+        transformer = load_skops(
+            members.get("pre/transformer.skops", b""), trusted=trusted, where=f"{where}: pre/transformer.skops"
+        )
     model = load_estimator(members, spec["model"], "model/", trusted=trusted)
     if kind == "tool":
-        pre = FittedPreprocessor(transformer=transformer, numeric=tuple(pre_spec["numeric"]),
-                                 categorical=tuple(pre_spec["categorical"]),
-                                 feature_names=tuple(pre_spec["feature_names"]))
+        pre = FittedPreprocessor(
+            transformer=transformer,
+            numeric=tuple(pre_spec["numeric"]),
+            categorical=tuple(pre_spec["categorical"]),
+            feature_names=tuple(pre_spec["feature_names"]),
+        )
     elif kind == "pipeline":
         pre = PipelineSpace(transformer, tuple(pre_spec["raw_columns"]))
     elif kind == "raw":
@@ -261,12 +295,19 @@ def _task_from_members(members: dict[str, bytes], where: str, trusted) -> Certif
         model = RawModel(model, pre)
     else:
         raise ValueError(f"{where}: unknown preprocessor kind {kind!r}.")
-    return CertifyTask(preprocessor=pre, model=model, classes=tuple(spec["classes"]),
-                       groups={k: list(v) for k, v in spec["groups"].items()},
-                       baseline=np.asarray(spec["baseline"], dtype=np.float64),
-                       protocol=Protocol.from_dict(spec["protocol"]), target=spec["target"],
-                       id_column=spec["id_column"], fit_rows=int(spec["fit_rows"]), identity=dict(spec["identity"]),
-                       batch_size=int(spec["batch_size"]))
+    return CertifyTask(
+        preprocessor=pre,
+        model=model,
+        classes=tuple(spec["classes"]),
+        groups={k: list(v) for k, v in spec["groups"].items()},
+        baseline=np.asarray(spec["baseline"], dtype=np.float64),
+        protocol=Protocol.from_dict(spec["protocol"]),
+        target=spec["target"],
+        id_column=spec["id_column"],
+        fit_rows=int(spec["fit_rows"]),
+        identity=dict(spec["identity"]),
+        batch_size=int(spec["batch_size"]),
+    )
 
 
 def task_from_bytes(data: bytes, where: str, *, trusted=()) -> CertifyTask:
@@ -309,7 +350,9 @@ def _task_file(path: str | Path) -> Path:
     if path.suffix == ".pkl":
         raise legacy_refusal(path)
     if not path.exists():
-        raise FileNotFoundError(f"no saved task at {path} (expected the {TASK_FILE} of an earlier audit or certify run).")
+        raise FileNotFoundError(
+            f"no saved task at {path} (expected the {TASK_FILE} of an earlier audit or certify run)."
+        )
     return path
 
 

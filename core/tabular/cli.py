@@ -18,6 +18,7 @@ Output is written to a temporary folder beside ``--out`` and renamed into place 
 so a failed run leaves nothing half-written. Bad input exits with code 2 and one line on
 stderr (see :mod:`core.cli`).
 """
+
 from __future__ import annotations
 
 import sys
@@ -29,8 +30,11 @@ from core.cli_options import add_protocol_options, argument_type, float_list, na
 __all__ = ["register"]
 
 
-_seeds = argument_type(lambda text: [int(v) for v in names(text)], lambda seeds: bool(seeds) and min(seeds) >= 0,
-                       expected="comma-separated non-negative integers")
+_seeds = argument_type(
+    lambda text: [int(v) for v in names(text)],
+    lambda seeds: bool(seeds) and min(seeds) >= 0,
+    expected="comma-separated non-negative integers",
+)
 
 
 def register(subparsers) -> None:
@@ -48,27 +52,49 @@ def register(subparsers) -> None:
         ),
     )
     data = p.add_argument_group("data")
-    data.add_argument("--dataset", "--datasets", dest="datasets", type=names,
-                      help=f"bundled dataset(s), comma-separated: {', '.join(DATASET_NAMES)}")
+    data.add_argument(
+        "--dataset",
+        "--datasets",
+        dest="datasets",
+        type=names,
+        help=f"bundled dataset(s), comma-separated: {', '.join(DATASET_NAMES)}",
+    )
     data.add_argument("--data", metavar="FILE", help="a CSV or Parquet table instead of a bundled dataset")
     data.add_argument("--target", help="label column of --data")
     data.add_argument("--blocks", metavar="FILE", help="domain blocks (YAML/JSON: raw column -> block)")
     data.add_argument("--max-rows", type=positive_int, help="stratified subsample before splitting")
-    data.add_argument("--split", choices=("stratified", "official"), default="stratified",
-                      help="train/test split: stratified (default) or the source's own test part (adult)")
+    data.add_argument(
+        "--split",
+        choices=("stratified", "official"),
+        default="stratified",
+        help="train/test split: stratified (default) or the source's own test part (adult)",
+    )
     own = p.add_argument_group("your own fitted model (instead of --dataset/--data and --model)")
     own.add_argument("--model-file", metavar="MODEL", help="a .skops or .onnx file of a fitted classifier")
     own.add_argument("--train", metavar="TRAIN", help="CSV/Parquet training rows (baseline, noise scales)")
     own.add_argument("--test", metavar="TEST", help="CSV/Parquet rows to certify")
-    own.add_argument("--trust", type=names, default=[], metavar="TYPE[,TYPE...]",
-                     help="skops types outside skops' trusted set that may be loaded (the error lists them)")
-    own.add_argument("--feature-order", metavar="FILE",
-                     help="raw column of each column of a single 2-D ONNX input (one name a line)")
+    own.add_argument(
+        "--trust",
+        type=names,
+        default=[],
+        metavar="TYPE[,TYPE...]",
+        help="skops types outside skops' trusted set that may be loaded (the error lists them)",
+    )
+    own.add_argument(
+        "--feature-order", metavar="FILE", help="raw column of each column of a single 2-D ONNX input (one name a line)"
+    )
     model = p.add_argument_group("models and seeds")
-    model.add_argument("--model", "--models", dest="models", type=names, default=["hist_gb"],
-                       help=f"model(s), comma-separated: {', '.join(MODEL_NAMES)} (default hist_gb)")
-    model.add_argument("--seed", "--seeds", dest="seeds", type=_seeds, default=[0],
-                       help="seed(s), comma-separated (default 0)")
+    model.add_argument(
+        "--model",
+        "--models",
+        dest="models",
+        type=names,
+        default=["hist_gb"],
+        help=f"model(s), comma-separated: {', '.join(MODEL_NAMES)} (default hist_gb)",
+    )
+    model.add_argument(
+        "--seed", "--seeds", dest="seeds", type=_seeds, default=[0], help="seed(s), comma-separated (default 0)"
+    )
     proto = p.add_argument_group("protocol")
     add_protocol_options(proto)
     label = p.add_argument_group("held-out label channel")
@@ -78,24 +104,38 @@ def register(subparsers) -> None:
     label.add_argument("--draws", type=positive_int, help="draws per stressor and severity (default 3)")
     label.add_argument("--masking-rates", type=float_list, help="group-masking probabilities (default 0.1,0.2)")
     label.add_argument("--dropout-rates", type=float_list, help="coordinate-dropout probabilities (default 0.1,0.2)")
-    label.add_argument("--noise-scales", type=float_list,
-                       help="bounded-noise half-widths in training stds (default 0.1,0.25)")
-    label.add_argument("--population", choices=("high_confidence", "all"), default="high_confidence",
-                       help="test rows the scores are evaluated on (default: p̂ ≥ tau-p)")
+    label.add_argument(
+        "--noise-scales", type=float_list, help="bounded-noise half-widths in training stds (default 0.1,0.25)"
+    )
+    label.add_argument(
+        "--population",
+        choices=("high_confidence", "all"),
+        default="high_confidence",
+        help="test rows the scores are evaluated on (default: p̂ ≥ tau-p)",
+    )
     extra = p.add_argument_group("opt-in extras (slower)")
-    extra.add_argument("--search", choices=("none", "exact", "beam", "both"), default="none",
-                       help="exact / beam flip search diagnostics")
+    extra.add_argument(
+        "--search",
+        choices=("none", "exact", "beam", "both"),
+        default="none",
+        help="exact / beam flip search diagnostics",
+    )
     extra.add_argument("--sensitivity", action="store_true", help="baseline- and grouping-rule sensitivity")
-    extra.add_argument("--order-baselines", action="store_true",
-                       help="random-order and permutation-importance-order baselines")
+    extra.add_argument(
+        "--order-baselines", action="store_true", help="random-order and permutation-importance-order baselines"
+    )
     extra.add_argument("--shap", action="store_true", help="group-SHAP concentration (tree / linear models)")
     extra.add_argument("--bootstrap", type=positive_int, default=2000, help="sweep bootstrap resamples")
     out = p.add_argument_group("output")
     out.add_argument("--out", required=True, help="output folder (created; must be new or empty unless --force)")
     out.add_argument("--force", action="store_true", help="replace an existing non-empty --out")
     out.add_argument("--batch-size", type=positive_int, default=65_536, help="rows per model call")
-    out.add_argument("--threads", type=int, default=1,
-                     help="OpenMP/BLAS threads during the audit (default 1; 0 = the libraries' defaults)")
+    out.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="OpenMP/BLAS threads during the audit (default 1; 0 = the libraries' defaults)",
+    )
     out.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=_audit)
 
@@ -104,9 +144,14 @@ def _label_channel(args):
     """The label channel declared by the label-channel options; unset options keep its defaults."""
     from core.cfc.stressors import LabelChannel
 
-    given = {"masking_rates": args.masking_rates, "dropout_rates": args.dropout_rates,
-             "noise_scales": args.noise_scales, "n_draws": args.draws, "tau_p": args.tau_p,
-             "tau_kappa": args.tau_kappa}
+    given = {
+        "masking_rates": args.masking_rates,
+        "dropout_rates": args.dropout_rates,
+        "noise_scales": args.noise_scales,
+        "n_draws": args.draws,
+        "tau_p": args.tau_p,
+        "tau_kappa": args.tau_kappa,
+    }
     return LabelChannel(**{k: v for k, v in given.items() if v is not None})
 
 
@@ -116,6 +161,7 @@ def _check_out(out: Path, force: bool) -> None:
 
 def _bar_progress(bar):
     """A ``progress(label, done, total)`` callback driving one tqdm bar."""
+
     def progress(label: str, done: int, total: int) -> None:
         bar.total = total
         bar.n = done
@@ -146,7 +192,9 @@ def _audit(args) -> int:
     if args.datasets is not None:
         unknown = [d for d in args.datasets if d not in DATASET_NAMES]
         if not args.datasets or unknown:
-            raise ValueError(f"unknown dataset {unknown[0] if unknown else ''!r}; choose from {', '.join(DATASET_NAMES)}.")
+            raise ValueError(
+                f"unknown dataset {unknown[0] if unknown else ''!r}; choose from {', '.join(DATASET_NAMES)}."
+            )
     unknown = [m for m in args.models if m not in MODEL_NAMES]
     if not args.models or unknown:
         raise ValueError(f"unknown model {unknown[0] if unknown else ''!r}; choose from {', '.join(MODEL_NAMES)}.")
@@ -163,10 +211,20 @@ def _audit(args) -> int:
         blocks = None  # already part of the loaded dataset
     else:
         datasets = args.datasets
-    options = dict(protocol=protocol, label_channel=channel, blocks=blocks, max_rows=args.max_rows,
-                   population=args.population, split=args.split,
-                   search=args.search, sensitivity=args.sensitivity, order_baselines=args.order_baselines,
-                   shap=args.shap, batch_size=args.batch_size, n_threads=args.threads or None)
+    options = dict(
+        protocol=protocol,
+        label_channel=channel,
+        blocks=blocks,
+        max_rows=args.max_rows,
+        population=args.population,
+        split=args.split,
+        search=args.search,
+        sensitivity=args.sensitivity,
+        order_baselines=args.order_baselines,
+        shap=args.shap,
+        batch_size=args.batch_size,
+        n_threads=args.threads or None,
+    )
     sweep = len(datasets) * len(args.models) * len(args.seeds) > 1
 
     bar = None
@@ -175,28 +233,60 @@ def _audit(args) -> int:
             if not args.no_progress:
                 from tqdm import tqdm
 
-                bar = tqdm(file=sys.stderr, leave=False, bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}]")
+                bar = tqdm(
+                    file=sys.stderr,
+                    leave=False,
+                    bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}]",
+                )
             if sweep:
+
                 def on_result(res) -> None:
                     unit = tmp / res.dataset.name / res.model_name / f"seed{res.seed}"
                     unit.mkdir(parents=True)
                     write_audit(res, unit)
 
-                result = run_sweep(datasets, args.models, args.seeds, n_resamples=args.bootstrap,
-                                   progress=None if bar is None else _bar_progress(bar), on_result=on_result,
-                                   **options)
+                result = run_sweep(
+                    datasets,
+                    args.models,
+                    args.seeds,
+                    n_resamples=args.bootstrap,
+                    progress=None if bar is None else _bar_progress(bar),
+                    on_result=on_result,
+                    **options,
+                )
                 table = markdown_table(result.table)
                 result.table.to_csv(tmp / "sweep_table.csv", index=False)
                 (tmp / "sweep_table.md").write_text(table + "\n", encoding="utf-8")
                 result.units.to_csv(tmp / "sweep_units.csv", index=False)
                 result.runs.to_csv(tmp / "sweep_runs.csv", index=False)
                 result.bootstrap.to_csv(tmp / "sweep_bootstrap.csv", index=False)
-                message = table + "\n\n" + markdown_table(result.bootstrap[["score", "kind", "n_units", "mean", "ci_low",
-                                                                            "ci_high", "reference", "diff_mean",
-                                                                            "win_rate"]])
+                message = (
+                    table
+                    + "\n\n"
+                    + markdown_table(
+                        result.bootstrap[
+                            [
+                                "score",
+                                "kind",
+                                "n_units",
+                                "mean",
+                                "ci_low",
+                                "ci_high",
+                                "reference",
+                                "diff_mean",
+                                "win_rate",
+                            ]
+                        ]
+                    )
+                )
             else:
-                res = run_audit(datasets[0], model=args.models[0], seed=args.seeds[0],
-                                progress=None if bar is None else _bar_progress(bar), **options)
+                res = run_audit(
+                    datasets[0],
+                    model=args.models[0],
+                    seed=args.seeds[0],
+                    progress=None if bar is None else _bar_progress(bar),
+                    **options,
+                )
                 write_audit(res, tmp)
                 message = summary_markdown(res)
     finally:
@@ -220,9 +310,18 @@ def _audit_own(args) -> int:
     for flag in ("train", "test", "target"):
         if not getattr(args, flag):
             raise ValueError(f"--{flag} is required with --model-file.")
-    unsupported = [f for f, on in (("--search", args.search != "none"), ("--sensitivity", args.sensitivity),
-                                   ("--order-baselines", args.order_baselines), ("--shap", args.shap),
-                                   ("--max-rows", args.max_rows is not None), ("--blocks", False)) if on]
+    unsupported = [
+        f
+        for f, on in (
+            ("--search", args.search != "none"),
+            ("--sensitivity", args.sensitivity),
+            ("--order-baselines", args.order_baselines),
+            ("--shap", args.shap),
+            ("--max-rows", args.max_rows is not None),
+            ("--blocks", False),
+        )
+        if on
+    ]
     if unsupported:
         raise ValueError(f"{', '.join(unsupported)} not available with --model-file.")
     out = Path(args.out)
@@ -236,13 +335,24 @@ def _audit_own(args) -> int:
         blocks = load_blocks(args.blocks)
     train, test = read_table(args.train), read_table(args.test)
     if args.target not in train.columns:
-        raise ValueError(f"--target {args.target!r} is not a column of {args.train}; columns: {list(train.columns)[:20]}.")
+        raise ValueError(
+            f"--target {args.target!r} is not a column of {args.train}; columns: {list(train.columns)[:20]}."
+        )
     order = read_feature_order(args.feature_order) if args.feature_order else None
     labels = sorted(pd_unique(train[args.target]))
     model = load_model_file(args.model_file, trust=args.trust, feature_order=order, default_classes=labels)
-    result = audit_model(model, train, test, target=args.target, protocol=protocol, label_channel=channel,
-                         blocks=blocks, population=args.population, batch_size=args.batch_size,
-                         name=Path(args.model_file).name)
+    result = audit_model(
+        model,
+        train,
+        test,
+        target=args.target,
+        protocol=protocol,
+        label_channel=channel,
+        blocks=blocks,
+        population=args.population,
+        batch_size=args.batch_size,
+        name=Path(args.model_file).name,
+    )
     with atomic_folder(out) as tmp:
         write_audit(result, tmp)
     print(summary_markdown(result))

@@ -10,6 +10,7 @@ A :class:`Dataset` is the one object the rest of the product consumes: the raw f
 target, which raw columns are numeric or categorical, the class order used to encode the
 target, and optional domain blocks (raw column -> block name) for domain-block grouping.
 """
+
 from __future__ import annotations
 
 import io
@@ -325,8 +326,15 @@ ADULT_TRAIN_ROWS, ADULT_TEST_ROWS = 32_561, 16_281
 
 
 def _read_adult_part(path: Path, *, skip: int) -> pd.DataFrame:
-    frame = pd.read_csv(path, header=None, names=list(ADULT_COLUMNS), skiprows=skip, skipinitialspace=True,
-                        na_filter=False, dtype={c: "str" for c in ADULT_COLUMNS if c != "age"} | {"age": "int64"})
+    frame = pd.read_csv(
+        path,
+        header=None,
+        names=list(ADULT_COLUMNS),
+        skiprows=skip,
+        skipinitialspace=True,
+        na_filter=False,
+        dtype={c: "str" for c in ADULT_COLUMNS if c != "age"} | {"age": "int64"},
+    )
     # adult.test writes the labels with a trailing full stop (">50K.") and ends with a blank line.
     frame["income"] = frame["income"].str.removesuffix(".")
     for c in ("fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"):
@@ -375,8 +383,10 @@ def _read_credit_g() -> pd.DataFrame:
             continue
         # The symbolic codes (A11, A12, ...) become the meanings given in the source's code
         # table; the yes/no attributes are stored there as JSON booleans.
-        table = {code: ("yes" if v is True else "no" if v is False else str(v).strip())
-                 for code, v in maps[_CREDIT_G_MAP_KEYS[name]].items()}
+        table = {
+            code: ("yes" if v is True else "no" if v is False else str(v).strip())
+            for code, v in maps[_CREDIT_G_MAP_KEYS[name]].items()
+        }
         decoded = frame[name].map(table)
         if decoded.isna().any():
             row = int(np.flatnonzero(decoded.isna().to_numpy())[0])
@@ -429,7 +439,11 @@ _BUNDLED: dict[str, _Bundled] = {
             "delinquency": ["delinq_2yrs", "acc_now_delinq", "delinq_amnt"],
             "inquiries": ["inq_last_6mths", "inq_fi", "inq_last_12m"],
             "installment accounts": [
-                "open_il_6m", "open_il_12m", "open_il_24m", "total_bal_il", "num_il_tl",
+                "open_il_6m",
+                "open_il_12m",
+                "open_il_24m",
+                "total_bal_il",
+                "num_il_tl",
                 "total_il_high_credit_limit",
             ],
             "utilisation": ["revol_util", "all_util"],
@@ -470,8 +484,13 @@ _BUNDLED: dict[str, _Bundled] = {
             "account": ["tenure", "contract", "paperless_billing", "payment_method"],
             "phone": ["phone_service", "multiple_lines"],
             "internet": [
-                "internet_service", "online_security", "online_backup", "device_protection",
-                "tech_support", "streaming_tv", "streaming_movies",
+                "internet_service",
+                "online_security",
+                "online_backup",
+                "device_protection",
+                "tech_support",
+                "streaming_tv",
+                "streaming_movies",
             ],
             "charges": ["monthly_charges", "total_charges"],
         },  # fmt: skip
@@ -486,9 +505,7 @@ _BUNDLED: dict[str, _Bundled] = {
         ),
         source="scikit-learn load_breast_cancer",
         read=_read_breast_cancer,
-        blocks={
-            prop: [f"mean {prop}", f"{prop} error", f"worst {prop}"] for prop in _BREAST_CANCER_PROPERTIES
-        },
+        blocks={prop: [f"mean {prop}", f"{prop} error", f"worst {prop}"] for prop in _BREAST_CANCER_PROPERTIES},
     ),
     "adult": _Bundled(
         target="income",
@@ -733,8 +750,9 @@ def load_blocks(path: str | os.PathLike[str]) -> dict[str, str]:
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise ValueError(f"Block file {path.name!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
-                         "expected YAML or JSON.") from None
+        raise ValueError(
+            f"Block file {path.name!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); expected YAML or JSON."
+        ) from None
     try:
         if path.suffix.lower() == ".json":
             content = json.loads(text)
@@ -853,8 +871,9 @@ def _parse_table(raw: bytes, label: str, fmt: str, na_values: Sequence[str | flo
     if fmt != "parquet":
         dup = csv_header_duplicate(raw, sep)
         if dup is not None:
-            raise ValueError(f"{label!r}: column name {dup!r} occurs more than once in the header; "
-                             "column names must be unique.")
+            raise ValueError(
+                f"{label!r}: column name {dup!r} occurs more than once in the header; column names must be unique."
+            )
     check_unique_columns(frame.columns, repr(label))
     frame.columns = [str(c) for c in frame.columns]
     if frame.shape[0] == 0:
@@ -983,7 +1002,9 @@ def _looks_like_id(series: pd.Series) -> bool:
     if len(values) < 20 or len(values) < len(series) or not values.is_unique:
         return False
     if pd.api.types.is_integer_dtype(values):
-        return bool(_ID_NAME.search(str(series.name))) or values.is_monotonic_increasing or values.is_monotonic_decreasing
+        return (
+            bool(_ID_NAME.search(str(series.name))) or values.is_monotonic_increasing or values.is_monotonic_decreasing
+        )
     return not pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
 
 
@@ -1045,9 +1066,7 @@ def _encode_classes(
     labels_sorted = [_py(v) for v in counts.index]
     if n_classes > 2:
         if positive_class is not None:
-            raise ValueError(
-                f"`positive_class` only applies to a binary target; {target!r} has {n_classes} classes."
-            )
+            raise ValueError(f"`positive_class` only applies to a binary target; {target!r} has {n_classes} classes.")
         return values, tuple(labels_sorted), None
     if positive_class is None:
         if set(labels_sorted) == {0, 1}:

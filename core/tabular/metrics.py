@@ -7,6 +7,7 @@ probabilities whose column ``c`` is class ``c``). They are shown beside the frag
 Orientation: accuracy, macro-F1, AUROC and AP are larger = better; NLL, ECE and Brier are
 losses, larger = worse. Predictions are ``argmax_c P[:, c]`` with ties to the lowest index.
 """
+
 from __future__ import annotations
 
 import warnings

@@ -4,6 +4,7 @@ Only formats that cannot run code when read are accepted: ``.skops`` (:mod:`skop
 outside skops' trusted set refused unless named in ``trust``) and ``.onnx`` (onnxruntime).
 Pickle and joblib files are refused by name, never opened.
 """
+
 from __future__ import annotations
 
 import io
@@ -21,8 +22,14 @@ MODEL_SUFFIXES = (".skops", ".onnx")
 _REFUSED = (".pkl", ".pickle", ".joblib", ".sav", ".pt", ".pth", ".dill", ".cloudpkl")
 
 
-def load_model_bytes(data: bytes, name: str, *, trust: Iterable[str] = (), feature_order: Sequence[str] | None = None,
-                     default_classes: Sequence[Any] | None = None) -> Any:
+def load_model_bytes(
+    data: bytes,
+    name: str,
+    *,
+    trust: Iterable[str] = (),
+    feature_order: Sequence[str] | None = None,
+    default_classes: Sequence[Any] | None = None,
+) -> Any:
     """The fitted model in ``data`` (the bytes of the file called ``name``).
 
     Parameters
@@ -45,8 +52,10 @@ def load_model_bytes(data: bytes, name: str, *, trust: Iterable[str] = (), featu
     """
     suffix = Path(name).suffix.lower()
     if suffix in _REFUSED:
-        raise ValueError(f"{name}: {suffix} files are pickles, which can run code when loaded; they are never read. "
-                         "Save the model with skops (skops.io.dump(model, 'model.skops')) or export it to ONNX.")
+        raise ValueError(
+            f"{name}: {suffix} files are pickles, which can run code when loaded; they are never read. "
+            "Save the model with skops (skops.io.dump(model, 'model.skops')) or export it to ONNX."
+        )
     if suffix not in MODEL_SUFFIXES:
         raise ValueError(f"{name}: unknown model format {suffix or '(no suffix)'!r}; expected one of {MODEL_SUFFIXES}.")
     if not data:

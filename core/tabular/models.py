@@ -15,6 +15,7 @@ training logs written to the working directory).
 ``predict_proba`` returns float64 for every model except XGBoost, which returns float32;
 consumers that need float64 (pseudo-logits, certificates) cast.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -137,50 +138,91 @@ MODELS: Mapping[str, ModelSpec] = MappingProxyType(
         for s in (
             _spec("logreg", "Logistic regression", "linear", _logreg, {"C": 1.0, "max_iter": 2000}, shap="linear"),
             _spec(
-                "random_forest", "Random forest", "tree ensemble", _random_forest,
-                {"n_estimators": 300, "n_jobs": 1}, shap="tree",
+                "random_forest",
+                "Random forest",
+                "tree ensemble",
+                _random_forest,
+                {"n_estimators": 300, "n_jobs": 1},
+                shap="tree",
             ),
             _spec(
-                "extra_trees", "Extra trees", "tree ensemble", _extra_trees,
-                {"n_estimators": 300, "n_jobs": 1}, shap="tree",
+                "extra_trees",
+                "Extra trees",
+                "tree ensemble",
+                _extra_trees,
+                {"n_estimators": 300, "n_jobs": 1},
+                shap="tree",
             ),
             _spec(
-                "hist_gb", "Histogram gradient boosting", "boosting", _hist_gb,
-                {}, shap="tree",
+                "hist_gb",
+                "Histogram gradient boosting",
+                "boosting",
+                _hist_gb,
+                {},
+                shap="tree",
             ),
             _spec(
-                "xgboost", "XGBoost", "boosting", _xgboost,
+                "xgboost",
+                "XGBoost",
+                "boosting",
+                _xgboost,
                 {
-                    "n_estimators": 300, "learning_rate": 0.05, "max_depth": 5, "tree_method": "hist",
-                    "n_jobs": 1, "verbosity": 0,
+                    "n_estimators": 300,
+                    "learning_rate": 0.05,
+                    "max_depth": 5,
+                    "tree_method": "hist",
+                    "n_jobs": 1,
+                    "verbosity": 0,
                 },
                 shap="tree",
             ),
             _spec(
-                "lightgbm", "LightGBM", "boosting", _lightgbm,
+                "lightgbm",
+                "LightGBM",
+                "boosting",
+                _lightgbm,
                 {
-                    "n_estimators": 300, "learning_rate": 0.05, "num_leaves": 31, "n_jobs": 1,
-                    "deterministic": True, "force_col_wise": True, "verbosity": -1,
+                    "n_estimators": 300,
+                    "learning_rate": 0.05,
+                    "num_leaves": 31,
+                    "n_jobs": 1,
+                    "deterministic": True,
+                    "force_col_wise": True,
+                    "verbosity": -1,
                 },
                 shap="tree",
             ),
             # 300 rounds at rate 0.05 like XGBoost and LightGBM (CatBoost's own default of 1,000
             # rounds would make it the slowest model of the suite by far).
             _spec(
-                "catboost", "CatBoost", "boosting", _catboost,
+                "catboost",
+                "CatBoost",
+                "boosting",
+                _catboost,
                 {
-                    "iterations": 300, "learning_rate": 0.05, "depth": 6, "thread_count": 1,
-                    "verbose": False, "allow_writing_files": False,
+                    "iterations": 300,
+                    "learning_rate": 0.05,
+                    "depth": 6,
+                    "thread_count": 1,
+                    "verbose": False,
+                    "allow_writing_files": False,
                 },
                 shap="tree",
             ),
             _spec(
-                "mlp", "MLP (scikit-learn)", "neural", _mlp,
+                "mlp",
+                "MLP (scikit-learn)",
+                "neural",
+                _mlp,
                 {"hidden_layer_sizes": (128, 64), "early_stopping": True, "max_iter": 300},
             ),
             _spec("resmlp", "ResMLP (torch)", "neural", _resmlp, {}),
             _spec(
-                "fr_resmlp", "Fragility-regularised ResMLP (torch)", "neural", _fr_resmlp, {},
+                "fr_resmlp",
+                "Fragility-regularised ResMLP (torch)",
+                "neural",
+                _fr_resmlp,
+                {},
                 requires=("groups", "baseline"),
             ),
         )  # fmt: skip

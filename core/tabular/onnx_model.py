@@ -11,6 +11,7 @@ named like ``prob*`` or else the only float output of shape ``[N, C]``; a ZipMap
 sequence of label -> probability maps, skl2onnx's default) also names the classes. Without a
 ZipMap, classes come from ``classes`` or the metadata ``classes`` (JSON list).
 """
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,14 @@ import pandas as pd
 
 __all__ = ["OnnxClassifier"]
 
-_NUMPY_OF = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(int64)": np.int64,
-             "tensor(int32)": np.int32, "tensor(string)": object, "tensor(bool)": np.bool_}
+_NUMPY_OF = {
+    "tensor(float)": np.float32,
+    "tensor(double)": np.float64,
+    "tensor(int64)": np.int64,
+    "tensor(int32)": np.int32,
+    "tensor(string)": object,
+    "tensor(bool)": np.bool_,
+}
 
 
 def _names(value: str) -> list[str]:
@@ -57,9 +64,15 @@ class OnnxClassifier:
         column order, classes unknown.
     """
 
-    def __init__(self, model_bytes: bytes, *, feature_order: Sequence[str] | None = None,
-                 classes: Sequence[Any] | None = None, default_classes: Sequence[Any] | None = None,
-                 where: str = "the ONNX model") -> None:
+    def __init__(
+        self,
+        model_bytes: bytes,
+        *,
+        feature_order: Sequence[str] | None = None,
+        classes: Sequence[Any] | None = None,
+        default_classes: Sequence[Any] | None = None,
+        where: str = "the ONNX model",
+    ) -> None:
         from core.onnx_session import cpu_session
 
         self.model_bytes = bytes(model_bytes)
@@ -79,10 +92,13 @@ class OnnxClassifier:
             if order is None:
                 raise ValueError(
                     f"{where} has one 2-D input {inputs[0].name!r} of width {inputs[0].shape[1]}; give the raw column "
-                    "of each of its columns with --feature-order FILE (one name a line) or metadata 'feature_order'.")
+                    "of each of its columns with --feature-order FILE (one name a line) or metadata 'feature_order'."
+                )
             if len(order) != inputs[0].shape[1]:
-                raise ValueError(f"{where}: the feature order names {len(order)} columns; the input "
-                                 f"{inputs[0].name!r} has {inputs[0].shape[1]}.")
+                raise ValueError(
+                    f"{where}: the feature order names {len(order)} columns; the input "
+                    f"{inputs[0].name!r} has {inputs[0].shape[1]}."
+                )
             self._feature_order: list[str] | None = order
             self.feature_names_in_ = np.asarray(order, dtype=object)
         else:
@@ -93,8 +109,10 @@ class OnnxClassifier:
         if not prob:
             prob = [o for o in outputs if o.type in ("tensor(float)", "tensor(double)") and len(o.shape) == 2]
         if len(prob) != 1:
-            raise ValueError(f"{where}: cannot tell which output holds the probabilities; outputs: "
-                             f"{[(o.name, o.type, o.shape) for o in outputs]}.")
+            raise ValueError(
+                f"{where}: cannot tell which output holds the probabilities; outputs: "
+                f"{[(o.name, o.type, o.shape) for o in outputs]}."
+            )
         self._prob_name = prob[0].name
         self._zipmap = prob[0].type.startswith("seq(map")
         if classes is None and "classes" in meta:
@@ -112,14 +130,18 @@ class OnnxClassifier:
         if self.classes_ is None and default_classes is not None:
             self.classes_ = _as_classes(default_classes)
         if self.classes_ is None:
-            raise ValueError(f"{where} does not state its class labels (no ZipMap output, no 'classes' metadata); "
-                             "pass them (Python: classes=[...]).")
+            raise ValueError(
+                f"{where} does not state its class labels (no ZipMap output, no 'classes' metadata); "
+                "pass them (Python: classes=[...])."
+            )
 
     # ----------------------------------------------------------------------------------------
     def config(self) -> dict:
         """JSON settings that rebuild this object from the same bytes (:meth:`from_config`)."""
-        return {"feature_order": self._feature_order,
-                "classes": [c.item() if isinstance(c, np.generic) else c for c in self.classes_]}
+        return {
+            "feature_order": self._feature_order,
+            "classes": [c.item() if isinstance(c, np.generic) else c for c in self.classes_],
+        }
 
     def __reduce__(self):
         # In-memory transport (e.g. to Dask workers) rebuilds the session from the model bytes.
@@ -134,8 +156,10 @@ class OnnxClassifier:
             raise ValueError(f"{self._where} needs a DataFrame of raw columns; got {type(frame).__name__}.")
         missing = [c for c in self.feature_names_in_ if c not in frame.columns]
         if missing:
-            raise ValueError(f"{self._where} needs columns {missing} that the table does not have "
-                             f"(inputs: {list(self.feature_names_in_)}).")
+            raise ValueError(
+                f"{self._where} needs columns {missing} that the table does not have "
+                f"(inputs: {list(self.feature_names_in_)})."
+            )
         if self._feature_order is not None:
             name, kind, _ = self._inputs[0]
             return {name: frame[self._feature_order].to_numpy(dtype=_NUMPY_OF.get(kind, np.float32))}
@@ -161,13 +185,17 @@ class OnnxClassifier:
         else:
             P = np.asarray(out, dtype=np.float64)
         if P.ndim != 2 or P.shape[1] != len(self.classes_):
-            raise ValueError(f"{self._where}: output {self._prob_name!r} has shape {P.shape}; expected "
-                             f"(n_rows, {len(self.classes_)}) for classes {list(self.classes_)}.")
+            raise ValueError(
+                f"{self._where}: output {self._prob_name!r} has shape {P.shape}; expected "
+                f"(n_rows, {len(self.classes_)}) for classes {list(self.classes_)}."
+            )
         total = P.sum(axis=1)
         bad = np.flatnonzero(np.abs(total - 1.0) > 1e-4)
         if bad.size:
-            raise ValueError(f"{self._where}: output {self._prob_name!r} does not sum to 1 (row {int(bad[0])} sums to "
-                             f"{float(total[bad[0]]):.6g}); is it a probability output (not scores/logits)?")
+            raise ValueError(
+                f"{self._where}: output {self._prob_name!r} does not sum to 1 (row {int(bad[0])} sums to "
+                f"{float(total[bad[0]]):.6g}); is it a probability output (not scores/logits)?"
+            )
         return P
 
     def predict(self, frame: pd.DataFrame) -> np.ndarray:

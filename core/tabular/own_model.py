@@ -25,6 +25,7 @@ Calibration (temperature scaling, BATS) needs held-out rows the model did not se
 fitted on a stratified half of ``test`` (fixed seed) and reported on the other half; the
 certificates, labels and evaluation cover every test row.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -64,8 +65,7 @@ def _model_columns(model: Any, train: pd.DataFrame, target: str) -> tuple[str, .
     return tuple(str(c) for c in names)
 
 
-def model_space(model: Any, train: pd.DataFrame, test: pd.DataFrame, *, target: str
-                ) -> tuple[Any, Any, str, list[str]]:
+def model_space(model: Any, train: pd.DataFrame, test: pd.DataFrame, *, target: str) -> tuple[Any, Any, str, list[str]]:
     """The feature space an audit of ``model`` runs in.
 
     Returns
@@ -91,8 +91,10 @@ def model_space(model: Any, train: pd.DataFrame, test: pd.DataFrame, *, target: 
             space.origins  # noqa: B018 - traces, raises if a step cannot be traced
             return space, model[-1], "pipeline", notes
         except ValueError as exc:
-            notes.append(f"the pipeline's preprocessing could not be traced to raw columns ({exc}); "
-                         "the certificate runs in raw space, one group per raw column")
+            notes.append(
+                f"the pipeline's preprocessing could not be traced to raw columns ({exc}); "
+                "the certificate runs in raw space, one group per raw column"
+            )
     space = RawSpace.fit(columns, [train, test])
     return space, RawModel(model, space), "raw", notes
 
@@ -108,8 +110,10 @@ def _check_frames(train: Any, test: Any, target: Any) -> None:
             raise ValueError(f"`{name}` has no rows.")
     if not isinstance(target, str) or target not in test.columns or target not in train.columns:
         where = "test" if isinstance(target, str) and target not in test.columns else "train"
-        raise ValueError(f"`target` {target!r} is not a column of `{where}`; columns: "
-                         f"{list((test if where == 'test' else train).columns)[:20]}.")
+        raise ValueError(
+            f"`target` {target!r} is not a column of `{where}`; columns: "
+            f"{list((test if where == 'test' else train).columns)[:20]}."
+        )
 
 
 def _encode_labels(labels: pd.Series, classes: np.ndarray, name: str) -> np.ndarray:
@@ -121,13 +125,16 @@ def _encode_labels(labels: pd.Series, classes: np.ndarray, name: str) -> np.ndar
     bad = np.flatnonzero(codes < 0)
     if bad.size:
         r = int(bad[0])
-        raise ValueError(f"`{name}` holds the label {labels.iloc[r]!r} (row {labels.index[r]!r}) that is not one of the "
-                         f"model's classes {list(classes)}; the model's classes do not match the labels.")
+        raise ValueError(
+            f"`{name}` holds the label {labels.iloc[r]!r} (row {labels.index[r]!r}) that is not one of the "
+            f"model's classes {list(classes)}; the model's classes do not match the labels."
+        )
     return codes.astype(np.int64)
 
 
-def _probe_baseline(predict: Any, x: np.ndarray, baseline: np.ndarray, groups: Mapping[str, Sequence[int]],
-                    owner: np.ndarray) -> None:
+def _probe_baseline(
+    predict: Any, x: np.ndarray, baseline: np.ndarray, groups: Mapping[str, Sequence[int]], owner: np.ndarray
+) -> None:
     """Call the model on the row with every group replaced by its baseline, one at a time."""
     names = list(groups)
     masks = np.stack([owner == g for g in range(len(names))])
@@ -139,23 +146,36 @@ def _probe_baseline(predict: Any, x: np.ndarray, baseline: np.ndarray, groups: M
         pass
     for g, name in enumerate(names):
         try:
-            predict(rows[g:g + 1])
+            predict(rows[g : g + 1])
         except Exception as exc:
-            raise ValueError(f"the model fails when group {name!r} is replaced by its baseline value "
-                             f"({type(exc).__name__}: {exc}).") from exc
+            raise ValueError(
+                f"the model fails when group {name!r} is replaced by its baseline value ({type(exc).__name__}: {exc})."
+            ) from exc
     try:
         predict(baseline[None, :])
     except Exception as exc:
-        raise ValueError(f"the model fails on the baseline row (every group replaced) ({type(exc).__name__}: {exc}).") from exc
+        raise ValueError(
+            f"the model fails on the baseline row (every group replaced) ({type(exc).__name__}: {exc})."
+        ) from exc
 
 
 # --------------------------------------------------------------------------------------------
 # audit_model
 # --------------------------------------------------------------------------------------------
-def audit_model(model: Any, train: pd.DataFrame, test: pd.DataFrame, *, target: str,
-                protocol: Protocol | None = None, label_channel: LabelChannel | None = None,
-                blocks: Mapping[str, str] | None = None, population: Population = "high_confidence",
-                progress: Any = None, name: str | None = None, batch_size: int = 65536):
+def audit_model(
+    model: Any,
+    train: pd.DataFrame,
+    test: pd.DataFrame,
+    *,
+    target: str,
+    protocol: Protocol | None = None,
+    label_channel: LabelChannel | None = None,
+    blocks: Mapping[str, str] | None = None,
+    population: Population = "high_confidence",
+    progress: Any = None,
+    name: str | None = None,
+    batch_size: int = 65536,
+):
     """Audit a fitted classifier on your own train / test tables.
 
     Parameters
@@ -202,8 +222,10 @@ def audit_model(model: Any, train: pd.DataFrame, test: pd.DataFrame, *, target: 
     if not callable(getattr(model, "predict_proba", None)):
         raise ValueError(f"`model` ({type(model).__name__}) has no predict_proba; a fitted classifier is needed.")
     if getattr(model, "classes_", None) is None:
-        raise ValueError(f"`model` ({type(model).__name__}) has no classes_ (is it fitted?); the class order of "
-                         "predict_proba's columns is needed.")
+        raise ValueError(
+            f"`model` ({type(model).__name__}) has no classes_ (is it fitted?); the class order of "
+            "predict_proba's columns is needed."
+        )
     _check_frames(train, test, target)
     protocol = Protocol() if protocol is None else protocol
     if not isinstance(protocol, Protocol):
@@ -230,13 +252,16 @@ def audit_model(model: Any, train: pd.DataFrame, test: pd.DataFrame, *, target: 
         bad = ~np.isfinite(X)
         if bad.any():
             r, c = np.argwhere(bad)[0]
-            raise ValueError(f"the preprocessing of `{name_}` gives a non-finite value at row {r}, feature "
-                             f"{space.feature_names[c]!r}; certificates need finite features.")
+            raise ValueError(
+                f"the preprocessing of `{name_}` gives a non-finite value at row {r}, feature "
+                f"{space.feature_names[c]!r}; certificates need finite features."
+            )
     origins = list(space.origins)
 
     if kind == "pipeline":
-        groups = build_groups(protocol.grouping, space.transformer, X_train, blocks=blocks,
-                              threshold=protocol.merge_threshold)
+        groups = build_groups(
+            protocol.grouping, space.transformer, X_train, blocks=blocks, threshold=protocol.merge_threshold
+        )
         baseline = baseline_vector(X_train, groups, protocol.baseline)
     else:
         raw = space.groups()
@@ -250,14 +275,56 @@ def audit_model(model: Any, train: pd.DataFrame, test: pd.DataFrame, *, target: 
             groups = domain_block_groups(raw, {c: b for c, b in blocks.items() if c in raw}, unmapped="keep")
         baseline = space.baseline(X_train, groups, protocol.baseline)
     protocol.resolved_depth(len(groups))
-    return _audit_space(space, predictor, kind, notes, stages, streams, train, test, target, X_train, X_test,
-                        origins, groups, baseline, protocol, label_channel, population, classes, y_test,
-                        name or f"own:{type(model).__name__}", batch_size, model)
+    return _audit_space(
+        space,
+        predictor,
+        kind,
+        notes,
+        stages,
+        streams,
+        train,
+        test,
+        target,
+        X_train,
+        X_test,
+        origins,
+        groups,
+        baseline,
+        protocol,
+        label_channel,
+        population,
+        classes,
+        y_test,
+        name or f"own:{type(model).__name__}",
+        batch_size,
+        model,
+    )
 
 
-def _audit_space(space, predictor, kind, notes, stages, streams, train, test, target, X_train, X_test, origins,
-                 groups, baseline, protocol, label_channel, population, classes, y_test, name, batch_size,
-                 source_model):
+def _audit_space(
+    space,
+    predictor,
+    kind,
+    notes,
+    stages,
+    streams,
+    train,
+    test,
+    target,
+    X_train,
+    X_test,
+    origins,
+    groups,
+    baseline,
+    protocol,
+    label_channel,
+    population,
+    classes,
+    y_test,
+    name,
+    batch_size,
+    source_model,
+):
     """The audit once the feature space, groups and baseline are fixed (shared by
     :func:`audit_model` and :func:`audit_task`)."""
     from core.tabular.audit import AuditResult, naturalistic_stage, noise_scale
@@ -275,36 +342,72 @@ def _audit_space(space, predictor, kind, notes, stages, streams, train, test, ta
         owner[cols] = g
     _probe_baseline(predict, X_test[0], baseline, groups, owner)
 
-    cert = stages.run("certify test", certify, predict, pd.DataFrame(X_test, index=test.index), groups, baseline,
-                      protocol, batch_size=batch_size, rows=True)
-    labels = stages.run("label channel", brittle_labels, predict, X_test, groups, baseline, channel=label_channel,
-                        noise_scale=noise_scale(X_train), seed=streams["label_channel"], batch_size=batch_size)
+    cert = stages.run(
+        "certify test",
+        certify,
+        predict,
+        pd.DataFrame(X_test, index=test.index),
+        groups,
+        baseline,
+        protocol,
+        batch_size=batch_size,
+        rows=True,
+    )
+    labels = stages.run(
+        "label channel",
+        brittle_labels,
+        predict,
+        X_test,
+        groups,
+        baseline,
+        channel=label_channel,
+        noise_scale=noise_scale(X_train),
+        seed=streams["label_channel"],
+        batch_size=batch_size,
+    )
 
     columns = list(space.raw_columns)
     raw_test = test[columns + [target]]
     frame = pd.concat([train[columns + [target]], raw_test], axis=0)
     if frame.index.has_duplicates:
         frame = frame.reset_index(drop=True)
-        notes.append("train and test share row ids: `dataset.frame` numbers rows by position (train first); "
-                     "certificates keep the test table's own index")
+        notes.append(
+            "train and test share row ids: `dataset.frame` numbers rows by position (train first); "
+            "certificates keep the test table's own index"
+        )
     if isinstance(space, RawSpace):
         numeric = tuple(c for c, k in zip(space.columns, space.kinds) if k == "numeric")
     else:
         numeric = tuple(c for c in columns if not is_categorical(train[c]))
     categorical = tuple(c for c in columns if c not in numeric)
-    dataset = Dataset(name="own data", frame=frame, target=target, features=tuple(columns), numeric=numeric,
-                      categorical=categorical, classes=tuple(plain_value(c) for c in classes),
-                      description="Tables passed to audit_model.", source="audit_model")
+    dataset = Dataset(
+        name="own data",
+        frame=frame,
+        target=target,
+        features=tuple(columns),
+        numeric=numeric,
+        categorical=categorical,
+        classes=tuple(plain_value(c) for c in classes),
+        description="Tables passed to audit_model.",
+        source="audit_model",
+    )
     n_train = len(train)
-    split = DatasetSplit(dataset=dataset, seed=_SEED, val_size=0.0, test_size=len(test) / len(frame),
-                         train_index=np.arange(n_train, dtype=np.int64), val_index=np.zeros(0, dtype=np.int64),
-                         test_index=np.arange(n_train, len(frame), dtype=np.int64))
+    split = DatasetSplit(
+        dataset=dataset,
+        seed=_SEED,
+        val_size=0.0,
+        test_size=len(test) / len(frame),
+        train_index=np.arange(n_train, dtype=np.int64),
+        val_index=np.zeros(0, dtype=np.int64),
+        test_index=np.arange(n_train, len(frame), dtype=np.int64),
+    )
 
     unavailable = detect_unavailable_fields(frame, columns)
     wanted = set(unavailable["column"])
     unavailable_groups = tuple(g for g, cols in groups.items() if any(origins[c] in wanted for c in cols))
-    natural = naturalistic_stage(stages, predict, X_test, groups, baseline, unavailable_groups, label_channel,
-                                  batch_size, notes)
+    natural = naturalistic_stage(
+        stages, predict, X_test, groups, baseline, unavailable_groups, label_channel, batch_size, notes
+    )
 
     scores = certificate_scores(cert) | confidence_scores(P_test)
     evaluation = evaluate_scores(scores, labels, y_test, population=population)
@@ -314,28 +417,77 @@ def _audit_space(space, predictor, kind, notes, stages, streams, train, test, ta
         nominal = nominal_metrics(y_test, P_test)
     fit_half = _stratified_half(y_test, streams["calibration"])
     fds = cert.table["fds"].to_numpy()
-    calib = stages.run("calibration", calibration_report, P_test[fit_half], y_test[fit_half], fds[fit_half],
-                       P_test[~fit_half], y_test[~fit_half], fds[~fit_half])
-    notes.append(f"calibration fitted on a stratified half of the test rows ({int(fit_half.sum())}) and reported "
-                 f"on the other half ({int((~fit_half).sum())})")
-    notes.append(f"feature space: {kind}" + (" (the pipeline's preprocessing output)" if kind == "pipeline" else
-                                              " (one group per raw column; categories as one-hot blocks)"))
+    calib = stages.run(
+        "calibration",
+        calibration_report,
+        P_test[fit_half],
+        y_test[fit_half],
+        fds[fit_half],
+        P_test[~fit_half],
+        y_test[~fit_half],
+        fds[~fit_half],
+    )
+    notes.append(
+        f"calibration fitted on a stratified half of the test rows ({int(fit_half.sum())}) and reported "
+        f"on the other half ({int((~fit_half).sum())})"
+    )
+    notes.append(
+        f"feature space: {kind}"
+        + (
+            " (the pipeline's preprocessing output)"
+            if kind == "pipeline"
+            else " (one group per raw column; categories as one-hot blocks)"
+        )
+    )
 
     return AuditResult(
-        dataset=dataset, split=split, seed=_SEED, model_name=name,
-        model=predictor, preprocessor=space, groups=dict(groups), baseline=baseline, protocol=protocol,
-        fingerprint=cert.fingerprint, label_channel=label_channel, raw_test=raw_test, X_test=X_test,
-        y_test=y_test, proba_test=P_test, certificates=cert, labels=labels,
-        scores=pd.DataFrame(scores, index=test.index), evaluation=evaluation, unavailable=unavailable,
-        unavailable_groups=unavailable_groups, naturalistic=natural, naturalistic_evaluation=natural_eval,
-        nominal=nominal, calibration=calib, sensitivity=None, search=None, importance=None, group_shap=None,
-        timings=dict(stages.timings), notes=tuple(notes), source_model=source_model, space_kind=kind,
+        dataset=dataset,
+        split=split,
+        seed=_SEED,
+        model_name=name,
+        model=predictor,
+        preprocessor=space,
+        groups=dict(groups),
+        baseline=baseline,
+        protocol=protocol,
+        fingerprint=cert.fingerprint,
+        label_channel=label_channel,
+        raw_test=raw_test,
+        X_test=X_test,
+        y_test=y_test,
+        proba_test=P_test,
+        certificates=cert,
+        labels=labels,
+        scores=pd.DataFrame(scores, index=test.index),
+        evaluation=evaluation,
+        unavailable=unavailable,
+        unavailable_groups=unavailable_groups,
+        naturalistic=natural,
+        naturalistic_evaluation=natural_eval,
+        nominal=nominal,
+        calibration=calib,
+        sensitivity=None,
+        search=None,
+        importance=None,
+        group_shap=None,
+        timings=dict(stages.timings),
+        notes=tuple(notes),
+        source_model=source_model,
+        space_kind=kind,
     )
 
 
-def audit_task(task: Any, train: pd.DataFrame, test: pd.DataFrame, *, label_channel: LabelChannel | None = None,
-               population: Population = "high_confidence", progress: Any = None, name: str = "saved model",
-               batch_size: int = 65536):
+def audit_task(
+    task: Any,
+    train: pd.DataFrame,
+    test: pd.DataFrame,
+    *,
+    label_channel: LabelChannel | None = None,
+    population: Population = "high_confidence",
+    progress: Any = None,
+    name: str = "saved model",
+    batch_size: int = 65536,
+):
     """Re-audit a saved task (:func:`core.scale.certify.load_certify_task`) on raw tables.
 
     The task's own groups, baseline and protocol are used, so the certificates carry the
@@ -359,9 +511,30 @@ def audit_task(task: Any, train: pd.DataFrame, test: pd.DataFrame, *, label_chan
     kind = "raw" if isinstance(space, RawSpace) else "pipeline" if isinstance(space, PipelineSpace) else "tool"
     X_train = stages.run("preprocess", space.transform, train)
     X_test = space.transform(test)
-    return _audit_space(space, task.model, kind, [], stages, streams, train, test, target, X_train, X_test,
-                        feature_origins(space), dict(task.groups), np.asarray(task.baseline), task.protocol,
-                        label_channel, population, classes, y_test, name, batch_size, None)
+    return _audit_space(
+        space,
+        task.model,
+        kind,
+        [],
+        stages,
+        streams,
+        train,
+        test,
+        target,
+        X_train,
+        X_test,
+        feature_origins(space),
+        dict(task.groups),
+        np.asarray(task.baseline),
+        task.protocol,
+        label_channel,
+        population,
+        classes,
+        y_test,
+        name,
+        batch_size,
+        None,
+    )
 
 
 def _stratified_half(y: np.ndarray, rng: np.random.Generator) -> np.ndarray:

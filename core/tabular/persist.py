@@ -23,6 +23,7 @@ last). Adding a model library means adding one entry to :data:`FAMILIES`.
 :func:`write_archive` / :func:`read_archive` bundle members into one deterministic zip file
 (fixed timestamps, sorted names), so that equal contents give equal bytes and digests.
 """
+
 from __future__ import annotations
 
 import io
@@ -58,13 +59,15 @@ __all__ = [
 #: holders of scikit-learn's trees, boosting predictors and optimiser state, and NumPy dtypes).
 #: Loaded from the tool's own task and audit files; a user's ``.skops`` file gets no such
 #: allowance (its extra types must be named by the user, e.g. ``--trust``).
-OWN_TRUSTED_TYPES: frozenset[str] = frozenset({
-    "numpy.dtype",
-    "sklearn.tree._tree.Tree",
-    "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
-    "sklearn.neural_network._stochastic_optimizers.AdamOptimizer",
-    "sklearn.neural_network._stochastic_optimizers.SGDOptimizer",
-})
+OWN_TRUSTED_TYPES: frozenset[str] = frozenset(
+    {
+        "numpy.dtype",
+        "sklearn.tree._tree.Tree",
+        "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
+        "sklearn.neural_network._stochastic_optimizers.AdamOptimizer",
+        "sklearn.neural_network._stochastic_optimizers.SGDOptimizer",
+    }
+)
 
 #: Members of one archive may not exceed this many bytes in all (refuses zip bombs).
 _MAX_ARCHIVE_BYTES = 2 * 1024**3
@@ -229,8 +232,11 @@ def _save_xgboost(model: Any) -> tuple[dict[str, bytes], dict]:
         data = path.read_bytes()
     # Scalar constructor parameters only (the model file holds the trees); `missing` is NaN by
     # default and JSON has no NaN, so non-finite numbers keep the library default.
-    params = {k: v for k, v in model.get_params().items()
-              if isinstance(v, (int, str, bool, type(None))) or (isinstance(v, float) and np.isfinite(v))}
+    params = {
+        k: v
+        for k, v in model.get_params().items()
+        if isinstance(v, (int, str, bool, type(None))) or (isinstance(v, float) and np.isfinite(v))
+    }
     return {"model.json": data}, {"class": type(model).__name__, "params": _jsonable(params)}
 
 
@@ -298,8 +304,10 @@ def _save_torch(model: Any) -> tuple[dict[str, bytes], dict]:
     buf = io.BytesIO()
     torch.save(model.module_.state_dict(), buf)
     return {"state_dict.pt": buf.getvalue()}, {
-        "class": type(model).__name__, "params": _jsonable(model.get_params()),
-        "classes": _jsonable(model.classes_), "n_features_in": int(model.n_features_in_),
+        "class": type(model).__name__,
+        "params": _jsonable(model.get_params()),
+        "classes": _jsonable(model.classes_),
+        "n_features_in": int(model.n_features_in_),
     }
 
 
@@ -308,8 +316,10 @@ def _load_torch(members: Mapping[str, bytes], meta: Mapping, trusted: Iterable[s
 
     from core.tabular import resmlp
 
-    classes = {"ResMLPClassifier": resmlp.ResMLPClassifier,
-               "FragilityRegularizedResMLPClassifier": resmlp.FragilityRegularizedResMLPClassifier}
+    classes = {
+        "ResMLPClassifier": resmlp.ResMLPClassifier,
+        "FragilityRegularizedResMLPClassifier": resmlp.FragilityRegularizedResMLPClassifier,
+    }
     if meta.get("class") not in classes:
         raise ValueError(f"torch model class {meta.get('class')!r} is not one of {sorted(classes)}.")
     params = dict(meta["params"])
@@ -375,8 +385,9 @@ class Family:
 #: Model families in detection order (the first whose ``matches`` accepts a model saves it).
 FAMILIES: Mapping[str, Family] = {
     "xgboost": Family(lambda m: _module_of(m) == "xgboost", _save_xgboost, _load_xgboost),
-    "lightgbm": Family(lambda m: _module_of(m) == "lightgbm" or isinstance(m, BoosterClassifier),
-                       _save_lightgbm, _load_lightgbm),
+    "lightgbm": Family(
+        lambda m: _module_of(m) == "lightgbm" or isinstance(m, BoosterClassifier), _save_lightgbm, _load_lightgbm
+    ),
     "catboost": Family(lambda m: _module_of(m) == "catboost", _save_catboost, _load_catboost),
     "torch": Family(_is_torch_model, _save_torch, _load_torch),
     "onnx": Family(_is_onnx_model, _save_onnx, _load_onnx),
@@ -401,7 +412,7 @@ def load_estimator(members: Mapping[str, bytes], spec: Mapping, prefix: str, *, 
     family = spec.get("family") if isinstance(spec, Mapping) else None
     if family not in FAMILIES:
         raise ValueError(f"unknown model family {family!r}; known: {list(FAMILIES)}.")
-    own = {k[len(prefix):]: v for k, v in members.items() if k.startswith(prefix)}
+    own = {k[len(prefix) :]: v for k, v in members.items() if k.startswith(prefix)}
     if not own:
         raise ValueError(f"the saved {family} model has no files (members starting with {prefix!r}).")
     return FAMILIES[family].load(own, spec.get("meta", {}), trusted)

@@ -12,6 +12,7 @@ transformed column back to the raw column it came from:
   receives categories never seen in training; without rare categories an unseen one is
   encoded as all zeros).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -184,7 +185,9 @@ def fit_preprocessor(
     )
 
 
-def _prepare(frame: pd.DataFrame, numeric: tuple[str, ...], categorical: tuple[str, ...], *, where: str) -> pd.DataFrame:
+def _prepare(
+    frame: pd.DataFrame, numeric: tuple[str, ...], categorical: tuple[str, ...], *, where: str
+) -> pd.DataFrame:
     """Select the raw columns and give them the dtypes the transformer was fitted with."""
     if not isinstance(frame, pd.DataFrame):
         raise ValueError(f"{where} must be a pandas DataFrame; got {type(frame).__name__}.")
@@ -289,8 +292,9 @@ def detect_unavailable_fields(
     )
 
 
-def _unavailable_in(series: pd.Series, declared: tuple[Any, ...],
-                    real: tuple[Any, ...] = ()) -> tuple[tuple[int, int, int, int], tuple[str, ...]]:
+def _unavailable_in(
+    series: pd.Series, declared: tuple[Any, ...], real: tuple[Any, ...] = ()
+) -> tuple[tuple[int, int, int, int], tuple[str, ...]]:
     missing = series.isna().to_numpy()
     numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
     if declared:
@@ -315,8 +319,11 @@ def _unavailable_in(series: pd.Series, declared: tuple[Any, ...],
         text = series.astype("str").str.strip().str.lower()
         token = text.str.fullmatch(UNKNOWN_TOKEN).to_numpy(dtype=bool, na_value=False) & ~missing & ~is_declared
     if real:
-        is_real = (series.isin([v for v in real if isinstance(v, (int, float, np.number))]) if numeric
-                   else series.astype("str").isin([str(v) for v in real])).to_numpy(dtype=bool)
+        is_real = (
+            series.isin([v for v in real if isinstance(v, (int, float, np.number))])
+            if numeric
+            else series.astype("str").isin([str(v) for v in real])
+        ).to_numpy(dtype=bool)
         token &= ~is_real
         sentinel &= ~is_real
     found: list[str] = ["NaN"] if missing.any() else []

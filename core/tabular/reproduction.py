@@ -8,6 +8,7 @@ share of flipped draws, the largest κ and the three components — is enough to
 the same audits under every ``(τ_p, τ_κ)`` pair of the sensitivity grid and every weight
 vector, exactly, without refitting or recertifying anything.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -21,8 +22,21 @@ from core.cfc.stressors import BrittleLabels
 __all__ = ["SAMPLE_COLUMNS", "evaluate_samples", "relabel", "sample_records", "weighted_u"]
 
 #: Columns of :func:`sample_records` besides the ``score_<name>`` columns.
-SAMPLE_COLUMNS = ("row_id", "y_true", "pred", "confidence", "high_confidence", "brittle", "flip_share",
-                  "max_collapse", "tau_p", "tau_kappa", "rcma", "flip_budget", "degradation")
+SAMPLE_COLUMNS = (
+    "row_id",
+    "y_true",
+    "pred",
+    "confidence",
+    "high_confidence",
+    "brittle",
+    "flip_share",
+    "max_collapse",
+    "tau_p",
+    "tau_kappa",
+    "rcma",
+    "flip_budget",
+    "degradation",
+)
 
 
 def sample_records(result) -> pd.DataFrame:
@@ -42,14 +56,23 @@ def sample_records(result) -> pd.DataFrame:
     """
     lab = result.labels
     t = result.certificates.table
-    out = pd.DataFrame({
-        "row_id": t.index.to_numpy(), "y_true": result.y_test, "pred": lab.prediction,
-        "confidence": lab.confidence, "high_confidence": lab.high_confidence, "brittle": lab.labels,
-        "flip_share": lab.flip_share, "max_collapse": lab.max_collapse,
-        "tau_p": np.full(len(t), lab.tau_p), "tau_kappa": np.full(len(t), lab.tau_kappa),
-        "rcma": t["rcma"].to_numpy(dtype=float), "flip_budget": t["flip_budget"].to_numpy(dtype=float),
-        "degradation": t["degradation"].to_numpy(dtype=float),
-    })
+    out = pd.DataFrame(
+        {
+            "row_id": t.index.to_numpy(),
+            "y_true": result.y_test,
+            "pred": lab.prediction,
+            "confidence": lab.confidence,
+            "high_confidence": lab.high_confidence,
+            "brittle": lab.labels,
+            "flip_share": lab.flip_share,
+            "max_collapse": lab.max_collapse,
+            "tau_p": np.full(len(t), lab.tau_p),
+            "tau_kappa": np.full(len(t), lab.tau_kappa),
+            "rcma": t["rcma"].to_numpy(dtype=float),
+            "flip_budget": t["flip_budget"].to_numpy(dtype=float),
+            "degradation": t["degradation"].to_numpy(dtype=float),
+        }
+    )
     if result.naturalistic is not None:
         out["naturalistic_brittle"] = result.naturalistic.labels
     scores = result.scores.reset_index(drop=True).add_prefix("score_")
@@ -83,14 +106,23 @@ def relabel(samples: pd.DataFrame, *, tau_p: float, tau_kappa: float) -> Brittle
     if missing:
         raise ValueError(f"`samples` lacks the column {missing[0]!r}; build it with sample_records.")
     confidence = samples["confidence"].to_numpy(dtype=float)
-    hit = (samples["flip_share"].to_numpy(dtype=float) > 0) | (samples["max_collapse"].to_numpy(dtype=float) >= tau_kappa)
+    hit = (samples["flip_share"].to_numpy(dtype=float) > 0) | (
+        samples["max_collapse"].to_numpy(dtype=float) >= tau_kappa
+    )
     high = confidence >= tau_p
-    return BrittleLabels(labels=high & hit, high_confidence=high, confidence=confidence,
-                         prediction=samples["pred"].to_numpy(dtype=np.int64),
-                         flip_share=samples["flip_share"].to_numpy(dtype=float),
-                         max_collapse=samples["max_collapse"].to_numpy(dtype=float), hits=hit[:, None],
-                         settings=(("pooled", float("nan")),), tau_p=float(tau_p), tau_kappa=float(tau_kappa),
-                         n_forward=0)
+    return BrittleLabels(
+        labels=high & hit,
+        high_confidence=high,
+        confidence=confidence,
+        prediction=samples["pred"].to_numpy(dtype=np.int64),
+        flip_share=samples["flip_share"].to_numpy(dtype=float),
+        max_collapse=samples["max_collapse"].to_numpy(dtype=float),
+        hits=hit[:, None],
+        settings=(("pooled", float("nan")),),
+        tau_p=float(tau_p),
+        tau_kappa=float(tau_kappa),
+        n_forward=0,
+    )
 
 
 def weighted_u(samples: pd.DataFrame, weights: Sequence[float]) -> np.ndarray:
@@ -115,9 +147,15 @@ def weighted_u(samples: pd.DataFrame, weights: Sequence[float]) -> np.ndarray:
     return w[0] * samples["rcma"].to_numpy(dtype=float) + w[1] / k + w[2] * samples["degradation"].to_numpy(dtype=float)
 
 
-def evaluate_samples(samples: pd.DataFrame, *, tau_p: float | None = None, tau_kappa: float | None = None,
-                     extra_scores: Mapping[str, np.ndarray] | None = None,
-                     population: Population = "high_confidence", label: str = "brittle") -> pd.DataFrame:
+def evaluate_samples(
+    samples: pd.DataFrame,
+    *,
+    tau_p: float | None = None,
+    tau_kappa: float | None = None,
+    extra_scores: Mapping[str, np.ndarray] | None = None,
+    population: Population = "high_confidence",
+    label: str = "brittle",
+) -> pd.DataFrame:
     """Evaluate every stored score of one audit (and optional extra scores) against its labels.
 
     Parameters
@@ -146,11 +184,21 @@ def evaluate_samples(samples: pd.DataFrame, *, tau_p: float | None = None, tau_k
     labels = relabel(samples, tau_p=tau_p, tau_kappa=tau_kappa)
     if label == "naturalistic_brittle":
         natural = samples["naturalistic_brittle"].to_numpy(dtype=bool)
-        labels = BrittleLabels(labels=natural & labels.high_confidence, high_confidence=labels.high_confidence,
-                               confidence=labels.confidence, prediction=labels.prediction,
-                               flip_share=labels.flip_share, max_collapse=labels.max_collapse, hits=natural[:, None],
-                               settings=labels.settings, tau_p=labels.tau_p, tau_kappa=labels.tau_kappa, n_forward=0)
-    scores = {c.removeprefix("score_"): samples[c].to_numpy(dtype=float) for c in samples.columns
-              if c.startswith("score_")}
+        labels = BrittleLabels(
+            labels=natural & labels.high_confidence,
+            high_confidence=labels.high_confidence,
+            confidence=labels.confidence,
+            prediction=labels.prediction,
+            flip_share=labels.flip_share,
+            max_collapse=labels.max_collapse,
+            hits=natural[:, None],
+            settings=labels.settings,
+            tau_p=labels.tau_p,
+            tau_kappa=labels.tau_kappa,
+            n_forward=0,
+        )
+    scores = {
+        c.removeprefix("score_"): samples[c].to_numpy(dtype=float) for c in samples.columns if c.startswith("score_")
+    }
     scores |= dict(extra_scores or {})
     return evaluate_scores(scores, labels, samples["y_true"].to_numpy(), population=population)

@@ -15,6 +15,7 @@ Architecture (Gorishniy et al., 2021, "ResNet" for tabular data)::
 
 The block's inner layer is twice as wide as ``width``.
 """
+
 from __future__ import annotations
 
 import copy
@@ -210,7 +211,12 @@ class ResMLPClassifier(ClassifierMixin, BaseEstimator):
                     val_loss = float(F.cross_entropy(module(x_val), y_val))
                 self.validation_loss_curve_.append(val_loss)
                 if val_loss < best_loss - 1e-4:
-                    best_loss, best_state, self.best_epoch_, waited = val_loss, copy.deepcopy(module.state_dict()), epoch, 0
+                    best_loss, best_state, self.best_epoch_, waited = (
+                        val_loss,
+                        copy.deepcopy(module.state_dict()),
+                        epoch,
+                        0,
+                    )
                 else:
                     waited += 1
                     if waited >= self.patience:
@@ -468,7 +474,11 @@ class FragilityRegularizedResMLPClassifier(ResMLPClassifier):
                 raise ValueError(f"`{name}` must be a finite number >= 0; got {value!r}.")
         if not (isinstance(self.lambda_max, (int, float, np.floating)) and 0 < self.lambda_max <= 1):
             raise ValueError(f"`lambda_max` must be in (0, 1]; got {self.lambda_max!r}.")
-        if isinstance(self.max_subset, bool) or not isinstance(self.max_subset, (int, np.integer)) or self.max_subset < 1:
+        if (
+            isinstance(self.max_subset, bool)
+            or not isinstance(self.max_subset, (int, np.integer))
+            or self.max_subset < 1
+        ):
             raise ValueError(f"`max_subset` must be an int >= 1; got {self.max_subset!r}.")
 
     def _prepare_fit(self, X: np.ndarray) -> None:

@@ -13,6 +13,7 @@ The shipped folders hold no model file: the live panels' model is refitted on fi
 model, checked against the certificate fingerprint). Refitting the default model costs less
 than reading it back with skops, whose trusted-type scan imports torch.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,8 +30,17 @@ from core.cfc.protocol import Protocol
 from core.cfc.stressors import LabelChannel
 from core.resources import ASSETS_DIR
 
-__all__ = ["SHIPPED_DIR", "SHIPPED_MODELS", "SOURCE_FILE", "RefitModel", "audit_source", "shipped_audit", "shipped_folder", "source_fingerprint",
-           "write_source"]
+__all__ = [
+    "SHIPPED_DIR",
+    "SHIPPED_MODELS",
+    "SOURCE_FILE",
+    "RefitModel",
+    "audit_source",
+    "shipped_audit",
+    "shipped_folder",
+    "source_fingerprint",
+    "write_source",
+]
 
 #: Where the shipped audits live (``AUDIT_SHIPPED_DIR`` overrides it, e.g. in tests).
 SHIPPED_DIR = ASSETS_DIR / "default_audit"
@@ -43,8 +53,13 @@ _SCHEMA = "shipped-audit/1"
 # Libraries whose kernels or defaults decide the numbers of every audit.
 _CORE_LIBRARIES = ("numpy", "pandas", "scipy", "scikit-learn", "pyarrow")
 # Models computed by a library other than scikit-learn (no import: names only).
-_MODEL_LIBRARY = {"xgboost": "xgboost", "lightgbm": "lightgbm", "catboost": "catboost", "resmlp": "torch",
-                  "fr_resmlp": "torch"}
+_MODEL_LIBRARY = {
+    "xgboost": "xgboost",
+    "lightgbm": "lightgbm",
+    "catboost": "catboost",
+    "resmlp": "torch",
+    "fr_resmlp": "torch",
+}
 
 
 def _root() -> Path:
@@ -62,16 +77,28 @@ def _data_digest(dataset: Any) -> str:
     """SHA-256 of the table's values, index, columns and dtypes, and of its declared roles."""
     frame = dataset.frame
     h = hashlib.sha256()
-    h.update(json.dumps({"name": dataset.name, "target": dataset.target, "numeric": list(dataset.numeric),
-                         "categorical": list(dataset.categorical), "classes": [str(c) for c in dataset.classes],
-                         "columns": [str(c) for c in frame.columns], "dtypes": [str(t) for t in frame.dtypes],
-                         "rows": len(frame)}, sort_keys=True).encode())
+    h.update(
+        json.dumps(
+            {
+                "name": dataset.name,
+                "target": dataset.target,
+                "numeric": list(dataset.numeric),
+                "categorical": list(dataset.categorical),
+                "classes": [str(c) for c in dataset.classes],
+                "columns": [str(c) for c in frame.columns],
+                "dtypes": [str(t) for t in frame.dtypes],
+                "rows": len(frame),
+            },
+            sort_keys=True,
+        ).encode()
+    )
     h.update(pd.util.hash_pandas_object(frame, index=True).to_numpy().tobytes())
     return h.hexdigest()
 
 
-def audit_source(dataset: Any, *, model: str, seed: int, protocol: Protocol | None = None,
-                 label_channel: LabelChannel | None = None) -> dict[str, Any]:
+def audit_source(
+    dataset: Any, *, model: str, seed: int, protocol: Protocol | None = None, label_channel: LabelChannel | None = None
+) -> dict[str, Any]:
     """What an audit of ``run_audit(dataset, model=model, seed=seed, protocol=protocol)`` depends on.
 
     Parameters
@@ -99,12 +126,19 @@ def audit_source(dataset: Any, *, model: str, seed: int, protocol: Protocol | No
     channel = LabelChannel() if label_channel is None else label_channel
     libraries = (*_CORE_LIBRARIES, *([_MODEL_LIBRARY[model]] if model in _MODEL_LIBRARY else []))
     return {
-        "schema": _SCHEMA, "protocol": protocol.fingerprint, "label_channel": channel.to_dict(),
+        "schema": _SCHEMA,
+        "protocol": protocol.fingerprint,
+        "label_channel": channel.to_dict(),
         "data": _data_digest(dataset),
-        "model": {"name": model, "seed": int(seed),
-                  "parameters": json.loads(json.dumps(dict(MODELS[model].defaults), default=list))},
-        "libraries": {"python": ".".join(platform.python_version_tuple()[:2]),
-                      **{name: _version(name) for name in libraries}},
+        "model": {
+            "name": model,
+            "seed": int(seed),
+            "parameters": json.loads(json.dumps(dict(MODELS[model].defaults), default=list)),
+        },
+        "libraries": {
+            "python": ".".join(platform.python_version_tuple()[:2]),
+            **{name: _version(name) for name in libraries},
+        },
     }
 
 
@@ -123,8 +157,9 @@ def write_source(folder: str | Path, source: dict[str, Any]) -> Path:
     from core.atomic import atomic_write_text
 
     path = Path(folder) / SOURCE_FILE
-    atomic_write_text(path, json.dumps({"fingerprint": source_fingerprint(source), "source": source},
-                                       indent=1, sort_keys=True) + "\n")
+    atomic_write_text(
+        path, json.dumps({"fingerprint": source_fingerprint(source), "source": source}, indent=1, sort_keys=True) + "\n"
+    )
     return path
 
 
@@ -176,26 +211,30 @@ class RefitModel:
         # compete for a busy CPU make a 2 s fit last a minute. Threads change float sums only.
         with threadpool_limits(limits=1):
             pre = fit_preprocessor(split.train, ds.numeric, ds.categorical)
-            estimator = make_model(r.model_name, seed=r.seed, **params).fit(pre.transform(split.train),
-                                                                            split.y_train)
+            estimator = make_model(r.model_name, seed=r.seed, **params).fit(pre.transform(split.train), split.y_train)
             probe = certify(estimator.predict_proba, r.baseline[None, :], r.groups, r.baseline, r.protocol)
         expected = r.certificates.probe_proba
         # The rule of core.cfc.certificate.verify: the same fingerprint, or probe probabilities
         # within its default tolerances (another CPU's kernels may round the 6-decimal hash apart).
         if probe.fingerprint != r.fingerprint and not (
-                expected is not None and expected.shape == probe.probe_proba.shape
-                and np.isclose(probe.probe_proba, expected, rtol=1e-5, atol=1e-6).all()):
-            raise ValueError(f"the refitted {r.model_name} gives the certificate fingerprint "
-                             f"{probe.fingerprint[:16]}…, not the shipped {r.fingerprint[:16]}…; regenerate the "
-                             "shipped audit (python scripts/build_default_audit.py).")
+            expected is not None
+            and expected.shape == probe.probe_proba.shape
+            and np.isclose(probe.probe_proba, expected, rtol=1e-5, atol=1e-6).all()
+        ):
+            raise ValueError(
+                f"the refitted {r.model_name} gives the certificate fingerprint "
+                f"{probe.fingerprint[:16]}…, not the shipped {r.fingerprint[:16]}…; regenerate the "
+                "shipped audit (python scripts/build_default_audit.py)."
+            )
         return estimator
 
     def predict_proba(self, Z: Any) -> Any:
         return self.load().predict_proba(Z)
 
 
-def shipped_audit(dataset: Any, *, model: str, seed: int, protocol: Protocol | None = None,
-                  root: str | Path | None = None):
+def shipped_audit(
+    dataset: Any, *, model: str, seed: int, protocol: Protocol | None = None, root: str | Path | None = None
+):
     """The shipped audit of this dataset, model, seed and protocol, or None.
 
     None when nothing is shipped for them, or when the shipped ``source.json`` does not match

@@ -7,6 +7,7 @@
 Their own module so that the certify task (:mod:`core.tabular.certify_task`), which saves and
 reloads them, does not depend on the audit of a user's model.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -65,8 +66,13 @@ class RawSpace:
                 values = {plain_value(v) for col in cols for v in pd.unique(col.astype(object))}
                 categories[c] = tuple(sorted(values, key=lambda v: (v is not None, str(type(v)), str(v))))
                 first = cols[0]
-                dtypes[c] = ("bool" if pd.api.types.is_bool_dtype(first) else
-                             "category" if isinstance(first.dtype, pd.CategoricalDtype) else "object")
+                dtypes[c] = (
+                    "bool"
+                    if pd.api.types.is_bool_dtype(first)
+                    else "category"
+                    if isinstance(first.dtype, pd.CategoricalDtype)
+                    else "object"
+                )
             else:
                 kinds.append("numeric")
         return cls(tuple(columns), tuple(kinds), categories, dtypes)
@@ -107,7 +113,9 @@ class RawSpace:
         """Encoded rows, shape (n, d) float64."""
         missing = [c for c in self.columns if c not in frame.columns]
         if missing:
-            raise ValueError(f"{where} lacks the columns {missing} that the model needs (it reads {list(self.columns)}).")
+            raise ValueError(
+                f"{where} lacks the columns {missing} that the model needs (it reads {list(self.columns)})."
+            )
         parts = []
         for c, kind in zip(self.columns, self.kinds):
             col = frame[c]
@@ -118,7 +126,8 @@ class RawSpace:
                     raise ValueError(
                         f"{where}: numeric column {c!r} has the non-finite value {values[bad[0]]!r} at row "
                         f"{frame.index[bad[0]]!r}; raw-space certificates need finite numbers (impute in a "
-                        "Pipeline step, whose groups are then traced).")
+                        "Pipeline step, whose groups are then traced)."
+                    )
                 parts.append(values[:, None])
             else:
                 cats = self.categories[c]
@@ -131,8 +140,10 @@ class RawSpace:
                 codes[~is_na] = np.where(found >= 0, found + offset, -1)
                 if (codes < 0).any():
                     r = int(np.flatnonzero(codes < 0)[0])
-                    raise ValueError(f"{where}: column {c!r} has the value {col.iloc[r]!r} at row {frame.index[r]!r}, "
-                                     f"not among its known categories {list(cats)[:20]}.")
+                    raise ValueError(
+                        f"{where}: column {c!r} has the value {col.iloc[r]!r} at row {frame.index[r]!r}, "
+                        f"not among its known categories {list(cats)[:20]}."
+                    )
                 block = np.zeros((len(col), len(cats)))
                 block[np.arange(len(col)), codes] = 1.0
                 parts.append(block)
@@ -148,7 +159,7 @@ class RawSpace:
                 j += 1
                 continue
             cats = self.categories[c]
-            idx = np.argmax(Z[:, j:j + len(cats)], axis=1)
+            idx = np.argmax(Z[:, j : j + len(cats)], axis=1)
             values = np.empty(len(cats), dtype=object)
             values[:] = [np.nan if v is None else v for v in cats]
             decoded = values[idx]
@@ -171,20 +182,28 @@ class RawSpace:
                 j += 1
                 continue
             k = len(self.categories[c])
-            counts = X_train[:, j:j + k].sum(axis=0)
-            b[j:j + k] = 0.0
+            counts = X_train[:, j : j + k].sum(axis=0)
+            b[j : j + k] = 0.0
             b[j + int(np.argmax(counts))] = 1.0  # ties to the lowest category index
             j += k
         return b
 
     def to_dict(self) -> dict:
-        return {"columns": list(self.columns), "kinds": list(self.kinds),
-                "categories": {c: list(v) for c, v in self.categories.items()}, "dtypes": dict(self.dtypes)}
+        return {
+            "columns": list(self.columns),
+            "kinds": list(self.kinds),
+            "categories": {c: list(v) for c, v in self.categories.items()},
+            "dtypes": dict(self.dtypes),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RawSpace:
-        return cls(tuple(data["columns"]), tuple(data["kinds"]),
-                   {c: tuple(v) for c, v in data["categories"].items()}, dict(data["dtypes"]))
+        return cls(
+            tuple(data["columns"]),
+            tuple(data["kinds"]),
+            {c: tuple(v) for c, v in data["categories"].items()},
+            dict(data["dtypes"]),
+        )
 
 
 class RawModel:
@@ -232,7 +251,9 @@ class PipelineSpace:
     def transform(self, frame: pd.DataFrame, *, where: str = "`frame`") -> np.ndarray:
         missing = [c for c in self.raw_columns if c not in frame.columns]
         if missing:
-            raise ValueError(f"{where} lacks the columns {missing} that the model needs (it reads {list(self.raw_columns)}).")
+            raise ValueError(
+                f"{where} lacks the columns {missing} that the model needs (it reads {list(self.raw_columns)})."
+            )
         Z = self.transformer.transform(frame[list(self.raw_columns)])
         if hasattr(Z, "toarray"):
             Z = Z.toarray()

@@ -1,4 +1,5 @@
 """The command lines that run the dashboard's interactive audit settings on a full table."""
+
 from __future__ import annotations
 
 import shlex
@@ -11,8 +12,9 @@ if TYPE_CHECKING:
 __all__ = ["cli_commands"]
 
 
-def cli_commands(file_name: str, target: str, *, model: str, seed: int, protocol: Protocol,
-                 blocks_file: str | None = None) -> dict[str, str]:
+def cli_commands(
+    file_name: str, target: str, *, model: str, seed: int, protocol: Protocol, blocks_file: str | None = None
+) -> dict[str, str]:
     """Shell commands that run the interactive audit's settings on the full table.
 
     Parameters
@@ -36,11 +38,22 @@ def cli_commands(file_name: str, target: str, *, model: str, seed: int, protocol
         (certificates of every row in partitions, bounded memory, resumable).
     """
     stem = Path(file_name).stem or "table"
-    proto = ["--grouping", protocol.grouping, "--baseline", protocol.baseline, "--path", protocol.path,
-             "--operators", ",".join(protocol.operators),
-             "--severities", ",".join(repr(float(v)) for v in protocol.severities),
-             "--weights", ",".join(repr(float(v)) for v in protocol.weights),
-             "--merge-threshold", repr(float(protocol.merge_threshold))]
+    proto = [
+        "--grouping",
+        protocol.grouping,
+        "--baseline",
+        protocol.baseline,
+        "--path",
+        protocol.path,
+        "--operators",
+        ",".join(protocol.operators),
+        "--severities",
+        ",".join(repr(float(v)) for v in protocol.severities),
+        "--weights",
+        ",".join(repr(float(v)) for v in protocol.weights),
+        "--merge-threshold",
+        repr(float(protocol.merge_threshold)),
+    ]
     if protocol.depth is not None:
         proto += ["--depth", str(int(protocol.depth))]
     if blocks_file is not None:

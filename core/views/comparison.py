@@ -1,4 +1,5 @@
 """Several models' audits of one table side by side: their metrics, and one sample under each."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -37,13 +38,18 @@ def model_comparison_table(audits: Mapping[str, AuditResult]) -> pd.DataFrame:
     for name, result in audits.items():
         fragility = result.fragility
         evaluation = result.evaluation.set_index("score")
-        rows.append({"model": name, "family": MODELS[name].family if name in MODELS else "",
-                     **{m: result.nominal.get(m, np.nan) for m in NOMINAL_METRICS},
-                     "mean_rcma": fragility["mean_rcma"],
-                     "median_rcma": float(result.certificates.table["rcma"].median()),
-                     "share_k_le_2": fragility["share_k_le_2"],
-                     "share_brittle": fragility["share_brittle"],
-                     "fds_auroc": evaluation.loc["fds", "auroc"] if "fds" in evaluation.index else np.nan})
+        rows.append(
+            {
+                "model": name,
+                "family": MODELS[name].family if name in MODELS else "",
+                **{m: result.nominal.get(m, np.nan) for m in NOMINAL_METRICS},
+                "mean_rcma": fragility["mean_rcma"],
+                "median_rcma": float(result.certificates.table["rcma"].median()),
+                "share_k_le_2": fragility["share_k_le_2"],
+                "share_brittle": fragility["share_brittle"],
+                "fds_auroc": evaluation.loc["fds", "auroc"] if "fds" in evaluation.index else np.nan,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -110,12 +116,21 @@ def sample_across_models(audits: Mapping[str, AuditResult], sample_id: object) -
     for name, result in audits.items():
         hits = np.flatnonzero(result.certificates.table.index.to_numpy() == sample_id)
         if hits.size == 0:
-            raise ValueError(f"Sample {sample_id!r} is not in the audit of {name!r}; the audits must share their "
-                             "test split.")
+            raise ValueError(
+                f"Sample {sample_id!r} is not in the audit of {name!r}; the audits must share their test split."
+            )
         cert = result.certificates.certificate(int(hits[0]))
         trajectories[name] = (cert.path, cert.path_margins, cert.flip_budget)
-        rows.append({"model": name, "predicted": str(result.dataset.classes[cert.pred]),
-                     "confidence": cert.confidence, "flip_budget": flip_budget_text(cert.flip_budget, len(cert.path)),
-                     "rcma": cert.rcma, "fds": cert.fds, "path": list(cert.path)})
+        rows.append(
+            {
+                "model": name,
+                "predicted": str(result.dataset.classes[cert.pred]),
+                "confidence": cert.confidence,
+                "flip_budget": flip_budget_text(cert.flip_budget, len(cert.path)),
+                "rcma": cert.rcma,
+                "fds": cert.fds,
+                "path": list(cert.path),
+            }
+        )
     columns = ["model", "predicted", "confidence", "flip_budget", "rcma", "fds", "path"]
     return SampleAcrossModels(table=pd.DataFrame(rows, columns=columns), trajectories=trajectories)

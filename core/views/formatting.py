@@ -1,4 +1,5 @@
 """Tables every widget can render, raw cells as people read them, number lists typed by people."""
+
 from __future__ import annotations
 
 import math
@@ -37,8 +38,9 @@ def display_frame(frame: pd.DataFrame) -> pd.DataFrame:
             continue
         values = series.tolist()
         if any(isinstance(v, (list, tuple, np.ndarray)) for v in values):
-            out[column] = [" → ".join(map(str, v)) if isinstance(v, (list, tuple, np.ndarray)) else cell_text(v)
-                           for v in values]
+            out[column] = [
+                " → ".join(map(str, v)) if isinstance(v, (list, tuple, np.ndarray)) else cell_text(v) for v in values
+            ]
             continue
         kinds = {type(v) for v in values if not is_missing(v)}
         if len(kinds) > 1 or kinds & {bytes, dict, set}:

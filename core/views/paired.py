@@ -3,6 +3,7 @@ acceptance-policy comparison of one cell, and the class summary of an unpaired c
 
 Every number comes from the engine (:mod:`core.paired`); this module only selects and shapes.
 """
+
 from __future__ import annotations
 
 import math
@@ -79,9 +80,11 @@ def model_threshold(thresholds: pd.DataFrame, model: str, coverage: float) -> Mo
     """
     rows = thresholds[(thresholds["model"] == model) & np.isclose(thresholds["coverage"], coverage)]
     if rows.empty:
-        raise ValueError(f"No threshold for model {model!r} at coverage {coverage!r}; the thresholds hold the "
-                         f"models {sorted(thresholds['model'].unique())} and coverages "
-                         f"{sorted(thresholds['coverage'].unique())}.")
+        raise ValueError(
+            f"No threshold for model {model!r} at coverage {coverage!r}; the thresholds hold the "
+            f"models {sorted(thresholds['model'].unique())} and coverages "
+            f"{sorted(thresholds['coverage'].unique())}."
+        )
     row = rows.iloc[0]
     return ModelThreshold(tau=float(row["tau"]), scope=str(row["scope"]), n_dev=int(row["n_dev"]))
 
@@ -250,15 +253,21 @@ def policy_comparison(report: PolicyReport, *, level: Level, lam: float) -> Poli
     selection = _at(report.selection, level, lam).iloc[0]
     diffs = _at(report.differences, level, lam)
     certified = diffs[diffs["certified"]]
-    certified = certified.assign(ordering=[f"q = {a:.0%} cheaper than q = {b:.0%}" for a, b in
-                                           zip(certified["coverage"], certified["versus_coverage"])])
+    certified = certified.assign(
+        ordering=[
+            f"q = {a:.0%} cheaper than q = {b:.0%}" for a, b in zip(certified["coverage"], certified["versus_coverage"])
+        ]
+    )
     columns = ["ordering", "D_plus", "separate_gap", "certified_separately", "missed_by_separate"]
     costs = _at(report.costs, level, lam)
     return PolicyComparison(
-        matrix=matrix, minimax_coverage=float(selection["minimax_coverage"]),
-        mean_coverage=float(selection["mean_coverage"]), mean_method=str(selection["mean_method"]),
+        matrix=matrix,
+        minimax_coverage=float(selection["minimax_coverage"]),
+        mean_coverage=float(selection["mean_coverage"]),
+        mean_method=str(selection["mean_method"]),
         certified=certified[columns],
-        costs=costs[["coverage", "tau", "J_low", "J_high", "J_mean", "J_observed", "mean_method"]])
+        costs=costs[["coverage", "tau", "J_low", "J_high", "J_mean", "J_observed", "mean_method"]],
+    )
 
 
 def unpaired_class_summary(unpaired: UnpairedRecords, tau: float) -> pd.DataFrame:
@@ -286,8 +295,9 @@ def unpaired_class_summary(unpaired: UnpairedRecords, tau: float) -> pd.DataFram
     tau = check_tau(tau)
     table = class_table(unpaired)
     counts = table.acceptance_counts(tau)
-    out = pd.DataFrame({"true_label": table.group_label,
-                        **{c: counts[c] for c in ("n", "a", "b", "u", "v", "t")}}).astype(np.int64)
+    out = pd.DataFrame(
+        {"true_label": table.group_label, **{c: counts[c] for c in ("n", "a", "b", "u", "v", "t")}}
+    ).astype(np.int64)
     if unpaired.counts is not None:
         out = out.merge(unpaired.counts, on="true_label", how="left", validate="one_to_one")
     return out

@@ -4,6 +4,7 @@ the capture curves of every risk score, and their AUROC / Capture@q summary.
 Metrics come from :mod:`core.metrics.ranking` (the one home of AUROC, the review budget and the
 prorated top-k count); every score is oriented larger = riskier.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -163,7 +164,13 @@ def score_summary(scores: pd.DataFrame, positives: np.ndarray, budget: float) ->
         info = SCORES.get(str(name))
         s = scores[name].to_numpy(dtype=float)
         value = roc_auc(y, s) if 0 < y.sum() < y.size else np.nan
-        rows.append({"score": str(name), "kind": info.kind if info else "custom",
-                     "orientation": info.orientation if info else "larger = riskier",
-                     "auroc": value, "capture": float(capture[str(name)][0])})
+        rows.append(
+            {
+                "score": str(name),
+                "kind": info.kind if info else "custom",
+                "orientation": info.orientation if info else "larger = riskier",
+                "auroc": value,
+                "capture": float(capture[str(name)][0]),
+            }
+        )
     return pd.DataFrame(rows, columns=["score", "kind", "orientation", "auroc", "capture"])

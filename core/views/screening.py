@@ -1,5 +1,6 @@
 """The Recapture queue page: failure coverage of the screening scores by review budget, and
 image thumbnails for its tables."""
+
 from __future__ import annotations
 
 import io
@@ -53,15 +54,19 @@ def coverage_by_budget(metrics: pd.DataFrame, *, condition: str | None = None) -
         raise ValueError(f"No screening metrics for condition {condition!r}.")
     rows = rows[rows["n_fail"] > 0]
     if rows.empty:
-        raise ValueError("No image failed under the chosen condition(s), so failure coverage is undefined; "
-                         "pick a harsher condition.")
+        raise ValueError(
+            "No image failed under the chosen condition(s), so failure coverage is undefined; pick a harsher condition."
+        )
     mean = rows.groupby(["score", "budget"], sort=False)[["coverage", "ceiling", "random"]].mean().reset_index()
     budgets = np.sort(mean["budget"].unique())
-    curves = {str(score): part.set_index("budget")["coverage"].reindex(budgets).to_numpy()
-              for score, part in mean.groupby("score", sort=False)}
+    curves = {
+        str(score): part.set_index("budget")["coverage"].reindex(budgets).to_numpy()
+        for score, part in mean.groupby("score", sort=False)
+    }
     first = mean[mean["score"] == mean["score"].iloc[0]].set_index("budget").reindex(budgets)
-    return CoverageCurves(budgets=budgets, curves=curves, ceiling=first["ceiling"].to_numpy(),
-                          random=first["random"].to_numpy())
+    return CoverageCurves(
+        budgets=budgets, curves=curves, ceiling=first["ceiling"].to_numpy(), random=first["random"].to_numpy()
+    )
 
 
 def thumbnail_uri(image: np.ndarray, *, scale: int = 2) -> str:

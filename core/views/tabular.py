@@ -1,6 +1,7 @@
 """One tabular audit as tables: the dataset's columns, its evidence groups, its predictions, and
 one sample's raw values, removal steps, path evidence, what-if probabilities and certificate bundle.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -29,8 +30,9 @@ __all__ = [
 ]
 
 
-def groups_table(groups: Mapping[str, Sequence[int]], feature_names: Sequence[str],
-                 origins: Sequence[str]) -> pd.DataFrame:
+def groups_table(
+    groups: Mapping[str, Sequence[int]], feature_names: Sequence[str], origins: Sequence[str]
+) -> pd.DataFrame:
     """One row per evidence group: its raw columns and transformed columns.
 
     Parameters
@@ -55,13 +57,21 @@ def groups_table(groups: Mapping[str, Sequence[int]], feature_names: Sequence[st
     {'group': 'home', 'raw_columns': 'home', 'n_transformed': 2, 'transformed_columns': 'home_own, home_rent'}
     """
     if len(feature_names) != len(origins):
-        raise ValueError(f"`feature_names` ({len(feature_names)}) and `origins` ({len(origins)}) must have one "
-                         "entry per transformed column.")
+        raise ValueError(
+            f"`feature_names` ({len(feature_names)}) and `origins` ({len(origins)}) must have one "
+            "entry per transformed column."
+        )
     rows = []
     for name, cols in groups.items():
         raw = list(dict.fromkeys(origins[c] for c in cols))
-        rows.append({"group": name, "raw_columns": ", ".join(raw), "n_transformed": len(cols),
-                     "transformed_columns": ", ".join(feature_names[c] for c in cols)})
+        rows.append(
+            {
+                "group": name,
+                "raw_columns": ", ".join(raw),
+                "n_transformed": len(cols),
+                "transformed_columns": ", ".join(feature_names[c] for c in cols),
+            }
+        )
     return pd.DataFrame(rows, columns=["group", "raw_columns", "n_transformed", "transformed_columns"])
 
 
@@ -73,9 +83,16 @@ def column_summary(dataset: Dataset) -> pd.DataFrame:
     """
     frame = dataset.frame
     blocks = dataset.blocks or {}
-    rows = [{"column": c, "kind": "numeric" if c in dataset.numeric else "categorical",
-             "missing": int(frame[c].isna().sum()), "distinct": int(frame[c].nunique(dropna=True)),
-             "block": blocks.get(c)} for c in dataset.features]
+    rows = [
+        {
+            "column": c,
+            "kind": "numeric" if c in dataset.numeric else "categorical",
+            "missing": int(frame[c].isna().sum()),
+            "distinct": int(frame[c].nunique(dropna=True)),
+            "block": blocks.get(c),
+        }
+        for c in dataset.features
+    ]
     return pd.DataFrame(rows, columns=["column", "kind", "missing", "distinct", "block"])
 
 
@@ -97,16 +114,18 @@ def prediction_table(result: AuditResult) -> pd.DataFrame:
     """
     cert = result.certificates.table
     classes = np.asarray(result.dataset.classes, dtype=object)
-    out = pd.DataFrame({
-        "sample_id": cert.index.to_numpy(),
-        "position": np.arange(len(cert)),
-        "true_class": classes[np.asarray(result.y_test, dtype=int)],
-        "predicted": classes[cert["pred"].to_numpy(dtype=int)],
-        "confidence": cert["confidence"].to_numpy(),
-        "fds": cert["fds"].to_numpy(),
-        "flip_budget": cert["flip_budget"].to_numpy(),
-        "rcma": cert["rcma"].to_numpy(),
-    })
+    out = pd.DataFrame(
+        {
+            "sample_id": cert.index.to_numpy(),
+            "position": np.arange(len(cert)),
+            "true_class": classes[np.asarray(result.y_test, dtype=int)],
+            "predicted": classes[cert["pred"].to_numpy(dtype=int)],
+            "confidence": cert["confidence"].to_numpy(),
+            "fds": cert["fds"].to_numpy(),
+            "flip_budget": cert["flip_budget"].to_numpy(),
+            "rcma": cert["rcma"].to_numpy(),
+        }
+    )
     for column in cert.columns:
         if column.startswith("lambda_star_"):
             out[column] = cert[column].to_numpy()
@@ -115,8 +134,9 @@ def prediction_table(result: AuditResult) -> pd.DataFrame:
     return out
 
 
-def sample_bundle(certificates: CertificateSet, position: int, *,
-                  search: FlipSearchResult | None = None) -> dict[str, Any]:
+def sample_bundle(
+    certificates: CertificateSet, position: int, *, search: FlipSearchResult | None = None
+) -> dict[str, Any]:
     """The certificate of one sample as a strict-JSON bundle (same format as a whole set).
 
     The bundle carries the protocol, the certificate fingerprint, the groups and baseline and
@@ -166,7 +186,7 @@ def whatif_probabilities(result: AuditResult, position: int, removed: Sequence[s
 
     from core.cfc.operators import remove
 
-    x = result.X_test[position:position + 1]
+    x = result.X_test[position : position + 1]
     stacked = np.vstack([x, remove(x, result.groups, result.baseline, list(removed))])
     # Two rows: waking an OpenMP pool costs more than it gives (hist_gb, busy 2 cores: 83 ms
     # threaded vs 7 ms on one thread), and this runs on every what-if toggle.
@@ -224,22 +244,33 @@ def removal_steps_table(certificate: SampleCertificate, classes: Sequence[object
     names = np.asarray([str(c) for c in classes], dtype=object)
     steps = len(cert.path_margins)
     if len(cert.path) != steps - 1:
-        raise ValueError(f"`certificate` has {len(cert.path)} path groups but {steps} steps; expected one step "
-                         "more than groups (step 0 is the intact input).")
+        raise ValueError(
+            f"`certificate` has {len(cert.path)} path groups but {steps} steps; expected one step "
+            "more than groups (step 0 is the intact input)."
+        )
     preds = np.asarray(cert.preds, dtype=int)
-    return pd.DataFrame({
-        "step": np.arange(steps),
-        "group removed": ["none (intact)", *map(str, cert.path)],
-        "prediction": names[preds],
-        "P(original class)": np.round(np.asarray(cert.proba, dtype=float)[:, cert.pred], 3),
-        "margin": np.round(np.asarray(cert.path_margins, dtype=float), 3),
-        "flipped": np.where(preds != cert.pred, "yes", "no"),
-    })
+    return pd.DataFrame(
+        {
+            "step": np.arange(steps),
+            "group removed": ["none (intact)", *map(str, cert.path)],
+            "prediction": names[preds],
+            "P(original class)": np.round(np.asarray(cert.proba, dtype=float)[:, cert.pred], 3),
+            "margin": np.round(np.asarray(cert.path_margins, dtype=float), 3),
+            "flipped": np.where(preds != cert.pred, "yes", "no"),
+        }
+    )
 
 
-def path_evidence_table(x: np.ndarray, baseline: np.ndarray, groups: Mapping[str, Sequence[int]],
-                        path: Sequence[str], *, feature_names: Sequence[str], origins: Sequence[str],
-                        raw_row: pd.Series) -> pd.DataFrame:
+def path_evidence_table(
+    x: np.ndarray,
+    baseline: np.ndarray,
+    groups: Mapping[str, Sequence[int]],
+    path: Sequence[str],
+    *,
+    feature_names: Sequence[str],
+    origins: Sequence[str],
+    raw_row: pd.Series,
+) -> pd.DataFrame:
     """The values of the groups on a removal path next to the baseline that replaces them.
 
     Parameters
@@ -270,8 +301,10 @@ def path_evidence_table(x: np.ndarray, baseline: np.ndarray, groups: Mapping[str
     b = np.asarray(baseline, dtype=float).ravel()
     d = x.size
     if b.size != d or len(feature_names) != d or len(origins) != d:
-        raise ValueError(f"`x` has {d} features but `baseline` has {b.size}, `feature_names` {len(feature_names)} "
-                         f"and `origins` {len(origins)}; expected the same length.")
+        raise ValueError(
+            f"`x` has {d} features but `baseline` has {b.size}, `feature_names` {len(feature_names)} "
+            f"and `origins` {len(origins)}; expected the same length."
+        )
     unknown = [g for g in path if g not in groups]
     if unknown:
         raise ValueError(f"`path` names groups that are not in `groups`: {unknown!r} (groups: {list(groups)}).")
@@ -279,8 +312,15 @@ def path_evidence_table(x: np.ndarray, baseline: np.ndarray, groups: Mapping[str
     for step, name in enumerate(path, start=1):
         for c in groups[name]:
             raw = raw_row.get(origins[c])
-            rows.append({"step": step, "group": str(name), "raw column": str(origins[c]),
-                         "raw value": "missing" if is_missing(raw) else rounded_text(raw),
-                         "feature": str(feature_names[c]),
-                         "value": round(float(x[c]), 3), "baseline": round(float(b[c]), 3)})
+            rows.append(
+                {
+                    "step": step,
+                    "group": str(name),
+                    "raw column": str(origins[c]),
+                    "raw value": "missing" if is_missing(raw) else rounded_text(raw),
+                    "feature": str(feature_names[c]),
+                    "value": round(float(x[c]), 3),
+                    "baseline": round(float(b[c]), 3),
+                }
+            )
     return pd.DataFrame(rows, columns=["step", "group", "raw column", "raw value", "feature", "value", "baseline"])

@@ -7,6 +7,7 @@ unpaired and screening uploads with the core loaders under the uploaded names
 holds what a session keeps of an upload (:class:`TableUpload`, :class:`FilesUpload`), and sizes
 the interactive sample of a large table (:func:`interactive_sample_rows`).
 """
+
 from __future__ import annotations
 
 import csv
@@ -92,6 +93,7 @@ def interactive_sample_rows(n_rows: int, n_groups: int) -> int:
 # ---------------------------------------------------------------------------------------------
 # What a session keeps of an upload
 
+
 @dataclass(frozen=True, kw_only=True)
 class BlockFile:
     """An uploaded domain-block file, parsed.
@@ -166,15 +168,20 @@ class FilesUpload:
     files: Mapping[str, tuple[str, bytes]] = field(repr=False)
 
     def __post_init__(self) -> None:
-        roles = {"paired": ({"records"}, set()), "unpaired": ({"clean", "perturbed"}, {"counts"}),
-                 "screening": ({"probes", "clean"}, set())}
+        roles = {
+            "paired": ({"records"}, set()),
+            "unpaired": ({"clean", "perturbed"}, {"counts"}),
+            "screening": ({"probes", "clean"}, set()),
+        }
         if self.kind not in roles:
             raise ValueError(f"`kind` must be one of {sorted(roles)}; got {self.kind!r}.")
         required, optional = roles[self.kind]
         given = set(self.files)
         if not required <= given <= required | optional:
-            raise ValueError(f"A {self.kind!r} upload needs the files {sorted(required)} (optional: "
-                             f"{sorted(optional)}); got {sorted(given)}.")
+            raise ValueError(
+                f"A {self.kind!r} upload needs the files {sorted(required)} (optional: "
+                f"{sorted(optional)}); got {sorted(given)}."
+            )
 
     @property
     def names(self) -> str:
@@ -203,6 +210,7 @@ def upload_digest(files: Mapping[str, tuple[str, bytes] | None]) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # Tables and block files read from bytes
+
 
 def table_columns(data: bytes, file_name: str) -> list[str]:
     """Column names of an uploaded CSV / TSV / Parquet table, read from its header only.
@@ -262,13 +270,16 @@ def parse_blocks(data: bytes, file_name: str) -> BlockFile:
     except Exception as exc:  # json.JSONDecodeError / yaml.YAMLError
         raise ValueError(f"Block file {file_name!r} could not be parsed: {exc}") from None
     if not isinstance(content, dict) or not content:
-        raise ValueError(f"Block file {file_name!r} must hold a non-empty mapping {{column: block}} or "
-                         f"{{block: [columns]}}; got {type(content).__name__}.")
+        raise ValueError(
+            f"Block file {file_name!r} must hold a non-empty mapping {{column: block}} or "
+            f"{{block: [columns]}}; got {type(content).__name__}."
+        )
     return BlockFile(name=file_name, digest=hashlib.sha256(data).hexdigest(), mapping=content)
 
 
 # ---------------------------------------------------------------------------------------------
 # Uploads of paired / unpaired records and of screening outputs
+
 
 def _safe_name(file_name: str, fallback: str) -> str:
     # The name comes from the browser: keep only its last component.
@@ -276,8 +287,11 @@ def _safe_name(file_name: str, fallback: str) -> str:
     return name if name not in ("", ".", "..") else fallback
 
 
-def _staged(files: Mapping[str, tuple[str, bytes] | None], labels: Mapping[str, str],
-            load: Callable[[dict[str, Path | None]], T]) -> T:
+def _staged(
+    files: Mapping[str, tuple[str, bytes] | None],
+    labels: Mapping[str, str],
+    load: Callable[[dict[str, Path | None]], T],
+) -> T:
     """Write uploads to a private folder, call ``load(paths)``, and name the files as uploaded.
 
     The core loaders read paths and name the file, row, CSV line and column in their messages;
@@ -334,8 +348,9 @@ def load_paired_upload(file_name: str, data: bytes) -> pd.DataFrame:
     return _staged({"records": (file_name, data)}, {"records": "{name}"}, lambda p: load_records(p["records"]))
 
 
-def load_unpaired_upload(clean: tuple[str, bytes], perturbed: tuple[str, bytes],
-                         counts: tuple[str, bytes] | None = None) -> UnpairedRecords:
+def load_unpaired_upload(
+    clean: tuple[str, bytes], perturbed: tuple[str, bytes], counts: tuple[str, bytes] | None = None
+) -> UnpairedRecords:
     """Validate an uploaded unpaired cell with :func:`core.paired.records.load_unpaired`.
 
     Parameters
@@ -362,8 +377,9 @@ def load_unpaired_upload(clean: tuple[str, bytes], perturbed: tuple[str, bytes],
     return _staged(files, labels, lambda p: load_unpaired(p["clean"], p["perturbed"], p["counts"]))
 
 
-def load_screening_upload(probes: tuple[str, bytes], clean: tuple[str, bytes], *,
-                          outcomes: pd.DataFrame | None = None) -> pd.DataFrame:
+def load_screening_upload(
+    probes: tuple[str, bytes], clean: tuple[str, bytes], *, outcomes: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Validate uploaded per-probe and clean outputs and score them with
     :func:`core.paired.screening.screening_scores` (as ``python -m core paired --probes``).
 
@@ -408,8 +424,11 @@ def load_screening_upload(probes: tuple[str, bytes], clean: tuple[str, bytes], *
             message = str(exc)
             for role, origin in origins.items():
                 label = labels[role].format(name=Path(origin.name).name)
-                message = re.sub(rf"`{role}` row (\d+)",
-                                 lambda m: origin.row(int(m.group(1)) - 1).replace(origin.name, label), message)
+                message = re.sub(
+                    rf"`{role}` row (\d+)",
+                    lambda m: origin.row(int(m.group(1)) - 1).replace(origin.name, label),
+                    message,
+                )
                 message = message.replace(f"`{role}`", label)
             raise ValueError(message) from None
 

@@ -4,6 +4,7 @@ testable without Streamlit.
 Every figure has a title, axis titles with units, and Okabe–Ito colours (colour-blind safe).
 The one-line "how to read it" captions live with the pages that show the figures.
 """
+
 from core.viz._style import OKABE_ITO, series_colours
 from core.viz.calibration import reliability_figure
 from core.viz.certificate import (

@@ -15,6 +15,7 @@ Colour policy (one for the whole product):
 - series take :data:`SERIES_ORDER` in turn; past its seven colours, :func:`series_styles`
   changes the dash pattern, so every (colour, dash) pair of a figure stays unique.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,8 +23,23 @@ import math
 import plotly.graph_objects as go
 import plotly.io as pio
 
-__all__ = ["OKABE_ITO", "GREY", "LIGHT_GREY", "DIVERGING", "SEQUENTIAL", "FLIPPED", "HIGHLIGHT", "SERIES_ORDER",
-           "series_colours", "series_styles", "wrap_label", "finish", "finish_spec", "COUNT_AXIS", "is_finite"]
+__all__ = [
+    "OKABE_ITO",
+    "GREY",
+    "LIGHT_GREY",
+    "DIVERGING",
+    "SEQUENTIAL",
+    "FLIPPED",
+    "HIGHLIGHT",
+    "SERIES_ORDER",
+    "series_colours",
+    "series_styles",
+    "wrap_label",
+    "finish",
+    "finish_spec",
+    "COUNT_AXIS",
+    "is_finite",
+]
 
 OKABE_ITO: dict[str, str] = {
     "black": "#000000",
@@ -131,9 +147,18 @@ def _house_template(fig: go.Figure) -> None:
         layout._validate = getattr(fig, "_validate", True)
 
 
-def finish(fig: go.Figure, *, title: str, x_title: str | None = None, y_title: str | None = None,
-           height: int = 380, legend: bool = True, legend_at: str = "bottom", subtitle: str | None = None,
-           tick_lines: int = 1) -> go.Figure:
+def finish(
+    fig: go.Figure,
+    *,
+    title: str,
+    x_title: str | None = None,
+    y_title: str | None = None,
+    height: int = 380,
+    legend: bool = True,
+    legend_at: str = "bottom",
+    subtitle: str | None = None,
+    tick_lines: int = 1,
+) -> go.Figure:
     """Apply the house layout: white template, title, axis titles and the legend position
     (``"bottom"``: horizontal rows under the x-axis title; ``"right"``: one column beside the
     plot, for many series). No legend goes above the plot, where the title is: at 1000 px a
@@ -158,8 +183,17 @@ def finish(fig: go.Figure, *, title: str, x_title: str | None = None, y_title: s
     fig.update_layout(
         # Pinned to the top of the figure: plotly centres a title in the top margin, so a larger
         # margin (for panel titles) would otherwise push the subtitle onto them.
-        title=dict(text=title, x=0.0, xanchor="left", y=1.0, yref="container", yanchor="top", pad=dict(t=14),
-                   font=dict(size=16), subtitle=dict(text=subtitle or "", font=dict(size=12, color=GREY))),
+        title=dict(
+            text=title,
+            x=0.0,
+            xanchor="left",
+            y=1.0,
+            yref="container",
+            yanchor="top",
+            pad=dict(t=14),
+            font=dict(size=16),
+            subtitle=dict(text=subtitle or "", font=dict(size=12, color=GREY)),
+        ),
         height=total,
         margin=dict(l=60, r=20, t=top, b=bottom),
         showlegend=legend,
@@ -196,8 +230,10 @@ def finish_spec(spec: dict, *, title: str, subtitle: str | None = None, height: 
         # Fill the column's width and keep ``height`` for the plot: Streamlit's default fit
         # squeezed a layered chart into a third of its height and cut its title.
         "autosize": {"type": "fit-x", "contains": "padding"},
-        "config": {"legend": {"orient": "bottom", "title": None, "labelLimit": 260},
-                   "axis": {"labelLimit": 160, "titleFontWeight": "normal"}},
+        "config": {
+            "legend": {"orient": "bottom", "title": None, "labelLimit": 260},
+            "axis": {"labelLimit": 160, "titleFontWeight": "normal"},
+        },
     }
 
 

@@ -1,4 +1,5 @@
 """Reliability diagrams (SPEC A.7, brittleness-aware temperature scaling)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,28 +38,54 @@ def reliability_figure(bins: pd.DataFrame) -> go.Figure:
     panels = list(dict.fromkeys(bins["panel"]))
     methods = list(dict.fromkeys(bins["method"]))
     colours = dict(zip(methods, series_colours(len(methods))))
-    fig = make_subplots(rows=1, cols=max(1, len(panels)), shared_yaxes=True, subplot_titles=panels,
-                        horizontal_spacing=0.09)
+    fig = make_subplots(
+        rows=1, cols=max(1, len(panels)), shared_yaxes=True, subplot_titles=panels, horizontal_spacing=0.09
+    )
     biggest = max(float(data["count"].max()), 1.0) if len(data) else 1.0
     # Zoom to the populated part (confidence never goes below 1/C) but keep the diagonal's origin
     # visible in tenths, so panels stay comparable.
     lowest = min(data["confidence"].min(), data["accuracy"].min()) if len(data) else 0.0
     low = max(0.0, float(np.floor(lowest * 10) / 10) - 0.05)
     for col, panel in enumerate(panels, start=1):
-        fig.add_trace(go.Scatter(x=[low, 1], y=[low, 1], mode="lines", line=dict(color=GREY, dash="dash"),
-                                 name="perfect calibration", showlegend=col == 1, hoverinfo="skip"), row=1, col=col)
+        fig.add_trace(
+            go.Scatter(
+                x=[low, 1],
+                y=[low, 1],
+                mode="lines",
+                line=dict(color=GREY, dash="dash"),
+                name="perfect calibration",
+                showlegend=col == 1,
+                hoverinfo="skip",
+            ),
+            row=1,
+            col=col,
+        )
         for method in methods:
             part = data[(data["panel"] == panel) & (data["method"] == method)].sort_values("confidence")
-            fig.add_trace(go.Scatter(
-                x=part["confidence"], y=part["accuracy"], mode="lines+markers", name=str(method),
-                legendgroup=str(method), showlegend=col == 1, line=dict(color=colours[method], width=2),
-                marker=dict(size=(6 + 14 * (part["count"] / biggest) ** 0.5).tolist(), color=colours[method]),
-                customdata=part["count"],
-                hovertemplate=f"{method}<br>confidence %{{x:.3f}}<br>accuracy %{{y:.3f}}<br>n = %{{customdata}}<extra></extra>",
-            ), row=1, col=col)
+            fig.add_trace(
+                go.Scatter(
+                    x=part["confidence"],
+                    y=part["accuracy"],
+                    mode="lines+markers",
+                    name=str(method),
+                    legendgroup=str(method),
+                    showlegend=col == 1,
+                    line=dict(color=colours[method], width=2),
+                    marker=dict(size=(6 + 14 * (part["count"] / biggest) ** 0.5).tolist(), color=colours[method]),
+                    customdata=part["count"],
+                    hovertemplate=f"{method}<br>confidence %{{x:.3f}}<br>accuracy %{{y:.3f}}<br>n = %{{customdata}}<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
         fig.update_xaxes(range=[low, 1.02], title_text="mean confidence", row=1, col=col)
     fig.update_yaxes(range=[low, 1.02], title_text="observed accuracy (0–1)", row=1, col=1)
     # Short per-panel axis titles: at 1000 px "mean predicted confidence (0–1)" ran into its
     # neighbour's; the reading key is a subtitle (a long title ran past a narrow figure).
-    return finish(fig, title="Reliability diagrams", subtitle="below the diagonal = over-confident", height=460,
-                  legend_at="bottom")
+    return finish(
+        fig,
+        title="Reliability diagrams",
+        subtitle="below the diagonal = over-confident",
+        height=460,
+        legend_at="bottom",
+    )

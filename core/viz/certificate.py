@@ -5,6 +5,7 @@ the dashboard passes the fields of a certificate. Margins are centred pseudo-log
 the **original** predicted class (``m_y(x')``, in nats); a negative margin means the prediction
 has flipped.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -65,14 +66,16 @@ def _wrap(text: str, width: int, *, lines: int = 2) -> str:
         out.append(current)
     if len(out) > lines:
         out = out[:lines]
-        out[-1] = out[-1][:max(1, width - 1)] + "…"
+        out[-1] = out[-1][: max(1, width - 1)] + "…"
     return "<br>".join(out)
 
 
 def _step_labels(path: Sequence[str], *, width: int = 16) -> list[str]:
     # No "−" before the name (the axis title says the groups are removed): in the narrowest
     # plot every character of a slot goes to the name.
-    return ["0<br>intact" if width >= 6 else "0"] + [f"{k}<br>{_wrap(name, width)}" for k, name in enumerate(path, start=1)]
+    return ["0<br>intact" if width >= 6 else "0"] + [
+        f"{k}<br>{_wrap(name, width)}" for k, name in enumerate(path, start=1)
+    ]
 
 
 #: Tick font of the step axis (px) and its mean character width in the house font.
@@ -90,7 +93,9 @@ def _label_width(depth: int) -> int:
 
 def _flip_budget_iv(flip_budget: int, depth: int) -> int:
     if not (isinstance(flip_budget, (int, np.integer)) and 1 <= flip_budget <= depth + 1):
-        raise ValueError(f"`flip_budget` must be an integer in 1..{depth + 1} (depth + 1 = no flip); got {flip_budget!r}.")
+        raise ValueError(
+            f"`flip_budget` must be an integer in 1..{depth + 1} (depth + 1 = no flip); got {flip_budget!r}."
+        )
     return int(flip_budget)
 
 
@@ -139,42 +144,85 @@ def trajectory_figure(
     hover_steps = ["0 intact"] + [f"{k} −{name}" for k, name in enumerate(path, start=1)]
 
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.55, 0.45])
-    custom = np.column_stack([np.array(hover_steps, dtype=object),
-                              np.array(hover_pred, dtype=object)])
-    fig.add_trace(go.Scatter(
-        x=steps, y=m, mode="lines+markers", name="margin",
-        line=dict(color=GREY, width=2), marker=dict(color=colours, size=11, line=dict(color="white", width=1)),
-        customdata=custom,
-        hovertemplate="step %{customdata[0]}<br>margin %{y:.3f} nats<br>prediction %{customdata[1]}<extra></extra>",
-    ), row=1, col=1)
-    fig.add_trace(go.Scatter(
-        x=steps, y=p, mode="lines+markers", name=f"P({class_label})",
-        line=dict(color=GREY, width=2, dash="dot"), marker=dict(color=colours, size=11, symbol="square"),
-        customdata=custom,
-        hovertemplate="step %{customdata[0]}<br>probability %{y:.3f}<br>prediction %{customdata[1]}<extra></extra>",
-    ), row=2, col=1)
+    custom = np.column_stack([np.array(hover_steps, dtype=object), np.array(hover_pred, dtype=object)])
+    fig.add_trace(
+        go.Scatter(
+            x=steps,
+            y=m,
+            mode="lines+markers",
+            name="margin",
+            line=dict(color=GREY, width=2),
+            marker=dict(color=colours, size=11, line=dict(color="white", width=1)),
+            customdata=custom,
+            hovertemplate="step %{customdata[0]}<br>margin %{y:.3f} nats<br>prediction %{customdata[1]}<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=steps,
+            y=p,
+            mode="lines+markers",
+            name=f"P({class_label})",
+            line=dict(color=GREY, width=2, dash="dot"),
+            marker=dict(color=colours, size=11, symbol="square"),
+            customdata=custom,
+            hovertemplate="step %{customdata[0]}<br>probability %{y:.3f}<br>prediction %{customdata[1]}<extra></extra>",
+        ),
+        row=2,
+        col=1,
+    )
     # The boundary is named by the axis title: a text on the line sat under the path's points.
     fig.add_hline(y=0, line=dict(color=LIGHT_GREY, width=2), row=1, col=1)
     if k_star <= depth:
         fig.add_vline(x=k_star - 0.5, line=dict(color=_FLIPPED, dash="dash", width=2))
-        fig.add_annotation(x=k_star - 0.5, y=1.0, yref="paper", text=f"flip at k* = {k_star}",
-                           showarrow=False, xanchor="left", yanchor="bottom", font=dict(color=_FLIPPED))
+        fig.add_annotation(
+            x=k_star - 0.5,
+            y=1.0,
+            yref="paper",
+            text=f"flip at k* = {k_star}",
+            showarrow=False,
+            xanchor="left",
+            yanchor="bottom",
+            font=dict(color=_FLIPPED),
+        )
     else:
-        fig.add_annotation(x=depth, y=1.0, yref="paper", text=f"no flip within K = {depth}",
-                           showarrow=False, xanchor="right", yanchor="bottom", font=dict(color=_KEPT))
+        fig.add_annotation(
+            x=depth,
+            y=1.0,
+            yref="paper",
+            text=f"no flip within K = {depth}",
+            showarrow=False,
+            xanchor="right",
+            yanchor="bottom",
+            font=dict(color=_KEPT),
+        )
     # Half a step of padding on both sides keeps the first and last tick labels inside the plot;
     # labels are wrapped, never rotated, so none runs past the figure's edge.
     fig.update_xaxes(range=[-0.5, depth + 0.5], tickangle=0)
-    fig.update_xaxes(tickmode="array", tickvals=steps.tolist(), ticktext=labels, row=2, col=1,
-                     tickfont=dict(size=_STEP_FONT), title_text="groups removed (cumulative, → baseline)")
+    fig.update_xaxes(
+        tickmode="array",
+        tickvals=steps.tolist(),
+        ticktext=labels,
+        row=2,
+        col=1,
+        tickfont=dict(size=_STEP_FONT),
+        title_text="groups removed (cumulative, → baseline)",
+    )
     fig.update_yaxes(title_text="margin (nats; 0 = boundary)", row=1, col=1)
     fig.update_yaxes(title_text=f"P({class_label})", range=[0, 1.05], row=2, col=1)
     # The colour key is a subtitle, not a legend: a legend above the plot ran into the title
     # and the k* label in a half-width column, and the two panels' y titles name the lines.
-    key = (f"<span style='color:{_KEPT}'>●</span> prediction unchanged · "
-           f"<span style='color:{_FLIPPED}'>●</span> flipped")
-    return finish(fig, title="Removal trajectory", subtitle=key, height=520, legend=False,
-                  tick_lines=1 + max(label.count("<br>") for label in labels))
+    key = f"<span style='color:{_KEPT}'>●</span> prediction unchanged · <span style='color:{_FLIPPED}'>●</span> flipped"
+    return finish(
+        fig,
+        title="Removal trajectory",
+        subtitle=key,
+        height=520,
+        legend=False,
+        tick_lines=1 + max(label.count("<br>") for label in labels),
+    )
 
 
 def collapse_figure(collapse: ArrayLike, *, rcma: float, path: Sequence[str] | None = None) -> go.Figure:
@@ -197,22 +245,44 @@ def collapse_figure(collapse: ArrayLike, *, rcma: float, path: Sequence[str] | N
     steps = np.arange(depth + 1)
     fig = go.Figure()
     names = ["intact"] + [f"−{g}" for g in path] if path is not None else [""] * (depth + 1)
-    fig.add_trace(go.Bar(
-        x=steps, y=c, width=1.0, name="collapse c_k", marker=dict(color=OKABE_ITO["sky_blue"], line=dict(color=_KEPT, width=1)),
-        customdata=names, hovertemplate="step %{x} %{customdata}<br>c_k %{y:.3f}<extra></extra>",
-    ))
+    fig.add_trace(
+        go.Bar(
+            x=steps,
+            y=c,
+            width=1.0,
+            name="collapse c_k",
+            marker=dict(color=OKABE_ITO["sky_blue"], line=dict(color=_KEPT, width=1)),
+            customdata=names,
+            hovertemplate="step %{x} %{customdata}<br>c_k %{y:.3f}<extra></extra>",
+        )
+    )
     # Short labels on white boxes at opposite ends of their lines: in a narrow column the longer
     # ones ran into each other (and past the figure's edge), and below its line the c = 1 label
     # sat behind the bars of c_k ≥ 1.
-    fig.add_hline(y=rcma, line=dict(color=OKABE_ITO["orange"], dash="dash", width=2),
-                  annotation_text=f"RCMA = {rcma:.3f}", annotation_position="top left",
-                  annotation=dict(bgcolor="rgba(255,255,255,0.85)"))  # one dict each: plotly fills it in
-    fig.add_hline(y=1.0, line=dict(color=GREY, dash="dot"), annotation_text="c = 1: margin gone",
-                  annotation_position="top right", annotation=dict(bgcolor="rgba(255,255,255,0.85)"))
+    fig.add_hline(
+        y=rcma,
+        line=dict(color=OKABE_ITO["orange"], dash="dash", width=2),
+        annotation_text=f"RCMA = {rcma:.3f}",
+        annotation_position="top left",
+        annotation=dict(bgcolor="rgba(255,255,255,0.85)"),
+    )  # one dict each: plotly fills it in
+    fig.add_hline(
+        y=1.0,
+        line=dict(color=GREY, dash="dot"),
+        annotation_text="c = 1: margin gone",
+        annotation_position="top right",
+        annotation=dict(bgcolor="rgba(255,255,255,0.85)"),
+    )
     fig.update_xaxes(tickmode="array", tickvals=steps.tolist(), range=[-0.6, depth + 0.6], tickangle=0)
     fig.update_yaxes(rangemode="tozero")
-    return finish(fig, title="Margin collapse along the path", subtitle="dashed = RCMA, the mean bar height",
-                  x_title="groups removed (step k)", y_title="margin loss c_k", legend=False)
+    return finish(
+        fig,
+        title="Margin collapse along the path",
+        subtitle="dashed = RCMA, the mean bar height",
+        x_title="groups removed (step k)",
+        y_title="margin loss c_k",
+        legend=False,
+    )
 
 
 def degradation_figure(
@@ -243,33 +313,67 @@ def degradation_figure(
         x, y = lam, curve_m
         if margin0 is not None:
             x, y = np.concatenate([[0.0], lam]), np.concatenate([[margin0], curve_m])
-        fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=name, line=dict(color=colour, width=2),
-                                 hovertemplate=f"{name}<br>λ %{{x:.2f}}<br>margin %{{y:.3f}} nats<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="lines+markers",
+                name=name,
+                line=dict(color=colour, width=2),
+                hovertemplate=f"{name}<br>λ %{{x:.2f}}<br>margin %{{y:.3f}} nats<extra></extra>",
+            )
+        )
         star = lambda_star.get(name, np.inf)
         if is_finite(star):
             at = int(np.argmin(np.abs(lam - float(star))))
-            fig.add_trace(go.Scatter(
-                x=[float(star)], y=[float(curve_m[at])], mode="markers", showlegend=False,
-                marker=dict(symbol="star", size=16, color=colour, line=dict(color="black", width=1)),
-                hovertemplate=f"{name}: first flip at λ* = %{{x:.2f}}<extra></extra>",
-            ))
+            fig.add_trace(
+                go.Scatter(
+                    x=[float(star)],
+                    y=[float(curve_m[at])],
+                    mode="markers",
+                    showlegend=False,
+                    marker=dict(symbol="star", size=16, color=colour, line=dict(color="black", width=1)),
+                    hovertemplate=f"{name}: first flip at λ* = %{{x:.2f}}<extra></extra>",
+                )
+            )
             # An annotation on a white box, not the marker's text: that sat on the other curve.
-            fig.add_annotation(x=float(star), y=float(curve_m[at]), text=f"λ* = {float(star):.2f}", showarrow=False,
-                               yshift=18, font=dict(color=colour), bgcolor="rgba(255,255,255,0.85)")
+            fig.add_annotation(
+                x=float(star),
+                y=float(curve_m[at]),
+                text=f"λ* = {float(star):.2f}",
+                showarrow=False,
+                yshift=18,
+                font=dict(color=colour),
+                bgcolor="rgba(255,255,255,0.85)",
+            )
     # The boundary is named in the legend, not by a text on the line: the ★ of λ* sit on that
     # line (the first flip is where the margin crosses 0) and would cover the text.
     fig.add_hline(y=0, line=dict(color=LIGHT_GREY, width=2))
-    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line=dict(color=LIGHT_GREY, width=2),
-                             name="decision boundary (margin 0)", hoverinfo="skip"))
+    fig.add_trace(
+        go.Scatter(
+            x=[None],
+            y=[None],
+            mode="lines",
+            line=dict(color=LIGHT_GREY, width=2),
+            name="decision boundary (margin 0)",
+            hoverinfo="skip",
+        )
+    )
     fig.update_xaxes(range=[-0.02, 1.05])
     # The key in a subtitle and the legend under the axis: with the key in the title, the title
     # ran into the legend above the plot even at 1400 px.
-    return finish(fig, title="Partial degradation per operator", subtitle="★ = λ*, the first severity that flips",
-                  x_title="severity λ (0 = intact, 1 = baseline)", y_title="margin (nats)")
+    return finish(
+        fig,
+        title="Partial degradation per operator",
+        subtitle="★ = λ*, the first severity that flips",
+        x_title="severity λ (0 = intact, 1 = baseline)",
+        y_title="margin (nats)",
+    )
 
 
-def drops_figure(groups: Sequence[str], drops: ArrayLike, *, path: Sequence[str] = (),
-                 top_n: int | None = None) -> go.Figure:
+def drops_figure(
+    groups: Sequence[str], drops: ArrayLike, *, path: Sequence[str] = (), top_n: int | None = None
+) -> go.Figure:
     """One-step margin drops ``δ_g``, largest first; groups on the removal path highlighted.
 
     Parameters
@@ -294,7 +398,7 @@ def drops_figure(groups: Sequence[str], drops: ArrayLike, *, path: Sequence[str]
         raise ValueError(f"`top_n` must be a positive int or None; got {top_n!r}.")
     order = np.argsort(-d, kind="stable")
     shown = order if top_n is None else order[:top_n]
-    folded = order[shown.shape[0]:]
+    folded = order[shown.shape[0] :]
     names = [str(groups[i]) for i in shown]
     on_path = set(path)
     colours = [_KEPT if n in on_path else GREY for n in names]
@@ -306,19 +410,34 @@ def drops_figure(groups: Sequence[str], drops: ArrayLike, *, path: Sequence[str]
         names.append(label)
         colours.append(LIGHT_GREY)
         values.append(float(rest.max()))
-        hover.append(f"{label} (folded)<br>largest δ = {rest.max():.3f}, smallest δ = {rest.min():.3f} nats<br>"
-                     f"{int((rest > 0).sum())} of them support the prediction")
-    fig = go.Figure(go.Bar(
-        x=values, y=names, orientation="h", marker=dict(color=colours), hovertext=hover,
-        hovertemplate="%{hovertext}<extra></extra>",
-    ))
+        hover.append(
+            f"{label} (folded)<br>largest δ = {rest.max():.3f}, smallest δ = {rest.min():.3f} nats<br>"
+            f"{int((rest > 0).sum())} of them support the prediction"
+        )
+    fig = go.Figure(
+        go.Bar(
+            x=values,
+            y=names,
+            orientation="h",
+            marker=dict(color=colours),
+            hovertext=hover,
+            hovertemplate="%{hovertext}<extra></extra>",
+        )
+    )
     fig.add_vline(x=0, line=dict(color="black", width=1))
     fig.update_yaxes(autorange="reversed", type="category", automargin=True)
     title = "One-step drops δ_g"
     if folded.shape[0]:
         title = f"One-step drops δ_g: top {shown.shape[0]} of {len(groups)} groups"
-    return finish(fig, title=title, subtitle="blue = on the removal path", x_title="margin drop δ_g (nats)",
-                  y_title="evidence group", height=max(300, 28 * len(names) + 120), legend=False)
+    return finish(
+        fig,
+        title=title,
+        subtitle="blue = on the removal path",
+        x_title="margin drop δ_g (nats)",
+        y_title="evidence group",
+        height=max(300, 28 * len(names) + 120),
+        legend=False,
+    )
 
 
 def whatif_figure(class_names: Sequence[str], original: ArrayLike, current: ArrayLike) -> go.Figure:
@@ -326,18 +445,31 @@ def whatif_figure(class_names: Sequence[str], original: ArrayLike, current: Arra
     p0 = _vector(original, "original", length=len(class_names))
     p1 = _vector(current, "current", length=len(class_names))
     names = [str(c) for c in class_names]
-    fig = go.Figure([
-        go.Bar(x=names, y=p0, name="original input", marker=dict(color=GREY),
-               hovertemplate="%{x}: %{y:.3f}<extra>original</extra>"),
-        go.Bar(x=names, y=p1, name="with selected groups at baseline", marker=dict(color=OKABE_ITO["orange"]),
-               hovertemplate="%{x}: %{y:.3f}<extra>what-if</extra>"),
-    ])
+    fig = go.Figure(
+        [
+            go.Bar(
+                x=names,
+                y=p0,
+                name="original input",
+                marker=dict(color=GREY),
+                hovertemplate="%{x}: %{y:.3f}<extra>original</extra>",
+            ),
+            go.Bar(
+                x=names,
+                y=p1,
+                name="with selected groups at baseline",
+                marker=dict(color=OKABE_ITO["orange"]),
+                hovertemplate="%{x}: %{y:.3f}<extra>what-if</extra>",
+            ),
+        ]
+    )
     fig.update_yaxes(range=[0, 1.05])
     return finish(fig, title="What-if prediction", x_title="class", y_title="predicted probability", height=340)
 
 
-def _confidence_series(confidence: ArrayLike, fds: ArrayLike, brittle: ArrayLike | None, *, max_points: int,
-                       seed: int) -> list[tuple[str, str, np.ndarray, np.ndarray]]:
+def _confidence_series(
+    confidence: ArrayLike, fds: ArrayLike, brittle: ArrayLike | None, *, max_points: int, seed: int
+) -> list[tuple[str, str, np.ndarray, np.ndarray]]:
     """``(name, colour, confidence, fds)`` of every series of the confidence-vs-FDS chart, on a
     display sample of at most ``max_points`` (the same points for the plotly and Vega-Lite charts)."""
     conf = _vector(confidence, "confidence")
@@ -361,8 +493,15 @@ _CONFIDENCE_TITLE = "Confidence is not stability"
 _CONFIDENCE_AXES = ("confidence p̂ (max probability)", "FDS (larger = more fragile)")
 
 
-def confidence_fds_figure(confidence: ArrayLike, fds: ArrayLike, *, brittle: ArrayLike | None = None,
-                          threshold: float = 0.9, max_points: int = 3000, seed: int = 0) -> go.Figure:
+def confidence_fds_figure(
+    confidence: ArrayLike,
+    fds: ArrayLike,
+    *,
+    brittle: ArrayLike | None = None,
+    threshold: float = 0.9,
+    max_points: int = 3000,
+    seed: int = 0,
+) -> go.Figure:
     """Confidence against FDS for a set of certificates (a sample of at most ``max_points``).
 
     Shows that confidence and fragility are different axes: high-confidence predictions spread
@@ -375,12 +514,25 @@ def confidence_fds_figure(confidence: ArrayLike, fds: ArrayLike, *, brittle: Arr
     fig.add_vline(x=threshold, line=dict(color=GREY, dash="dash"))
     fig.update_yaxes(range=[0, 1])
     # Below the plot: its entries wrap to a second row in a half-width column and ran into the title.
-    return finish(fig, title=_CONFIDENCE_TITLE, subtitle=f"dashed = high confidence (p̂ ≥ {threshold:g})",
-                  x_title=_CONFIDENCE_AXES[0], y_title=_CONFIDENCE_AXES[1], legend_at="bottom")
+    return finish(
+        fig,
+        title=_CONFIDENCE_TITLE,
+        subtitle=f"dashed = high confidence (p̂ ≥ {threshold:g})",
+        x_title=_CONFIDENCE_AXES[0],
+        y_title=_CONFIDENCE_AXES[1],
+        legend_at="bottom",
+    )
 
 
-def confidence_fds_spec(confidence: ArrayLike, fds: ArrayLike, *, brittle: ArrayLike | None = None,
-                        threshold: float = 0.9, max_points: int = 3000, seed: int = 0) -> dict:
+def confidence_fds_spec(
+    confidence: ArrayLike,
+    fds: ArrayLike,
+    *,
+    brittle: ArrayLike | None = None,
+    threshold: float = 0.9,
+    max_points: int = 3000,
+    seed: int = 0,
+) -> dict:
     """:func:`confidence_fds_figure` as a Vega-Lite spec: the same points, colours and threshold line.
 
     The Overview draws it without plotly.js, whose 4.7 MB bundle the browser would otherwise load
@@ -388,25 +540,42 @@ def confidence_fds_spec(confidence: ArrayLike, fds: ArrayLike, *, brittle: Array
     shown point: ``confidence``, ``fds``, ``label``).
     """
     series = _confidence_series(confidence, fds, brittle, max_points=max_points, seed=seed)
-    values = [{"confidence": x, "fds": y, "label": name}
-              for name, _, xs, ys in series for x, y in zip(xs.tolist(), ys.tolist())]
+    values = [
+        {"confidence": x, "fds": y, "label": name}
+        for name, _, xs, ys in series
+        for x, y in zip(xs.tolist(), ys.tolist())
+    ]
     points = {
         "mark": {"type": "circle", "size": 36, "opacity": 0.6},
         "encoding": {
-            "x": {"field": "confidence", "type": "quantitative", "title": _CONFIDENCE_AXES[0],
-                  "scale": {"zero": False, "nice": False}},
+            "x": {
+                "field": "confidence",
+                "type": "quantitative",
+                "title": _CONFIDENCE_AXES[0],
+                "scale": {"zero": False, "nice": False},
+            },
             "y": {"field": "fds", "type": "quantitative", "title": _CONFIDENCE_AXES[1], "scale": {"domain": [0, 1]}},
-            "color": {"field": "label", "type": "nominal",
-                      "scale": {"domain": [s[0] for s in series], "range": [s[1] for s in series]}},
-            "tooltip": [{"field": "label", "title": "held-out label"},
-                        {"field": "confidence", "type": "quantitative", "format": ".3f"},
-                        {"field": "fds", "type": "quantitative", "title": "FDS", "format": ".3f"}],
+            "color": {
+                "field": "label",
+                "type": "nominal",
+                "scale": {"domain": [s[0] for s in series], "range": [s[1] for s in series]},
+            },
+            "tooltip": [
+                {"field": "label", "title": "held-out label"},
+                {"field": "confidence", "type": "quantitative", "format": ".3f"},
+                {"field": "fds", "type": "quantitative", "title": "FDS", "format": ".3f"},
+            ],
         },
     }
-    line = {"mark": {"type": "rule", "color": GREY, "strokeDash": [6, 4]},
-            "encoding": {"x": {"datum": float(threshold), "type": "quantitative"}}}
-    return finish_spec({"data": {"values": values}, "layer": [points, line]}, title=_CONFIDENCE_TITLE,
-                       subtitle=f"dashed = high confidence (p̂ ≥ {threshold:g})")
+    line = {
+        "mark": {"type": "rule", "color": GREY, "strokeDash": [6, 4]},
+        "encoding": {"x": {"datum": float(threshold), "type": "quantitative"}},
+    }
+    return finish_spec(
+        {"data": {"values": values}, "layer": [points, line]},
+        title=_CONFIDENCE_TITLE,
+        subtitle=f"dashed = high confidence (p̂ ≥ {threshold:g})",
+    )
 
 
 def _flip_counts(flip_budget: ArrayLike, depth: int) -> np.ndarray:
@@ -426,8 +595,11 @@ def flip_budget_histogram(flip_budget: ArrayLike, *, depth: int) -> go.Figure:
     counts = _flip_counts(flip_budget, depth)
     labels = [str(v) for v in range(1, depth + 1)] + [f"no flip<br>≤ {depth}"]
     colours = [_FLIPPED] * depth + [_KEPT]
-    fig = go.Figure(go.Bar(x=labels, y=counts, marker=dict(color=colours),
-                           hovertemplate="k* = %{x}: %{y} predictions<extra></extra>"))
+    fig = go.Figure(
+        go.Bar(
+            x=labels, y=counts, marker=dict(color=colours), hovertemplate="k* = %{x}: %{y} predictions<extra></extra>"
+        )
+    )
     fig.update_xaxes(type="category", tickangle=0)
     return finish(fig, title=_FLIP_TITLE, x_title=_FLIP_AXES[0], y_title=_FLIP_AXES[1], legend=False, tick_lines=2)
 
@@ -444,8 +616,12 @@ def flip_budget_spec(flip_budget: ArrayLike, *, depth: int) -> dict:
         "encoding": {
             "x": {"field": "k", "type": "ordinal", "sort": labels, "title": _FLIP_AXES[0], "axis": {"labelAngle": 0}},
             "y": {"field": "predictions", "type": "quantitative", "title": _FLIP_AXES[1], "axis": COUNT_AXIS},
-            "color": {"field": "k", "type": "ordinal", "legend": None,
-                      "scale": {"domain": labels, "range": [_FLIPPED] * depth + [_KEPT]}},
+            "color": {
+                "field": "k",
+                "type": "ordinal",
+                "legend": None,
+                "scale": {"domain": labels, "range": [_FLIPPED] * depth + [_KEPT]},
+            },
             "tooltip": [{"field": "k", "title": "k*"}, {"field": "predictions", "type": "quantitative"}],
         },
     }

@@ -3,6 +3,7 @@
 Vega-Lite specs, not plotly figures: the column chart is on the Overview, the first screen,
 which then draws without loading plotly.js (a 4.7 MB bundle the browser compiles on every start).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -17,8 +18,9 @@ __all__ = ["column_distribution_spec"]
 _MISSING = "(missing)"
 
 
-def column_distribution_spec(values: pd.Series, target: pd.Series, *, classes: Sequence[object] | None = None,
-                             bins: int = 30) -> dict:
+def column_distribution_spec(
+    values: pd.Series, target: pd.Series, *, classes: Sequence[object] | None = None, bins: int = 30
+) -> dict:
     """Distribution of one raw column, split by class, as a Vega-Lite spec.
 
     Numeric columns are drawn as overlaid histograms on ``bins`` shared bins (missing and
@@ -50,8 +52,12 @@ def column_distribution_spec(values: pd.Series, target: pd.Series, *, classes: S
     name = str(values.name)
     labels = list(classes) if classes is not None else sorted(pd.unique(target.dropna()), key=str)
     names = [str(c) for c in labels]
-    colour = {"field": "class", "type": "nominal", "sort": names,
-              "scale": {"domain": names, "range": series_colours(len(labels))}}
+    colour = {
+        "field": "class",
+        "type": "nominal",
+        "sort": names,
+        "scale": {"domain": names, "range": series_colours(len(labels))},
+    }
     v = values.reset_index(drop=True)
     t = target.reset_index(drop=True)
     missing = int(v.isna().sum())
@@ -63,20 +69,39 @@ def column_distribution_spec(values: pd.Series, target: pd.Series, *, classes: S
         if edges is not None:  # no finite value: an empty chart, the subtitle says why
             for label, shown in zip(labels, names):
                 counts, _ = np.histogram(x[finite & (t == label).to_numpy()], bins=edges)
-                rows += [{"class": shown, "start": a, "end": b, "rows": int(c)}
-                         for a, b, c in zip(edges[:-1].tolist(), edges[1:].tolist(), counts)]
+                rows += [
+                    {"class": shown, "start": a, "end": b, "rows": int(c)}
+                    for a, b, c in zip(edges[:-1].tolist(), edges[1:].tolist(), counts)
+                ]
         infinite = int((~finite).sum()) - missing
         hidden = f"{missing:,} missing" + (f" and {infinite:,} infinite" if infinite else "")
         note = f"{hidden} value{'' if missing + infinite == 1 else 's'} not shown"
-        spec = {"mark": {"type": "bar", "opacity": 0.6, "binSpacing": 0},
-                "encoding": {"x": {"field": "start", "type": "quantitative", "bin": {"binned": True},
-                                   "title": f"{name} (raw value)"},
-                             "x2": {"field": "end"},
-                             "y": {"field": "rows", "type": "quantitative", "stack": None, "title": "rows (count)",
-                                   "axis": COUNT_AXIS},
-                             "color": colour,
-                             "tooltip": [{"field": "class"}, {"field": "start", "title": "from", "format": ".4~g"},
-                                         {"field": "end", "title": "to", "format": ".4~g"}, {"field": "rows"}]}}
+        spec = {
+            "mark": {"type": "bar", "opacity": 0.6, "binSpacing": 0},
+            "encoding": {
+                "x": {
+                    "field": "start",
+                    "type": "quantitative",
+                    "bin": {"binned": True},
+                    "title": f"{name} (raw value)",
+                },
+                "x2": {"field": "end"},
+                "y": {
+                    "field": "rows",
+                    "type": "quantitative",
+                    "stack": None,
+                    "title": "rows (count)",
+                    "axis": COUNT_AXIS,
+                },
+                "color": colour,
+                "tooltip": [
+                    {"field": "class"},
+                    {"field": "start", "title": "from", "format": ".4~g"},
+                    {"field": "end", "title": "to", "format": ".4~g"},
+                    {"field": "rows"},
+                ],
+            },
+        }
     else:
         text = v.astype(object).where(v.notna(), _MISSING).map(str)
         order = text.value_counts().index.tolist()
@@ -85,12 +110,22 @@ def column_distribution_spec(values: pd.Series, target: pd.Series, *, classes: S
             counts = text[t == label].value_counts().reindex(order, fill_value=0)
             rows += [{"class": shown, "category": cat, "rows": int(c)} for cat, c in counts.items()]
         note = f"missing values shown as {_MISSING}"
-        spec = {"mark": {"type": "bar"},
-                "encoding": {"x": {"field": "category", "type": "nominal", "sort": order, "title": f"{name} (category)",
-                                   "axis": {"labelAngle": -30 if len(order) > 6 else 0}},
-                             "xOffset": {"field": "class", "sort": names},
-                             "y": {"field": "rows", "type": "quantitative", "title": "rows (count)", "axis": COUNT_AXIS},
-                             "color": colour,
-                             "tooltip": [{"field": "class"}, {"field": "category"}, {"field": "rows"}]}}
-    return finish_spec({"data": {"values": rows}, **spec}, title=f"Distribution of {name} by class", subtitle=note,
-                       height=300)
+        spec = {
+            "mark": {"type": "bar"},
+            "encoding": {
+                "x": {
+                    "field": "category",
+                    "type": "nominal",
+                    "sort": order,
+                    "title": f"{name} (category)",
+                    "axis": {"labelAngle": -30 if len(order) > 6 else 0},
+                },
+                "xOffset": {"field": "class", "sort": names},
+                "y": {"field": "rows", "type": "quantitative", "title": "rows (count)", "axis": COUNT_AXIS},
+                "color": colour,
+                "tooltip": [{"field": "class"}, {"field": "category"}, {"field": "rows"}],
+            },
+        }
+    return finish_spec(
+        {"data": {"values": rows}, **spec}, title=f"Distribution of {name} by class", subtitle=note, height=300
+    )

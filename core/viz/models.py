@@ -1,4 +1,5 @@
 """Figures comparing trained models: nominal quality against stability (SPEC A.7)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -14,8 +15,9 @@ from core.viz._style import FLIPPED, LIGHT_GREY, finish, series_colours, wrap_la
 __all__ = ["tradeoff_figure", "trajectories_by_model_figure"]
 
 
-def _padded_range(values: pd.Series, bounds: tuple[float, float] | None, *, share: float = 0.15,
-                  least: float = 0.05) -> list[float]:
+def _padded_range(
+    values: pd.Series, bounds: tuple[float, float] | None, *, share: float = 0.15, least: float = 0.05
+) -> list[float]:
     """``[min - pad, max + pad]`` with ``pad = share * span`` (``least`` when all values are
     equal), clipped to the metric's own ``bounds``: an AUROC axis never shows 1.04."""
     low, high = float(values.min()), float(values.max())
@@ -26,10 +28,18 @@ def _padded_range(values: pd.Series, bounds: tuple[float, float] | None, *, shar
     return [low, high]
 
 
-def tradeoff_figure(frame: pd.DataFrame, *, x: str, y: str, x_title: str, y_title: str,
-                    label: str = "model", x_bounds: tuple[float, float] | None = None,
-                    y_bounds: tuple[float, float] | None = None,
-                    title: str = "Nominal quality vs stability") -> go.Figure:
+def tradeoff_figure(
+    frame: pd.DataFrame,
+    *,
+    x: str,
+    y: str,
+    x_title: str,
+    y_title: str,
+    label: str = "model",
+    x_bounds: tuple[float, float] | None = None,
+    y_bounds: tuple[float, float] | None = None,
+    title: str = "Nominal quality vs stability",
+) -> go.Figure:
     """One point per model: a nominal metric against a fragility metric.
 
     Parameters
@@ -58,13 +68,18 @@ def tradeoff_figure(frame: pd.DataFrame, *, x: str, y: str, x_title: str, y_titl
         positions[:] = "top center"
     # Wrapped: in a half-width column at 1000 px one line of "Histogram gradient boosting" ran
     # over the axis.
-    fig = go.Figure(go.Scatter(
-        x=data[x], y=data[y], mode="markers+text", text=[wrap_label(t, 16) for t in data[label].astype(str)],
-        textposition=positions.tolist(),
-        cliponaxis=False,
-        marker=dict(color=colours, size=14, line=dict(color="black", width=1)),
-        hovertemplate="%{text}<br>" + x + " %{x:.3f}<br>" + y + " %{y:.3f}<extra></extra>",
-    ))
+    fig = go.Figure(
+        go.Scatter(
+            x=data[x],
+            y=data[y],
+            mode="markers+text",
+            text=[wrap_label(t, 16) for t in data[label].astype(str)],
+            textposition=positions.tolist(),
+            cliponaxis=False,
+            marker=dict(color=colours, size=14, line=dict(color="black", width=1)),
+            hovertemplate="%{text}<br>" + x + " %{x:.3f}<br>" + y + " %{y:.3f}<extra></extra>",
+        )
+    )
     if len(data):  # room for the markers and their labels, inside the metric's range
         fig.update_xaxes(range=_padded_range(data[x], x_bounds))
         fig.update_yaxes(range=_padded_range(data[y], y_bounds, share=0.35))
@@ -100,17 +115,31 @@ def trajectories_by_model_figure(trajectories: Mapping[str, tuple[Sequence[str],
         support = m / (abs(m[0]) + 1e-8)
         steps = np.arange(m.shape[0])
         labels = ["intact"] + [f"−{g}" for g in path]
-        fig.add_trace(go.Scatter(
-            x=steps, y=support, mode="lines+markers", name=name, line=dict(color=colour, width=3),
-            marker=dict(size=9, color=np.where(steps >= k_star, FLIPPED, colour).tolist()),
-            text=labels, hovertemplate=f"{name}<br>%{{text}}<br>support %{{y:.2f}}<extra></extra>",
-        ), row=1, col=col)
+        fig.add_trace(
+            go.Scatter(
+                x=steps,
+                y=support,
+                mode="lines+markers",
+                name=name,
+                line=dict(color=colour, width=3),
+                marker=dict(size=9, color=np.where(steps >= k_star, FLIPPED, colour).tolist()),
+                text=labels,
+                hovertemplate=f"{name}<br>%{{text}}<br>support %{{y:.2f}}<extra></extra>",
+            ),
+            row=1,
+            col=col,
+        )
         fig.update_xaxes(tickmode="array", tickvals=steps.tolist(), ticktext=labels, tickangle=-45, row=1, col=col)
         fig.add_hline(y=0, line=dict(color=LIGHT_GREY, width=2), row=1, col=col)
     fig.update_yaxes(title_text="remaining support m_k / m_0 (< 0 = flipped)", row=1, col=1)
     lines = max(t.count("<br>") + 1 for t in titles)
     fig.update_annotations(font_size=14)
-    fig = finish(fig, title="Same prediction, different models: support as groups are removed",
-                 subtitle="vermillion points = the prediction has flipped", legend=False, height=440 + 20 * lines)
+    fig = finish(
+        fig,
+        title="Same prediction, different models: support as groups are removed",
+        subtitle="vermillion points = the prediction has flipped",
+        legend=False,
+        height=440 + 20 * lines,
+    )
     fig.update_layout(margin_t=fig.layout.margin.t + 20 * lines)  # panel titles sit under the subtitle
     return fig

@@ -1,4 +1,5 @@
 """Figures of paired-evaluation bounds, grid summaries and policy comparisons (SPEC Part B)."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -46,8 +47,9 @@ def _columns_iv(frame: pd.DataFrame, needed: Sequence[str], name: str) -> None:
         raise ValueError(f"`{name}` lacks the column(s) {sorted(missing)}; it has {list(frame.columns)}.")
 
 
-def intervals_figure(intervals: pd.DataFrame, *, targets: Sequence[str] = ("H", "L", "dM_k"),
-                     levels: Sequence[str] = ("I0", "Ik", "I5")) -> go.Figure:
+def intervals_figure(
+    intervals: pd.DataFrame, *, targets: Sequence[str] = ("H", "L", "dM_k"), levels: Sequence[str] = ("I0", "Ik", "I5")
+) -> go.Figure:
     """Identified intervals per target and information level, with the observed value marked.
 
     Parameters
@@ -64,9 +66,12 @@ def intervals_figure(intervals: pd.DataFrame, *, targets: Sequence[str] = ("H", 
     _columns_iv(intervals, ("target", "level", "low", "high", "observed"), "intervals")
     present = [t for t in targets if (intervals["target"] == t).any()]
     if not present:
-        raise ValueError(f"`intervals` has none of the targets {list(targets)}; got {sorted(set(intervals['target']))}.")
-    fig = make_subplots(rows=1, cols=len(present), subplot_titles=[_TARGET_TITLES.get(t, t) for t in present],
-                        horizontal_spacing=0.07)
+        raise ValueError(
+            f"`intervals` has none of the targets {list(targets)}; got {sorted(set(intervals['target']))}."
+        )
+    fig = make_subplots(
+        rows=1, cols=len(present), subplot_titles=[_TARGET_TITLES.get(t, t) for t in present], horizontal_spacing=0.07
+    )
     for col, target in enumerate(present, start=1):
         rows = intervals[intervals["target"] == target].set_index("level")
         shown = rows.loc[[lv for lv in levels if lv in rows.index], ["low", "high", "observed"]]
@@ -76,32 +81,72 @@ def intervals_figure(intervals: pd.DataFrame, *, targets: Sequence[str] = ("H", 
                 continue
             low, high, observed = (rows.at[level, c] for c in ("low", "high", "observed"))
             if not (is_finite(low) and is_finite(high)):
-                fig.add_trace(go.Scatter(x=[sum(x_range) / 2], y=[level], mode="text", text=["undefined"],
-                                         showlegend=False, textfont=dict(color=GREY), hoverinfo="skip"), row=1, col=col)
+                fig.add_trace(
+                    go.Scatter(
+                        x=[sum(x_range) / 2],
+                        y=[level],
+                        mode="text",
+                        text=["undefined"],
+                        showlegend=False,
+                        textfont=dict(color=GREY),
+                        hoverinfo="skip",
+                    ),
+                    row=1,
+                    col=col,
+                )
                 continue
-            fig.add_trace(go.Scatter(
-                x=[low, high], y=[level, level], mode="lines+markers", name=level, legendgroup=level,
-                showlegend=col == 1, line=dict(color=_LEVEL_COLOURS.get(level, GREY), width=14),
-                marker=dict(symbol="line-ns", size=22, line=dict(width=3, color=_LEVEL_COLOURS.get(level, GREY))),
-                hovertemplate=f"{target} at {level}: [{float(low):.4f}, {float(high):.4f}]<extra></extra>",
-            ), row=1, col=col)
+            fig.add_trace(
+                go.Scatter(
+                    x=[low, high],
+                    y=[level, level],
+                    mode="lines+markers",
+                    name=level,
+                    legendgroup=level,
+                    showlegend=col == 1,
+                    line=dict(color=_LEVEL_COLOURS.get(level, GREY), width=14),
+                    marker=dict(symbol="line-ns", size=22, line=dict(width=3, color=_LEVEL_COLOURS.get(level, GREY))),
+                    hovertemplate=f"{target} at {level}: [{float(low):.4f}, {float(high):.4f}]<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
             if is_finite(observed):
-                fig.add_trace(go.Scatter(
-                    x=[observed], y=[level], mode="markers", name="observed pairing", legendgroup="observed",
-                    showlegend=col == 1 and level == levels[0],
-                    marker=dict(symbol="diamond", size=13, color=FLIPPED, line=dict(color="black", width=1)),
-                    hovertemplate=f"{target} observed: %{{x:.4f}}<extra></extra>",
-                ), row=1, col=col)
+                fig.add_trace(
+                    go.Scatter(
+                        x=[observed],
+                        y=[level],
+                        mode="markers",
+                        name="observed pairing",
+                        legendgroup="observed",
+                        showlegend=col == 1 and level == levels[0],
+                        marker=dict(symbol="diamond", size=13, color=FLIPPED, line=dict(color="black", width=1)),
+                        hovertemplate=f"{target} observed: %{{x:.4f}}<extra></extra>",
+                    ),
+                    row=1,
+                    col=col,
+                )
         fig.update_yaxes(type="category", categoryorder="array", categoryarray=list(levels)[::-1], row=1, col=col)
-        fig.update_xaxes(title_text="share of records" if target in ("H", "L") else "probability drop",
-                         range=x_range, nticks=4, row=1, col=col)  # five ticks ran together at 1000 px
+        fig.update_xaxes(
+            title_text="share of records" if target in ("H", "L") else "probability drop",
+            range=x_range,
+            nticks=4,
+            row=1,
+            col=col,
+        )  # five ticks ran together at 1000 px
     fig.update_yaxes(title_text="information level", row=1, col=1)
     # One legend entry per level even when the first panel lacks it.
     shown = {tr.name for tr in fig.data if tr.showlegend}
     for level in levels:
         if level not in shown and (intervals["level"] == level).any():
-            fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=level,
-                                     line=dict(color=_LEVEL_COLOURS.get(level, GREY), width=14)))
+            fig.add_trace(
+                go.Scatter(
+                    x=[None],
+                    y=[None],
+                    mode="lines",
+                    name=level,
+                    line=dict(color=_LEVEL_COLOURS.get(level, GREY), width=14),
+                )
+            )
     observed = intervals["observed"].notna().any()
     key = "bar = every value some pairing allows; " + ("◆ = observed pairing" if observed else "pairing unknown")
     fig = finish(fig, title="Identified intervals", subtitle=key, height=460, legend_at="bottom")
@@ -109,8 +154,9 @@ def intervals_figure(intervals: pd.DataFrame, *, targets: Sequence[str] = ("H", 
     return fig
 
 
-def grid_summary_figure(summary: pd.DataFrame, *, value: str = "mean_width",
-                        value_title: str = "mean interval width (probability units)") -> go.Figure:
+def grid_summary_figure(
+    summary: pd.DataFrame, *, value: str = "mean_width", value_title: str = "mean interval width (probability units)"
+) -> go.Figure:
     """Mean interval width by source and information level, one panel per target.
 
     Parameters
@@ -123,26 +169,43 @@ def grid_summary_figure(summary: pd.DataFrame, *, value: str = "mean_width",
     levels = list(dict.fromkeys(summary["level"]))
     # Each panel has its own y-axis: the gap holds the next panel's tick labels ("0.05"), which
     # ran into the bars beside them at 0.05.
-    fig = make_subplots(rows=1, cols=max(1, len(targets)), subplot_titles=[_TARGET_TITLES.get(t, t).split(":")[0] for t in targets],
-                        horizontal_spacing=0.09)
+    fig = make_subplots(
+        rows=1,
+        cols=max(1, len(targets)),
+        subplot_titles=[_TARGET_TITLES.get(t, t).split(":")[0] for t in targets],
+        horizontal_spacing=0.09,
+    )
     # Source names broken after their hyphens, not rotated: rotated, "simulated-recapture" ran
     # under the legend and into the neighbouring panel.
-    sources = {str(v): wrap_label(str(v).replace("-", "- "), 10).replace("- ", "-")
-               for v in summary["source"]}
+    sources = {str(v): wrap_label(str(v).replace("-", "- "), 10).replace("- ", "-") for v in summary["source"]}
     for col, target in enumerate(targets, start=1):
         part = summary[summary["target"] == target]
         for level in levels:
             rows = part[part["level"] == level]
-            fig.add_trace(go.Bar(x=rows["source"].astype(str).map(sources), y=rows[value], name=str(level), legendgroup=str(level),
-                                 showlegend=col == 1, marker=dict(color=_LEVEL_COLOURS.get(level, GREY)),
-                                 hovertemplate=f"{target} · {level}<br>%{{x}}: %{{y:.4f}}<extra></extra>"),
-                          row=1, col=col)
+            fig.add_trace(
+                go.Bar(
+                    x=rows["source"].astype(str).map(sources),
+                    y=rows[value],
+                    name=str(level),
+                    legendgroup=str(level),
+                    showlegend=col == 1,
+                    marker=dict(color=_LEVEL_COLOURS.get(level, GREY)),
+                    hovertemplate=f"{target} · {level}<br>%{{x}}: %{{y:.4f}}<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
         fig.update_xaxes(title_text="source", type="category", tickangle=0, tickfont=dict(size=11), row=1, col=col)
     fig.update_yaxes(title_text=value_title, row=1, col=1)
     fig.update_layout(barmode="group")
     lines = 1 + max((t.count("<br>") for t in sources.values()), default=0)
-    return finish(fig, title="How much each information level narrows the intervals", height=420,
-                  legend_at="bottom", tick_lines=lines)
+    return finish(
+        fig,
+        title="How much each information level narrows the intervals",
+        height=420,
+        legend_at="bottom",
+        tick_lines=lines,
+    )
 
 
 def policy_matrix_figure(matrix: ArrayLike, policies: Sequence[str], *, tol: float = 1e-12) -> go.Figure:
@@ -163,16 +226,32 @@ def policy_matrix_figure(matrix: ArrayLike, policies: Sequence[str], *, tol: flo
     names = [str(p) for p in policies]
     text = [[("✓ " if v < -tol else "") + (f"{v:+.4f}" if np.isfinite(v) else "—") for v in row] for row in d]
     bound = float(np.nanmax(np.abs(d))) if np.isfinite(d).any() else 1.0
-    fig = go.Figure(go.Heatmap(
-        z=d, x=names, y=names, colorscale=DIVERGING, zmid=0, zmin=-bound, zmax=bound, text=text,
-        texttemplate="%{text}", colorbar=dict(title="D⁺ (cost units)"),
-        hovertemplate="row %{y} vs column %{x}<br>D⁺ = %{z:.5f}<extra></extra>",
-    ))
+    fig = go.Figure(
+        go.Heatmap(
+            z=d,
+            x=names,
+            y=names,
+            colorscale=DIVERGING,
+            zmid=0,
+            zmin=-bound,
+            zmax=bound,
+            text=text,
+            texttemplate="%{text}",
+            colorbar=dict(title="D⁺ (cost units)"),
+            hovertemplate="row %{y} vs column %{x}<br>D⁺ = %{z:.5f}<extra></extra>",
+        )
+    )
     fig.update_xaxes(type="category", tickangle=-30)  # "q = 90%" beside "q = 100%" would touch
     fig.update_yaxes(type="category", autorange="reversed")
-    return finish(fig, title="Worst-case cost difference, row − column",
-                  subtitle="✓ = the row policy is cheaper under every pairing",
-                  x_title="compared policy ℓ", y_title="policy j", legend=False, height=150 + 60 * len(names))
+    return finish(
+        fig,
+        title="Worst-case cost difference, row − column",
+        subtitle="✓ = the row policy is cheaper under every pairing",
+        x_title="compared policy ℓ",
+        y_title="policy j",
+        legend=False,
+        height=150 + 60 * len(names),
+    )
 
 
 def regret_figure(policies: Sequence[str], regret: ArrayLike, *, chosen: str | None = None) -> go.Figure:
@@ -182,11 +261,18 @@ def regret_figure(policies: Sequence[str], regret: ArrayLike, *, chosen: str | N
         raise ValueError(f"`regret` must have shape ({len(policies)},); got {r.shape}.")
     names = [str(p) for p in policies]
     colours = [HIGHLIGHT if n == chosen else OKABE_ITO["blue"] for n in names]
-    fig = go.Figure(go.Bar(x=names, y=r, marker=dict(color=colours),
-                           hovertemplate="%{x}: worst-case regret %{y:.5f}<extra></extra>"))
+    fig = go.Figure(
+        go.Bar(
+            x=names, y=r, marker=dict(color=colours), hovertemplate="%{x}: worst-case regret %{y:.5f}<extra></extra>"
+        )
+    )
     fig.update_xaxes(type="category", tickangle=-30)
-    return finish(fig, title="Worst-case regret per policy",
-                  subtitle="orange = the minimax-regret choice" if chosen in names else None,
-                  x_title="perturbed acceptance policy", y_title="regret (cost units)", legend=False,
-                  height=150 + 60 * len(names))
-
+    return finish(
+        fig,
+        title="Worst-case regret per policy",
+        subtitle="orange = the minimax-regret choice" if chosen in names else None,
+        x_title="perturbed acceptance policy",
+        y_title="regret (cost units)",
+        legend=False,
+        height=150 + 60 * len(names),
+    )

@@ -2,6 +2,7 @@
 
 Every score here is a **risk** score (larger = riskier): the budget reviews its top ``q``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -71,22 +72,43 @@ def coverage_figure(
         # Wrapped: a one-line legend entry of four names squeezes the plot at 1000 px.
         label = names[0] if len(names) == 1 else wrap_label(" = ".join(names), 24) + "<br>(identical ranking)"
         width = 4 if highlight in names else 2
-        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=label, line=dict(color=colour, width=width, dash=dash),
-                                 hovertemplate=f"{' = '.join(names)}<br>budget %{{x:.1f}}%<br>found %{{y:.3f}}<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="lines",
+                name=label,
+                line=dict(color=colour, width=width, dash=dash),
+                hovertemplate=f"{' = '.join(names)}<br>budget %{{x:.1f}}%<br>found %{{y:.3f}}<extra></extra>",
+            )
+        )
     for ref, name, dash in ((ceiling, "ceiling (best possible)", "dash"), (random, "random selection", "dot")):
         if ref is not None:
             y = np.asarray(ref, dtype=float)
             if y.shape != q.shape:
                 raise ValueError(f"`{name.split()[0]}` must have shape {q.shape}; got {y.shape}.")
-            fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=name, line=dict(color=GREY, dash=dash, width=2),
-                                     hovertemplate=f"{name}<br>budget %{{x:.1f}}%<br>%{{y:.3f}}<extra></extra>"))
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=y,
+                    mode="lines",
+                    name=name,
+                    line=dict(color=GREY, dash=dash, width=2),
+                    hovertemplate=f"{name}<br>budget %{{x:.1f}}%<br>%{{y:.3f}}<extra></extra>",
+                )
+            )
     if selected is not None:
-        fig.add_vline(x=100 * float(selected), line=dict(color=OKABE_ITO["black"], dash="dash", width=1),
-                      annotation_text=f"budget {100 * float(selected):.0f}%", annotation_position="bottom right")
+        fig.add_vline(
+            x=100 * float(selected),
+            line=dict(color=OKABE_ITO["black"], dash="dash", width=1),
+            annotation_text=f"budget {100 * float(selected):.0f}%",
+            annotation_position="bottom right",
+        )
     fig.update_yaxes(range=[0, 1.02])
     fig.update_xaxes(range=[0, 100 * q.max()])
-    return finish(fig, title=title, x_title="review budget q (% of ranked items)", y_title=y_title, height=420,
-                  legend_at="right")
+    return finish(
+        fig, title=title, x_title="review budget q (% of ranked items)", y_title=y_title, height=420, legend_at="right"
+    )
 
 
 def score_metrics_figure(table: pd.DataFrame, *, capture_column: str, highlight: str | None = None) -> go.Figure:
@@ -109,12 +131,31 @@ def score_metrics_figure(table: pd.DataFrame, *, capture_column: str, highlight:
     frame = table.sort_values("auroc", ascending=False, na_position="last")
     names = frame["score"].astype(str).tolist()
     colours = [HIGHLIGHT if n == highlight else OKABE_ITO["blue"] for n in names]
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.07,
-                        subplot_titles=("AUROC", capture_column))
-    fig.add_trace(go.Bar(x=frame["auroc"], y=names, orientation="h", marker=dict(color=colours),
-                         hovertemplate="%{y}: AUROC %{x:.3f}<extra></extra>"), row=1, col=1)
-    fig.add_trace(go.Bar(x=frame[capture_column], y=names, orientation="h", marker=dict(color=colours),
-                         hovertemplate=f"%{{y}}: {capture_column} %{{x:.3f}}<extra></extra>"), row=1, col=2)
+    fig = make_subplots(
+        rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.07, subplot_titles=("AUROC", capture_column)
+    )
+    fig.add_trace(
+        go.Bar(
+            x=frame["auroc"],
+            y=names,
+            orientation="h",
+            marker=dict(color=colours),
+            hovertemplate="%{y}: AUROC %{x:.3f}<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        go.Bar(
+            x=frame[capture_column],
+            y=names,
+            orientation="h",
+            marker=dict(color=colours),
+            hovertemplate=f"%{{y}}: {capture_column} %{{x:.3f}}<extra></extra>",
+        ),
+        row=1,
+        col=2,
+    )
     # The dotted chance line is named by the axis title: a label on the line would sit on a bar
     # or on the subplot title.
     fig.add_vline(x=0.5, line=dict(color=GREY, dash="dot", width=2), row=1, col=1)
@@ -122,8 +163,12 @@ def score_metrics_figure(table: pd.DataFrame, *, capture_column: str, highlight:
     fig.update_xaxes(range=[0, 1], title_text="AUROC<br>(0.5 = chance, higher = better)", row=1, col=1)
     fig.update_xaxes(range=[0, 1], title_text="share of positives<br>found (0–1)", row=1, col=2)
     fig.update_yaxes(autorange="reversed", type="category", title_text="risk score", row=1, col=1)
-    fig = finish(fig, title="How well each risk score ranks the positives", legend=False,
-                 height=max(320, 30 * len(names) + 180),
-                 subtitle="orange = the score ranking the queue" if highlight in names else None)
+    fig = finish(
+        fig,
+        title="How well each risk score ranks the positives",
+        legend=False,
+        height=max(320, 30 * len(names) + 180),
+        subtitle="orange = the score ranking the queue" if highlight in names else None,
+    )
     fig.update_layout(margin_t=fig.layout.margin.t + 20, margin_b=fig.layout.margin.b + 20)  # panel and axis titles
     return fig

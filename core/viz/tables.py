@@ -9,6 +9,7 @@ only what a table widget shows goes through here:
 - :func:`display_values` writes ``±inf`` as ``∞`` / ``−∞`` (a grid prints "Infinity") and
   ISO timestamps to the second in UTC (no microseconds).
 """
+
 from __future__ import annotations
 
 import math
@@ -115,12 +116,15 @@ def display_values(frame: pd.DataFrame) -> pd.DataFrame:
         elif series.dtype.kind == "M":
             values = series.dt.tz_convert("UTC") if series.dt.tz is not None else series
             text = values.dt.strftime("%Y-%m-%d %H:%M:%S")
-            out[column] = pd.Series([t if ok else None for t, ok in zip(text, series.notna())], index=out.index,
-                                    dtype=object)
+            out[column] = pd.Series(
+                [t if ok else None for t, ok in zip(text, series.notna())], index=out.index, dtype=object
+            )
         elif (series.dtype == object or pd.api.types.is_string_dtype(series.dtype)) and any(
-                isinstance(v, str) and _ISO.match(v) for v in series.tolist()):
-            out[column] = pd.Series([None if _missing(v) else _second(v) for v in series.tolist()], index=out.index,
-                                    dtype=object)
+            isinstance(v, str) and _ISO.match(v) for v in series.tolist()
+        ):
+            out[column] = pd.Series(
+                [None if _missing(v) else _second(v) for v in series.tolist()], index=out.index, dtype=object
+            )
     return out
 
 
@@ -134,6 +138,7 @@ def flip_budget_text(flip_budget: int, depth: int) -> str:
     ('2', '> 5')
     """
     if depth < 0 or flip_budget < 1 or flip_budget > depth + 1:
-        raise ValueError(f"`flip_budget` must be between 1 and depth + 1 ({depth + 1}); got {flip_budget} "
-                         f"(depth {depth}).")
+        raise ValueError(
+            f"`flip_budget` must be between 1 and depth + 1 ({depth + 1}); got {flip_budget} (depth {depth})."
+        )
     return f"> {depth}" if flip_budget > depth else f"{flip_budget}"

@@ -1,4 +1,5 @@
 """One-sentence verdicts that name the winner of a side-by-side comparison (ties as ties)."""
+
 from __future__ import annotations
 
 import math
@@ -7,8 +8,9 @@ from collections.abc import Mapping
 __all__ = ["lowest_wins"]
 
 
-def lowest_wins(values: Mapping[str, float], *, metric: str, labels: Mapping[str, str] | None = None,
-                digits: int = 4) -> str:
+def lowest_wins(
+    values: Mapping[str, float], *, metric: str, labels: Mapping[str, str] | None = None, digits: int = 4
+) -> str:
     """Name the option(s) with the lowest ``metric`` (lower = better), then the others in order.
 
     Parameters
@@ -41,7 +43,7 @@ def lowest_wins(values: Mapping[str, float], *, metric: str, labels: Mapping[str
     order = list(values)
     ranked = sorted(order, key=lambda k: (float(values[k]), order.index(k)))
     best_value = float(values[ranked[0]])
-    tie = 0.5 * 10.0 ** -digits
+    tie = 0.5 * 10.0**-digits
     best = [k for k in ranked if float(values[k]) - best_value <= tie]
     shown = " and ".join(f"**{names.get(k, k)}**" for k in best)
     verb = f"tie for the lowest {metric}" if len(best) > 1 else f"has the lowest {metric}"

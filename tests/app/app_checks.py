@@ -1,4 +1,5 @@
 """Checks shared by the AppTest suites of ``tests/app`` (import as ``from app_checks import ...``)."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """Fixtures for the dashboard tests: AppTest runs from ``app.py`` with a throw-away review DB."""
+
 from __future__ import annotations
 
 import sys

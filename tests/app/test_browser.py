@@ -4,6 +4,7 @@ For every page it waits until the script run has finished and the charts are dra
 widget, waits again, saves a full-page screenshot under ``test-artifacts/`` and fails on any
 console error, uncaught page error or Streamlit exception box.
 """
+
 from __future__ import annotations
 
 import re

@@ -7,6 +7,7 @@ page URL ``/<page>`` it first probes ``/<page>/_stcore/health`` and ``/<page>/_s
 never sets it (see docs/dashboard.md). Those two 404s of the page's own path, with the root
 probe answering 200, are the only failed requests tolerated; anything else fails the test.
 """
+
 from __future__ import annotations
 
 import re

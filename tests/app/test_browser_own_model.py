@@ -1,4 +1,5 @@
 """Real browser: upload a ``.skops`` model and a CSV in the sidebar, reach the certificate explorer."""
+
 from __future__ import annotations
 
 import sys
@@ -49,7 +50,8 @@ def test_upload_a_skops_model_and_a_csv_then_open_the_explorer(server, browser, 
     uploaders.filter(has_text="Test table").first.locator('input[type="file"]').set_input_files(tmp_path / "test.csv")
     _settle(page)
     uploaders.filter(has_text="Training table").first.locator('input[type="file"]').set_input_files(
-        tmp_path / "train.csv")
+        tmp_path / "train.csv"
+    )
     _settle(page)
     _pick(page, sidebar.get_by_role("combobox", name="Target column").first, "default")
     _settle(page)

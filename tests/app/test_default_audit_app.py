@@ -1,5 +1,6 @@
 """AppTest: the app opens on the shipped default audit without heavy imports, and a new audit
 runs in the background with its progress shown while the cached pages stay usable."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,16 @@ APP, TIMEOUT = str(ROOT / "app.py"), 180
 HEAVY = ("torch", "shap", "skops", "onnxruntime", "xgboost", "lightgbm", "catboost")
 # Seconds of import each on the first screen (issue 12): imported only by the functions that
 # compute (a fit, a metric, an image perturbation), never to show the shipped audit.
-HEAVY_SUBMODULES = ("sklearn", "scipy.stats", "scipy.optimize", "scipy.spatial", "scipy.sparse", "scipy.ndimage",
-                    "scipy.special", "scipy.linalg")
+HEAVY_SUBMODULES = (
+    "sklearn",
+    "scipy.stats",
+    "scipy.optimize",
+    "scipy.spatial",
+    "scipy.sparse",
+    "scipy.ndimage",
+    "scipy.special",
+    "scipy.linalg",
+)
 BACKGROUND = "being computed in the background"
 
 
@@ -51,10 +60,10 @@ print(json.dumps({{"exception": [e.value for e in at.exception], "error": [e.val
                   "heavy": sorted(m for m in sys.modules if m.split(".")[0] in {HEAVY!r}
                                   or any(m == h or m.startswith(h + ".") for h in {HEAVY_SUBMODULES!r}))}}))
 """
-    env = {**__import__("os").environ, "AUDIT_REVIEWS_DB": str(tmp_path / "r.sqlite3"),
-           "AUDIT_FOREGROUND_WAIT_S": "0"}
-    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=600, check=True)
+    env = {**__import__("os").environ, "AUDIT_REVIEWS_DB": str(tmp_path / "r.sqlite3"), "AUDIT_FOREGROUND_WAIT_S": "0"}
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=True
+    )
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert not report["exception"] and not report["error"], report
     assert any("Audit: **credit_data**" in c and "Histogram gradient boosting" in c for c in report["captions"])
@@ -71,10 +80,10 @@ def test_a_new_audit_runs_in_the_background_and_is_picked_up(monkeypatch, review
     monkeypatch.setenv("AUDIT_FOREGROUND_WAIT_S", "0")
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.run()
-    assert not at.exception and not _progress(at) and not _background_note(at)   # the shipped audit
+    assert not at.exception and not _progress(at) and not _background_note(at)  # the shipped audit
     started = time.monotonic()
     at.sidebar.number_input(key="seed").set_value(7).run()
-    assert time.monotonic() - started < 60     # the run returned while the audit is still computing
+    assert time.monotonic() - started < 60  # the run returned while the audit is still computing
     assert not at.exception
     assert _background_note(at) and _progress(at), "progress is shown"
     assert any("Histogram gradient boosting on credit_data" in t for t in _progress(at))

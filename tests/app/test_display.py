@@ -4,6 +4,7 @@ Each test pins one defect seen in the browser; the figure tests read the plotly 
 browser receives, so "two curves share a colour" or "the axis runs to 1.04" is checked on
 exactly what is drawn.
 """
+
 from __future__ import annotations
 
 import math
@@ -65,8 +66,10 @@ def _triage_like_curves() -> tuple[np.ndarray, dict[str, np.ndarray]]:
     rank alike (identical curves), the five certificate scores differ."""
     q = np.linspace(0.02, 1.0, 50)
     same = np.sqrt(q)
-    curves = {name: q ** (0.25 + 0.13 * i) for i, name in enumerate(("fds", "rcma", "inv_flip_budget", "degradation",
-                                                                     "one_step"))}
+    curves = {
+        name: q ** (0.25 + 0.13 * i)
+        for i, name in enumerate(("fds", "rcma", "inv_flip_budget", "degradation", "one_step"))
+    }
     curves.update({name: same.copy() for name in ("max_softmax", "entropy", "margin", "neg_energy")})
     return q, curves
 
@@ -92,7 +95,12 @@ def test_coverage_merges_only_exactly_equal_curves():
 
 
 def test_fourth_model_is_not_drawn_in_the_flipped_colour_and_titles_are_wrapped():
-    names = ["Logistic regression", "Random forest", "Histogram gradient boosting", "Fragility-regularised ResMLP (torch)"]
+    names = [
+        "Logistic regression",
+        "Random forest",
+        "Histogram gradient boosting",
+        "Fragility-regularised ResMLP (torch)",
+    ]
     trajectories = {n: (["a", "b"], [2.0, 1.0, 0.5], 3) for n in names}  # nothing flips
     fig = viz.trajectories_by_model_figure(trajectories)
     for trace in fig.data:
@@ -109,12 +117,15 @@ def test_flipped_steps_of_a_model_are_vermillion():
     assert list(fig.data[0].marker.color) == [OKABE_ITO["blue"], OKABE_ITO["blue"], FLIPPED]
 
 
-@pytest.mark.parametrize(("text", "width", "expected"), [
-    ("Histogram gradient boosting", 21, "Histogram gradient<br>boosting"),
-    ("a b c", 1, "a<br>b<br>c"),
-    ("Supercalifragilistic x", 5, "Supercalifragilistic<br>x"),
-    ("", 5, ""),
-])
+@pytest.mark.parametrize(
+    ("text", "width", "expected"),
+    [
+        ("Histogram gradient boosting", 21, "Histogram gradient<br>boosting"),
+        ("a b c", 1, "a<br>b<br>c"),
+        ("Supercalifragilistic x", 5, "Supercalifragilistic<br>x"),
+        ("", 5, ""),
+    ],
+)
 def test_wrap_label_hand_cases(text, width, expected):
     assert wrap_label(text, width) == expected
 
@@ -130,8 +141,9 @@ def test_wrap_label_keeps_every_word_in_order(words, width):
 def test_tradeoff_axes_stay_inside_the_metric_range():
     # breast_cancer: every model reaches AUROC 1.0 -> the axis ran 0.95..1.05 (ticks 0.96..1.04).
     frame = pd.DataFrame({"model": ["a", "b", "c"], "auroc": [1.0, 1.0, 1.0], "share": [0.0, 0.02, 0.01]})
-    fig = viz.tradeoff_figure(frame, x="auroc", y="share", x_title="AUROC", y_title="share", x_bounds=(0, 1),
-                              y_bounds=(0, 1))
+    fig = viz.tradeoff_figure(
+        frame, x="auroc", y="share", x_title="AUROC", y_title="share", x_bounds=(0, 1), y_bounds=(0, 1)
+    )
     low, high = fig.layout.xaxis.range
     assert high <= 1.0 and low == pytest.approx(0.95)
     assert fig.layout.yaxis.range[0] >= 0.0
@@ -192,23 +204,37 @@ def test_chance_line_has_no_label_on_the_bars():
 
 
 # ---------------------------------------------------------------------------- table text
-@pytest.mark.parametrize(("name", "label"), [
-    ("flip_budget", "k*"), ("mean_rcma", "mean RCMA"), ("share_k_le_2", "share k* ≤ 2"),
-    ("lambda_star_attenuate_single", "λ* attenuate_single"), ("true_label", "true label"),
-    ("average_precision", "AP"), ("macro_f1", "macro-F1"), ("dM_k", "dM_k"), ("J_low", "J_low"),
-    ("D_plus", "D⁺"), ("model", "model"), ("capture@20", "capture @ 20"), ("n_failed", "n failed"),
-])
+@pytest.mark.parametrize(
+    ("name", "label"),
+    [
+        ("flip_budget", "k*"),
+        ("mean_rcma", "mean RCMA"),
+        ("share_k_le_2", "share k* ≤ 2"),
+        ("lambda_star_attenuate_single", "λ* attenuate_single"),
+        ("true_label", "true label"),
+        ("average_precision", "AP"),
+        ("macro_f1", "macro-F1"),
+        ("dM_k", "dM_k"),
+        ("J_low", "J_low"),
+        ("D_plus", "D⁺"),
+        ("model", "model"),
+        ("capture@20", "capture @ 20"),
+        ("n_failed", "n failed"),
+    ],
+)
 def test_column_labels(name, label):
     assert column_label(name) == label
 
 
 def test_display_values_writes_infinity_and_whole_seconds():
-    frame = pd.DataFrame({
-        "lambda_star_attenuate_all": [0.3, np.inf, np.nan],
-        "rcma": [1.0, 2.5, 3.0],
-        "created_at": ["2026-12-01T20:03:11.123456+00:00", "2026-12-01T22:03:11.5+02:00", None],
-        "when": pd.to_datetime(["2026-01-02 03:04:05.678901", None, "2026-01-02 03:04:06"], format="ISO8601"),
-    })
+    frame = pd.DataFrame(
+        {
+            "lambda_star_attenuate_all": [0.3, np.inf, np.nan],
+            "rcma": [1.0, 2.5, 3.0],
+            "created_at": ["2026-12-01T20:03:11.123456+00:00", "2026-12-01T22:03:11.5+02:00", None],
+            "when": pd.to_datetime(["2026-01-02 03:04:05.678901", None, "2026-01-02 03:04:06"], format="ISO8601"),
+        }
+    )
     shown = display_values(frame)
     assert shown["lambda_star_attenuate_all"].tolist() == ["0.3", "∞", None]
     assert shown["rcma"].tolist() == [1.0, 2.5, 3.0] and shown["rcma"].dtype.kind == "f"  # untouched
@@ -217,8 +243,13 @@ def test_display_values_writes_infinity_and_whole_seconds():
     assert frame["lambda_star_attenuate_all"].iloc[1] == np.inf  # the input is not modified
 
 
-@given(st.lists(st.one_of(st.floats(allow_nan=False, allow_infinity=False, width=32),
-                          st.sampled_from([math.inf, -math.inf])), min_size=1, max_size=20))
+@given(
+    st.lists(
+        st.one_of(st.floats(allow_nan=False, allow_infinity=False, width=32), st.sampled_from([math.inf, -math.inf])),
+        min_size=1,
+        max_size=20,
+    )
+)
 def test_display_values_round_trips_every_finite_value_to_four_digits(values):
     shown = display_values(pd.DataFrame({"v": values}))["v"].tolist()
     for raw, text in zip(values, shown):
@@ -240,8 +271,11 @@ def test_flip_budget_text_says_no_flip_within_depth():
 # ---------------------------------------------------------------------------- verdict
 def test_calibration_verdict_names_the_lowest_even_when_it_is_not_bats():
     # The issue's numbers: global temperature 0.0486 beat BATS 0.0511 overall.
-    line = lowest_wins({"uncalibrated": 0.0717, "temperature": 0.0486, "bats": 0.0511}, metric="ECE",
-                       labels={"uncalibrated": "uncalibrated", "temperature": "global temperature", "bats": "BATS"})
+    line = lowest_wins(
+        {"uncalibrated": 0.0717, "temperature": 0.0486, "bats": 0.0511},
+        metric="ECE",
+        labels={"uncalibrated": "uncalibrated", "temperature": "global temperature", "bats": "BATS"},
+    )
     assert line == "**global temperature** has the lowest ECE (0.0486); then BATS 0.0511, uncalibrated 0.0717."
 
 
@@ -255,14 +289,17 @@ def test_calibration_verdict_ties_and_errors():
 
 
 # ---------------------------------------------------------------------------- upload sniffing
-@pytest.mark.parametrize(("head", "kind"), [
-    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "a PNG image"),
-    (b"\xff\xd8\xff\xe0\x00\x10JFIF", "a JPEG image"),
-    (b"%PDF-1.7\n", "a PDF document"),
-    (b"PK\x03\x04\x14\x00", "a ZIP archive"),
-    (b"PAR1\x15\x04", "a Parquet file"),
-    (b"\x80\x04\x95\x10", "a Python pickle"),
-])
+@pytest.mark.parametrize(
+    ("head", "kind"),
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "a PNG image"),
+        (b"\xff\xd8\xff\xe0\x00\x10JFIF", "a JPEG image"),
+        (b"%PDF-1.7\n", "a PDF document"),
+        (b"PK\x03\x04\x14\x00", "a ZIP archive"),
+        (b"PAR1\x15\x04", "a Parquet file"),
+        (b"\x80\x04\x95\x10", "a Python pickle"),
+    ],
+)
 def test_binary_files_renamed_csv_are_refused_before_any_column_is_offered(head, kind):
     from core.views.uploads import table_columns
 

@@ -5,6 +5,7 @@ figure, and ``core.viz._style.finish`` replaces it by ``plotly_white`` anyway). 
 the explorer and the triage page draw must give the same figure JSON as under Streamlit's
 default (``"streamlit"``), and the figure must carry the house template.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,24 +21,50 @@ from core import viz
 
 _PATH = ["income", "age", "debt"]
 _CASES = {
-    "trajectory": ("trajectory_figure", (_PATH, np.array([2.0, 1.1, 0.3, -0.4]), np.array([0.9, 0.8, 0.6, 0.4])),
-                   dict(flip_budget=3, predicted=["good", "good", "good", "bad"], class_label="good")),
+    "trajectory": (
+        "trajectory_figure",
+        (_PATH, np.array([2.0, 1.1, 0.3, -0.4]), np.array([0.9, 0.8, 0.6, 0.4])),
+        dict(flip_budget=3, predicted=["good", "good", "good", "bad"], class_label="good"),
+    ),
     "collapse": ("collapse_figure", (np.array([0.0, 0.2, 0.6, 1.3]),), dict(rcma=0.7, path=_PATH)),
-    "degradation": ("degradation_figure",
-                    (np.array([0.25, 0.5, 1.0]), {"attenuate_all": np.array([1.5, 0.7, -0.2]),
-                                                  "attenuate_single": np.array([1.9, 1.7, 1.6])},
-                     {"attenuate_all": 0.75, "attenuate_single": float("inf")}), dict(margin0=2.0)),
+    "degradation": (
+        "degradation_figure",
+        (
+            np.array([0.25, 0.5, 1.0]),
+            {"attenuate_all": np.array([1.5, 0.7, -0.2]), "attenuate_single": np.array([1.9, 1.7, 1.6])},
+            {"attenuate_all": 0.75, "attenuate_single": float("inf")},
+        ),
+        dict(margin0=2.0),
+    ),
     "drops": ("drops_figure", (_PATH + ["x4"], np.array([0.9, 0.5, 0.2, 0.05])), dict(path=_PATH, top_n=2)),
     "whatif": ("whatif_figure", (["bad", "good"], np.array([0.1, 0.9]), np.array([0.6, 0.4])), {}),
-    "coverage": ("coverage_figure", (np.arange(1, 11) / 10, {"fds": np.linspace(0.1, 1, 10),
-                                                            "confidence": np.linspace(0.05, 1, 10)}),
-                 dict(ceiling=np.minimum(1, np.arange(1, 11) / 3), random=np.arange(1, 11) / 10, selected=0.3,
-                      highlight="fds", title="Brittle found", y_title="share")),
-    "score_metrics": ("score_metrics_figure",
-                      (pd.DataFrame({"score": ["fds", "confidence"], "kind": ["certificate", "baseline"],
-                                     "orientation": ["larger = riskier"] * 2, "auroc": [0.8, 0.6],
-                                     "capture@10%": [0.5, 0.2]}),),
-                      dict(capture_column="capture@10%", highlight="fds")),
+    "coverage": (
+        "coverage_figure",
+        (np.arange(1, 11) / 10, {"fds": np.linspace(0.1, 1, 10), "confidence": np.linspace(0.05, 1, 10)}),
+        dict(
+            ceiling=np.minimum(1, np.arange(1, 11) / 3),
+            random=np.arange(1, 11) / 10,
+            selected=0.3,
+            highlight="fds",
+            title="Brittle found",
+            y_title="share",
+        ),
+    ),
+    "score_metrics": (
+        "score_metrics_figure",
+        (
+            pd.DataFrame(
+                {
+                    "score": ["fds", "confidence"],
+                    "kind": ["certificate", "baseline"],
+                    "orientation": ["larger = riskier"] * 2,
+                    "auroc": [0.8, 0.6],
+                    "capture@10%": [0.5, 0.2],
+                }
+            ),
+        ),
+        dict(capture_column="capture@10%", highlight="fds"),
+    ),
 }
 
 

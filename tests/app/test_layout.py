@@ -1,4 +1,5 @@
 """ui.layout.flow_columns: columns that wrap below their minimum width instead of shrinking."""
+
 from __future__ import annotations
 
 import re
@@ -11,8 +12,11 @@ from ui.layout import flow_columns, flow_css
 
 def test_css_gives_every_column_its_weight_and_minimum():
     css = flow_css("row", [3.0, 2.0], [420, 340])
-    rules = re.findall(r"\.st-key-row > div:nth-child\((\d)\) \{flex: (\S+) 1 (\d+)px !important; "
-                       r"min-width: min\((\d+)px, 100%\) !important;", css)
+    rules = re.findall(
+        r"\.st-key-row > div:nth-child\((\d)\) \{flex: (\S+) 1 (\d+)px !important; "
+        r"min-width: min\((\d+)px, 100%\) !important;",
+        css,
+    )
     assert rules == [("1", "3", "420", "420"), ("2", "2", "340", "340")]
 
 

@@ -1,4 +1,5 @@
 """AppTest: the dashboard on your own model — ``--audit DIR``, an upload, an unloadable folder."""
+
 from __future__ import annotations
 
 import sys
@@ -26,7 +27,8 @@ def _wine_pipeline():
 
     train, test = wine_tables()
     pipe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000)).fit(
-        train.drop(columns="target"), train["target"])
+        train.drop(columns="target"), train["target"]
+    )
     return pipe, train, test
 
 
@@ -55,8 +57,9 @@ def test_every_page_renders_a_saved_multiclass_audit(monkeypatch, reviews_db, wi
         assert_ok(at)
         assert at.title
     at.switch_page("pages/explorer.py").run()
-    assert any("class_" in str(m.value) or "class_" in str(m.label) for m in at.metric) or \
-        any("class_" in md.value for md in at.markdown)
+    assert any("class_" in str(m.value) or "class_" in str(m.label) for m in at.metric) or any(
+        "class_" in md.value for md in at.markdown
+    )
 
 
 def _old_pickle(folder):
@@ -91,10 +94,12 @@ def _other_model(folder):
     return "fingerprint"
 
 
-@pytest.mark.parametrize("damage", [_old_pickle, _damaged, _missing, _other_model],
-                         ids=["old-pickle", "truncated-zip", "no-model", "other-model"])
-def test_every_page_works_on_a_folder_whose_model_cannot_be_used(monkeypatch, reviews_db, wine_audit, tmp_path,
-                                                                 damage):
+@pytest.mark.parametrize(
+    "damage",
+    [_old_pickle, _damaged, _missing, _other_model],
+    ids=["old-pickle", "truncated-zip", "no-model", "other-model"],
+)
+def test_every_page_works_on_a_folder_whose_model_cannot_be_used(monkeypatch, reviews_db, wine_audit, tmp_path, damage):
     import shutil
 
     folder = shutil.copytree(wine_audit, tmp_path / "old")
@@ -113,7 +118,7 @@ def test_every_page_works_on_a_folder_whose_model_cannot_be_used(monkeypatch, re
     at.switch_page("pages/explorer.py").run()
     assert any(m.label == "FDS (risk)" for m in at.metric), "the certificate comes from the saved bundle"
     off = [i.value for i in at.info if " is off:" in i.value]
-    assert len(off) == 2 and all(named in v for v in off), off   # flip-set search and what-if, each saying why
+    assert len(off) == 2 and all(named in v for v in off), off  # flip-set search and what-if, each saying why
     assert any("what-if is off" in v for v in off)
     assert not at.pills, "no what-if toggles without a model"
 
@@ -150,10 +155,16 @@ def test_an_uploaded_model_is_audited_on_every_page(monkeypatch, reviews_db, tmp
     pipe = hist_gb_pipeline(train)
     at = _app(monkeypatch)
     at.session_state["own_audit"] = {
-        "kind": "upload", "target": "default",
-        "trust": ["sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor"], "feature_order": None,
-        "files": {"model": ("pipe.skops", sio.dumps(pipe)), "test": ("test.csv", test.to_csv(index=False).encode()),
-                  "train": ("train.csv", train.to_csv(index=False).encode())}}
+        "kind": "upload",
+        "target": "default",
+        "trust": ["sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor"],
+        "feature_order": None,
+        "files": {
+            "model": ("pipe.skops", sio.dumps(pipe)),
+            "test": ("test.csv", test.to_csv(index=False).encode()),
+            "train": ("train.csv", train.to_csv(index=False).encode()),
+        },
+    }
     at.run()
     assert_ok(at)
     assert any("your model pipe.skops" in c.value for c in at.caption)
@@ -166,9 +177,16 @@ def test_an_upload_with_untrusted_types_lists_them(monkeypatch, reviews_db):
     train, test = default_tables(n_train=800, n_test=100)
     at = _app(monkeypatch)
     at.session_state["own_audit"] = {
-        "kind": "upload", "target": "default", "trust": [], "feature_order": None,
-        "files": {"model": ("pipe.skops", sio.dumps(hist_gb_pipeline(train))),
-                  "test": ("test.csv", test.to_csv(index=False).encode()), "train": None}}
+        "kind": "upload",
+        "target": "default",
+        "trust": [],
+        "feature_order": None,
+        "files": {
+            "model": ("pipe.skops", sio.dumps(hist_gb_pipeline(train))),
+            "test": ("test.csv", test.to_csv(index=False).encode()),
+            "train": None,
+        },
+    }
     at.run()
     assert not at.exception
     assert any("TreePredictor" in e.value and "--trust" in e.value for e in at.error)
@@ -194,9 +212,16 @@ def test_an_uploaded_onnx_model_is_audited(monkeypatch, reviews_db):
     train, test = default_tables(n_train=1500, n_test=200)
     at = _app(monkeypatch)
     at.session_state["own_audit"] = {
-        "kind": "upload", "target": "default", "trust": [], "feature_order": None,
-        "files": {"model": ("pipe.onnx", pipeline_to_onnx(hist_gb_pipeline(train))),
-                  "test": ("test.csv", test.to_csv(index=False).encode()), "train": None}}
+        "kind": "upload",
+        "target": "default",
+        "trust": [],
+        "feature_order": None,
+        "files": {
+            "model": ("pipe.onnx", pipeline_to_onnx(hist_gb_pipeline(train))),
+            "test": ("test.csv", test.to_csv(index=False).encode()),
+            "train": None,
+        },
+    }
     at.run()
     assert_ok(at)
     at.switch_page("pages/explorer.py").run()
@@ -213,11 +238,16 @@ def test_an_uploaded_model_is_audited_in_the_background(monkeypatch, reviews_db)
     train, test = default_tables(n_train=1500, n_test=200)
     at = _app(monkeypatch)
     at.session_state["own_audit"] = {
-        "kind": "upload", "target": "default",
-        "trust": ["sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor"], "feature_order": None,
-        "files": {"model": ("bg.skops", sio.dumps(hist_gb_pipeline(train))),
-                  "test": ("test.csv", test.to_csv(index=False).encode()),
-                  "train": ("train.csv", train.to_csv(index=False).encode())}}
+        "kind": "upload",
+        "target": "default",
+        "trust": ["sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor"],
+        "feature_order": None,
+        "files": {
+            "model": ("bg.skops", sio.dumps(hist_gb_pipeline(train))),
+            "test": ("test.csv", test.to_csv(index=False).encode()),
+            "train": ("train.csv", train.to_csv(index=False).encode()),
+        },
+    }
     at.switch_page("pages/explorer.py").run()
     assert_ok(at)
     progress = [p.proto.text for p in at.get("progress")]

@@ -3,6 +3,7 @@
 All runs start from ``app.py`` (the ``app`` fixture), so the session defaults, the sidebar and
 ``st.navigation`` are exercised exactly as in the browser.
 """
+
 from __future__ import annotations
 
 import json

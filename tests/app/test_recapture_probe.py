@@ -1,4 +1,5 @@
 """Recapture page: probe an uploaded ONNX model on an uploaded zip of images; the probe images inspector."""
+
 import io
 import warnings
 import zipfile
@@ -24,9 +25,13 @@ def _captions(at) -> list[str]:
 class Net(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.body = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(),
-                                        torch.nn.AdaptiveAvgPool2d(2), torch.nn.Flatten(),
-                                        torch.nn.Linear(16, N_CLASSES))
+        self.body = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 4, 3, padding=1),
+            torch.nn.ReLU(),
+            torch.nn.AdaptiveAvgPool2d(2),
+            torch.nn.Flatten(),
+            torch.nn.Linear(16, N_CLASSES),
+        )
 
     def forward(self, x):
         return self.body(x) * 5.0
@@ -39,8 +44,15 @@ def upload():
     buffer = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # the TorchScript exporter (no onnxscript needed)
-        torch.onnx.export(net, (torch.zeros(1, 3, SIZE, SIZE),), buffer, dynamo=False, input_names=["x"],
-                          output_names=["y"], dynamic_axes={"x": {0: "n"}, "y": {0: "n"}})
+        torch.onnx.export(
+            net,
+            (torch.zeros(1, 3, SIZE, SIZE),),
+            buffer,
+            dynamo=False,
+            input_names=["x"],
+            output_names=["y"],
+            dynamic_axes={"x": {0: "n"}, "y": {0: "n"}},
+        )
     rng = np.random.default_rng(0)
     images = rng.integers(0, 256, size=(N_IMAGES, SIZE, SIZE, 3), dtype=np.uint8)
     with torch.no_grad():
@@ -121,12 +133,15 @@ def test_labels_csv_alongside_the_zip(app, upload):
     assert at.session_state["recapture_probe_run"]["result"].manifest["n_images"] == N_IMAGES
 
 
-@pytest.mark.parametrize("case, message", [
-    ("slip", "photos.zip: member '../evil.png' points outside the archive's root"),
-    ("text", "photos.zip/photos/notes.txt: is not an image file"),
-    ("count", "photos.zip holds 11 image(s) but photos.zip/photos/labels.csv lists 12"),
-    ("classes", "tiny.onnx: outputs 3 classes"),
-])
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("slip", "photos.zip: member '../evil.png' points outside the archive's root"),
+        ("text", "photos.zip/photos/notes.txt: is not an image file"),
+        ("count", "photos.zip holds 11 image(s) but photos.zip/photos/labels.csv lists 12"),
+        ("classes", "tiny.onnx: outputs 3 classes"),
+    ],
+)
 def test_bad_uploads_show_one_error_naming_the_file(app, upload, case, message):
     model_bytes, images, labels = upload
     labels = labels.copy()

@@ -4,6 +4,7 @@ The audit folder is a real small audit (breast_cancer + logistic regression) wri
 same ``write_audit`` as ``python -m core audit``; the in-memory result is kept as the
 independent reference for what the report recomputes from the stored tables.
 """
+
 from __future__ import annotations
 
 import json
@@ -152,7 +153,7 @@ def test_triage_summary_with_reviewers_decisions(audit, tmp_path, capsys):
     code, err = _run(["report", str(folder), "--out", str(out), "--reviews-db", str(db)], capsys)
     assert code == 0, err
     text = out.read_text(encoding="utf-8")
-    triage = text[text.index("id='triage'"):text.index("id='examples'")]
+    triage = text[text.index("id='triage'") : text.index("id='examples'")]
     assert f"4 decision(s) on 3 sample(s) of this audit; 2 of the {len(queue)} queued cases are reviewed" in triage
     rows = re.findall(r"<tr><td class=num>(\d+)</td><td>(\d+)</td>(.*?)</tr>", triage)
     assert [r[1] for r in rows] == queue  # the queue, in rank order
@@ -172,7 +173,7 @@ def test_paired_demo_pool_section(audit, tmp_path, capsys):
     code, err = _run(["report", str(audit[1]), "--out", str(out), "--paired", str(PAIRED_DEMO)], capsys)
     assert code == 0, err
     text = out.read_text(encoding="utf-8")
-    paired = text[text.index("id='paired'"):]
+    paired = text[text.index("id='paired'") :]
     assert "Identified intervals" in paired and "Recapture queue" in paired and "Not in this report" not in paired
     models = sorted(load_demo_pool(PAIRED_DEMO).models["model"])
     rows = re.findall(r"<tr><td>([\w.-]+)</td><td class=num>(\d+)</td><td class=num>(\d+)</td>", paired)
@@ -183,9 +184,19 @@ def test_paired_demo_pool_section(audit, tmp_path, capsys):
 
 
 def test_paired_output_folder_without_queue(tmp_path):
-    frame = pd.DataFrame({"model": ["m"] * 2 + ["a"] * 2, "condition": "c", "source": "s", "target": "H",
-                          "level": ["I0", "I5"] * 2, "low": [0.1, 0.2, 0.0, 0.05], "high": [0.4, 0.3, 0.5, 0.1],
-                          "observed": [0.25, 0.25, 0.07, 0.07], "tau": 0.8})
+    frame = pd.DataFrame(
+        {
+            "model": ["m"] * 2 + ["a"] * 2,
+            "condition": "c",
+            "source": "s",
+            "target": "H",
+            "level": ["I0", "I5"] * 2,
+            "low": [0.1, 0.2, 0.0, 0.05],
+            "high": [0.4, 0.3, 0.5, 0.1],
+            "observed": [0.25, 0.25, 0.07, 0.07],
+            "tau": 0.8,
+        }
+    )
     frame.to_csv(tmp_path / "intervals.csv", index=False)
     paired = load_paired(tmp_path)
     assert paired.cell["model"] == "a" and paired.queue is None
@@ -317,8 +328,9 @@ def test_report_renders_offline_in_chromium(audit, tmp_path, capsys):
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(out.as_uri())
-            page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {n_figures}",
-                                   timeout=30_000)
+            page.wait_for_function(
+                f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {n_figures}", timeout=30_000
+            )
             assert page.locator(".js-plotly-plot").count() == n_figures
             assert page.locator(".plot-container").count() == n_figures
             assert errors == [] and blocked == []

@@ -1,4 +1,5 @@
 """The PDF variant of the stakeholder report: Chromium's print of the HTML report, offline."""
+
 from __future__ import annotations
 
 import re
@@ -59,8 +60,9 @@ def test_pdf_alone_writes_no_html(audit_dir, tmp_path, capsys):
 
 def test_missing_chromium_is_one_line_and_writes_nothing(audit_dir, tmp_path, capsys):
     out, pdf = tmp_path / "r.html", tmp_path / "r.pdf"
-    code = main(["report", str(audit_dir), "--out", str(out), "--pdf", str(pdf),
-                 "--chromium", str(tmp_path / "no-chromium")])
+    code = main(
+        ["report", str(audit_dir), "--out", str(out), "--pdf", str(pdf), "--chromium", str(tmp_path / "no-chromium")]
+    )
     err = capsys.readouterr().err
     assert code == 2
     assert err.count("\n") == 1 and "--chromium" in err and "not an executable file" in err

@@ -1,5 +1,6 @@
 """Review store version 3: retractions, reason codes, idempotent submissions, audit context,
 migration of version 1/2 files, and the queue helpers (against naive twins)."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -63,7 +64,11 @@ def test_retraction_restores_the_previous_decision_then_unreviewed(store):
     with pytest.raises(ValueError, match="has no decision to retract"):
         store.retract("fp", 1, reviewer="ana")
     assert store.history("fp", 1)["decision"].tolist() == [
-        "acceptable", "confirmed_brittle", "retracted", "retracted"]  # nothing removed
+        "acceptable",
+        "confirmed_brittle",
+        "retracted",
+        "retracted",
+    ]  # nothing removed
     c = store.record("fp", 1, reviewer="cy", decision="needs_reacquisition")
     assert store.latest("fp")["review_id"].tolist() == [c.review_id]
 
@@ -88,10 +93,16 @@ def test_retractions_are_refused_by_the_schema_when_inconsistent(store):
 
 _case = st.tuples(st.sampled_from(["f1", "f2"]), st.integers(0, 3))
 _op = st.one_of(
-    st.tuples(st.just("record"), _case, st.sampled_from(DECISIONS), st.sets(st.sampled_from(list(REASONS)), max_size=2)),
+    st.tuples(
+        st.just("record"), _case, st.sampled_from(DECISIONS), st.sets(st.sampled_from(list(REASONS)), max_size=2)
+    ),
     st.tuples(st.just("retract"), _case),
-    st.tuples(st.just("bulk"), st.sampled_from(["f1", "f2"]), st.lists(st.integers(0, 3), min_size=1, max_size=3),
-              st.sampled_from(DECISIONS)),
+    st.tuples(
+        st.just("bulk"),
+        st.sampled_from(["f1", "f2"]),
+        st.lists(st.integers(0, 3), min_size=1, max_size=3),
+        st.sampled_from(DECISIONS),
+    ),
 )
 
 
@@ -130,7 +141,7 @@ def test_history_is_append_only_and_latest_matches_naive_replays(tmp_path_factor
         after = store.export()
         # Append-only: every earlier row is still there, byte for byte, in the same order.
         if len(before):
-            pd.testing.assert_frame_equal(after.iloc[:len(before)], before)
+            pd.testing.assert_frame_equal(after.iloc[: len(before)], before)
         before = after
     assert len(before) == appended
     in_force = _replay(before)
@@ -139,7 +150,8 @@ def test_history_is_append_only_and_latest_matches_naive_replays(tmp_path_factor
         got = {(fp, r.sample_id): r.decision for r in latest.itertuples()}
         assert got == {case: stack[-1] for case, stack in model.items() if case[0] == fp and stack}
         assert {(fp, r.sample_id): r.review_id for r in latest.itertuples()} == {
-            case: rid for case, rid in in_force.items() if case[0] == fp}
+            case: rid for case, rid in in_force.items() if case[0] == fp
+        }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -164,11 +176,14 @@ def test_bulk_is_all_or_nothing(store):
     assert store.history("fp").empty
 
 
-@pytest.mark.parametrize(("reasons", "match"), [
-    ("data_quality", r"`reasons` must be a list of reason codes"),
-    (["data_quality", "gut_feeling"], r"got unknown \['gut_feeling'\]"),
-    (None, r"`reasons` must be a list"),
-])
+@pytest.mark.parametrize(
+    ("reasons", "match"),
+    [
+        ("data_quality", r"`reasons` must be a list of reason codes"),
+        (["data_quality", "gut_feeling"], r"got unknown \['gut_feeling'\]"),
+        (None, r"`reasons` must be a list"),
+    ],
+)
 def test_bad_reasons_are_refused(store, reasons, match):
     with pytest.raises(ValueError, match=match):
         store.record("fp", 1, reviewer="a", decision="acceptable", reasons=reasons)
@@ -189,7 +204,9 @@ def test_decisions_are_found_across_audits_of_the_same_data(store):
     assert across["protocol_fingerprint"].tolist() == ["p1", "p2", "p2", "p2"]
     latest = store.latest_across("d" * 64)
     assert latest[["audit_fingerprint", "decision", "reasons"]].values.tolist() == [
-        ["audit-hgb", "acceptable", "evidence_sufficient"], ["audit-rf", "confirmed_brittle", "over_reliance"]]
+        ["audit-hgb", "acceptable", "evidence_sufficient"],
+        ["audit-rf", "confirmed_brittle", "over_reliance"],
+    ]
     assert store.latest("audit-rf")["decision"].tolist() == ["confirmed_brittle"]
 
 
@@ -245,8 +262,11 @@ _OLD_ROWS = [
 def _old_file(path: Path, script: str) -> pd.DataFrame:
     conn = sqlite3.connect(path)
     conn.executescript(script)
-    conn.executemany("INSERT INTO reviews (created_at, audit_fingerprint, sample_id, reviewer, decision, note)"
-                     " VALUES (?, ?, ?, ?, ?, ?)", _OLD_ROWS)
+    conn.executemany(
+        "INSERT INTO reviews (created_at, audit_fingerprint, sample_id, reviewer, decision, note)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        _OLD_ROWS,
+    )
     conn.commit()
     rows = pd.read_sql("SELECT * FROM reviews ORDER BY review_id", conn)
     conn.close()
@@ -265,7 +285,9 @@ def test_an_older_file_opens_with_its_history_intact(tmp_path, script):
     pd.testing.assert_frame_equal(history[V1_COLUMNS], old[V1_COLUMNS])
     assert (history["reasons"] == "").all() and history["retracts"].isna().all()
     assert store.latest("fp")[["sample_id", "decision"]].values.tolist() == [
-        ["1", "needs_reacquisition"], ["2", "confirmed_brittle"]]
+        ["1", "needs_reacquisition"],
+        ["2", "confirmed_brittle"],
+    ]
     # The old decisions can be retracted; new entries continue the id sequence.
     undo = store.retract("fp", 1, reviewer="dee")
     assert (undo.review_id, undo.retracts) == (4, 3)
@@ -309,7 +331,7 @@ def test_next_unreviewed_matches_a_naive_scan(order, reviewed, current):
     got = next_unreviewed(order, reviewed, current)
     if current in order:
         i = order.index(current)
-        ring = order[i + 1:] + order[:i]
+        ring = order[i + 1 :] + order[:i]
     else:
         ring = order
     expected = None
@@ -331,17 +353,27 @@ def test_step_case_clamps_to_the_ends(order, current, delta):
         assert got == order[max(0, min(len(order) - 1, order.index(current) + delta))]
 
 
-_latest_rows = st.dictionaries(st.integers(0, 9), st.tuples(st.sampled_from(DECISIONS), st.sampled_from(["ana", "bo"]),
-                                                            st.sets(st.sampled_from(list(REASONS)), max_size=2)))
+_latest_rows = st.dictionaries(
+    st.integers(0, 9),
+    st.tuples(
+        st.sampled_from(DECISIONS), st.sampled_from(["ana", "bo"]), st.sets(st.sampled_from(list(REASONS)), max_size=2)
+    ),
+)
 
 
-@given(latest_rows=_latest_rows, status=st.sampled_from(["all", "unreviewed", "reviewed"]),
-       decisions=st.sets(st.sampled_from(DECISIONS), max_size=2), reviewers=st.sets(st.sampled_from(["ana", "bo"]), max_size=1),
-       reasons=st.sets(st.sampled_from(list(REASONS)), max_size=2))
+@given(
+    latest_rows=_latest_rows,
+    status=st.sampled_from(["all", "unreviewed", "reviewed"]),
+    decisions=st.sets(st.sampled_from(DECISIONS), max_size=2),
+    reviewers=st.sets(st.sampled_from(["ana", "bo"]), max_size=1),
+    reasons=st.sets(st.sampled_from(list(REASONS)), max_size=2),
+)
 def test_filter_queue_matches_a_naive_loop(latest_rows, status, decisions, reviewers, reasons):
     queue = pd.DataFrame({"sample_id": [7, 3, 9, 0, 5, 1], "rank": range(1, 7)})
-    latest = pd.DataFrame([(str(s), d, r, ",".join(c for c in REASONS if c in rs)) for s, (d, r, rs) in latest_rows.items()],
-                          columns=["sample_id", "decision", "reviewer", "reasons"])
+    latest = pd.DataFrame(
+        [(str(s), d, r, ",".join(c for c in REASONS if c in rs)) for s, (d, r, rs) in latest_rows.items()],
+        columns=["sample_id", "decision", "reviewer", "reasons"],
+    )
     criteria = QueueFilter(status, tuple(decisions), tuple(reviewers), tuple(reasons))
     expected = []
     for sid in queue["sample_id"]:

@@ -4,6 +4,7 @@ Alt+1/2/3 pick a decision and Alt+S saves and opens the next unreviewed case (th
 bindings of :mod:`ui.review`, :mod:`ui.shortcuts`); the review database then holds the five
 decisions, in the order they were made, for the five cases that were shown.
 """
+
 from __future__ import annotations
 
 import re
@@ -33,8 +34,14 @@ def _database(page) -> Path:
 def test_five_cases_with_the_keyboard_only(server, browser):  # noqa: F811
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     problems: list[str] = []
-    page.on("console", lambda msg: problems.append(msg.text) if msg.type == "error"
-            and not msg.text.startswith("Failed to load resource") else None)
+    page.on(
+        "console",
+        lambda msg: (
+            problems.append(msg.text)
+            if msg.type == "error" and not msg.text.startswith("Failed to load resource")
+            else None
+        ),
+    )
     page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
     page.goto(f"{server}/triage")
     _ready(page, "Triage queue")
@@ -49,8 +56,9 @@ def test_five_cases_with_the_keyboard_only(server, browser):  # noqa: F811
     assert len(ReviewStore(db).export()) == before
 
     # The bindings are installed by a component's script once the page has rendered.
-    page.wait_for_function("() => ((window.__auditShortcuts || {})['review_save_next'] || [])[0] === 'alt+s'",
-                           timeout=30_000)
+    page.wait_for_function(
+        "() => ((window.__auditShortcuts || {})['review_save_next'] || [])[0] === 'alt+s'", timeout=30_000
+    )
     shown, pressed = [], []
     for i in range(5):
         shown.append(_case(page))
@@ -58,11 +66,13 @@ def test_five_cases_with_the_keyboard_only(server, browser):  # noqa: F811
         page.keyboard.press(f"Alt+{DECISIONS.index(decision) + 1}")
         radio = page.locator('[data-testid="stRadio"]').filter(has_text="Decision")
         radio.locator("label").filter(has_text=DECISION_LABELS[decision]).locator("input:checked").wait_for(
-            state="attached", timeout=60_000)
+            state="attached", timeout=60_000
+        )
         _settle(page)
         page.keyboard.press("Alt+S")
         page.locator('[data-testid="stAlert"]').filter(has_text=f"Saved: sample {shown[-1]} ").first.wait_for(
-            timeout=60_000)
+            timeout=60_000
+        )
         _settle(page)
         pressed.append(decision)
     ARTIFACTS.mkdir(exist_ok=True)

@@ -1,5 +1,6 @@
 """Triage queue management in the app: save & next, retract, bulk, filters, double submission,
 the default decision, decisions across audits of the same data, and a restart."""
+
 from __future__ import annotations
 
 from app_checks import assert_ok
@@ -112,9 +113,12 @@ def test_reviewer_walks_the_queue_and_finds_it_again_after_a_restart(new_app, re
     fingerprint = app.session_state["_review_case"][0]
     data = next(k for k in [ReviewStore(reviews_db).export()["data_fingerprint"].iloc[0]])
     assert len(data) == 64
-    ReviewStore(reviews_db).record(AuditKey("other-audit", data_fingerprint=data, model="random_forest",
-                                            protocol_fingerprint="abcdef123456"),
-                                   int(ids[0]), reviewer="bo", decision="confirmed_brittle")
+    ReviewStore(reviews_db).record(
+        AuditKey("other-audit", data_fingerprint=data, model="random_forest", protocol_fingerprint="abcdef123456"),
+        int(ids[0]),
+        reviewer="bo",
+        decision="confirmed_brittle",
+    )
 
     # Restart: a new session on the same database finds everything, and the reviewer's name.
     assert remembered_reviewer(reviews_db) == "ana"

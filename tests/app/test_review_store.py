@@ -1,4 +1,5 @@
 """Review store: persistence, latest/history semantics, validation, WAL and concurrency."""
+
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -23,13 +24,24 @@ def store(tmp_path: Path) -> ReviewStore:
 def test_record_returns_what_is_stored(store):
     review = store.record("fp", 7, reviewer="  ana ", decision="acceptable", note=" fine ")
     assert (review.audit_fingerprint, review.sample_id, review.reviewer, review.decision, review.note) == (
-        "fp", "7", "ana", "acceptable", "fine")
+        "fp",
+        "7",
+        "ana",
+        "acceptable",
+        "fine",
+    )
     stored = store.history("fp", 7)
     assert list(stored.columns) == list(REVIEW_COLUMNS)
     row = stored.iloc[0].to_dict()
     assert {k: row[k] for k in REVIEW_COLUMNS[:7]} == {
-        "review_id": review.review_id, "created_at": review.created_at, "audit_fingerprint": "fp",
-        "sample_id": "7", "reviewer": "ana", "decision": "acceptable", "note": "fine"}
+        "review_id": review.review_id,
+        "created_at": review.created_at,
+        "audit_fingerprint": "fp",
+        "sample_id": "7",
+        "reviewer": "ana",
+        "decision": "acceptable",
+        "note": "fine",
+    }
     assert pd.isna(row["retracts"]) and row["submission_id"] is None
     assert (row["reasons"], row["data_fingerprint"], row["model"], row["protocol_fingerprint"]) == ("", "", "", "")
 
@@ -41,7 +53,9 @@ def test_latest_is_last_decision_per_sample_and_fingerprint(store):
     store.record("other", 1, reviewer="c", decision="acceptable")
     latest = store.latest("fp")
     assert latest[["sample_id", "reviewer", "decision"]].values.tolist() == [
-        ["1", "b", "confirmed_brittle"], ["2", "a", "needs_reacquisition"]]
+        ["1", "b", "confirmed_brittle"],
+        ["2", "a", "needs_reacquisition"],
+    ]
     assert store.latest("fp", sample_ids=[2, 99])["sample_id"].tolist() == ["2"]
     assert store.latest("other")["decision"].tolist() == ["acceptable"]
     assert store.latest("never-seen").empty
@@ -119,7 +133,8 @@ def test_writer_waits_for_a_held_lock_and_reader_is_not_blocked(store):
     blocker.execute("BEGIN IMMEDIATE")
     blocker.execute(
         "INSERT INTO reviews (created_at, audit_fingerprint, sample_id, reviewer, decision, note)"
-        " VALUES ('t', 'fp', '1', 'blocker', 'acceptable', '')")
+        " VALUES ('t', 'fp', '1', 'blocker', 'acceptable', '')"
+    )
     # WAL: a reader sees the committed state while a write transaction is open elsewhere.
     assert store.latest("fp")["sample_id"].tolist() == ["0"]
 
@@ -164,7 +179,8 @@ def test_failed_transaction_rolls_back(store):
         with store._transaction() as conn:
             conn.execute(
                 "INSERT INTO reviews (created_at, audit_fingerprint, sample_id, reviewer, decision, note)"
-                " VALUES ('t', 'fp', '9', 'x', 'acceptable', '')")
+                " VALUES ('t', 'fp', '9', 'x', 'acceptable', '')"
+            )
             raise RuntimeError("boom")
     assert store.history("fp")["sample_id"].tolist() == ["1"]
 
@@ -173,7 +189,8 @@ def test_schema_checks_the_decision_enum_even_for_raw_sql(store):
     with sqlite3.connect(store.path) as conn, pytest.raises(sqlite3.IntegrityError, match="CHECK"):
         conn.execute(
             "INSERT INTO reviews (created_at, audit_fingerprint, sample_id, reviewer, decision, note)"
-            " VALUES ('t', 'fp', '1', 'x', 'maybe', '')")
+            " VALUES ('t', 'fp', '1', 'x', 'maybe', '')"
+        )
 
 
 @pytest.mark.parametrize(
@@ -188,8 +205,16 @@ def test_schema_checks_the_decision_enum_even_for_raw_sql(store):
         ({"sample_id": " "}, r"`sample_id` must not be empty"),
         ({"audit_fingerprint": ""}, r"`audit_fingerprint` must not be empty"),
     ],
-    ids=["bad-decision", "blank-reviewer", "long-reviewer", "note-none", "float-id", "bool-id",
-         "blank-id", "blank-fingerprint"],
+    ids=[
+        "bad-decision",
+        "blank-reviewer",
+        "long-reviewer",
+        "note-none",
+        "float-id",
+        "bool-id",
+        "blank-id",
+        "blank-fingerprint",
+    ],
 )
 def test_bad_input_is_refused_with_a_specific_message(store, kwargs, match):
     args = {"audit_fingerprint": "fp", "sample_id": 1, "reviewer": "a", "decision": "acceptable", "note": ""}
@@ -234,8 +259,12 @@ def test_default_path_honours_env_var_then_user_data_dir(monkeypatch, tmp_path):
 
 
 _ops = st.lists(
-    st.tuples(st.sampled_from(["f1", "f2"]), st.integers(0, 4), st.sampled_from(DECISIONS),
-              st.text(alphabet="abc", min_size=1, max_size=3)),
+    st.tuples(
+        st.sampled_from(["f1", "f2"]),
+        st.integers(0, 4),
+        st.sampled_from(DECISIONS),
+        st.text(alphabet="abc", min_size=1, max_size=3),
+    ),
     max_size=25,
 )
 

@@ -1,4 +1,5 @@
 """`python -m core reviews export` reads what the dashboard stored."""
+
 import pandas as pd
 
 from core.cli import main
@@ -33,8 +34,15 @@ def test_export_carries_reasons_retractions_and_the_audit_context(tmp_path):
     db = tmp_path / "reviews.sqlite3"
     store = ReviewStore(db)
     key = AuditKey("audit-a", data_fingerprint="d" * 64, model="random_forest", protocol_fingerprint="p" * 64)
-    store.record(key, 17, reviewer="ana", decision="confirmed_brittle", reasons=["missing_field", "data_quality"],
-                 note="income missing", submission_id="s1")
+    store.record(
+        key,
+        17,
+        reviewer="ana",
+        decision="confirmed_brittle",
+        reasons=["missing_field", "data_quality"],
+        note="income missing",
+        submission_id="s1",
+    )
     store.retract(key, 17, reviewer="bo", note="wrong case")
     out = tmp_path / "all.csv"
     assert main(["reviews", "export", "--db", str(db), "--out", str(out)]) == 0

@@ -4,6 +4,7 @@ explorer's filter / CSV / what-if behaviour (issue 11, items 1 and 4).
 Expected values are recomputed here from an independent run of the default audit (same
 dataset, model, seed and protocol as the app's default), never read back from the page.
 """
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -55,9 +56,13 @@ def _click(at, label: str) -> None:
 # Pure shaping helpers, on hand-made inputs
 # --------------------------------------------------------------------------------------------
 def test_removal_steps_table_on_a_hand_made_certificate():
-    cert = SimpleNamespace(path=("b", "a"), pred=1, preds=np.array([1, 1, 0]),
-                           proba=np.array([[0.1, 0.9], [0.35, 0.65], [0.61234, 0.38766]]),
-                           path_margins=np.array([2.19722, 0.61904, -0.45676]))
+    cert = SimpleNamespace(
+        path=("b", "a"),
+        pred=1,
+        preds=np.array([1, 1, 0]),
+        proba=np.array([[0.1, 0.9], [0.35, 0.65], [0.61234, 0.38766]]),
+        path_margins=np.array([2.19722, 0.61904, -0.45676]),
+    )
     t = removal_steps_table(cert, ["no", "yes"])
     assert list(t.columns) == ["step", "group removed", "prediction", "P(original class)", "margin", "flipped"]
     assert t["group removed"].tolist() == ["none (intact)", "b", "a"]
@@ -66,8 +71,12 @@ def test_removal_steps_table_on_a_hand_made_certificate():
     assert t["margin"].tolist() == [2.197, 0.619, -0.457]
     assert t["flipped"].tolist() == ["no", "no", "yes"]
     with pytest.raises(ValueError, match="2 path groups but 2 steps"):
-        removal_steps_table(SimpleNamespace(path=("b", "a"), pred=0, preds=np.array([0, 0]),
-                                            proba=np.ones((2, 2)) / 2, path_margins=np.zeros(2)), ["no", "yes"])
+        removal_steps_table(
+            SimpleNamespace(
+                path=("b", "a"), pred=0, preds=np.array([0, 0]), proba=np.ones((2, 2)) / 2, path_margins=np.zeros(2)
+            ),
+            ["no", "yes"],
+        )
 
 
 def test_path_evidence_table_lists_path_groups_in_order_with_their_baseline():
@@ -75,27 +84,75 @@ def test_path_evidence_table_lists_path_groups_in_order_with_their_baseline():
     x = np.array([0.5, 1.0, 0.0, -1.23456])
     baseline = np.array([0.0, 0.25, 0.75, 0.1])
     raw = pd.Series({"age": 41, "colour": "red", "income": 52345.678912, "target": "good"})
-    t = path_evidence_table(x, baseline, groups, ["income", "colour"],
-                            feature_names=["age", "colour_red", "colour_blue", "income"],
-                            origins=["age", "colour", "colour", "income"], raw_row=raw)
+    t = path_evidence_table(
+        x,
+        baseline,
+        groups,
+        ["income", "colour"],
+        feature_names=["age", "colour_red", "colour_blue", "income"],
+        origins=["age", "colour", "colour", "income"],
+        raw_row=raw,
+    )
     assert t.to_dict("records") == [
-        {"step": 1, "group": "income", "raw column": "income", "raw value": "52345.679", "feature": "income",
-         "value": -1.235, "baseline": 0.1},
-        {"step": 2, "group": "colour", "raw column": "colour", "raw value": "red", "feature": "colour_red",
-         "value": 1.0, "baseline": 0.25},
-        {"step": 2, "group": "colour", "raw column": "colour", "raw value": "red", "feature": "colour_blue",
-         "value": 0.0, "baseline": 0.75},
+        {
+            "step": 1,
+            "group": "income",
+            "raw column": "income",
+            "raw value": "52345.679",
+            "feature": "income",
+            "value": -1.235,
+            "baseline": 0.1,
+        },
+        {
+            "step": 2,
+            "group": "colour",
+            "raw column": "colour",
+            "raw value": "red",
+            "feature": "colour_red",
+            "value": 1.0,
+            "baseline": 0.25,
+        },
+        {
+            "step": 2,
+            "group": "colour",
+            "raw column": "colour",
+            "raw value": "red",
+            "feature": "colour_blue",
+            "value": 0.0,
+            "baseline": 0.75,
+        },
     ]
     raw_missing = pd.Series({"age": np.nan})
-    t = path_evidence_table(x, baseline, groups, ["age"], feature_names=["a", "b", "c", "d"],
-                            origins=["age", "colour", "colour", "income"], raw_row=raw_missing)
+    t = path_evidence_table(
+        x,
+        baseline,
+        groups,
+        ["age"],
+        feature_names=["a", "b", "c", "d"],
+        origins=["age", "colour", "colour", "income"],
+        raw_row=raw_missing,
+    )
     assert t["raw value"].tolist() == ["missing"]
     with pytest.raises(ValueError, match=r"not in `groups`: \['zip'\]"):
-        path_evidence_table(x, baseline, groups, ["zip"], feature_names=["a", "b", "c", "d"],
-                            origins=["age", "colour", "colour", "income"], raw_row=raw)
+        path_evidence_table(
+            x,
+            baseline,
+            groups,
+            ["zip"],
+            feature_names=["a", "b", "c", "d"],
+            origins=["age", "colour", "colour", "income"],
+            raw_row=raw,
+        )
     with pytest.raises(ValueError, match="`x` has 4 features but `baseline` has 3"):
-        path_evidence_table(x, baseline[:3], groups, [], feature_names=["a", "b", "c", "d"],
-                            origins=["age", "colour", "colour", "income"], raw_row=raw)
+        path_evidence_table(
+            x,
+            baseline[:3],
+            groups,
+            [],
+            feature_names=["a", "b", "c", "d"],
+            origins=["age", "colour", "colour", "income"],
+            raw_row=raw,
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -120,7 +177,7 @@ def test_triage_panel_shows_the_evidence_of_the_selected_case(app, audit):
     assert explorer_path(app) == path
 
     # The prediction after each removal, recomputed from the model on R(x, path[:j]).
-    x = audit.X_test[position:position + 1]
+    x = audit.X_test[position : position + 1]
     edited = np.vstack([remove(x, audit.groups, audit.baseline, path[:j]) for j in range(len(path) + 1)])
     proba = audit.model.predict_proba(edited)
     classes = [str(c) for c in audit.dataset.classes]
@@ -143,10 +200,12 @@ def test_triage_panel_shows_the_evidence_of_the_selected_case(app, audit):
     evidence = _table_with(app, "baseline")
     expected = [(g, c) for g in path for c in audit.groups[g]]
     assert list(zip(evidence["group"], evidence["step"])) == [(g, path.index(g) + 1) for g, _ in expected]
-    np.testing.assert_allclose(evidence["baseline"].to_numpy(float), [audit.baseline[c] for _, c in expected],
-                               atol=5e-4)
-    np.testing.assert_allclose(evidence["value"].to_numpy(float), [audit.X_test[position, c] for _, c in expected],
-                               atol=5e-4)
+    np.testing.assert_allclose(
+        evidence["baseline"].to_numpy(float), [audit.baseline[c] for _, c in expected], atol=5e-4
+    )
+    np.testing.assert_allclose(
+        evidence["value"].to_numpy(float), [audit.X_test[position, c] for _, c in expected], atol=5e-4
+    )
     raw = audit.raw_test.loc[sample_id]
     first = evidence.iloc[0]
     value = raw[first["raw column"]]
@@ -329,8 +388,15 @@ def test_path_evidence_table_has_one_row_per_column_of_each_path_group(sizes, da
     x = np.arange(d, dtype=float) / 7
     baseline = -np.arange(d, dtype=float) / 3
     origins = [n for n in names for _ in groups[n]]
-    t = path_evidence_table(x, baseline, groups, path, feature_names=[f"f{j}" for j in range(d)],
-                            origins=origins, raw_row=pd.Series({n: i for i, n in enumerate(names)}))
+    t = path_evidence_table(
+        x,
+        baseline,
+        groups,
+        path,
+        feature_names=[f"f{j}" for j in range(d)],
+        origins=origins,
+        raw_row=pd.Series({n: i for i, n in enumerate(names)}),
+    )
     cols = [c for g in path for c in groups[g]]
     assert len(t) == len(cols)
     assert t["feature"].tolist() == [f"f{c}" for c in cols]

@@ -4,6 +4,7 @@ Whatever the order of the slider steps and score changes, the queue shown must b
 ``k = max(1, round(q·n))`` of the ranked population by the score, ties in table order — here
 checked against a brute-force sort of the default audit's own predictions.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,9 +39,15 @@ def _expected(reference, score: str, scope: str, percent: int) -> list[int]:
 
 def test_queue_follows_budget_score_and_scope(app, reference):
     app.switch_page("pages/triage.py").run()
-    steps = [("fds", "high-confidence", 10), ("fds", "high-confidence", 30), ("fds", "high-confidence", 11),
-             ("max_softmax", "high-confidence", 11), ("one_step", "all", 5), ("fds", "all", 5),
-             ("fds", "high-confidence", 10)]
+    steps = [
+        ("fds", "high-confidence", 10),
+        ("fds", "high-confidence", 30),
+        ("fds", "high-confidence", 11),
+        ("max_softmax", "high-confidence", 11),
+        ("one_step", "all", 5),
+        ("fds", "all", 5),
+        ("fds", "high-confidence", 10),
+    ]
     for score, scope, percent in steps:
         app.selectbox(key="triage_score").set_value(score)
         app.radio(key="triage_scope").set_value(scope)

@@ -5,6 +5,7 @@ AppTest cannot drive every upload widget, so the pages keep the parsed upload in
 ``st.session_state["paired_upload"]``; most tests set that key, one goes through the real
 file uploader. The glue functions are checked against naive twins.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -53,6 +54,7 @@ def _paired_page(app, source: str, files: dict | None):
 
 # ---------------------------------------------------------------------------------------------
 # Paired bounds page
+
 
 def test_paired_upload_shows_its_own_cells_and_intervals(app, records):
     at = _paired_page(app, "paired", {"records": ("mine.csv", _csv(records))})
@@ -107,10 +109,16 @@ def test_unpaired_upload_shows_intervals_without_observed_value(app, records, le
         warnings.simplefilter("ignore", UserWarning)
         paired = identified_intervals(cell, tau).set_index(["target", "level"])
     shown = intervals.set_index(["target", "level"])
-    np.testing.assert_allclose(shown[["low", "high"]].to_numpy(float),
-                               paired.loc[shown.index, ["low", "high"]].to_numpy(float), rtol=0, atol=1e-12)
-    assert ((shown["low"] <= paired.loc[shown.index, "observed"] + 1e-12)
-            & (paired.loc[shown.index, "observed"] <= shown["high"] + 1e-12)).all()
+    np.testing.assert_allclose(
+        shown[["low", "high"]].to_numpy(float),
+        paired.loc[shown.index, ["low", "high"]].to_numpy(float),
+        rtol=0,
+        atol=1e-12,
+    )
+    assert (
+        (shown["low"] <= paired.loc[shown.index, "observed"] + 1e-12)
+        & (paired.loc[shown.index, "observed"] <= shown["high"] + 1e-12)
+    ).all()
     assert any("no observed value" in i.value for i in at.info)
     assert not [t for t in at.dataframe if "D_plus" in t.value.columns]  # no policy comparison without pairing
 
@@ -138,8 +146,11 @@ def test_impossible_counts_name_the_counts_table(app, records):
     cell = records[(records["model"] == MODELS[0]) & (records["split"] == "eval")]
     unpaired = unpair(cell[cell["condition"] == cell["condition"].iloc[0]], level="Ik")
     counts = unpaired.counts.assign(k=unpaired.counts["k"] + 10_000)
-    files = {"clean": ("c.csv", _csv(unpaired.clean)), "perturbed": ("p.csv", _csv(unpaired.perturbed)),
-             "counts": ("k.csv", _csv(counts))}
+    files = {
+        "clean": ("c.csv", _csv(unpaired.clean)),
+        "perturbed": ("p.csv", _csv(unpaired.perturbed)),
+        "counts": ("k.csv", _csv(counts)),
+    }
     at = _paired_page(app, "unpaired", files)
     assert not at.exception
     assert any("k.csv (counts table), row 1 (line 2)" in e.value and "is impossible" in e.value for e in at.error)
@@ -157,6 +168,7 @@ def test_recapture_page_says_uploads_have_no_probe_outputs(app, records):
 
 # ---------------------------------------------------------------------------------------------
 # Large tables on the Overview page
+
 
 def _large_table(n: int = 20_500) -> pd.DataFrame:
     rng = np.random.default_rng(0)
@@ -182,6 +194,7 @@ def test_large_upload_is_audited_on_a_stratified_sample(app):
     assert any("stratified sample of 1,000 of 20,500 rows" in c.value for c in app.caption)
 
     import io
+
     buffer = io.BytesIO(_csv(frame))
     buffer.name = "big.csv"
     dataset = load_user_data(buffer, "y")
@@ -220,6 +233,7 @@ def test_long_tables_show_their_first_rows_and_download_all():
 # ---------------------------------------------------------------------------------------------
 # Recapture queue on uploaded per-probe outputs
 
+
 @pytest.fixture(scope="module")
 def probe_outputs() -> tuple[pd.DataFrame, pd.DataFrame]:
     """Clean and per-probe outputs of 300 demo images of one model (its dev and eval images)."""
@@ -231,8 +245,9 @@ def probe_outputs() -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _recapture_page(app, probes: pd.DataFrame, clean: pd.DataFrame, *, probes_name: str = "probes.csv"):
-    app.session_state["recapture_upload"] = FilesUpload(kind="screening", files={
-        "probes": (probes_name, _csv(probes)), "clean": ("clean.csv", _csv(clean))})
+    app.session_state["recapture_upload"] = FilesUpload(
+        kind="screening", files={"probes": (probes_name, _csv(probes)), "clean": ("clean.csv", _csv(clean))}
+    )
     app.switch_page("pages/recapture.py").run()
     return app
 
@@ -276,8 +291,11 @@ def test_probe_upload_with_paired_records_shows_failure_coverage(app, probe_outp
 
     clean, probes = probe_outputs
     pool = load_demo_pool(DEFAULT_DIR).records
-    outcomes = pool[(pool["model"] == MODELS[0]) & pool["record_id"].isin(clean["record_id"])
-                    & (pool["source"] == "simulated-recapture")].reset_index(drop=True)
+    outcomes = pool[
+        (pool["model"] == MODELS[0])
+        & pool["record_id"].isin(clean["record_id"])
+        & (pool["source"] == "simulated-recapture")
+    ].reset_index(drop=True)
     _paired_page(app, "paired", {"records": ("recaptures.csv", _csv(outcomes))})
     at = _recapture_page(app, probes, clean)
     assert_ok(at)
@@ -304,6 +322,7 @@ def test_bad_probe_file_names_file_row_and_column(app, probe_outputs):
 
 # ---------------------------------------------------------------------------------------------
 # Fixed acceptance threshold on Paired bounds
+
 
 def test_fixed_tau_replaces_the_coverage_threshold(app, records):
     at = _paired_page(app, "paired", {"records": ("mine.csv", _csv(records))})

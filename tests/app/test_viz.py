@@ -1,4 +1,5 @@
 """Figure builders: the right things are drawn where they belong, with titles and safe colours."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,11 @@ PALETTE = set(OKABE_ITO.values()) | {"#7F7F7F", "#D9D9D9", "#FFFFFF"}
 
 def _axis_titles(fig: go.Figure) -> list[str]:
     layout = fig.to_plotly_json()["layout"]
-    return [v["title"]["text"] for k, v in layout.items()
-            if k.startswith(("xaxis", "yaxis")) and isinstance(v, dict) and v.get("title", {}).get("text")]
+    return [
+        v["title"]["text"]
+        for k, v in layout.items()
+        if k.startswith(("xaxis", "yaxis")) and isinstance(v, dict) and v.get("title", {}).get("text")
+    ]
 
 
 def _colours(fig: go.Figure) -> set[str]:
@@ -45,8 +49,13 @@ def test_palette_is_okabe_ito_without_yellow_first():
 
 
 def test_trajectory_marks_the_flip_between_the_last_kept_and_first_flipped_step():
-    fig = viz.trajectory_figure(["income", "debt", "age"], [2.0, 0.5, -0.3, -1.0], [0.9, 0.6, 0.45, 0.3],
-                                flip_budget=2, predicted=["good", "good", "bad", "bad"])
+    fig = viz.trajectory_figure(
+        ["income", "debt", "age"],
+        [2.0, 0.5, -0.3, -1.0],
+        [0.9, 0.6, 0.45, 0.3],
+        flip_budget=2,
+        predicted=["good", "good", "bad", "bad"],
+    )
     _check_common(fig)
     shapes = [s for s in fig.layout.shapes if s.type == "line" and s.x0 == s.x1]
     assert [s.x0 for s in shapes] == [1.5, 1.5]  # one line through each panel
@@ -92,8 +101,12 @@ def test_collapse_draws_rcma_as_the_mean_bar_height():
 
 def test_degradation_marks_lambda_star_on_its_curve_and_skips_infinite():
     lam = [0.25, 0.5, 0.75, 1.0]
-    fig = viz.degradation_figure(lam, {"attenuate_single": [1.0, 0.2, -0.1, -0.5], "attenuate_all": [1.5, 1.2, 1.0, 0.9]},
-                                 {"attenuate_single": 0.75, "attenuate_all": float("inf")}, margin0=2.0)
+    fig = viz.degradation_figure(
+        lam,
+        {"attenuate_single": [1.0, 0.2, -0.1, -0.5], "attenuate_all": [1.5, 1.2, 1.0, 0.9]},
+        {"attenuate_single": 0.75, "attenuate_all": float("inf")},
+        margin0=2.0,
+    )
     _check_common(fig)
     stars = [t for t in fig.data if t.marker.symbol == "star"]
     assert len(stars) == 1 and stars[0].x == (0.75,) and stars[0].y == (-0.1,)
@@ -123,8 +136,14 @@ def test_whatif_and_scatter_and_histogram():
 
 def test_coverage_curves_with_references_and_selected_budget():
     q = np.array([0.05, 0.1, 0.5, 1.0])
-    fig = viz.coverage_figure(q, {"fds": [0.3, 0.5, 0.9, 1.0], "confidence": [0.1, 0.2, 0.6, 1.0]},
-                              ceiling=np.minimum(1, q * 4), random=q, selected=0.1, highlight="fds")
+    fig = viz.coverage_figure(
+        q,
+        {"fds": [0.3, 0.5, 0.9, 1.0], "confidence": [0.1, 0.2, 0.6, 1.0]},
+        ceiling=np.minimum(1, q * 4),
+        random=q,
+        selected=0.1,
+        highlight="fds",
+    )
     _check_common(fig)
     assert list(fig.data[0].x) == [5.0, 10.0, 50.0, 100.0]
     assert fig.data[0].line.width > fig.data[1].line.width
@@ -151,7 +170,9 @@ def test_model_figures():
     fig = viz.tradeoff_figure(frame, x="auroc", y="rcma", x_title="AUROC", y_title="mean RCMA")
     _check_common(fig)
     assert list(fig.data[0].text) == ["lr", "gb"]
-    traj = viz.trajectories_by_model_figure({"lr": (["a", "b"], [2.0, 1.0, -1.0], 2), "gb": (["b", "a"], [4.0, 3.0, 2.0], 3)})
+    traj = viz.trajectories_by_model_figure(
+        {"lr": (["a", "b"], [2.0, 1.0, -1.0], 2), "gb": (["b", "a"], [4.0, 3.0, 2.0], 3)}
+    )
     _check_common(traj, n_axis_titles=1)
     assert list(traj.data[0].y) == pytest.approx([1.0, 0.5, -0.5])
     with pytest.raises(ValueError, match="margins of model 'x' must have shape"):
@@ -159,10 +180,15 @@ def test_model_figures():
 
 
 def test_reliability_skips_empty_bins_and_draws_one_panel_per_subset():
-    bins = pd.DataFrame({
-        "panel": ["all"] * 4 + ["fragile"] * 2, "method": ["raw", "raw", "BATS", "BATS", "raw", "BATS"],
-        "confidence": [0.6, 0.9, 0.55, 0.85, 0.9, np.nan], "accuracy": [0.5, 0.8, 0.55, 0.86, 0.4, np.nan],
-        "count": [10, 30, 12, 28, 5, 0]})
+    bins = pd.DataFrame(
+        {
+            "panel": ["all"] * 4 + ["fragile"] * 2,
+            "method": ["raw", "raw", "BATS", "BATS", "raw", "BATS"],
+            "confidence": [0.6, 0.9, 0.55, 0.85, 0.9, np.nan],
+            "accuracy": [0.5, 0.8, 0.55, 0.86, 0.4, np.nan],
+            "count": [10, 30, 12, 28, 5, 0],
+        }
+    )
     fig = viz.reliability_figure(bins)
     _check_common(fig)
     assert [a.text for a in fig.layout.annotations] == ["all", "fragile"]
@@ -206,8 +232,14 @@ def test_interval_bars_without_pairing_have_no_observed_marker():
 
 
 def test_grid_policy_regret():
-    summary = pd.DataFrame({"source": ["synthetic"] * 2 + ["recapture"] * 2, "target": ["H"] * 4,
-                            "level": ["I0", "Ik"] * 2, "mean_width": [0.3, 0.1, 0.2, 0.05]})
+    summary = pd.DataFrame(
+        {
+            "source": ["synthetic"] * 2 + ["recapture"] * 2,
+            "target": ["H"] * 4,
+            "level": ["I0", "Ik"] * 2,
+            "mean_width": [0.3, 0.1, 0.2, 0.05],
+        }
+    )
     _check_common(viz.grid_summary_figure(summary))
     d = np.array([[0.0, -0.02, 0.01], [0.03, 0.0, 0.02], [-1e-15, 0.01, 0.0]])
     fig = viz.policy_matrix_figure(d, ["τ.6", "τ.7", "τ.8"])
@@ -224,8 +256,10 @@ def test_viz_never_imports_streamlit():
     import subprocess
     import sys
 
-    views = ", ".join(f"core.views.{m}" for m in ("formatting", "uploads", "tabular", "ranking", "comparison",
-                                                   "paired", "screening", "commands"))
+    views = ", ".join(
+        f"core.views.{m}"
+        for m in ("formatting", "uploads", "tabular", "ranking", "comparison", "paired", "screening", "commands")
+    )
     code = f"import sys, core.viz, {views}, core.reviews; print('streamlit' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -233,31 +267,54 @@ def test_viz_never_imports_streamlit():
 
 # ---------------------------------------------------------------------------------------------
 # Layout of every builder: nothing shares the title's top margin, long labels push margins.
-_LONG = ["worst concave points of the tumour", "mean fractal dimension", "Income", "a_very_long_feature_name_x",
-         "Seniority"]
+_LONG = [
+    "worst concave points of the tumour",
+    "mean fractal dimension",
+    "Income",
+    "a_very_long_feature_name_x",
+    "Seniority",
+]
 
 
 def _every_figure() -> dict[str, go.Figure]:
     q = np.array([0.05, 0.1, 0.5, 1.0])
-    summary = pd.DataFrame({"source": ["synthetic"] * 2 + ["simulated-recapture"] * 2, "target": ["H"] * 4,
-                            "level": ["I0", "Ik"] * 2, "mean_width": [0.3, 0.1, 0.2, 0.05]})
-    bins = pd.DataFrame({"panel": ["all", "all", "fragile"], "method": ["raw", "BATS", "raw"],
-                         "confidence": [0.6, 0.7, 0.9], "accuracy": [0.5, 0.75, 0.4], "count": [10, 30, 5]})
+    summary = pd.DataFrame(
+        {
+            "source": ["synthetic"] * 2 + ["simulated-recapture"] * 2,
+            "target": ["H"] * 4,
+            "level": ["I0", "Ik"] * 2,
+            "mean_width": [0.3, 0.1, 0.2, 0.05],
+        }
+    )
+    bins = pd.DataFrame(
+        {
+            "panel": ["all", "all", "fragile"],
+            "method": ["raw", "BATS", "raw"],
+            "confidence": [0.6, 0.7, 0.9],
+            "accuracy": [0.5, 0.75, 0.4],
+            "count": [10, 30, 5],
+        }
+    )
     models = pd.DataFrame({"model": ["Histogram gradient boosting", "lr"], "auroc": [0.8, 0.9], "rcma": [0.1, 0.4]})
     return {
-        "trajectory_figure": viz.trajectory_figure(_LONG, [2.0, 1.2, 0.4, -0.1, -0.5, -0.9],
-                                                   [0.9, 0.8, 0.6, 0.45, 0.4, 0.3], flip_budget=3),
+        "trajectory_figure": viz.trajectory_figure(
+            _LONG, [2.0, 1.2, 0.4, -0.1, -0.5, -0.9], [0.9, 0.8, 0.6, 0.45, 0.4, 0.3], flip_budget=3
+        ),
         "collapse_figure": viz.collapse_figure([0, 0.4, 0.8, 1.05, 1.2, 1.4], rcma=0.8, path=_LONG),
-        "degradation_figure": viz.degradation_figure([0.5, 1.0], {"attenuate_single": [0.5, -0.5],
-                                                                  "attenuate_all": [1.0, 0.5]},
-                                                     {"attenuate_single": 1.0}, margin0=2.0),
+        "degradation_figure": viz.degradation_figure(
+            [0.5, 1.0],
+            {"attenuate_single": [0.5, -0.5], "attenuate_all": [1.0, 0.5]},
+            {"attenuate_single": 1.0},
+            margin0=2.0,
+        ),
         "drops_figure": viz.drops_figure(_LONG, [0.5, 0.4, 0.3, 0.2, 0.1], path=_LONG[:2]),
         "whatif_figure": viz.whatif_figure(["good", "bad"], [0.8, 0.2], [0.4, 0.6]),
         "confidence_fds_figure": viz.confidence_fds_figure([0.6, 0.95], [0.2, 0.9], brittle=[False, True]),
         "flip_budget_histogram": viz.flip_budget_histogram([1, 2, 6], depth=5),
         "tradeoff_figure": viz.tradeoff_figure(models, x="auroc", y="rcma", x_title="AUROC", y_title="RCMA"),
         "trajectories_by_model_figure": viz.trajectories_by_model_figure(
-            {"lr": (["a", "b"], [2.0, 1.0, -1.0], 2), "Histogram gradient boosting": (["b", "a"], [4.0, 3.0, 2.0], 3)}),
+            {"lr": (["a", "b"], [2.0, 1.0, -1.0], 2), "Histogram gradient boosting": (["b", "a"], [4.0, 3.0, 2.0], 3)}
+        ),
         "reliability_figure": viz.reliability_figure(bins),
         "intervals_figure": viz.intervals_figure(_intervals()),
         "grid_summary_figure": viz.grid_summary_figure(summary),
@@ -265,7 +322,8 @@ def _every_figure() -> dict[str, go.Figure]:
         "regret_figure": viz.regret_figure(["q = 90%", "q = 100%"], [0.1, 0.0], chosen="q = 100%"),
         "coverage_figure": viz.coverage_figure(q, {"fds": [0.3, 0.5, 0.9, 1.0]}, ceiling=q, random=q, selected=0.1),
         "score_metrics_figure": viz.score_metrics_figure(
-            pd.DataFrame({"score": ["fds", "margin"], "auroc": [0.8, 0.6], "c": [0.4, 0.2]}), capture_column="c"),
+            pd.DataFrame({"score": ["fds", "margin"], "auroc": [0.8, 0.6], "c": [0.4, 0.2]}), capture_column="c"
+        ),
     }
 
 
@@ -300,8 +358,7 @@ def test_every_axis_pushes_its_margin_for_long_labels(name):
     layout = _every_figure()[name].to_plotly_json()["layout"]
     axes = {k: v for k, v in layout.items() if k.startswith(("xaxis", "yaxis"))}
     assert axes
-    assert all(v.get("automargin") is True for v in axes.values()), \
-        {k: v.get("automargin") for k, v in axes.items()}
+    assert all(v.get("automargin") is True for v in axes.values()), {k: v.get("automargin") for k, v in axes.items()}
 
 
 def _plot_height(fig: go.Figure) -> float:
@@ -338,8 +395,7 @@ def test_trajectory_step_labels_fit_side_by_side_in_a_420px_column(depth):
     """Every line of every step label fits its slot of the narrowest plot (340 px inside a
     420 px column) at the step-axis font, so neighbours never overlap."""
     path = [f"group_number_{i}_with_a_long_name" for i in range(depth)]
-    fig = viz.trajectory_figure(path, np.linspace(2, -1, depth + 1), np.linspace(0.9, 0.2, depth + 1),
-                                flip_budget=1)
+    fig = viz.trajectory_figure(path, np.linspace(2, -1, depth + 1), np.linspace(0.9, 0.2, depth + 1), flip_budget=1)
     axis = fig.layout.xaxis2
     slot = 340 / (depth + 1)
     widest = max(len(line) for label in axis.ticktext for line in label.split("<br>"))

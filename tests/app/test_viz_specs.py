@@ -1,5 +1,6 @@
 """The Overview's Vega-Lite charts (``core.viz.*_spec``): the counts against independent
 references, the points against their plotly twins, and the house layout."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -17,9 +18,11 @@ from core.viz._style import GREY, OKABE_ITO, finish_spec, series_colours
 def _every_spec() -> dict[str, dict]:
     return {
         "column_distribution_spec (numeric)": viz.column_distribution_spec(
-            pd.Series([1.0, 2.0, None, 4.0], name="Income"), pd.Series(["a", "b", "a", "b"])),
+            pd.Series([1.0, 2.0, None, 4.0], name="Income"), pd.Series(["a", "b", "a", "b"])
+        ),
         "column_distribution_spec (category)": viz.column_distribution_spec(
-            pd.Series(["x", None, "y", "x"], name="Job"), pd.Series(["a", "b", "a", "b"])),
+            pd.Series(["x", None, "y", "x"], name="Job"), pd.Series(["a", "b", "a", "b"])
+        ),
         "confidence_fds_spec": viz.confidence_fds_spec([0.6, 0.95], [0.2, 0.9], brittle=[False, True]),
         "flip_budget_spec": viz.flip_budget_spec([1, 2, 6], depth=5),
     }
@@ -64,9 +67,13 @@ def _numeric_rows(spec: dict) -> pd.DataFrame:
 
 
 @settings(max_examples=80, deadline=None)
-@given(values=st.lists(st.one_of(st.none(), st.floats(-1e6, 1e6), st.sampled_from([np.inf, -np.inf])),
-                       min_size=1, max_size=60),
-       seed=st.integers(0, 10), bins=st.integers(1, 12))
+@given(
+    values=st.lists(
+        st.one_of(st.none(), st.floats(-1e6, 1e6), st.sampled_from([np.inf, -np.inf])), min_size=1, max_size=60
+    ),
+    seed=st.integers(0, 10),
+    bins=st.integers(1, 12),
+)
 def test_numeric_histogram_counts_every_finite_value_once_per_class(values, seed, bins):
     classes = np.random.default_rng(seed).choice(["good", "bad"], size=len(values))
     v = pd.Series([np.nan if x is None else x for x in values], name="Income", dtype=float)
@@ -95,7 +102,11 @@ def test_numeric_histogram_matches_a_hand_count():
     rows = pd.DataFrame(spec["data"]["values"])
     # Edges 0, 2, 4: [0, 2) holds 0 and 1, [2, 4] holds 2, 3 and 4.
     assert rows[["class", "start", "end", "rows"]].values.tolist() == [
-        ["a", 0.0, 2.0, 2], ["a", 2.0, 4.0, 0], ["b", 0.0, 2.0, 0], ["b", 2.0, 4.0, 3]]
+        ["a", 0.0, 2.0, 2],
+        ["a", 2.0, 4.0, 0],
+        ["b", 0.0, 2.0, 0],
+        ["b", 2.0, 4.0, 3],
+    ]
     assert spec["title"]["subtitle"] == "1 missing value not shown"
     assert spec["encoding"]["color"]["scale"] == {"domain": ["a", "b"], "range": series_colours(2)}
 
@@ -119,10 +130,13 @@ def test_a_boolean_column_is_drawn_as_categories():
     assert sorted(r["category"] for r in spec["data"]["values"] if r["rows"]) == ["False", "True"]
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"values": pd.Series([1.0, 2.0]), "target": pd.Series([0])}, r"same length; got 2 and 1"),
-    ({"values": pd.Series([1.0]), "target": pd.Series([0]), "bins": 0}, r"`bins` must be an int >= 1; got 0"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"values": pd.Series([1.0, 2.0]), "target": pd.Series([0])}, r"same length; got 2 and 1"),
+        ({"values": pd.Series([1.0]), "target": pd.Series([0]), "bins": 0}, r"`bins` must be an int >= 1; got 0"),
+    ],
+)
 def test_column_distribution_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         viz.column_distribution_spec(**kwargs)

@@ -4,6 +4,7 @@ The one-step-drops chart shows the top N groups and folds the rest into one bar,
 picks groups in a searchable multiselect instead of one pill per group, raw values are
 rounded, and the certificate charts keep every step's tick label inside the figure.
 """
+
 from __future__ import annotations
 
 import io
@@ -42,6 +43,7 @@ def _wide(n_rows: int = 300, n_columns: int = N_COLUMNS, seed: int = 0) -> pd.Da
 # ---------------------------------------------------------------------------------------------
 # One-step drops: top N, the rest folded
 
+
 def _bars(fig):
     (bar,) = fig.data
     return list(bar.y), list(bar.x)
@@ -63,7 +65,8 @@ def test_drops_of_500_groups_show_the_top_n_and_fold_the_others():
     assert fig.layout.height < 800  # it was 14,120 px with every group
     colours = list(fig.data[0].marker.color)
     assert [c for lab, c in zip(labels, colours) if lab in ("g7", "g3")] == ["#0072B2"] * len(
-        {"g7", "g3"} & set(labels[:15]))
+        {"g7", "g3"} & set(labels[:15])
+    )
 
 
 def test_drops_without_top_n_or_with_a_large_one_fold_nothing():
@@ -94,6 +97,7 @@ def test_drops_bar_count_and_values_invariant(drops, top_n):
 # ---------------------------------------------------------------------------------------------
 # Tick labels, padding, the decision boundary
 
+
 def test_wrapped_labels_fit_their_width_and_keep_every_step():
     for width in (6, 10, 16):
         for text in ("−worst concave points", "−emp_length", "−x", "−averyveryverylongwordwithoutspaces here"):
@@ -117,14 +121,16 @@ def test_trajectory_and_collapse_leave_room_for_the_first_and_last_tick():
 
 
 def test_degradation_names_the_boundary_in_the_legend_not_over_the_stars():
-    fig = viz.degradation_figure([0.25, 0.5, 0.75, 1.0], {"attenuate_single": [1.0, 0.2, -0.1, -0.5]},
-                                 {"attenuate_single": 0.75}, margin0=2.0)
+    fig = viz.degradation_figure(
+        [0.25, 0.5, 0.75, 1.0], {"attenuate_single": [1.0, 0.2, -0.1, -0.5]}, {"attenuate_single": 0.75}, margin0=2.0
+    )
     assert not [a for a in fig.layout.annotations if "decision boundary" in (a.text or "")]
     assert [t.name for t in fig.data if t.name and "decision boundary" in t.name] == ["decision boundary (margin 0)"]
 
 
 # ---------------------------------------------------------------------------------------------
 # Raw values and the interactive sample
+
 
 def test_raw_values_are_rounded_and_missing_stays_missing():
     row = pd.Series({"a": 0.123456789012345, "b": 3, "c": None, "d": "text", "e": 2.5e-7, "f": -1234.56789})

@@ -5,6 +5,7 @@ the lazy ones inside functions included (a lazy import is still a dependency, it
 later). ``if TYPE_CHECKING:`` blocks count too. Only ``from core import __version__``-style
 dunder metadata is left out.
 """
+
 from __future__ import annotations
 
 import ast
@@ -21,8 +22,21 @@ ROOT = Path(__file__).resolve().parents[2]
 #: layer marked ``peers`` its packages may also import each other (cycles are still refused).
 #: Patterns are fnmatch patterns over dotted module names; the first match wins.
 LAYERS: list[tuple[str, tuple[str, ...], bool]] = [
-    ("base", ("core._rng", "core.constants", "core.exceptions", "core.atomic", "core.validation", "core.onnx_session", "core.digests", "core.metrics",
-              "core.metrics.*"), True),
+    (
+        "base",
+        (
+            "core._rng",
+            "core.constants",
+            "core.exceptions",
+            "core.atomic",
+            "core.validation",
+            "core.onnx_session",
+            "core.digests",
+            "core.metrics",
+            "core.metrics.*",
+        ),
+        True,
+    ),
     ("engines", ("core.cfc", "core.cfc.*", "core.paired", "core.paired.*", "core.reviews", "core.reviews.*"), False),
     ("tabular", ("core.tabular", "core.tabular.*"), False),
     ("scale", ("core.scale", "core.scale.*"), False),
@@ -148,8 +162,9 @@ def cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
 
 def _cycle_text(graph, comp):
     members = set(comp)
-    return "cycle: " + "; ".join(f"{a} -> {b} (line {graph[a][b]})" for a in comp for b in sorted(graph[a])
-                                 if b in members)
+    return "cycle: " + "; ".join(
+        f"{a} -> {b} (line {graph[a][b]})" for a in comp for b in sorted(graph[a]) if b in members
+    )
 
 
 def check(root: Path = ROOT) -> list[str]:
@@ -161,8 +176,11 @@ def check(root: Path = ROOT) -> list[str]:
     found = cycles(graph)
     problems += [_cycle_text(graph, c) for c in found if tuple(c) not in ACCEPTED_CYCLES]
     if root == ROOT:
-        problems += [f"accepted cycle {c} is no longer a cycle: remove it from ACCEPTED_CYCLES"
-                     for c in sorted(ACCEPTED_CYCLES) if list(c) not in found]
+        problems += [
+            f"accepted cycle {c} is no longer a cycle: remove it from ACCEPTED_CYCLES"
+            for c in sorted(ACCEPTED_CYCLES)
+            if list(c) not in found
+        ]
     return problems
 
 
@@ -185,17 +203,23 @@ def _write(root: Path, rel: str, text: str) -> None:
 def test_a_planted_upward_lazy_import_is_caught(tmp_path):
     _write(tmp_path, "core/__init__.py", "")
     _write(tmp_path, "core/cfc/__init__.py", "")
-    _write(tmp_path, "core/cfc/protocol.py", """
+    _write(
+        tmp_path,
+        "core/cfc/protocol.py",
+        """
         def f():
             from core.tabular.audit import run_audit  # lazy, still a dependency
             return run_audit
-    """)
+    """,
+    )
     _write(tmp_path, "core/tabular/__init__.py", "")
     _write(tmp_path, "core/tabular/audit.py", "from core.cfc.protocol import f\n")
     (tmp_path / "app.py").write_text("")
     problems = check(tmp_path)
-    assert any("core/cfc/protocol.py:3: core.cfc.protocol (engines) imports core.tabular.audit (tabular): upward"
-               in p for p in problems), problems
+    assert any(
+        "core/cfc/protocol.py:3: core.cfc.protocol (engines) imports core.tabular.audit (tabular): upward" in p
+        for p in problems
+    ), problems
     assert any(p.startswith("cycle: core.cfc.protocol -> core.tabular.audit") for p in problems), problems
 
 
@@ -230,11 +254,27 @@ def test_pytest_runs_every_docstring_example_of_core():
 #: Modules whose examples the former hand-kept doctest tests required to exist (attempted > 0);
 #: pytest.ini runs them now, this keeps the promise that they are there.
 MODULES_WITH_EXAMPLES = (
-    *(f"core.cfc.{m}" for m in ("protocol", "scores", "grouping", "baselines", "operators", "search",
-                                "certificate", "calibration", "evaluation")),
-    "core.paired.corruptions", "core.paired.screening", "core.reviews.store",
+    *(
+        f"core.cfc.{m}"
+        for m in (
+            "protocol",
+            "scores",
+            "grouping",
+            "baselines",
+            "operators",
+            "search",
+            "certificate",
+            "calibration",
+            "evaluation",
+        )
+    ),
+    "core.paired.corruptions",
+    "core.paired.screening",
+    "core.reviews.store",
     *(f"core.views.{m}" for m in ("formatting", "uploads", "tabular", "ranking", "paired")),
-    "core.scale.synthetic", "core.metrics.ranking", "core.metrics.calibration",
+    "core.scale.synthetic",
+    "core.metrics.ranking",
+    "core.metrics.calibration",
 )
 
 

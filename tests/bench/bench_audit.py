@@ -11,6 +11,7 @@ run:
    e.g. on a busy shared machine);
 3. the ratio of the total to the 5-second target of the dashboard default.
 """
+
 from __future__ import annotations
 
 import argparse

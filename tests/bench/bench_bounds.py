@@ -11,6 +11,7 @@
 Times are wall-clock on this machine; ratios are measured in the same run. Nothing here is
 asserted: it prints.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,16 +31,18 @@ from core.paired import identified_intervals_grid  # noqa: E402
 from core.paired._fivestate import _range_cached, flip_endpoint_range  # noqa: E402
 
 
-def synthetic_records(n_cells: int, n_records: int, *, n_classes: int = 100, n_labels: int = 1000,
-                      seed: int = 0) -> pd.DataFrame:
+def synthetic_records(
+    n_cells: int, n_records: int, *, n_classes: int = 100, n_labels: int = 1000, seed: int = 0
+) -> pd.DataFrame:
     """Seeded records: ``n_cells`` cells of ``n_records`` pairs; record i is in class ``i mod n_classes``."""
     rng = np.random.default_rng(seed)
     size = n_cells * n_records
     y = np.tile(np.arange(n_records) % n_classes, n_cells)
     # The clean side of an image is the same in every cell (one model, many conditions).
     clean_ok = np.tile(rng.random(n_records) < 0.75, n_cells)
-    cp = np.where(clean_ok, y, np.tile((np.arange(n_records) % n_classes + 1 + rng.integers(0, 4, n_records))
-                                       % n_labels, n_cells))
+    cp = np.where(
+        clean_ok, y, np.tile((np.arange(n_records) % n_classes + 1 + rng.integers(0, 4, n_records)) % n_labels, n_cells)
+    )
     cs = np.tile(np.round(rng.beta(5, 1.5, n_records), 3), n_cells)
     pert_ok = rng.random(size) < 0.5
     # Wrong answers concentrate on a few confusable labels per class; half of them persist.
@@ -47,15 +50,21 @@ def synthetic_records(n_cells: int, n_records: int, *, n_classes: int = 100, n_l
     pp = np.where(pert_ok, y, np.where((rng.random(size) < 0.5) & (cp != y), cp, other))
     ps = np.round(rng.beta(3, 1.5, size), 3)
     cells = np.repeat(np.arange(n_cells), n_records)
-    return pd.DataFrame({
-        "model": np.char.add("m", (cells // 500).astype(str)),
-        "condition": np.char.add("c", (cells % 500).astype(str)),
-        "source": "synthetic",
-        "record_id": np.tile(np.arange(n_records), n_cells),
-        "true_label": y,
-        "clean_pred": cp, "clean_max_prob": cs, "clean_true_prob": np.where(clean_ok, cs, np.round(cs * 0.3, 3)),
-        "pert_pred": pp, "pert_max_prob": ps, "pert_true_prob": np.where(pert_ok, ps, np.round(ps * 0.3, 3)),
-    })
+    return pd.DataFrame(
+        {
+            "model": np.char.add("m", (cells // 500).astype(str)),
+            "condition": np.char.add("c", (cells % 500).astype(str)),
+            "source": "synthetic",
+            "record_id": np.tile(np.arange(n_records), n_cells),
+            "true_label": y,
+            "clean_pred": cp,
+            "clean_max_prob": cs,
+            "clean_true_prob": np.where(clean_ok, cs, np.round(cs * 0.3, 3)),
+            "pert_pred": pp,
+            "pert_max_prob": ps,
+            "pert_true_prob": np.where(pert_ok, ps, np.round(ps * 0.3, 3)),
+        }
+    )
 
 
 def naive_cell(cell: pd.DataFrame, tau: float) -> dict:
@@ -85,18 +94,22 @@ def naive_cell(cell: pd.DataFrame, tau: float) -> dict:
         sums["lk_hi"] += min(u, v, k)
         x = sorted(r.clean_true_prob for r in rows if r.clean_pred == y)
         z = sorted(r.pert_true_prob for r in rows if r.pert_pred == y)
-        dlo += sum(x[:k]) - sum(z[len(z) - k:]) if k else 0.0
-        dhi += sum(x[len(x) - k:]) - sum(z[:k]) if k else 0.0
+        dlo += sum(x[:k]) - sum(z[len(z) - k :]) if k else 0.0
+        dhi += sum(x[len(x) - k :]) - sum(z[:k]) if k else 0.0
         K += k
-        options.append([(j, sum(x[:j]) - (sum(z[len(z) - j:]) if j else 0.0))
-                        for j in range(max(0, a + b - n), min(a, b) + 1)])
+        options.append(
+            [(j, sum(x[:j]) - (sum(z[len(z) - j :]) if j else 0.0)) for j in range(max(0, a + b - n), min(a, b) + 1)]
+        )
     lo, hi = -1.0, 1.0
     for _ in range(50):  # the paper's bisection for the I0 dM_k lower end
         mid = (lo + hi) / 2
         best = [min(d - mid * j for j, d in opts) for opts in options]
         lo, hi = (lo, mid) if sum(best) < 0 else (mid, hi)
-    return {key: value / N for key, value in sums.items()} | {"dmk_lo": dlo / K if K else math.nan,
-                                                              "dmk_hi": dhi / K if K else math.nan, "dmk0_lo": hi}
+    return {key: value / N for key, value in sums.items()} | {
+        "dmk_lo": dlo / K if K else math.nan,
+        "dmk_hi": dhi / K if K else math.nan,
+        "dmk0_lo": hi,
+    }
 
 
 def bench_grid(n_cells: int, n_records: int, n_naive: int) -> None:
@@ -109,8 +122,10 @@ def bench_grid(n_cells: int, n_records: int, n_naive: int) -> None:
         warnings.simplefilter("ignore")
         grid = identified_intervals_grid(records, 0.8, levels=("I0", "Ik"))
     fast = time.perf_counter() - t0
-    print(f"    vectorised (validation included): {fast:.1f} s = {1e3 * fast / n_cells:.3f} ms per cell "
-          f"({len(grid):,} rows)")
+    print(
+        f"    vectorised (validation included): {fast:.1f} s = {1e3 * fast / n_cells:.3f} ms per cell "
+        f"({len(grid):,} rows)"
+    )
     subset = records[records["model"] == records["model"].iloc[0]]
     cells = list(subset.groupby(["model", "condition", "source"]))[:n_naive]
     t0 = time.perf_counter()
@@ -180,21 +195,25 @@ def bench_i5(sizes=(10, 100, 1000, 10000), repeats=3, brute_limit=10) -> None:
             result = flip_endpoint_range(c, d_in, d_out, s=s, w=w)
             best = min(best, time.perf_counter() - t0)
         timings[n] = best
-        line = (f"    n = {n:>5}: {len(labels):>3} wrong labels, k={k}, s={s}, w={w}: range {result} "
-                f"in {1e3 * best:.2f} ms")
+        line = (
+            f"    n = {n:>5}: {len(labels):>3} wrong labels, k={k}, s={s}, w={w}: range {result} in {1e3 * best:.2f} ms"
+        )
         if n <= brute_limit:
             t0 = time.perf_counter()
             brute = _brute_i5(c_labels, p_labels, p_acc, correct_c, correct_p)
             slow = time.perf_counter() - t0
-            line += (f"; brute force {brute} over {math.factorial(n):,} permutations in {slow:.1f} s "
-                     f"({slow / best:,.0f}×)")
+            line += (
+                f"; brute force {brute} over {math.factorial(n):,} permutations in {slow:.1f} s ({slow / best:,.0f}×)"
+            )
         else:
             line += f"; brute force infeasible ({n}! ≈ 10^{math.lgamma(n + 1) / math.log(10):.0f} permutations)"
         print(line)
     ns = sorted(timings)
     for small, large in zip(ns, ns[1:]):
-        print(f"    growth {small} → {large} records: ×{timings[large] / timings[small]:.1f} time "
-              f"for ×{large // small} records")
+        print(
+            f"    growth {small} → {large} records: ×{timings[large] / timings[small]:.1f} time "
+            f"for ×{large // small} records"
+        )
 
 
 def bench_i5_grid(n_cells: int, n_records: int) -> None:
@@ -209,13 +228,19 @@ def bench_i5_grid(n_cells: int, n_records: int) -> None:
         t0 = time.perf_counter()
         grid = identified_intervals_grid(records, 0.8)
         full = time.perf_counter() - t0
-    h = grid[grid["target"] == "H"].pivot_table(index=["model", "condition"], columns="level",
-                                                 values="high", aggfunc="first")
-    narrowed = (grid[grid["target"] == "H"].assign(width=lambda d: d["high"] - d["low"])
-                .pivot_table(index=["model", "condition"], columns="level", values="width", aggfunc="first"))
+    h = grid[grid["target"] == "H"].pivot_table(
+        index=["model", "condition"], columns="level", values="high", aggfunc="first"
+    )
+    narrowed = (
+        grid[grid["target"] == "H"]
+        .assign(width=lambda d: d["high"] - d["low"])
+        .pivot_table(index=["model", "condition"], columns="level", values="width", aggfunc="first")
+    )
     share = float((narrowed["I5"] < narrowed["Ik"] - 1e-12).mean())
-    print(f"    analytic levels {analytic:.2f} s; with I5 {full:.2f} s (×{full / analytic:.1f}); "
-          f"I5 narrows H in {share:.0%} of {len(h)} cells")
+    print(
+        f"    analytic levels {analytic:.2f} s; with I5 {full:.2f} s (×{full / analytic:.1f}); "
+        f"I5 narrows H in {share:.0%} of {len(h)} cells"
+    )
 
 
 def main() -> None:

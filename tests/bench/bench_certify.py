@@ -16,6 +16,7 @@ Data: a synthetic credit-like table (8 numeric columns, 2 with missing values, 4
 preprocessed by a ColumnTransformer, so the groups are raw-origin groups traced from it; model:
 HistGradientBoostingClassifier.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,16 +48,24 @@ def make_data(n: int, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
     levels = [3, 4, 5, 6]
     for j, k in enumerate(levels):
         df[f"cat{j}"] = rng.choice([f"l{v}" for v in range(k)], size=n)
-    logit = (num[:, 0] + num[:, 1] * num[:, 2] - 0.5 * num[:, 3] + (df["cat0"] == "l1") * 1.5
-             - (df["cat2"] == "l4") * 1.0 + 0.5 * rng.normal(size=n))
+    logit = (
+        num[:, 0]
+        + num[:, 1] * num[:, 2]
+        - 0.5 * num[:, 3]
+        + (df["cat0"] == "l1") * 1.5
+        - (df["cat2"] == "l4") * 1.0
+        + 0.5 * rng.normal(size=n)
+    )
     return df, (logit > 0).astype(int).to_numpy()
 
 
 def preprocessor() -> ColumnTransformer:
-    return ColumnTransformer([
-        ("num", make_pipeline(SimpleImputer(add_indicator=True), StandardScaler()), [f"num{i}" for i in range(8)]),
-        ("cat", OneHotEncoder(handle_unknown="ignore", sparse_output=False), [f"cat{j}" for j in range(4)]),
-    ])
+    return ColumnTransformer(
+        [
+            ("num", make_pipeline(SimpleImputer(add_indicator=True), StandardScaler()), [f"num{i}" for i in range(8)]),
+            ("cat", OneHotEncoder(handle_unknown="ignore", sparse_output=False), [f"cat{j}" for j in range(4)]),
+        ]
+    )
 
 
 def naive_per_forward_pass(f, X, groups, xbar, protocol):
@@ -98,7 +107,7 @@ def naive_per_forward_pass(f, X, groups, xbar, protocol):
 def per_sample_stacked(X, groups, xbar, protocol, f):
     """certify() called once per sample: every stressed input of a sample in one call."""
     for i in range(len(X)):
-        certify(f, X[i:i + 1], groups, xbar, protocol)
+        certify(f, X[i : i + 1], groups, xbar, protocol)
 
 
 def timed(fn, repeats):
@@ -116,26 +125,34 @@ def main(argv=None):
     ap.add_argument("--naive-samples", type=int, default=20, help="samples for the naive per-pass loop")
     ap.add_argument("--stacked-samples", type=int, default=100, help="samples for the per-sample stacked loop")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--omp-threads", type=int, default=None,
-                    help="limit OpenMP threads (HistGradientBoosting); default: the library's choice")
+    ap.add_argument(
+        "--omp-threads",
+        type=int,
+        default=None,
+        help="limit OpenMP threads (HistGradientBoosting); default: the library's choice",
+    )
     args = ap.parse_args(argv)
     if args.omp_threads is not None:
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(limits=args.omp_threads, user_api="openmp")
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; OpenMP threads: "
-          f"{args.omp_threads or 'default'}")
+    print(
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; OpenMP threads: "
+        f"{args.omp_threads or 'default'}"
+    )
 
     df, y = make_data(2 * args.n)
     pre = preprocessor().fit(df.iloc[: args.n])
     X_train = pre.transform(df.iloc[: args.n])
-    X_test = pre.transform(df.iloc[args.n:])
+    X_test = pre.transform(df.iloc[args.n :])
     groups = raw_origin_groups(pre)
     xbar = baseline_vector(X_train, groups, "mean")
     model = HistGradientBoostingClassifier(max_iter=100, random_state=0).fit(X_train, y[: args.n])
     protocol = Protocol()
-    print(f"n = {args.n} samples, d = {X_test.shape[1]} transformed columns, G = {len(groups)} raw-origin groups, "
-          f"K = {protocol.resolved_depth(len(groups))}, |Λ| = {len(protocol.severities)}, model = HistGradientBoosting")
+    print(
+        f"n = {args.n} samples, d = {X_test.shape[1]} transformed columns, G = {len(groups)} raw-origin groups, "
+        f"K = {protocol.resolved_depth(len(groups))}, |Λ| = {len(protocol.severities)}, model = HistGradientBoosting"
+    )
 
     for rule in ("static", "adaptive"):
         proto = Protocol(path=rule)
@@ -154,15 +171,23 @@ def main(argv=None):
         for _ in range(args.repeats):
             t_cert = min(t_cert, timed(lambda: certify(model.predict_proba, X_test, groups, xbar, proto), 1))
             t_pred = min(t_pred, timed(lambda: model.predict_proba(stacked), 1))
-            t_chunked = min(t_chunked, timed(lambda: [model.predict_proba(stacked[s:s + 65536])
-                                                      for s in range(0, total_rows, 65536)], 1))
-        print(f"\n[{rule}] certify: {t_cert:.2f} s for {total_rows:,} stacked rows in {calls[0]} predict_proba calls "
-              f"({total_rows / args.n:.0f} per sample)")
+            t_chunked = min(
+                t_chunked,
+                timed(lambda: [model.predict_proba(stacked[s : s + 65536]) for s in range(0, total_rows, 65536)], 1),
+            )
+        print(
+            f"\n[{rule}] certify: {t_cert:.2f} s for {total_rows:,} stacked rows in {calls[0]} predict_proba calls "
+            f"({total_rows / args.n:.0f} per sample)"
+        )
         print(f"[{rule}] one predict_proba call on {total_rows:,} rows: {t_pred:.2f} s")
-        print(f"[{rule}] RATIO time(certify) / time(one predict_proba on the same rows) = {t_cert / t_pred:.2f} "
-              "(target <= 1.5)")
-        print(f"[{rule}] control, model only: the same rows in calls of 65,536 rows / one call = "
-              f"{t_chunked / t_pred:.2f} (what chunking alone costs this model on this machine)")
+        print(
+            f"[{rule}] RATIO time(certify) / time(one predict_proba on the same rows) = {t_cert / t_pred:.2f} "
+            "(target <= 1.5)"
+        )
+        print(
+            f"[{rule}] control, model only: the same rows in calls of 65,536 rows / one call = "
+            f"{t_chunked / t_pred:.2f} (what chunking alone costs this model on this machine)"
+        )
         inside = [0.0]
 
         def timed_model(Z):
@@ -174,8 +199,10 @@ def main(argv=None):
         t0 = time.perf_counter()
         certify(timed_model, X_test, groups, xbar, proto)
         t_all = time.perf_counter() - t0
-        print(f"[{rule}] in the same certify run: {inside[0]:.2f} s inside predict_proba, {t_all - inside[0]:.2f} s in "
-              f"the engine itself ({(t_all - inside[0]) / t_all:.0%} of {t_all:.2f} s)")
+        print(
+            f"[{rule}] in the same certify run: {inside[0]:.2f} s inside predict_proba, {t_all - inside[0]:.2f} s in "
+            f"the engine itself ({(t_all - inside[0]) / t_all:.0%} of {t_all:.2f} s)"
+        )
 
         if rule == "static":
             sub = X_test[: args.naive_samples]
@@ -184,11 +211,15 @@ def main(argv=None):
             sub2 = X_test[: args.stacked_samples]
             t_stack = timed(lambda: per_sample_stacked(sub2, groups, xbar, proto, model.predict_proba), 1)
             est_stack = t_stack / len(sub2) * args.n
-            print(f"[{rule}] naive loop, one call per forward pass: {t_naive:.2f} s for {len(sub)} samples, "
-                  f"EXTRAPOLATED to n = {args.n}: {est_naive:.0f} s -> certify is {est_naive / t_cert:.0f}x faster")
-            print(f"[{rule}] per-sample loop, one stacked call per sample and round: {t_stack:.2f} s for "
-                  f"{len(sub2)} samples, EXTRAPOLATED to n = {args.n}: {est_stack:.0f} s -> certify is "
-                  f"{est_stack / t_cert:.0f}x faster")
+            print(
+                f"[{rule}] naive loop, one call per forward pass: {t_naive:.2f} s for {len(sub)} samples, "
+                f"EXTRAPOLATED to n = {args.n}: {est_naive:.0f} s -> certify is {est_naive / t_cert:.0f}x faster"
+            )
+            print(
+                f"[{rule}] per-sample loop, one stacked call per sample and round: {t_stack:.2f} s for "
+                f"{len(sub2)} samples, EXTRAPOLATED to n = {args.n}: {est_stack:.0f} s -> certify is "
+                f"{est_stack / t_cert:.0f}x faster"
+            )
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ peak is also read from ``os.wait4``. Printed side by side in one run:
 This machine may be shared with other jobs while the benchmark runs: the numbers are then
 noisy, and the ratios are what to read.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,8 +60,7 @@ def _child(args) -> None:
             # the task once on each does it here, so the timed part is certification.
             client.run(load_certify_task, args.task)
         t1 = time.perf_counter()
-        run = certify_dataset(args.data, args.out, task, chunk_rows=args.chunk_rows, engine=args.engine,
-                              client=client)
+        run = certify_dataset(args.data, args.out, task, chunk_rows=args.chunk_rows, engine=args.engine, client=client)
         t2 = time.perf_counter()
     print(json.dumps({"rows": run.result.n_rows, "certify_s": t2 - t1, "total_s": time.perf_counter() - t0}))
 
@@ -108,11 +108,34 @@ def _measure(cmd: list[str], env: dict[str, str]) -> dict:
     return result
 
 
-def _run(work: Path, task: Path, data: Path, *, chunk_rows: int, engine: str = "local", workers: int = 0,
-         single_thread: bool = True) -> dict:
+def _run(
+    work: Path,
+    task: Path,
+    data: Path,
+    *,
+    chunk_rows: int,
+    engine: str = "local",
+    workers: int = 0,
+    single_thread: bool = True,
+) -> dict:
     out = Path(tempfile.mkdtemp(dir=work, prefix="out-"))
-    cmd = [sys.executable, __file__, "--child", "--task", str(task), "--data", str(data), "--out", str(out / "o"),
-           "--chunk-rows", str(chunk_rows), "--engine", engine, "--workers", str(workers)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        "--task",
+        str(task),
+        "--data",
+        str(data),
+        "--out",
+        str(out / "o"),
+        "--chunk-rows",
+        str(chunk_rows),
+        "--engine",
+        engine,
+        "--workers",
+        str(workers),
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(_SINGLE_THREAD if single_thread else {})}
     return _measure(cmd, env)
 
@@ -129,8 +152,11 @@ def _side_by_side(work: Path, task: Path, halves: list[Path], *, chunk_rows: int
         t.start()
     for t in threads:
         t.join()
-    return {"certify_s": max(r["certify_s"] for r in results), "total_s": max(r["total_s"] for r in results),
-            "peak_tree_mb": sum(r["peak_tree_mb"] for r in results)}
+    return {
+        "certify_s": max(r["certify_s"] for r in results),
+        "total_s": max(r["total_s"] for r in results),
+        "peak_tree_mb": sum(r["peak_tree_mb"] for r in results),
+    }
 
 
 def main() -> None:
@@ -164,14 +190,18 @@ def main() -> None:
     gen = fit_synthetic(load_dataset("credit_data"))
     largest = max(sizes + [args.dask_rows])
     t = time.perf_counter()
-    data = {n: write_synthetic(gen, work / f"credit_{n}.parquet", n, seed=0) for n in sorted(set(sizes + [args.dask_rows]))}
+    data = {
+        n: write_synthetic(gen, work / f"credit_{n}.parquet", n, seed=0) for n in sorted(set(sizes + [args.dask_rows]))
+    }
     print(f"synthetic data: {len(data)} files up to {largest:,} rows in {time.perf_counter() - t:.1f} s ({work})")
     fit_path = write_synthetic(gen, work / "fit.parquet", 20_000, seed=1)
     task = fit_certify_task(open_source(fit_path), FitSpec(target="Status", model=args.model, fit_rows=20_000))
     task_path = save_certify_task(task, work / "task.zip")
-    print(f"model {args.model}, {len(task.groups)} groups, depth {task.protocol.resolved_depth(len(task.groups))}, "
-          f"{len(task.protocol.severities)} severities; chunk {args.chunk_rows:,} rows; "
-          f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}\n")
+    print(
+        f"model {args.model}, {len(task.groups)} groups, depth {task.protocol.resolved_depth(len(task.groups))}, "
+        f"{len(task.protocol.severities)} severities; chunk {args.chunk_rows:,} rows; "
+        f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}\n"
+    )
 
     print("1) local engine, 1 process, 1 thread: time and peak memory against rows")
     header = f"{'rows':>10} {'seconds':>9} {'rows/s':>9} {'us/row':>8} {'peak MB':>8} {'time/row ratio':>15} {'peak ratio':>11}"
@@ -183,8 +213,10 @@ def main() -> None:
         per_row = r["certify_s"] / n
         base = base or (per_row, r["peak_tree_mb"])
         points.append((n, r["certify_s"]))
-        print(f"{n:>10,} {r['certify_s']:>9.2f} {n / r['certify_s']:>9.0f} {per_row * 1e6:>8.1f} "
-              f"{r['peak_tree_mb']:>8.0f} {per_row / base[0]:>15.2f} {r['peak_tree_mb'] / base[1]:>11.2f}")
+        print(
+            f"{n:>10,} {r['certify_s']:>9.2f} {n / r['certify_s']:>9.0f} {per_row * 1e6:>8.1f} "
+            f"{r['peak_tree_mb']:>8.0f} {per_row / base[0]:>15.2f} {r['peak_tree_mb'] / base[1]:>11.2f}"
+        )
     if len(points) >= 2:
         import numpy as np
 
@@ -193,9 +225,11 @@ def main() -> None:
 
     n = args.dask_rows
     halves = [write_synthetic(gen, work / f"half{k}_{n}.parquet", n // 2, seed=10 + k) for k in range(2)]
-    print(f"\n2) {n:,} rows: one process against two Dask worker processes "
-          f"(best of {args.repeat}, runs interleaved). The control runs two independent single-thread "
-          "processes at once on half the rows each: the speed-up this machine allows right now.")
+    print(
+        f"\n2) {n:,} rows: one process against two Dask worker processes "
+        f"(best of {args.repeat}, runs interleaved). The control runs two independent single-thread "
+        "processes at once on half the rows each: the speed-up this machine allows right now."
+    )
     configs = {
         "local, 1 process, 1 thread": {},
         "local, 1 process, default threads": {"single_thread": False},
@@ -215,8 +249,10 @@ def main() -> None:
     one = best["local, 1 process, 1 thread"]
     print(f"{'run':<40} {'certify s':>10} {'with start s':>13} {'peak MB':>8} {'speed-up':>9}")
     for label, r in best.items():
-        print(f"{label:<40} {r['certify_s']:>10.2f} {r['total_s']:>13.2f} {r['peak_tree_mb']:>8.0f} "
-              f"{one['certify_s'] / r['certify_s']:>9.2f}")
+        print(
+            f"{label:<40} {r['certify_s']:>10.2f} {r['total_s']:>13.2f} {r['peak_tree_mb']:>8.0f} "
+            f"{one['certify_s'] / r['certify_s']:>9.2f}"
+        )
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f} (other jobs on this machine add noise)")
 
 

@@ -3,6 +3,7 @@
 Run with ``python tests/bench/bench_screening.py`` (about half a minute). Prints seconds per
 unit of work and the speed-up ratio; nothing is asserted.
 """
+
 from __future__ import annotations
 
 import sys
@@ -63,8 +64,11 @@ def bench_scores(pool, n_images=150):
 
     def loop():  # U and ret only, one pandas filter per image
         for row in cc.itertuples(index=False):
-            mine = probes[(probes["model"] == row.model) & (probes["record_id"] == row.record_id)
-                          & (probes["kind"] == "corruption")]
+            mine = probes[
+                (probes["model"] == row.model)
+                & (probes["record_id"] == row.record_id)
+                & (probes["kind"] == "corruption")
+            ]
             _ = mine["true_prob"].mean(), (mine["pred"] == row.true_label).mean()
 
     n_scored = int(((clean["split"] == "eval") & (clean["pred"] == clean["true_label"])).sum())
@@ -73,13 +77,17 @@ def bench_scores(pool, n_images=150):
 
 def main():
     fast, slow = bench_class_bootstrap()
-    print(f"class bootstrap, 200 draws x 400 images, coverage + AUROC: vectorised {fast * 1e3:.1f} ms, "
-          f"loop over draws {slow * 1e3:.0f} ms, ratio {slow / fast:.0f}x")
+    print(
+        f"class bootstrap, 200 draws x 400 images, coverage + AUROC: vectorised {fast * 1e3:.1f} ms, "
+        f"loop over draws {slow * 1e3:.0f} ms, ratio {slow / fast:.0f}x"
+    )
     pool = load_demo_pool()
     fast, slow, n = bench_scores(pool)
-    print(f"screening_scores on the demo pool ({n} scored images, all scores incl. A3, g fits): "
-          f"{fast * 1e6:.0f} us/image; naive per-image pandas loop for U and ret alone: {slow * 1e6:.0f} us/image, "
-          f"ratio {slow / fast:.0f}x")
+    print(
+        f"screening_scores on the demo pool ({n} scored images, all scores incl. A3, g fits): "
+        f"{fast * 1e6:.0f} us/image; naive per-image pandas loop for U and ret alone: {slow * 1e6:.0f} us/image, "
+        f"ratio {slow / fast:.0f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ user's machine: a sandbox that sets it recompiles every repository module on eve
 Targets (issue 12): cold start < 5 s, second start < 2 s, cached switches < 1 s, interactions
 p95 < 0.5 s. Every figure is printed with its target and the ratio measured / target.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -112,8 +113,12 @@ def _interactions(page, n: int) -> dict[str, list[float]]:
     """Every input event is a raw mouse click / key press at a place located *before* the
     timer starts: a ``locator.click`` inside the timed span adds Playwright's actionability
     waits (0.1–2.9 s measured on the loaded machine), which no user sees."""
-    times: dict[str, list[float]] = {"row click (explorer)": [], "what-if toggle": [],
-                                     "budget slider (triage)": [], "page switch (explorer ↔ triage)": []}
+    times: dict[str, list[float]] = {
+        "row click (explorer)": [],
+        "what-if toggle": [],
+        "budget slider (triage)": [],
+        "page switch (explorer ↔ triage)": [],
+    }
     mouse = page.mouse
     _visit(page, "Certificate explorer", "Certificate explorer")
     header = row_height = 35  # Streamlit's default row height, header included
@@ -232,26 +237,37 @@ def main() -> None:
         browser.close()
 
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end")
-    print(f"cold start to rendered Overview:   {t_cold:6.2f} s  (server up {t_server:.2f} s, first render "
-          f"{t_cold - t_server:.2f} s)  target < {COLD_TARGET_S:.0f} s, ratio {t_cold / COLD_TARGET_S:.2f}")
-    print(f"second start to rendered Overview: {t_second:6.2f} s  (server up {t_server2:.2f} s; the same browser)  "
-          f"target < {SECOND_TARGET_S:.0f} s, ratio {t_second / SECOND_TARGET_S:.2f}")
-    print(f"second start, fresh browser:       {t_second_fresh:6.2f} s  "
-          f"target < {SECOND_TARGET_S:.0f} s, ratio {t_second_fresh / SECOND_TARGET_S:.2f}")
-    print(f"Streamlit's floor (title + 3 charts, nothing else): cold {t_floor:6.2f} s, second start {t_floor_second:.2f} s "
-          f"(same browser);  cold start / floor {t_cold / t_floor:.2f}, second start / floor "
-          f"{t_second / t_floor_second:.2f}")
+    print(
+        f"cold start to rendered Overview:   {t_cold:6.2f} s  (server up {t_server:.2f} s, first render "
+        f"{t_cold - t_server:.2f} s)  target < {COLD_TARGET_S:.0f} s, ratio {t_cold / COLD_TARGET_S:.2f}"
+    )
+    print(
+        f"second start to rendered Overview: {t_second:6.2f} s  (server up {t_server2:.2f} s; the same browser)  "
+        f"target < {SECOND_TARGET_S:.0f} s, ratio {t_second / SECOND_TARGET_S:.2f}"
+    )
+    print(
+        f"second start, fresh browser:       {t_second_fresh:6.2f} s  "
+        f"target < {SECOND_TARGET_S:.0f} s, ratio {t_second_fresh / SECOND_TARGET_S:.2f}"
+    )
+    print(
+        f"Streamlit's floor (title + 3 charts, nothing else): cold {t_floor:6.2f} s, second start {t_floor_second:.2f} s "
+        f"(same browser);  cold start / floor {t_cold / t_floor:.2f}, second start / floor "
+        f"{t_second / t_floor_second:.2f}"
+    )
     print(f"{'page':<24}{'first visit s':>15}{'cached median s':>17}{'cached max s':>14}{'max / 1 s':>11}")
     for _, heading in PAGES:
         runs = cached[heading]
-        print(f"{heading:<24}{first.get(heading, float('nan')):>15.2f}{statistics.median(runs):>17.3f}"
-              f"{max(runs):>14.3f}{max(runs) / SWITCH_TARGET_S:>11.2f}")
-    print(f"{'interaction (cached data)':<34}{'n':>4}{'p50 s':>8}{'p95 s':>8}{'max s':>8}"
-          f"{'p95 / 0.5 s':>13}")
+        print(
+            f"{heading:<24}{first.get(heading, float('nan')):>15.2f}{statistics.median(runs):>17.3f}"
+            f"{max(runs):>14.3f}{max(runs) / SWITCH_TARGET_S:>11.2f}"
+        )
+    print(f"{'interaction (cached data)':<34}{'n':>4}{'p50 s':>8}{'p95 s':>8}{'max s':>8}{'p95 / 0.5 s':>13}")
     for name, runs in interactions.items():
         p95 = _quantile(runs, 0.95)
-        print(f"{name:<34}{len(runs):>4}{_quantile(runs, 0.5):>8.3f}{p95:>8.3f}{max(runs):>8.3f}"
-              f"{p95 / INTERACTION_TARGET_S:>13.2f}")
+        print(
+            f"{name:<34}{len(runs):>4}{_quantile(runs, 0.5):>8.3f}{p95:>8.3f}{max(runs):>8.3f}"
+            f"{p95 / INTERACTION_TARGET_S:>13.2f}"
+        )
 
 
 if __name__ == "__main__":

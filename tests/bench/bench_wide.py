@@ -9,6 +9,7 @@ informative, the rest noise, some missing values), uploads it the way the Overvi
 (:func:`core.views.uploads.interactive_sample_rows`). Prints the wall time per stage, the sample
 and the ratio of the total to the 30-second target of the issue.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,12 @@ def main() -> None:
     parser.add_argument("--columns", type=int, default=500)
     parser.add_argument("--rows", type=int, default=20_000)
     parser.add_argument("--model", default="hist_gb")
-    parser.add_argument("--sample-rows", type=int, default=None,
-                        help="override the interactive sample (default: the dashboard's choice)")
+    parser.add_argument(
+        "--sample-rows",
+        type=int,
+        default=None,
+        help="override the interactive sample (default: the dashboard's choice)",
+    )
     args = parser.parse_args()
 
     buffer = io.BytesIO(wide_table(args.rows, args.columns).to_csv(index=False).encode())
@@ -60,10 +65,14 @@ def main() -> None:
     start = time.perf_counter()
     result = run_audit(dataset, model=args.model, seed=0, max_rows=rows if rows < len(dataset.frame) else None)
     total = time.perf_counter() - start
-    print(f"{args.rows:,} rows x {args.columns} columns, {args.model}, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.1f}")
-    print(f"upload validation {t_load:.2f} s; interactive sample {len(result.dataset.frame):,} rows, "
-          f"{len(result.y_test):,} test predictions, {len(result.groups)} groups")
+    print(
+        f"{args.rows:,} rows x {args.columns} columns, {args.model}, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"upload validation {t_load:.2f} s; interactive sample {len(result.dataset.frame):,} rows, "
+        f"{len(result.y_test):,} test predictions, {len(result.groups)} groups"
+    )
     for stage, seconds in result.timings.items():
         print(f"  {stage:24s} {seconds:8.2f} s {seconds / total:7.1%}")
     print(f"audit total {total:.2f} s  ratio to {TARGET_S:.0f} s target: {total / TARGET_S:.2f}")

@@ -18,6 +18,7 @@ event, so the selection is set in the session state as :func:`ui.selection.apply
 would; and it always reruns the whole script, where the browser reruns only the fragment
 holding the widget: the fragment's share is its node in the profile.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -80,10 +81,14 @@ def main() -> None:
         charts = at.get("plotly_chart")
         chart_bytes = sum(len(c.proto.spec) for c in charts)
         arrow_bytes = sum(d.proto.ByteSize() for d in at.dataframe)
-    print(f"page {args.page}, {args.interaction}: cached rerun median {statistics.median(times) * 1000:.0f} ms, "
-          f"max {max(times) * 1000:.0f} ms over {len(times)} reruns; load average {os.getloadavg()[0]:.1f}")
-    print(f"per rerun: {len(charts)} plotly charts ({chart_bytes / 1024:.0f} KiB JSON), "
-          f"tables {arrow_bytes / 1024:.0f} KiB Arrow")
+    print(
+        f"page {args.page}, {args.interaction}: cached rerun median {statistics.median(times) * 1000:.0f} ms, "
+        f"max {max(times) * 1000:.0f} ms over {len(times)} reruns; load average {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"per rerun: {len(charts)} plotly charts ({chart_bytes / 1024:.0f} KiB JSON), "
+        f"tables {arrow_bytes / 1024:.0f} KiB Arrow"
+    )
     print(profiler.output_text(unicode=True, color=False, show_all=False))
     if args.html:
         Path(args.html).write_text(profiler.output_html())

@@ -3,6 +3,7 @@
 Deliberately simple: Python loops, one ``predict_proba`` call per stressed input, the margin
 through the full ``p̃ → z̃`` formula. Nothing here imports ``core.cfc``.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,7 +25,7 @@ def softmax_linear(W: np.ndarray, c: np.ndarray):
         Z = np.asarray(Z, dtype=np.float64)
         logits = np.broadcast_to(c, (Z.shape[0], C)).copy()
         for j in range(d):
-            logits += Z[:, j:j + 1] * W[j]
+            logits += Z[:, j : j + 1] * W[j]
         logits -= logits.max(axis=1, keepdims=True)
         e = np.exp(logits)
         total = e[:, 0].copy()
@@ -94,8 +95,7 @@ def _attenuated(x, xbar, cols_of, subset, lam):
     return out
 
 
-def naive_certificate(f, x, groups, xbar, *, depth, severities, operators, weights, path_rule="static",
-                      order=None):
+def naive_certificate(f, x, groups, xbar, *, depth, severities, operators, weights, path_rule="static", order=None):
     """Certificate of one sample; ``order`` is a list of group names (fixed path)."""
     names = list(groups)
     cols_of = [groups[n] for n in names]
@@ -235,7 +235,7 @@ def random_mlp_problem(seed: int, *, n: int, d: int, n_groups: int, n_classes: i
         Z = np.asarray(Z, dtype=np.float64)
         h = np.broadcast_to(b1, (Z.shape[0], hidden)).copy()
         for j in range(d):
-            h += Z[:, j:j + 1] * W1[j]
+            h += Z[:, j : j + 1] * W1[j]
         return head(np.tanh(h))
 
     _, X, groups, baseline = random_problem(seed, n=n, d=d, n_groups=n_groups, n_classes=n_classes, tie_rows=False)

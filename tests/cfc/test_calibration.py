@@ -1,4 +1,5 @@
 """Temperature scaling, BATS and calibration reports (SPEC A.7)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -131,7 +132,10 @@ def test_normalisation_is_validation_fitted_and_clipped():
 @given(
     arrays(np.float64, (12, 3), elements=st.integers(-1920, 1920).map(lambda v: v / 64)),
     arrays(np.float64, (12,), elements=st.floats(-1, 2)),
-    st.floats(0.05, 10), st.sampled_from([0.0, 0.25, 1.0, 2.0]), st.floats(0, 0.5), st.floats(0.5, 1),
+    st.floats(0.05, 10),
+    st.sampled_from([0.0, 0.25, 1.0, 2.0]),
+    st.floats(0, 0.5),
+    st.floats(0.5, 1),
 )
 def test_bats_never_changes_the_predicted_label(z, fds, t0, eta, lo, hi):
     model = BATS(t0=t0, eta=eta, fds_min=lo, fds_max=hi, eta_grid=(0.0, eta), validation_nll=(0.0, 0.0))

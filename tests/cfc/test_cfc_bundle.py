@@ -1,4 +1,5 @@
 """Bundles: strict-JSON round trip and verify()."""
+
 from __future__ import annotations
 
 import copy
@@ -20,14 +21,26 @@ F, X, GROUPS, XBAR = random_problem(0, n=25, d=7, n_groups=4, n_classes=3)
 @pytest.fixture(scope="module")
 def cs():
     with pytest.warns(RuntimeWarning, match="exact_cap"):
-        return certify(F, pd.DataFrame(X, index=[f"id{i}" for i in range(25)]), GROUPS, XBAR,
-                       Protocol(exact_cap=8), order=["g3", "g1", "g0", "g2"], search="both")
+        return certify(
+            F,
+            pd.DataFrame(X, index=[f"id{i}" for i in range(25)]),
+            GROUPS,
+            XBAR,
+            Protocol(exact_cap=8),
+            order=["g3", "g1", "g0", "g2"],
+            search="both",
+        )
 
 
 def _same(a: CertificateSet, b: CertificateSet):
     assert a.fingerprint == b.fingerprint and a.protocol == b.protocol
-    assert (a.group_names, a.group_columns, a.depth, a.path_rule, a.order) == \
-        (b.group_names, b.group_columns, b.depth, b.path_rule, b.order)
+    assert (a.group_names, a.group_columns, a.depth, a.path_rule, a.order) == (
+        b.group_names,
+        b.group_columns,
+        b.depth,
+        b.path_rule,
+        b.order,
+    )
     pd.testing.assert_frame_equal(a.table, b.table, check_exact=True)
     np.testing.assert_array_equal(a.baseline, b.baseline)
     for name in ("path_idx", "traj_proba", "traj_pred", "traj_margin", "collapse", "drops"):
@@ -68,14 +81,26 @@ def test_verify_accepts_the_truth(cs, tmp_path):
         assert "verified" in str(report)
 
 
-@pytest.mark.parametrize("edit,field,position", [
-    (lambda b: b["table"]["data"]["rcma"].__setitem__(3, b["table"]["data"]["rcma"][3] + 1e-3), "table.rcma", 3),
-    (lambda b: b["table"]["data"]["path"][5].reverse(), "table.path", 5),
-    (lambda b: b["table"]["data"]["lambda_star_attenuate_single"].__setitem__(0, 0.05), "table.lambda_star_attenuate_single", 0),
-    (lambda b: b["arrays"]["traj_proba"]["data"].__setitem__(3 * 5 * 3 + 4, 0.123), "traj_proba", 3),
-    (lambda b: b["operators"]["attenuate_all"]["flipped"]["data"].__setitem__(10 * 10 + 2, True), "operators.attenuate_all.flipped", 10),
-    (lambda b: b["search"]["k_beam"]["data"].__setitem__(7, 99.0), "search.k_beam", 7),
-], ids=["rcma", "path", "lambda", "traj_proba", "flipped", "k_beam"])
+@pytest.mark.parametrize(
+    "edit,field,position",
+    [
+        (lambda b: b["table"]["data"]["rcma"].__setitem__(3, b["table"]["data"]["rcma"][3] + 1e-3), "table.rcma", 3),
+        (lambda b: b["table"]["data"]["path"][5].reverse(), "table.path", 5),
+        (
+            lambda b: b["table"]["data"]["lambda_star_attenuate_single"].__setitem__(0, 0.05),
+            "table.lambda_star_attenuate_single",
+            0,
+        ),
+        (lambda b: b["arrays"]["traj_proba"]["data"].__setitem__(3 * 5 * 3 + 4, 0.123), "traj_proba", 3),
+        (
+            lambda b: b["operators"]["attenuate_all"]["flipped"]["data"].__setitem__(10 * 10 + 2, True),
+            "operators.attenuate_all.flipped",
+            10,
+        ),
+        (lambda b: b["search"]["k_beam"]["data"].__setitem__(7, 99.0), "search.k_beam", 7),
+    ],
+    ids=["rcma", "path", "lambda", "traj_proba", "flipped", "k_beam"],
+)
 def test_verify_reports_the_tampered_field(cs, edit, field, position):
     bundle = copy.deepcopy(cs.to_bundle())
     edit(bundle)
@@ -134,13 +159,20 @@ def _decode_floats_twin(values):
 
 
 _JSON_SCALARS = st.one_of(
-    st.floats(allow_nan=False, allow_infinity=False), st.integers(-(2**70), 2**70), st.booleans(), st.none(),
-    st.sampled_from(["inf", "-inf", "nan", "NaN", "1.5", "", "Infinity"]))
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.integers(-(2**70), 2**70),
+    st.booleans(),
+    st.none(),
+    st.sampled_from(["inf", "-inf", "nan", "NaN", "1.5", "", "Infinity"]),
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(_JSON_SCALARS, max_size=30) | st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=30)
-       | st.lists(st.integers(-(2**62), 2**62), max_size=30))
+@given(
+    st.lists(_JSON_SCALARS, max_size=30)
+    | st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=30)
+    | st.lists(st.integers(-(2**62), 2**62), max_size=30)
+)
 def test_decode_floats_equals_its_loop_twin(values):
     """The fast path changes nothing: same values bit for bit, same refusals (a string other
     than 'inf'/'-inf'/'nan' or a null is refused, never parsed leniently as numpy would)."""
@@ -164,8 +196,9 @@ def test_encode_decode_floats_round_trip_bit_exact(values):
     np.testing.assert_array_equal(back[finite].view(np.int64), arr[finite].view(np.int64))
 
 
-@pytest.mark.parametrize("bad", [[[1.0], [2.0, 3.0]], [[1.0, 2.0]], "1.0", 3.0, [{"a": 1}], [1.0, None], [None],
-                                 [2**1100], [1.5, 2**1100]])
+@pytest.mark.parametrize(
+    "bad", [[[1.0], [2.0, 3.0]], [[1.0, 2.0]], "1.0", 3.0, [{"a": 1}], [1.0, None], [None], [2**1100], [1.5, 2**1100]]
+)
 def test_decode_floats_refuses_non_lists_nesting_nulls_and_overflow(bad):
     with pytest.raises(ValueError, match="Bundle field 'f'"):
         decode_floats(bad, where="f")

@@ -1,4 +1,5 @@
 """certify(): hand-computed certificates, parity with the naive twin, determinism, chunking."""
+
 from __future__ import annotations
 
 import math
@@ -12,8 +13,18 @@ from scipy.special import expit
 from core.cfc import CertificateSet, Protocol, certify
 
 E = 1e-8
-CONTRACT_COLUMNS = ["pred", "confidence", "margin", "flip_budget", "rcma", "fds", "path", "path_margins",
-                    "lambda_star_attenuate_single", "lambda_star_attenuate_all"]
+CONTRACT_COLUMNS = [
+    "pred",
+    "confidence",
+    "margin",
+    "flip_budget",
+    "rcma",
+    "fds",
+    "path",
+    "path_margins",
+    "lambda_star_attenuate_single",
+    "lambda_star_attenuate_all",
+]
 
 
 def logistic(w, b):
@@ -36,24 +47,32 @@ GROUPS3 = {"a": [0], "b": [1], "c": [2]}
 # --------------------------------------------------------------------------------------------
 def test_hand_computed_linear_model():
     # logit z = 3·x0 − x1 + 0.5·x2 − 0.5, baseline 0, K = 3, Λ = {0.1..1}, weights 1/3.
-    X = np.array([[1.0, 1.0, 2.0],     # z = 2.5
-                  [-1.0, 0.0, 0.0],    # z = -3.5, b and c already at the baseline
-                  [2.0, -1.0, 2.0]])   # z = 7.5, removing b or c gives the same logit 6.5
+    X = np.array(
+        [
+            [1.0, 1.0, 2.0],  # z = 2.5
+            [-1.0, 0.0, 0.0],  # z = -3.5, b and c already at the baseline
+            [2.0, -1.0, 2.0],
+        ]
+    )  # z = 7.5, removing b or c gives the same logit 6.5
     cs = certify(LINEAR, X, GROUPS3, np.zeros(3))
     t = cs.table
 
     assert cs.depth == 3 and cs.path_rule == "static"
     assert t["pred"].tolist() == [1, 0, 1]
     np.testing.assert_allclose(t["margin"], [2.5, 3.5, 7.5], rtol=1e-12)
-    np.testing.assert_allclose(t["confidence"], [1 / (1 + math.exp(-2.5)), 1 / (1 + math.exp(-3.5)),
-                                                 1 / (1 + math.exp(-7.5))], rtol=1e-12)
+    np.testing.assert_allclose(
+        t["confidence"], [1 / (1 + math.exp(-2.5)), 1 / (1 + math.exp(-3.5)), 1 / (1 + math.exp(-7.5))], rtol=1e-12
+    )
     # One-step drops: removing a / b / c changes the logit to -0.5 / 3.5 / 1.5 for sample 0, ...
     np.testing.assert_allclose(cs.drops, [[3.0, -1.0, 1.0], [3.0, 0.0, 0.0], [6.0, 1.0, 1.0]], atol=1e-12)
     # ... so the paths are a, c, b; and a, then the ties b, c in declared order.
     assert t["path"].tolist() == [["a", "c", "b"], ["a", "b", "c"], ["a", "b", "c"]]
     # Margins of the original class along the path: ±logit of x^(k).
-    np.testing.assert_allclose(np.array(t["path_margins"].tolist()),
-                               [[2.5, -0.5, -1.5, -0.5], [3.5, 0.5, 0.5, 0.5], [7.5, 1.5, 0.5, -0.5]], atol=1e-12)
+    np.testing.assert_allclose(
+        np.array(t["path_margins"].tolist()),
+        [[2.5, -0.5, -1.5, -0.5], [3.5, 0.5, 0.5, 0.5], [7.5, 1.5, 0.5, -0.5]],
+        atol=1e-12,
+    )
     assert t["flip_budget"].tolist() == [1, 4, 3]
     rcma = [(3 + 4 + 3) / (2.5 + E) / 4, (3 + 3 + 3) / (3.5 + E) / 4, (6 + 7 + 8) / (7.5 + E) / 4]
     np.testing.assert_allclose(t["rcma"], rcma, rtol=1e-9)
@@ -141,20 +160,43 @@ PARITY_CASES = [
 ]
 
 
-@pytest.mark.parametrize("problem,seed,n,d,G,C,rule,depth,ops,order", PARITY_CASES,
-                         ids=["static-3cls", "adaptive-binary", "static-K3-all", "adaptive-K=G", "no-operators",
-                              "fixed-order", "single-group", "mlp-static", "mlp-adaptive"])
+@pytest.mark.parametrize(
+    "problem,seed,n,d,G,C,rule,depth,ops,order",
+    PARITY_CASES,
+    ids=[
+        "static-3cls",
+        "adaptive-binary",
+        "static-K3-all",
+        "adaptive-K=G",
+        "no-operators",
+        "fixed-order",
+        "single-group",
+        "mlp-static",
+        "mlp-adaptive",
+    ],
+)
 def test_parity_with_naive_implementation(problem, seed, n, d, G, C, rule, depth, ops, order):
     f, X, groups, xbar = problem(seed, n=n, d=d, n_groups=G, n_classes=C)
-    protocol = Protocol(depth=depth, path=rule, operators=ops, severities=(0.25, 0.5, 0.75, 1.0),
-                        weights=(0.5, 0.2, 0.3))
+    protocol = Protocol(
+        depth=depth, path=rule, operators=ops, severities=(0.25, 0.5, 0.75, 1.0), weights=(0.5, 0.2, 0.3)
+    )
     cs = certify(f, X, groups, xbar, protocol, order=order, batch_size=50)
     K = cs.depth
     assert K == (min(G, 5) if depth is None else depth)
     assert cs.path_rule == ("fixed" if order else rule)
     for i in range(n):
-        ref = naive_certificate(f, X[i], groups, xbar, depth=K, severities=protocol.severities,
-                                operators=protocol.operators, weights=protocol.weights, path_rule=rule, order=order)
+        ref = naive_certificate(
+            f,
+            X[i],
+            groups,
+            xbar,
+            depth=K,
+            severities=protocol.severities,
+            operators=protocol.operators,
+            weights=protocol.weights,
+            path_rule=rule,
+            order=order,
+        )
         row = cs.table.iloc[i]
         assert row["pred"] == ref["pred"]
         assert row["path"] == ref["path"]
@@ -169,8 +211,9 @@ def test_parity_with_naive_implementation(problem, seed, n, d, G, C, rule, depth
             np.testing.assert_allclose(row[key], ref[key], rtol=1e-8, atol=1e-10, err_msg=key)
         for op in protocol.operators:
             assert row[f"lambda_star_{op}"] == ref["lambda_star"][op], op
-        assert [c for c in cs.table.columns if c.startswith("lambda_star_")] == \
-            [f"lambda_star_{op}" for op in protocol.operators]
+        assert [c for c in cs.table.columns if c.startswith("lambda_star_")] == [
+            f"lambda_star_{op}" for op in protocol.operators
+        ]
 
 
 def test_operator_traces_match_their_definition():
@@ -188,13 +231,15 @@ def test_operator_traces_match_their_definition():
                 z[cols] = (1 - lv) * X[i, cols] + lv * xbar[cols]
                 p = f(z[None])[0]
                 assert single.preds[i, gi, li] == np.argmax(p)
-                np.testing.assert_allclose(single.margins[i, gi, li],
-                                           np.log(p[y[i]]) - np.log(np.delete(p, y[i]).max()), rtol=1e-9)
+                np.testing.assert_allclose(
+                    single.margins[i, gi, li], np.log(p[y[i]]) - np.log(np.delete(p, y[i]).max()), rtol=1e-9
+                )
             assert single.flipped[i, li] == (single.preds[i, :, li] != y[i]).any()
     np.testing.assert_array_equal(single.margin_curve, single.margins.min(axis=1))
     # At λ = 1 attenuating one group is removing it.
-    np.testing.assert_allclose(cs.drops, cs.table["margin"].to_numpy()[:, None] - single.margins[:, :, 1],
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        cs.drops, cs.table["margin"].to_numpy()[:, None] - single.margins[:, :, 1], rtol=1e-12, atol=1e-12
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -270,10 +315,13 @@ def test_chunk_invariance_with_a_tree_model():
     with threadpool_limits(limits=1, user_api="openmp"):
         model = HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(X, y)
         whole = certify(model.predict_proba, df, groups, xbar, search="both")
-        parts = [certify(model.predict_proba, df.iloc[s], groups, xbar, search="both", batch_size=bs)
-                 for s, bs in ((slice(0, 31), 700), (slice(31, 32), 65536), (slice(32, 90), 3000))]
-        arr_parts = [certify(model.predict_proba, X[:90][s], groups, xbar, search="both")
-                     for s in (slice(0, 45), slice(45, 90))]
+        parts = [
+            certify(model.predict_proba, df.iloc[s], groups, xbar, search="both", batch_size=bs)
+            for s, bs in ((slice(0, 31), 700), (slice(31, 32), 65536), (slice(32, 90), 3000))
+        ]
+        arr_parts = [
+            certify(model.predict_proba, X[:90][s], groups, xbar, search="both") for s in (slice(0, 45), slice(45, 90))
+        ]
         arr_whole = certify(model.predict_proba, X[:90], groups, xbar, search="both")
     assert len({p.fingerprint for p in parts}) == 1
     _assert_same_sets(whole, CertificateSet.concat(parts))
@@ -352,8 +400,10 @@ def test_certificate_fingerprint_without_certifying():
     fp = certificate_fingerprint(counting, groups, xbar, protocol)
     assert calls == [8]  # the probe only
     assert fp == certify(f, X, groups, xbar, protocol).fingerprint
-    assert certificate_fingerprint(f, groups, xbar, protocol, order=["g1", "g0", "g2"]) == \
-        certify(f, X, groups, xbar, protocol, order=["g1", "g0", "g2"]).fingerprint
+    assert (
+        certificate_fingerprint(f, groups, xbar, protocol, order=["g1", "g0", "g2"])
+        == certify(f, X, groups, xbar, protocol, order=["g1", "g0", "g2"]).fingerprint
+    )
     with pytest.raises(ValueError, match="do not cover the columns"):
         certificate_fingerprint(f, {"g0": [0]}, xbar)
 

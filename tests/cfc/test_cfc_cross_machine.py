@@ -6,6 +6,7 @@ AVX2 loops), with the *same* fitted models, shipped to it in safe formats (a tor
 ``state_dict`` read with ``weights_only=True``, a skops file). ``verify`` here must say
 "identical" or "within_tolerance", report its largest difference, and never "differs".
 """
+
 from __future__ import annotations
 
 import copy
@@ -71,7 +72,9 @@ def problem(tmp_path_factory):
         opt.step()
     net.eval()
     torch.save(net.state_dict(), folder / "net.pt")
-    mlp = MLPClassifier(hidden_layer_sizes=(32,), solver="lbfgs", max_iter=300, random_state=0).fit(X_train, split.y_train)
+    mlp = MLPClassifier(hidden_layer_sizes=(32,), solver="lbfgs", max_iter=300, random_state=0).fit(
+        X_train, split.y_train
+    )
     sio.dump(mlp, folder / "mlp.skops")
     np.save(folder / "X.npy", X_test)
     (folder / "problem.json").write_text(json.dumps({"groups": groups, "baseline": baseline.tolist()}))
@@ -90,14 +93,17 @@ def test_a_certificate_made_under_other_kernels_verifies_here(problem, cross_mac
     folder, X, models, groups, baseline = problem
     env = other_kernels_env()
     env["PYTHONPATH"] = str(ROOT)
-    done = subprocess.run([sys.executable, "-c", _CHILD, str(folder)], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(folder)], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     here = torch.backends.cpu.get_cpu_capability()
     for name, predict_proba in models.items():
         report = verify(folder / f"{name}.json", predict_proba, X)
-        cross_machine_note(f"verify of a {name} certificate made under torch {done.stdout.strip()} kernels, "
-                           f"checked under {here}: {report}")
+        cross_machine_note(
+            f"verify of a {name} certificate made under torch {done.stdout.strip()} kernels, "
+            f"checked under {here}: {report}"
+        )
         assert report.ok and report.verdict in ("identical", "within_tolerance"), str(report)
         assert report.mismatches.empty
         assert report.max_abs_diff <= 1e-4

@@ -1,4 +1,5 @@
 """Grouping: raw-origin tracing checked against what the fitted transform actually does."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,15 +32,19 @@ from core.cfc import (
 
 def _raw_frame(n=120, seed=0):
     rng = np.random.default_rng(seed)
-    df = pd.DataFrame({
-        "income": rng.normal(50, 10, n),
-        "job": rng.choice(["clerk", "nurse", "pilot", "chef", "rare1", "rare2"], n, p=[.3, .3, .2, .16, .02, .02]),
-        "age": rng.integers(18, 80, n).astype(float),
-        "empty": np.full(n, np.nan),
-        "city": rng.choice(["north", "south", "east"], n),
-        "score": rng.normal(size=n),
-        "flag": rng.integers(0, 2, n).astype(float),
-    })
+    df = pd.DataFrame(
+        {
+            "income": rng.normal(50, 10, n),
+            "job": rng.choice(
+                ["clerk", "nurse", "pilot", "chef", "rare1", "rare2"], n, p=[0.3, 0.3, 0.2, 0.16, 0.02, 0.02]
+            ),
+            "age": rng.integers(18, 80, n).astype(float),
+            "empty": np.full(n, np.nan),
+            "city": rng.choice(["north", "south", "east"], n),
+            "score": rng.normal(size=n),
+            "flag": rng.integers(0, 2, n).astype(float),
+        }
+    )
     df.loc[rng.random(n) < 0.1, "income"] = np.nan
     df.loc[rng.random(n) < 0.1, "job"] = None
     df.loc[rng.random(n) < 0.05, "score"] = np.nan
@@ -78,14 +83,23 @@ def _observed_groups(preprocessor, df):
 
 def _column_transformer(remainder="passthrough"):
     num = make_pipeline(SimpleImputer(add_indicator=True), StandardScaler())
-    cat = make_pipeline(SimpleImputer(strategy="constant", fill_value="missing", add_indicator=True),
-                        OneHotEncoder(handle_unknown="infrequent_if_exist", min_frequency=5, sparse_output=False))
-    return ColumnTransformer([
-        ("num", num, ["income", "empty", "score"]),
-        ("cat", cat, make_column_selector(pattern="^job$")),
-        ("city", OneHotEncoder(handle_unknown="ignore", sparse_output=False), ["city"]),
-        ("age", KBinsDiscretizer(n_bins=4, encode="onehot-dense", quantile_method="averaged_inverted_cdf"), ["age"]),
-    ], remainder=remainder)
+    cat = make_pipeline(
+        SimpleImputer(strategy="constant", fill_value="missing", add_indicator=True),
+        OneHotEncoder(handle_unknown="infrequent_if_exist", min_frequency=5, sparse_output=False),
+    )
+    return ColumnTransformer(
+        [
+            ("num", num, ["income", "empty", "score"]),
+            ("cat", cat, make_column_selector(pattern="^job$")),
+            ("city", OneHotEncoder(handle_unknown="ignore", sparse_output=False), ["city"]),
+            (
+                "age",
+                KBinsDiscretizer(n_bins=4, encode="onehot-dense", quantile_method="averaged_inverted_cdf"),
+                ["age"],
+            ),
+        ],
+        remainder=remainder,
+    )
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
@@ -105,10 +119,12 @@ def test_raw_origin_groups_match_the_transform(remainder):
 
 def test_pipeline_around_a_column_transformer_and_feature_union():
     df = _raw_frame()[["income", "score", "city"]]
-    inner = ColumnTransformer([
-        ("num", FeatureUnion([("imp", SimpleImputer()), ("ind", MissingIndicator())]), ["income", "score"]),
-        ("cat", OrdinalEncoder(), ["city"]),
-    ])
+    inner = ColumnTransformer(
+        [
+            ("num", FeatureUnion([("imp", SimpleImputer()), ("ind", MissingIndicator())]), ["income", "score"]),
+            ("cat", OrdinalEncoder(), ["city"]),
+        ]
+    )
     pre = Pipeline([("ct", inner), ("scale", StandardScaler()), ("var", VarianceThreshold(0.0))]).fit(df)
     groups = raw_origin_groups(pre)
     assert groups == _observed_groups(pre, df)
@@ -125,11 +141,14 @@ def test_bare_pipeline_and_bare_encoder_on_arrays():
     assert trace_feature_origins(enc) == ["x0", "x0", "x1"]
 
 
-@pytest.mark.parametrize("step,name", [
-    (PCA(n_components=2), "PCA"),
-    (Normalizer(), "Normalizer"),
-    (FunctionTransformer(np.log1p), "FunctionTransformer"),
-])
+@pytest.mark.parametrize(
+    "step,name",
+    [
+        (PCA(n_components=2), "PCA"),
+        (Normalizer(), "Normalizer"),
+        (FunctionTransformer(np.log1p), "FunctionTransformer"),
+    ],
+)
 def test_untraceable_steps_are_refused(step, name):
     X = np.abs(np.random.default_rng(0).normal(size=(20, 3)))
     pre = make_pipeline(StandardScaler(), step).fit(X) if name != "FunctionTransformer" else make_pipeline(step).fit(X)
@@ -169,8 +188,8 @@ def test_domain_blocks():
 def _correlated(n=2000, seed=1):
     rng = np.random.default_rng(seed)
     a = rng.normal(size=n)
-    b = a + 0.1 * rng.normal(size=n)          # ρ(a, b) ≈ 0.995
-    c = a + 1.2 * rng.normal(size=n)          # ρ(a, c) ≈ 0.64: below 0.7
+    b = a + 0.1 * rng.normal(size=n)  # ρ(a, b) ≈ 0.995
+    c = a + 1.2 * rng.normal(size=n)  # ρ(a, c) ≈ 0.64: below 0.7
     d = rng.normal(size=n)
     level = np.digitize(d, [-0.6, 0.0, 0.6])  # a 4-level categorical carried by d
     e = np.eye(4)[level]

@@ -1,4 +1,5 @@
 """Invariants of certificates on random models (hypothesis)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -10,14 +11,16 @@ from hypothesis import strategies as st
 
 from core.cfc import Protocol, certify, fds_from_components
 
-problems = st.fixed_dictionaries({
-    "seed": st.integers(0, 10_000),
-    "n": st.integers(1, 8),
-    "G": st.integers(1, 5),
-    "extra": st.integers(0, 3),
-    "C": st.integers(2, 4),
-    "mlp": st.booleans(),
-})
+problems = st.fixed_dictionaries(
+    {
+        "seed": st.integers(0, 10_000),
+        "n": st.integers(1, 8),
+        "G": st.integers(1, 5),
+        "extra": st.integers(0, 3),
+        "C": st.integers(2, 4),
+        "mlp": st.booleans(),
+    }
+)
 protocols = st.builds(
     Protocol,
     depth=st.none() | st.integers(1, 5),
@@ -54,7 +57,7 @@ def test_certificate_invariants(p, protocol):
     assert (u >= w2 / k - 1e-12).all()
     # k* is the first flip on the path.
     for i in range(len(cs)):
-        assert (cs.traj_pred[i, 1:k[i]] == y[i]).all()
+        assert (cs.traj_pred[i, 1 : k[i]] == y[i]).all()
         if k[i] <= K:
             assert cs.traj_pred[i, k[i]] != y[i]
     np.testing.assert_array_equal(cs.traj_margin[:, 0], t["margin"])
@@ -83,11 +86,15 @@ def test_rows_are_certified_independently(p):
     assert a.fingerprint == b.fingerprint
 
 
-components = st.integers(1, 6).flatmap(lambda n: st.tuples(
-    st.lists(st.floats(0, 50), min_size=n, max_size=n),
-    st.lists(st.integers(1, 6), min_size=n, max_size=n),
-    st.lists(st.lists(st.sampled_from([0.1, 0.25, 0.5, 1.0, np.inf]), min_size=2, max_size=2), min_size=n, max_size=n),
-))
+components = st.integers(1, 6).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.floats(0, 50), min_size=n, max_size=n),
+        st.lists(st.integers(1, 6), min_size=n, max_size=n),
+        st.lists(
+            st.lists(st.sampled_from([0.1, 0.25, 0.5, 1.0, np.inf]), min_size=2, max_size=2), min_size=n, max_size=n
+        ),
+    )
+)
 
 
 @given(components, st.tuples(*[st.floats(0, 3)] * 3), st.integers(0, 2), st.floats(0, 3))

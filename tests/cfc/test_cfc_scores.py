@@ -1,4 +1,5 @@
 """Scores from probabilities (SPEC A.2) against the formulas written out directly."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,10 +30,15 @@ def _spec(p):
     return pt, z
 
 
-probabilities = st.integers(2, 6).flatmap(
-    lambda C: st.lists(st.lists(st.floats(0, 1), min_size=C, max_size=C).filter(lambda r: sum(r) > 1e-3),
-                       min_size=1, max_size=6)
-).map(lambda rows: np.array(rows) / np.array(rows).sum(axis=1, keepdims=True))
+probabilities = (
+    st.integers(2, 6)
+    .flatmap(
+        lambda C: st.lists(
+            st.lists(st.floats(0, 1), min_size=C, max_size=C).filter(lambda r: sum(r) > 1e-3), min_size=1, max_size=6
+        )
+    )
+    .map(lambda rows: np.array(rows) / np.array(rows).sum(axis=1, keepdims=True))
+)
 
 
 @given(probabilities)
@@ -45,14 +51,14 @@ def test_every_score_matches_its_spec_formula(P):
         y = int(np.argmax(p))
         for c in range(C):
             want = z[c] - max(z[j] for j in range(C) if j != c)
-            np.testing.assert_allclose(class_margin(P[i:i + 1], [c])[0], want, rtol=1e-9, atol=1e-9)
+            np.testing.assert_allclose(class_margin(P[i : i + 1], [c])[0], want, rtol=1e-9, atol=1e-9)
         zs = np.sort(z)[::-1]
         np.testing.assert_allclose(prediction_margin(P)[i], zs[0] - zs[1], rtol=1e-9, atol=1e-9)
         np.testing.assert_allclose(top2_margin(P)[i], zs[0] - zs[1], rtol=1e-9, atol=1e-9)
         np.testing.assert_allclose(max_softmax(P)[i], pt.max(), rtol=1e-12)
         np.testing.assert_allclose(entropy(P)[i], -(pt * np.log(pt)).sum(), rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(neg_energy(P)[i], logsumexp(z), rtol=1e-9, atol=1e-9)
-        conf, pred = confidence_and_prediction(P[i:i + 1])
+        conf, pred = confidence_and_prediction(P[i : i + 1])
         assert pred[0] == y and conf[0] == pt.max()
         assert prediction_margin(P)[i] >= 0
 
@@ -94,13 +100,16 @@ def test_risk_scores_are_oriented_larger_is_riskier():
     np.testing.assert_allclose(r["risk_neg_energy"], -neg_energy(P))
 
 
-@pytest.mark.parametrize("P,match", [
-    ([[0.5, 0.5, 0.1]], "does not sum to 1"),
-    ([[1.2, -0.2]], r"\[0, 1\]"),
-    ([[np.nan, 1.0]], "non-finite"),
-    ([0.5, 0.5], "2-D"),
-    ([[1.0]], "at least 2 class columns"),
-])
+@pytest.mark.parametrize(
+    "P,match",
+    [
+        ([[0.5, 0.5, 0.1]], "does not sum to 1"),
+        ([[1.2, -0.2]], r"\[0, 1\]"),
+        ([[np.nan, 1.0]], "non-finite"),
+        ([0.5, 0.5], "2-D"),
+        ([[1.0]], "at least 2 class columns"),
+    ],
+)
 def test_check_proba(P, match):
     with pytest.raises(ValueError, match=match):
         check_proba(P)

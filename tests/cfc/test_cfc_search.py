@@ -1,4 +1,5 @@
 """Exact and beam flip search (SPEC A.4) against brute-force enumeration."""
+
 from __future__ import annotations
 
 import math
@@ -12,14 +13,20 @@ from core.cfc import Protocol, certify, flip_search, search_summary
 from core.cfc.search import exact_levels_within_cap
 
 SEARCH_CASES = [
-    (random_problem, 0, 6, 3, None, 3), (random_problem, 1, 5, 2, 3, 2), (random_problem, 3, 4, 3, 2, 5),
-    (random_mlp_problem, 1, 6, 3, None, 2), (random_mlp_problem, 2, 6, 4, 6, 1), (random_mlp_problem, 4, 7, 2, 4, 3),
+    (random_problem, 0, 6, 3, None, 3),
+    (random_problem, 1, 5, 2, 3, 2),
+    (random_problem, 3, 4, 3, 2, 5),
+    (random_mlp_problem, 1, 6, 3, None, 2),
+    (random_mlp_problem, 2, 6, 4, 6, 1),
+    (random_mlp_problem, 4, 7, 2, 4, 3),
 ]
 
 
-@pytest.mark.parametrize("problem,seed,G,C,depth,width", SEARCH_CASES,
-                         ids=["linear-G6-3cls", "linear-G5-bin-K3", "linear-G4-K2-B5",
-                              "mlp-G6-B2", "mlp-G6-K=G-B1", "mlp-G7-bin-K4"])
+@pytest.mark.parametrize(
+    "problem,seed,G,C,depth,width",
+    SEARCH_CASES,
+    ids=["linear-G6-3cls", "linear-G5-bin-K3", "linear-G4-K2-B5", "mlp-G6-B2", "mlp-G6-K=G-B1", "mlp-G7-bin-K4"],
+)
 def test_exact_and_beam_equal_brute_force(problem, seed, G, C, depth, width):
     f, X, groups, xbar = problem(seed, n=15, d=G + 2, n_groups=G, n_classes=C)
     protocol = Protocol(depth=depth, beam_width=width)
@@ -129,11 +136,14 @@ def test_certificate_set_search_summary():
         certify(f, X, groups, xbar).search_summary()
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"method": "greedy"}, r"`method` must be one of \('exact', 'beam', 'both'\); got 'greedy'"),
-    ({"batch_size": 0}, "`batch_size` must be a positive int"),
-    ({"protocol": "default"}, "`protocol` must be a Protocol"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"method": "greedy"}, r"`method` must be one of \('exact', 'beam', 'both'\); got 'greedy'"),
+        ({"batch_size": 0}, "`batch_size` must be a positive int"),
+        ({"protocol": "default"}, "`protocol` must be a Protocol"),
+    ],
+)
 def test_flip_search_bad_options(kwargs, match):
     f, X, groups, xbar = random_problem(11, n=3, d=4, n_groups=2, n_classes=2)
     with pytest.raises(ValueError, match=match):

@@ -1,4 +1,5 @@
 """Ranking metrics, score construction, sensitivity and bootstrap of core.cfc.evaluation."""
+
 from __future__ import annotations
 
 import itertools
@@ -46,8 +47,7 @@ from core.cfc.stressors import BrittleLabels, LabelChannel, brittle_labels
 def _tie_break_orders(scores):
     """All rankings (index sequences) sorted by score descending, one per tie-break."""
     n = len(scores)
-    return [p for p in itertools.permutations(range(n))
-            if all(scores[p[i]] >= scores[p[i + 1]] for i in range(n - 1))]
+    return [p for p in itertools.permutations(range(n)) if all(scores[p[i]] >= scores[p[i + 1]] for i in range(n - 1))]
 
 
 def _brute_top_positives(scores, labels):
@@ -79,8 +79,10 @@ def _brute_auroc(scores, labels):
 
 
 small_cases = st.integers(2, 7).flatmap(
-    lambda n: st.tuples(st.lists(st.integers(0, 3), min_size=n, max_size=n),
-                        st.lists(st.booleans(), min_size=n, max_size=n)))
+    lambda n: st.tuples(
+        st.lists(st.integers(0, 3), min_size=n, max_size=n), st.lists(st.booleans(), min_size=n, max_size=n)
+    )
+)
 
 
 # ------------------------------------------------------------------------------------------
@@ -274,8 +276,12 @@ def test_evaluate_scores_matches_metric_functions(toy):
 def test_evaluate_scores_reports_unavailable_and_undefined(toy):
     X, y, cert, labels = toy
     n = len(y)
-    table = evaluate_scores({"group_shap": np.full(n, np.nan), "fds": certificate_scores(cert)["fds"]}, labels, y,
-                            notes={"group_shap": "no fast explainer"})
+    table = evaluate_scores(
+        {"group_shap": np.full(n, np.nan), "fds": certificate_scores(cert)["fds"]},
+        labels,
+        y,
+        notes={"group_shap": "no fast explainer"},
+    )
     assert table.loc[0, "note"] == "no fast explainer" and np.isnan(table.loc[0, "auroc"])
     strict = LabelChannel(tau_p=1.0)
     none_high = brittle_labels(logistic, X, GROUPS, BASE, channel=strict, noise_scale=np.ones(6), seed=0)
@@ -301,9 +307,19 @@ def test_false_conf_captured_counts_only_high_confidence_errors_on_all_samples()
     brittle = np.zeros(n, dtype=bool)
     brittle[[1, 2]] = True
     high = conf >= 0.9
-    labels = BrittleLabels(labels=brittle & high, high_confidence=high, confidence=conf, prediction=pred,
-                           flip_share=np.zeros(n), max_collapse=np.zeros(n), hits=brittle[:, None],
-                           settings=(("group_masking", 0.1),), tau_p=0.9, tau_kappa=0.5, n_forward=n)
+    labels = BrittleLabels(
+        labels=brittle & high,
+        high_confidence=high,
+        confidence=conf,
+        prediction=pred,
+        flip_share=np.zeros(n),
+        max_collapse=np.zeros(n),
+        hits=brittle[:, None],
+        settings=(("group_masking", 0.1),),
+        tau_p=0.9,
+        tau_kappa=0.5,
+        n_forward=n,
+    )
     s = np.arange(n, 0, -1, dtype=float)
     everyone = evaluate_scores({"s": s}, labels, y_true, population="all").iloc[0]
     assert everyone["n"] == 10 and everyone["false_conf_captured@20"] == 0.5
@@ -405,8 +421,9 @@ def test_protocol_sensitivity(toy):
 def test_protocol_sensitivity_warns_when_undefined(toy):
     # No sample reaches p̂ ≥ 1.0: AUROC and Spearman are undefined, so NaN with a warning.
     X, _, cert, _ = toy
-    none_high = brittle_labels(logistic, X, GROUPS, BASE, channel=LabelChannel(tau_p=1.0), noise_scale=np.ones(6),
-                               seed=0)
+    none_high = brittle_labels(
+        logistic, X, GROUPS, BASE, channel=LabelChannel(tau_p=1.0), noise_scale=np.ones(6), seed=0
+    )
     variants = [ProtocolVariant("baseline", "mean", GROUPS, BASE, Protocol())]
     with pytest.warns(UndefinedMetricWarning, match="AUROC and Spearman undefined on the 0 evaluated samples"):
         table = protocol_sensitivity(logistic, X, variants, none_high, certificate_scores(cert)["fds"])
@@ -438,9 +455,13 @@ def _units(values):
 
 
 def test_bootstrap_by_hand_and_against_naive_resampling():
-    units = _units([{"fds": 0.9, "rcma": 0.7, "max_softmax": 0.6, "one_step": 0.65},
-                    {"fds": 0.8, "rcma": 0.5, "max_softmax": 0.7, "one_step": 0.6},
-                    {"fds": 0.6, "rcma": 0.8, "max_softmax": 0.65, "one_step": 0.55}])
+    units = _units(
+        [
+            {"fds": 0.9, "rcma": 0.7, "max_softmax": 0.6, "one_step": 0.65},
+            {"fds": 0.8, "rcma": 0.5, "max_softmax": 0.7, "one_step": 0.6},
+            {"fds": 0.6, "rcma": 0.8, "max_softmax": 0.65, "one_step": 0.55},
+        ]
+    )
     res = paired_bootstrap(units, n_resamples=500, seed=3).set_index("score")
     # Strongest non-certificate score by mean: max_softmax 0.65 > one_step 0.6.
     assert (res["reference"] == "max_softmax").all()
@@ -464,8 +485,9 @@ def test_bootstrap_by_hand_and_against_naive_resampling():
 
 
 def test_bootstrap_skips_undefined_units():
-    units = _units([{"fds": 0.9, "max_softmax": 0.6}, {"fds": np.nan, "max_softmax": 0.7},
-                    {"fds": 0.5, "max_softmax": 0.65}])
+    units = _units(
+        [{"fds": 0.9, "max_softmax": 0.6}, {"fds": np.nan, "max_softmax": 0.7}, {"fds": 0.5, "max_softmax": 0.65}]
+    )
     res = paired_bootstrap(units, n_resamples=200, seed=0).set_index("score")
     assert res.loc["fds", "n_units"] == 2
     assert res.loc["fds", "mean"] == pytest.approx(0.7)
@@ -499,6 +521,7 @@ def test_bootstrap_refuses_duplicates_and_missing_reference():
 # ---------------------------------------------------------------------------------------------
 # The strongest confidence score (one function for the overview, the summary and the sweep)
 
+
 def _naive_strongest(rows):
     best = None
     for score, kind, value in rows:
@@ -508,10 +531,16 @@ def _naive_strongest(rows):
 
 
 @settings(max_examples=60)
-@given(rows=st.lists(st.tuples(st.sampled_from(["fds", "max_softmax", "margin", "entropy", "x"]),
-                               st.sampled_from(["certificate", "confidence", "perturbation"]),
-                               st.one_of(st.just(float("nan")), st.sampled_from([0.5, 0.7]), st.floats(0, 1))),
-                     max_size=8))
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.sampled_from(["fds", "max_softmax", "margin", "entropy", "x"]),
+            st.sampled_from(["certificate", "confidence", "perturbation"]),
+            st.one_of(st.just(float("nan")), st.sampled_from([0.5, 0.7]), st.floats(0, 1)),
+        ),
+        max_size=8,
+    )
+)
 def test_strongest_confidence_score_matches_a_naive_loop(rows):
     from core.cfc.evaluation import strongest_confidence_score
 
@@ -522,8 +551,13 @@ def test_strongest_confidence_score_matches_a_naive_loop(rows):
 def test_strongest_confidence_score_fallback_and_validation():
     from core.cfc.evaluation import strongest_confidence_score
 
-    ev = pd.DataFrame({"score": ["fds", "max_softmax", "margin"], "kind": ["certificate", "confidence", "confidence"],
-                       "auroc": [0.9, 0.7, 0.7]})
+    ev = pd.DataFrame(
+        {
+            "score": ["fds", "max_softmax", "margin"],
+            "kind": ["certificate", "confidence", "confidence"],
+            "auroc": [0.9, 0.7, 0.7],
+        }
+    )
     assert strongest_confidence_score(ev) == "max_softmax"  # tie: first in table order
     assert strongest_confidence_score(ev.assign(auroc=[0.9, np.nan, np.nan])) is None
     assert strongest_confidence_score(ev.iloc[:1]) is None

@@ -1,4 +1,5 @@
 """Label-channel stressors and held-out brittle labels (SPEC A.5)."""
+
 from __future__ import annotations
 
 import ast
@@ -149,8 +150,12 @@ def test_noise_is_symmetric_and_uniform_on_the_whole_interval():
 
 def test_stressors_reproducible_from_seed():
     X = np.random.default_rng(0).normal(size=(10, 5))
-    np.testing.assert_array_equal(mask_groups(X, GROUPS, BASELINE, 0.5, seed=3), mask_groups(X, GROUPS, BASELINE, 0.5, seed=3))
-    assert not np.array_equal(mask_groups(X, GROUPS, BASELINE, 0.5, seed=3), mask_groups(X, GROUPS, BASELINE, 0.5, seed=4))
+    np.testing.assert_array_equal(
+        mask_groups(X, GROUPS, BASELINE, 0.5, seed=3), mask_groups(X, GROUPS, BASELINE, 0.5, seed=3)
+    )
+    assert not np.array_equal(
+        mask_groups(X, GROUPS, BASELINE, 0.5, seed=3), mask_groups(X, GROUPS, BASELINE, 0.5, seed=4)
+    )
 
 
 @pytest.mark.parametrize(
@@ -191,13 +196,13 @@ def _naive_labels(X, channel, seed):
             stressed.append(bounded_noise(X, NOISE_SCALE, level, seed=rng))
     labels = []
     for i in range(X.shape[0]):
-        p = softmax_model(X[i:i + 1])[0]
+        p = softmax_model(X[i : i + 1])[0]
         y = int(np.argmax(p))
         logp = np.log(p)
         m = logp[y] - np.max(np.delete(logp, y))
         brittle = False
         for Z in stressed:
-            q = softmax_model(Z[i:i + 1])[0]
+            q = softmax_model(Z[i : i + 1])[0]
             logq = np.log(q)
             m2 = logq[y] - np.max(np.delete(logq, y))
             kappa = max(0.0, (m - m2) / (abs(m) + 1e-8))
@@ -280,8 +285,16 @@ def test_naturalistic_labels_by_hand(X):
     [
         (lambda X: brittle_labels(softmax_model, X, GROUPS, BASELINE, seed=0), "`noise_scale` is required"),
         (lambda X: brittle_labels(softmax_model, X, GROUPS, BASELINE, channel={"n_draws": 2}, seed=0), "LabelChannel"),
-        (lambda X: brittle_labels(softmax_model, X, GROUPS, BASELINE, noise_scale=NOISE_SCALE, seed=0, batch_size=0), "batch_size"),
-        (lambda X: brittle_labels(lambda Z: np.ones((len(Z), 2)), X, GROUPS, BASELINE, noise_scale=NOISE_SCALE, seed=0), "sum to 1"),
+        (
+            lambda X: brittle_labels(softmax_model, X, GROUPS, BASELINE, noise_scale=NOISE_SCALE, seed=0, batch_size=0),
+            "batch_size",
+        ),
+        (
+            lambda X: brittle_labels(
+                lambda Z: np.ones((len(Z), 2)), X, GROUPS, BASELINE, noise_scale=NOISE_SCALE, seed=0
+            ),
+            "sum to 1",
+        ),
         (lambda X: naturalistic_labels(softmax_model, X, GROUPS, BASELINE, []), "`unavailable` is empty"),
         (lambda X: naturalistic_labels(softmax_model, X, GROUPS, BASELINE, ["zz"]), "unknown group 'zz'"),
     ],
@@ -298,7 +311,16 @@ def test_labels_bad_input(X, call, match):
 def test_label_functions_cannot_receive_a_certificate():
     allowed = {
         brittle_labels: ["predict_proba", "X", "groups", "baseline", "channel", "noise_scale", "seed", "batch_size"],
-        naturalistic_labels: ["predict_proba", "X", "groups", "baseline", "unavailable", "tau_p", "tau_kappa", "batch_size"],
+        naturalistic_labels: [
+            "predict_proba",
+            "X",
+            "groups",
+            "baseline",
+            "unavailable",
+            "tau_p",
+            "tau_kappa",
+            "batch_size",
+        ],
     }
     for fn, names in allowed.items():
         params = inspect.signature(fn).parameters
@@ -314,11 +336,21 @@ def test_label_channel_module_never_touches_the_score_channel():
             imported.add(node.module)
         elif isinstance(node, ast.Import):
             imported.update(a.name for a in node.names)
-    assert imported <= {"__future__", "dataclasses", "collections.abc", "typing", "numpy", "numpy.typing",
-                        "core._rng", "core.cfc.operators", "core.cfc.scores",
-                        "core.validation"}  # argument checks only: no certificate code
+    assert imported <= {
+        "__future__",
+        "dataclasses",
+        "collections.abc",
+        "typing",
+        "numpy",
+        "numpy.typing",
+        "core._rng",
+        "core.cfc.operators",
+        "core.cfc.scores",
+        "core.validation",
+    }  # argument checks only: no certificate code
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
-        n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+    }
     assert not {n for n in names if any(k in n.lower() for k in ("fds", "certif", "rcma", "flip_budget"))}
 
 

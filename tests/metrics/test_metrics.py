@@ -1,4 +1,5 @@
 """core.metrics against independent references: sklearn, pairwise counts, every tie-break order."""
+
 from __future__ import annotations
 
 import itertools
@@ -22,9 +23,12 @@ from core.metrics.ranking import (
     top_k_coverage_rows,
 )
 
-small_cases = st.integers(2, 7).flatmap(lambda n: st.tuples(
-    st.lists(st.sampled_from([0.0, 0.3, 0.5, 0.9]), min_size=n, max_size=n),
-    st.lists(st.booleans(), min_size=n, max_size=n)))
+small_cases = st.integers(2, 7).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.sampled_from([0.0, 0.3, 0.5, 0.9]), min_size=n, max_size=n),
+        st.lists(st.booleans(), min_size=n, max_size=n),
+    )
+)
 
 
 def _pairwise_auc(y, s):
@@ -52,8 +56,9 @@ def test_hand_values():
     assert aurc(y, s) == pytest.approx((0.5 + 1 / 3 + 0.25 + 0.0) / 4, abs=1e-15)
 
 
-@pytest.mark.parametrize(("q", "n", "k"), [(0.05, 30, 2), (0.2, 7, 1), (0.01, 10, 1), (0.25, 10, 3), (1.0, 5, 5),
-                                           (0.5, 3, 2), (0.1, 25, 3)])
+@pytest.mark.parametrize(
+    ("q", "n", "k"), [(0.05, 30, 2), (0.2, 7, 1), (0.01, 10, 1), (0.25, 10, 3), (1.0, 5, 5), (0.5, 3, 2), (0.1, 25, 3)]
+)
 def test_review_budget_rounds_half_up(q, n, k):
     assert review_budget(q, n) == k == max(1, math.floor(q * n + 0.5 + 1e-9))
 
@@ -76,7 +81,7 @@ def test_roc_auc_large_random_matches_sklearn():
 @given(small_cases, st.lists(st.integers(0, 3), min_size=7, max_size=7))
 def test_weights_equal_repetition(case, w):
     s, y = case
-    w = np.asarray(w[:len(s)], dtype=float)
+    w = np.asarray(w[: len(s)], dtype=float)
     if w.sum() == 0:
         return
     rep_s, rep_y = np.repeat(s, w.astype(int)), np.repeat(y, w.astype(int))
@@ -99,8 +104,9 @@ def test_coverage_is_the_average_over_tie_breaks(case, q):
     curve = np.mean([np.r_[0, np.cumsum([y[i] for i in order])] for order in orders], axis=0)
     np.testing.assert_allclose(expected_top_positives(y, s), curve, atol=1e-12)
     n = len(s)
-    brute_aurc = np.mean([np.mean([(sum(y) - sum(y[i] for i in order[:j])) / (n - j) for j in range(n)])
-                          for order in orders])
+    brute_aurc = np.mean(
+        [np.mean([(sum(y) - sum(y[i] for i in order[:j])) / (n - j) for j in range(n)]) for order in orders]
+    )
     assert aurc(y, s) == pytest.approx(brute_aurc, abs=1e-12)
 
 
@@ -113,8 +119,7 @@ def test_rows_kernels_match_the_scalar_functions():
     cov = top_k_coverage_rows(Y, s, W, 0.2)
     for r in range(6):
         assert auc[r] == pytest.approx(roc_auc(Y[r], s, sample_weight=W[r]), abs=1e-12)
-        assert cov.coverage[r] == pytest.approx(top_k_coverage(Y[r], s, q=0.2, sample_weight=W[r]).coverage,
-                                                abs=1e-12)
+        assert cov.coverage[r] == pytest.approx(top_k_coverage(Y[r], s, q=0.2, sample_weight=W[r]).coverage, abs=1e-12)
 
 
 def test_undefined_values_warn_with_the_named_class():
@@ -126,17 +131,21 @@ def test_undefined_values_warn_with_the_named_class():
     assert issubclass(UndefinedMetricWarning, AuditWarning)
 
 
-@pytest.mark.parametrize(("call", "match"), [
-    (lambda: roc_auc([0, 1], [0.1, np.nan]), r"`y_score` contains NaN \(first at position 1\)"),
-    (lambda: roc_auc([0, 1, 1], [0.1, 0.2]), r"`y_true` must have the shape of `y_score` \(2,\)"),
-    (lambda: roc_auc([[0, 1]], [[0.1, 0.2]]), "1-D"),
-    (lambda: roc_auc([0, 2], [0.1, 0.2]), "0/1; got the value 2"),
-    (lambda: roc_auc([], []), "empty"),
-    (lambda: roc_auc([0, 1], [0.1, 0.2], sample_weight=[1, -1]), "non-negative integers"),
-    (lambda: top_k_coverage([0, 1], [0.1, 0.2], q=0.0), r"`q` must be a fraction in \(0, 1\]; got 0.0"),
-    (lambda: top_k_coverage([0, 1], [0.1, 0.2], q=True), "got True"),
-    (lambda: ranking.check_ranking([0, 1], [0.1, np.inf], allow_inf=False), "element 1 is inf"),
-], ids=["nan", "shape", "2d", "label", "empty", "weight", "q-zero", "q-bool", "inf"])
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: roc_auc([0, 1], [0.1, np.nan]), r"`y_score` contains NaN \(first at position 1\)"),
+        (lambda: roc_auc([0, 1, 1], [0.1, 0.2]), r"`y_true` must have the shape of `y_score` \(2,\)"),
+        (lambda: roc_auc([[0, 1]], [[0.1, 0.2]]), "1-D"),
+        (lambda: roc_auc([0, 2], [0.1, 0.2]), "0/1; got the value 2"),
+        (lambda: roc_auc([], []), "empty"),
+        (lambda: roc_auc([0, 1], [0.1, 0.2], sample_weight=[1, -1]), "non-negative integers"),
+        (lambda: top_k_coverage([0, 1], [0.1, 0.2], q=0.0), r"`q` must be a fraction in \(0, 1\]; got 0.0"),
+        (lambda: top_k_coverage([0, 1], [0.1, 0.2], q=True), "got True"),
+        (lambda: ranking.check_ranking([0, 1], [0.1, np.inf], allow_inf=False), "element 1 is inf"),
+    ],
+    ids=["nan", "shape", "2d", "label", "empty", "weight", "q-zero", "q-bool", "inf"],
+)
 def test_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
@@ -145,9 +154,12 @@ def test_bad_input(call, match):
 # ------------------------------------------------------------------------------------------
 # calibration
 
-probas = st.integers(1, 6).flatmap(lambda n: st.tuples(
-    st.lists(st.integers(0, 2), min_size=n, max_size=n),
-    st.lists(st.lists(st.floats(0.01, 1.0), min_size=3, max_size=3), min_size=n, max_size=n)))
+probas = st.integers(1, 6).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.integers(0, 2), min_size=n, max_size=n),
+        st.lists(st.lists(st.floats(0.01, 1.0), min_size=3, max_size=3), min_size=n, max_size=n),
+    )
+)
 
 
 @given(probas)
@@ -184,8 +196,9 @@ def test_ece_matches_a_loop_over_bins(case, n_bins):
 def test_calibration_bad_input_names_the_parameter():
     with pytest.raises(ValueError, match=r"`y_prob` must have shape"):
         calibration.nll([0], [0.5, 0.5])
-    with pytest.raises(ValueError,
-                       match=r"`y_true` must hold class codes 0\.\.1 \(columns of `y_prob`\); y_true\[1\] = 2"):
+    with pytest.raises(
+        ValueError, match=r"`y_true` must hold class codes 0\.\.1 \(columns of `y_prob`\); y_true\[1\] = 2"
+    ):
         calibration.brier([0, 2], [[0.5, 0.5], [0.5, 0.5]])
     with pytest.raises(ValueError, match=r"`n_bins` must be a positive int; got 0"):
         calibration.ece([0], [[0.5, 0.5]], n_bins=0)

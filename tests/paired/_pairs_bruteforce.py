@@ -4,6 +4,7 @@ Shared by test_bounds.py and test_policies.py. Deliberately naive: plain Python 
 ``itertools.permutations`` of each class, no aggregation, no formulas from SPEC beyond the
 definitions of the states and targets. Only usable for classes of a handful of records.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -20,14 +21,14 @@ class ClassOutcomes:
     """Everything a single class can produce, one entry per permutation."""
 
     n: int
-    u: int                  # clean records correct and accepted (at the clean threshold)
-    states: np.ndarray      # (n_perm, 5) counts h, r, s, w, k
-    observed: tuple         # the five counts of the identity permutation (the recorded pairing)
-    H: np.ndarray           # (n_perm,) count of accepted-correct -> accepted-wrong pairs
-    L: np.ndarray           # (n_perm,) count of retained-correct pairs that lose acceptance
-    dm_num: np.ndarray      # (n_perm,) Σ (M − M′) over retained-correct pairs
-    cost_h: np.ndarray      # (n_perm, n_policies) H_j counts
-    cost_l: np.ndarray      # (n_perm, n_policies) L_j counts
+    u: int  # clean records correct and accepted (at the clean threshold)
+    states: np.ndarray  # (n_perm, 5) counts h, r, s, w, k
+    observed: tuple  # the five counts of the identity permutation (the recorded pairing)
+    H: np.ndarray  # (n_perm,) count of accepted-correct -> accepted-wrong pairs
+    L: np.ndarray  # (n_perm,) count of retained-correct pairs that lose acceptance
+    dm_num: np.ndarray  # (n_perm,) Σ (M − M′) over retained-correct pairs
+    cost_h: np.ndarray  # (n_perm, n_policies) H_j counts
+    cost_l: np.ndarray  # (n_perm, n_policies) L_j counts
 
     def mask(self, level: str) -> np.ndarray:
         if level == "I0":
@@ -37,8 +38,7 @@ class ClassOutcomes:
         return np.all(self.states == np.array(self.observed), axis=1)
 
 
-def class_outcomes(part: pd.DataFrame, tau: float, clean_tau: float | None = None,
-                   policy_taus=()) -> ClassOutcomes:
+def class_outcomes(part: pd.DataFrame, tau: float, clean_tau: float | None = None, policy_taus=()) -> ClassOutcomes:
     """Enumerate all bijections of one class (rows of ``part`` are the recorded pairs)."""
     y = int(part["true_label"].iloc[0])
     cp, cs, cm = part["clean_pred"].tolist(), part["clean_max_prob"].tolist(), part["clean_true_prob"].tolist()
@@ -81,14 +81,21 @@ def class_outcomes(part: pd.DataFrame, tau: float, clean_tau: float | None = Non
         cl.append(lj)
     states = np.array(states)
     u = sum(1 for i in range(n) if cp[i] == y and cs[i] >= clean_tau)
-    return ClassOutcomes(n=n, u=u, states=states, observed=tuple(states[0]), H=np.array(H), L=np.array(L),
-                         dm_num=np.array(num), cost_h=np.array(ch).reshape(len(states), -1),
-                         cost_l=np.array(cl).reshape(len(states), -1))
+    return ClassOutcomes(
+        n=n,
+        u=u,
+        states=states,
+        observed=tuple(states[0]),
+        H=np.array(H),
+        L=np.array(L),
+        dm_num=np.array(num),
+        cost_h=np.array(ch).reshape(len(states), -1),
+        cost_l=np.array(cl).reshape(len(states), -1),
+    )
 
 
 def cell_outcomes(cell: pd.DataFrame, tau: float, clean_tau: float | None = None, policy_taus=()):
-    return [class_outcomes(part, tau, clean_tau, policy_taus)
-            for _, part in cell.groupby("true_label", sort=True)]
+    return [class_outcomes(part, tau, clean_tau, policy_taus) for _, part in cell.groupby("true_label", sort=True)]
 
 
 def brute_intervals(cell: pd.DataFrame, tau: float) -> dict:
@@ -120,8 +127,11 @@ def brute_intervals(cell: pd.DataFrame, tau: float) -> dict:
             hi = r_hi if hi is None else max(hi, r_hi)
         out["dM_k", level] = (np.nan, np.nan) if lo is None else (lo, hi)
     K_obs = sum(c.observed[4] for c in classes)
-    observed = {"H": sum(c.H[0] for c in classes) / N, "L": sum(c.L[0] for c in classes) / N,
-                "dM_k": sum(c.dm_num[0] for c in classes) / K_obs if K_obs else np.nan}
+    observed = {
+        "H": sum(c.H[0] for c in classes) / N,
+        "L": sum(c.L[0] for c in classes) / N,
+        "dM_k": sum(c.dm_num[0] for c in classes) / K_obs if K_obs else np.nan,
+    }
     return out, observed
 
 

@@ -1,4 +1,5 @@
 """Hypothesis strategies for small paired cells (shared by the paired bound and policy tests)."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -34,8 +35,19 @@ def small_cell(draw, max_classes: int = 3, max_size: int = 5):
             cp, cs, cm = draw(side(y, wrong, clean_pct))
             pp, ps, pm = draw(side(y, wrong, pert_pct))
             rows.append((len(rows), y, cp, cs, cm, pp, ps, pm))
-    frame = pd.DataFrame(rows, columns=["record_id", "true_label", "clean_pred", "clean_max_prob", "clean_true_prob",
-                                        "pert_pred", "pert_max_prob", "pert_true_prob"])
+    frame = pd.DataFrame(
+        rows,
+        columns=[
+            "record_id",
+            "true_label",
+            "clean_pred",
+            "clean_max_prob",
+            "clean_true_prob",
+            "pert_pred",
+            "pert_max_prob",
+            "pert_true_prob",
+        ],
+    )
     return frame.assign(model="m", condition="c", source="s")
 
 
@@ -60,6 +72,17 @@ def five_state_cell(draw, max_classes: int = 2, max_size: int = 6):
                 pp = draw(st.sampled_from(labels))
                 ps, pm = draw(st.sampled_from([0.4, 0.8])), 0.1
             rows.append((len(rows), y, cp, cs, cm, pp, ps, pm))
-    frame = pd.DataFrame(rows, columns=["record_id", "true_label", "clean_pred", "clean_max_prob", "clean_true_prob",
-                                        "pert_pred", "pert_max_prob", "pert_true_prob"])
+    frame = pd.DataFrame(
+        rows,
+        columns=[
+            "record_id",
+            "true_label",
+            "clean_pred",
+            "clean_max_prob",
+            "clean_true_prob",
+            "pert_pred",
+            "pert_max_prob",
+            "pert_true_prob",
+        ],
+    )
     return frame.assign(model="m", condition="c", source="s")

@@ -1,4 +1,5 @@
 """Shared paired-record builders for the tests (the CLI tests, the bad-input corpus)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,10 +17,22 @@ def records(n: int = 30, seed: int = 0) -> pd.DataFrame:
         for condition, source in (("blur", "synthetic"), ("print", "recapture")):
             pp = np.where(rng.random(n) < 0.6, y, (y + 1 + rng.integers(0, 2, n)) % 3)
             ps = np.round(rng.uniform(0.4, 1, n), 2)
-            parts.append(pd.DataFrame({
-                "model": model, "condition": condition, "source": source, "record_id": np.arange(n),
-                "true_label": y, "clean_pred": cp, "clean_max_prob": cs,
-                "clean_true_prob": np.where(cp == y, cs, np.round(cs / 3, 3)), "pert_pred": pp,
-                "pert_max_prob": ps, "pert_true_prob": np.where(pp == y, ps, np.round(ps / 3, 3)),
-                "split": np.where(np.arange(n) % 3 == 0, "dev", "eval")}))
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "model": model,
+                        "condition": condition,
+                        "source": source,
+                        "record_id": np.arange(n),
+                        "true_label": y,
+                        "clean_pred": cp,
+                        "clean_max_prob": cs,
+                        "clean_true_prob": np.where(cp == y, cs, np.round(cs / 3, 3)),
+                        "pert_pred": pp,
+                        "pert_max_prob": ps,
+                        "pert_true_prob": np.where(pp == y, ps, np.round(ps / 3, 3)),
+                        "split": np.where(np.arange(n) % 3 == 0, "dev", "eval"),
+                    }
+                )
+            )
     return pd.concat(parts, ignore_index=True)

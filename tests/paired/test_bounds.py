@@ -1,4 +1,5 @@
 """Identified intervals (SPEC B.2) against brute-force enumeration and the SPEC reference values."""
+
 from __future__ import annotations
 
 import itertools
@@ -27,10 +28,22 @@ TOL = 1e-12
 
 
 def _cell(rows, **cell):
-    frame = pd.DataFrame(rows, columns=["record_id", "true_label", "clean_pred", "clean_max_prob", "clean_true_prob",
-                                        "pert_pred", "pert_max_prob", "pert_true_prob"])
-    return frame.assign(model=cell.get("model", "m"), condition=cell.get("condition", "c"),
-                        source=cell.get("source", "s"))
+    frame = pd.DataFrame(
+        rows,
+        columns=[
+            "record_id",
+            "true_label",
+            "clean_pred",
+            "clean_max_prob",
+            "clean_true_prob",
+            "pert_pred",
+            "pert_max_prob",
+            "pert_true_prob",
+        ],
+    )
+    return frame.assign(
+        model=cell.get("model", "m"), condition=cell.get("condition", "c"), source=cell.get("source", "s")
+    )
 
 
 def _as_dict(frame: pd.DataFrame) -> dict:
@@ -52,8 +65,11 @@ LOSE_ACCEPTANCE = [(1, 0, 0, 0.9, 0.9, 0, 0.6, 0.6), (2, 0, 0, 0.6, 0.6, 1, 0.8,
 ACCEPTED_ERROR = [(1, 0, 0, 0.9, 0.9, 1, 0.8, 0.2), (2, 0, 0, 0.6, 0.6, 0, 0.6, 0.6)]
 
 
-@pytest.mark.parametrize("rows, expected", [(LOSE_ACCEPTANCE, (0.0, 0.5, 0.3)), (ACCEPTED_ERROR, (0.5, 0.0, 0.0))],
-                         ids=["loses-acceptance", "accepted-error"])
+@pytest.mark.parametrize(
+    "rows, expected",
+    [(LOSE_ACCEPTANCE, (0.0, 0.5, 0.3)), (ACCEPTED_ERROR, (0.5, 0.0, 0.0))],
+    ids=["loses-acceptance", "accepted-error"],
+)
 def test_section_3_1_observed_values_and_i0_contains_both(rows, expected):
     got = _as_dict(identified_intervals(_cell(rows), 0.8))
     for target, value in zip(("H", "L", "dM_k"), expected):
@@ -73,9 +89,11 @@ def _table5(persistent: bool, extra_correct: bool = False):
     """Clean T ↔ perturbed A (w = 1) or B (s = 1); optional extra correct pair (k = 1)."""
     pert_for_clean_t = (2, 0.4, 0.3) if persistent else (1, 0.8, 0.1)
     pert_for_clean_a = (1, 0.8, 0.1) if persistent else (2, 0.4, 0.3)
-    rows = [(1, 0, *CLEAN_T5[0], *pert_for_clean_t),
-            (2, 0, *CLEAN_T5[1], *(0, 0.6, 0.6)),
-            (3, 0, *CLEAN_T5[2], *pert_for_clean_a)]
+    rows = [
+        (1, 0, *CLEAN_T5[0], *pert_for_clean_t),
+        (2, 0, *CLEAN_T5[1], *(0, 0.6, 0.6)),
+        (3, 0, *CLEAN_T5[2], *pert_for_clean_a),
+    ]
     if extra_correct:
         rows.append((4, 0, 0, 0.9, 0.9, 0, 0.9, 0.9))
     return _cell(rows)
@@ -110,6 +128,7 @@ def test_dmk_undefined_everywhere_when_no_class_can_retain_a_pair():
 
 # ---------------------------------------------------------------------------------------------
 # Brute-force parity
+
 
 def _check_against_brute(cell: pd.DataFrame, tau: float):
     got = _as_dict(_quiet(identified_intervals, cell, tau))
@@ -152,25 +171,43 @@ def test_five_state_h_bound_matches_brute_force_where_counts_bind(cell):
 def test_named_boundary_cases_match_brute_force(case):
     rows = {
         # Identical scores on both sides and in both classes.
-        "ties": [(1, 0, 0, 0.6, 0.6, 0, 0.6, 0.6), (2, 0, 0, 0.6, 0.6, 1, 0.6, 0.2), (3, 0, 1, 0.6, 0.2, 0, 0.6, 0.6),
-                 (4, 1, 1, 0.6, 0.6, 1, 0.6, 0.6), (5, 1, 0, 0.6, 0.2, 1, 0.6, 0.6)],
+        "ties": [
+            (1, 0, 0, 0.6, 0.6, 0, 0.6, 0.6),
+            (2, 0, 0, 0.6, 0.6, 1, 0.6, 0.2),
+            (3, 0, 1, 0.6, 0.2, 0, 0.6, 0.6),
+            (4, 1, 1, 0.6, 0.6, 1, 0.6, 0.6),
+            (5, 1, 0, 0.6, 0.2, 1, 0.6, 0.6),
+        ],
         # Every score equals τ = 0.6: all accepted.
-        "threshold-equality": [(1, 0, 0, 0.6, 0.6, 2, 0.6, 0.1), (2, 0, 2, 0.6, 0.3, 0, 0.6, 0.6),
-                               (3, 0, 0, 0.6, 0.6, 0, 0.6, 0.6), (4, 0, 3, 0.6, 0.1, 3, 0.6, 0.2)],
+        "threshold-equality": [
+            (1, 0, 0, 0.6, 0.6, 2, 0.6, 0.1),
+            (2, 0, 2, 0.6, 0.3, 0, 0.6, 0.6),
+            (3, 0, 0, 0.6, 0.6, 0, 0.6, 0.6),
+            (4, 0, 3, 0.6, 0.1, 3, 0.6, 0.2),
+        ],
         # k = 0 in every class.
-        "zero-overlap": [(1, 0, 0, 0.9, 0.9, 1, 0.7, 0.2), (2, 0, 1, 0.8, 0.1, 0, 0.8, 0.8),
-                         (3, 1, 1, 0.9, 0.9, 2, 0.9, 0.05), (4, 1, 2, 0.5, 0.3, 1, 0.5, 0.5)],
+        "zero-overlap": [
+            (1, 0, 0, 0.9, 0.9, 1, 0.7, 0.2),
+            (2, 0, 1, 0.8, 0.1, 0, 0.8, 0.8),
+            (3, 1, 1, 0.9, 0.9, 2, 0.9, 0.05),
+            (4, 1, 2, 0.5, 0.3, 1, 0.5, 0.5),
+        ],
         # Classes of 1 and 5 records.
-        "unequal-classes": [(1, 0, 0, 0.9, 0.9, 0, 0.4, 0.4),
-                            (2, 1, 1, 0.9, 0.9, 2, 0.8, 0.1), (3, 1, 2, 0.7, 0.2, 1, 0.6, 0.6),
-                            (4, 1, 1, 0.5, 0.5, 3, 0.9, 0.05), (5, 1, 3, 0.8, 0.1, 2, 0.5, 0.4),
-                            (6, 1, 2, 0.6, 0.3, 3, 0.7, 0.2)],
+        "unequal-classes": [
+            (1, 0, 0, 0.9, 0.9, 0, 0.4, 0.4),
+            (2, 1, 1, 0.9, 0.9, 2, 0.8, 0.1),
+            (3, 1, 2, 0.7, 0.2, 1, 0.6, 0.6),
+            (4, 1, 1, 0.5, 0.5, 3, 0.9, 0.05),
+            (5, 1, 3, 0.8, 0.1, 2, 0.5, 0.4),
+            (6, 1, 2, 0.6, 0.3, 3, 0.7, 0.2),
+        ],
     }[case]
     _check_against_brute(_cell(rows), 0.6)
 
 
 # ---------------------------------------------------------------------------------------------
 # Grid, unpaired input
+
 
 def test_grid_equals_single_cell_results_cell_by_cell():
     rng = np.random.default_rng(5)
@@ -184,9 +221,23 @@ def test_grid_equals_single_cell_results_cell_by_cell():
         ps = np.round(rng.uniform(0.3, 1.0, n), 2)
         cm = np.where(cp == y, cs, np.round(cs * rng.random(n), 2))
         pm = np.where(pp == y, ps, np.round(ps * rng.random(n), 2))
-        cells.append(pd.DataFrame({"model": m, "condition": c, "source": "synthetic", "record_id": np.arange(n),
-                                   "true_label": y, "clean_pred": cp, "clean_max_prob": cs, "clean_true_prob": cm,
-                                   "pert_pred": pp, "pert_max_prob": ps, "pert_true_prob": pm}))
+        cells.append(
+            pd.DataFrame(
+                {
+                    "model": m,
+                    "condition": c,
+                    "source": "synthetic",
+                    "record_id": np.arange(n),
+                    "true_label": y,
+                    "clean_pred": cp,
+                    "clean_max_prob": cs,
+                    "clean_true_prob": cm,
+                    "pert_pred": pp,
+                    "pert_max_prob": ps,
+                    "pert_true_prob": pm,
+                }
+            )
+        )
     records = pd.concat(cells[::-1], ignore_index=True)  # deliberately unsorted
     grid = _quiet(identified_intervals_grid, records, 0.7)
     assert len(grid) == 6 * 9
@@ -211,8 +262,9 @@ def test_unpaired_input_gives_the_paired_intervals_without_observed(cell, tau, l
 def test_unpaired_tables_in_any_row_order():
     cell = _table5(False, extra_correct=True)
     unpaired = unpair(cell, level="I5")
-    shuffled = validate_unpaired(unpaired.clean.iloc[::-1], unpaired.perturbed.sample(frac=1, random_state=3),
-                                 unpaired.counts)
+    shuffled = validate_unpaired(
+        unpaired.clean.iloc[::-1], unpaired.perturbed.sample(frac=1, random_state=3), unpaired.counts
+    )
     got = _as_dict(_quiet(unpaired_intervals, shuffled, 0.6))
     assert got["H", "I5"][:2] == pytest.approx((0.25, 0.25), abs=TOL)
 
@@ -233,6 +285,7 @@ def test_single_cell_function_refuses_several_cells():
 # ---------------------------------------------------------------------------------------------
 # dM_k at I0 (variable support): Dinkelbach against the paper's bisection
 
+
 def _bisection_low(cell: pd.DataFrame) -> float:
     """Reference: bisection on r with the oracle min Σ_y (D_y(k) − r·k) < 0 over K > 0 (A.10)."""
     options = []
@@ -241,7 +294,7 @@ def _bisection_low(cell: pd.DataFrame) -> float:
         z = np.sort(part.loc[part.pert_pred == y, "pert_true_prob"].to_numpy())
         n, a, b = len(part), len(x), len(z)
         ks = range(max(0, a + b - n), min(a, b) + 1)
-        options.append([(k, x[:k].sum() - (z[b - k:].sum() if k else 0.0)) for k in ks])
+        options.append([(k, x[:k].sum() - (z[b - k :].sum() if k else 0.0)) for k in ks])
 
     def exists_below(r):
         best = [min(d - r * k for k, d in opts) for opts in options]
@@ -269,9 +322,18 @@ def test_variable_support_dmk_matches_bisection_on_larger_cells(seed):
     cp = np.where(rng.random(n) < 0.6, y, (y + 1 + rng.integers(0, 3, n)) % 7)
     pp = np.where(rng.random(n) < 0.5, y, (y + 1 + rng.integers(0, 3, n)) % 7)
     cs, ps = rng.uniform(0.3, 1, n), rng.uniform(0.3, 1, n)
-    cell = pd.DataFrame({"record_id": np.arange(n), "true_label": y, "clean_pred": cp, "clean_max_prob": cs,
-                         "clean_true_prob": np.where(cp == y, cs, cs * rng.random(n)), "pert_pred": pp,
-                         "pert_max_prob": ps, "pert_true_prob": np.where(pp == y, ps, ps * rng.random(n))})
+    cell = pd.DataFrame(
+        {
+            "record_id": np.arange(n),
+            "true_label": y,
+            "clean_pred": cp,
+            "clean_max_prob": cs,
+            "clean_true_prob": np.where(cp == y, cs, cs * rng.random(n)),
+            "pert_pred": pp,
+            "pert_max_prob": ps,
+            "pert_true_prob": np.where(pp == y, ps, ps * rng.random(n)),
+        }
+    )
     got = _as_dict(_quiet(identified_intervals, cell, 0.7))
     assert got["dM_k", "I0"][0] == pytest.approx(_bisection_low(cell), abs=1e-9)
     assert got["dM_k", "I0"][0] <= got["dM_k", "Ik"][0] + TOL
@@ -280,6 +342,7 @@ def test_variable_support_dmk_matches_bisection_on_larger_cells(seed):
 
 # ---------------------------------------------------------------------------------------------
 # The five-state placement solver
+
 
 def _brute_placement(c, d, p, s, w):
     """Does some (q, x) complete placement p? Enumerates q and the wrong–wrong bijections."""
@@ -347,10 +410,16 @@ def test_large_class_i5_range_is_inside_ik_and_attained():
 # ---------------------------------------------------------------------------------------------
 # Accuracy-only identification of K
 
+
 def test_accuracy_only_k_by_hand():
     # class 0: n=2, a=2, b=1 → K ∈ [1, 1]; class 1: n=3, a=1, b=2 → K ∈ [0, 1].
-    rows = [(1, 0, 0, 0.9, 0.9, 0, 0.8, 0.8), (2, 0, 0, 0.7, 0.7, 1, 0.6, 0.3),
-            (3, 1, 1, 0.9, 0.9, 1, 0.9, 0.9), (4, 1, 0, 0.6, 0.3, 1, 0.7, 0.7), (5, 1, 2, 0.5, 0.2, 0, 0.5, 0.1)]
+    rows = [
+        (1, 0, 0, 0.9, 0.9, 0, 0.8, 0.8),
+        (2, 0, 0, 0.7, 0.7, 1, 0.6, 0.3),
+        (3, 1, 1, 0.9, 0.9, 1, 0.9, 0.9),
+        (4, 1, 0, 0.6, 0.3, 1, 0.7, 0.7),
+        (5, 1, 2, 0.5, 0.2, 0, 0.5, 0.1),
+    ]
     out = accuracy_only_k(_cell(rows)).iloc[0]
     assert (out.K_low_classwise, out.K_high_classwise) == (1, 2)
     # global: A = 3, B = 3, N = 5 → [1, 3]

@@ -1,4 +1,5 @@
 """Corruptions, natural transforms and simulated recaptures: contracts, twins, severity ordering."""
+
 import itertools
 
 import numpy as np
@@ -81,8 +82,18 @@ def test_nine_types_with_five_severities_from_the_imagenet_c_tables():
         (np.zeros((4, 4)), True, np.random.default_rng(0), "got True"),
         (np.zeros((4, 4)), 1, 0, "`rng` must be a numpy Generator"),
     ],
-    ids=["ndim", "empty", "dtype", "range", "nan", "severity-0", "severity-6", "severity-float", "severity-bool",
-         "rng-int"],
+    ids=[
+        "ndim",
+        "empty",
+        "dtype",
+        "range",
+        "nan",
+        "severity-0",
+        "severity-6",
+        "severity-float",
+        "severity-bool",
+        "rng-int",
+    ],
 )
 def test_bad_input_is_rejected(images, severity, rng, message):
     with pytest.raises(ValueError, match=message):
@@ -119,8 +130,11 @@ def test_stronger_blur_lowers_high_frequency_energy(name, digits):
 def test_contrast_shrinks_spread_and_brightness_raises_mean(digits):
     spread = _by_severity("contrast", digits, lambda out: float(out.std(axis=(1, 2)).mean()))
     assert all(a > b for a, b in itertools.pairwise(spread))
-    np.testing.assert_allclose(CORRUPTIONS["contrast"](digits, 2, np.random.default_rng(0))
-                               .mean(axis=(1, 2)), digits.mean(axis=(1, 2)), atol=1e-6)
+    np.testing.assert_allclose(
+        CORRUPTIONS["contrast"](digits, 2, np.random.default_rng(0)).mean(axis=(1, 2)),
+        digits.mean(axis=(1, 2)),
+        atol=1e-6,
+    )
     level = _by_severity("brightness", digits, lambda out: float(out.mean()))
     assert all(a < b for a, b in itertools.pairwise(level))
 
@@ -147,9 +161,14 @@ def test_pixelate_matches_pillow_box_resampling(severity):
     images = rng.random((3, 32, 32)).astype(np.float32)
     fraction = SEVERITY_PARAMETERS["pixelate"][severity - 1]
     side = int(32 * fraction)
-    expected = np.stack([
-        np.asarray(Image.fromarray(img).resize((side, side), Image.Resampling.BOX)
-                   .resize((32, 32), Image.Resampling.BOX)) for img in images])
+    expected = np.stack(
+        [
+            np.asarray(
+                Image.fromarray(img).resize((side, side), Image.Resampling.BOX).resize((32, 32), Image.Resampling.BOX)
+            )
+            for img in images
+        ]
+    )
     got = corruptions.pixelate(images, severity, rng)
     np.testing.assert_allclose(got, np.clip(expected, 0, 1), atol=1e-5)
 
@@ -157,8 +176,9 @@ def test_pixelate_matches_pillow_box_resampling(severity):
 def test_box_matrix_rows_match_pillow_on_unit_vectors():
     for n_in, n_out in [(32, 19), (32, 8), (19, 32), (7, 3)]:
         basis = np.eye(n_in, dtype=np.float32)
-        pil = np.stack([np.asarray(Image.fromarray(row[None, :]).resize((n_out, 1), Image.Resampling.BOX))[0]
-                        for row in basis])  # column j of the operator
+        pil = np.stack(
+            [np.asarray(Image.fromarray(row[None, :]).resize((n_out, 1), Image.Resampling.BOX))[0] for row in basis]
+        )  # column j of the operator
         np.testing.assert_allclose(corruptions._box_matrix(n_out, n_in), pil.T, atol=1e-6)
 
 
@@ -187,7 +207,7 @@ def test_defocus_kernel_matches_the_imagenet_c_construction(severity):
     got = corruptions._disk_kernel(radius, alias)
     half = got.shape[0] // 2
     full = _naive_disk(radius, alias)
-    np.testing.assert_allclose(got, full[8 - half:9 + half, 8 - half:9 + half], atol=1e-12)
+    np.testing.assert_allclose(got, full[8 - half : 9 + half, 8 - half : 9 + half], atol=1e-12)
     assert full.sum() == pytest.approx(got.sum()) == pytest.approx(1.0)
 
 
@@ -197,8 +217,12 @@ def _bilinear_clamped(img, r, c):
     r0, c0 = int(np.floor(r)), int(np.floor(c))
     r1, c1 = min(r0 + 1, h - 1), min(c0 + 1, w - 1)
     fr, fc = r - r0, c - c0
-    return ((1 - fr) * (1 - fc) * img[r0, c0] + (1 - fr) * fc * img[r0, c1]
-            + fr * (1 - fc) * img[r1, c0] + fr * fc * img[r1, c1])
+    return (
+        (1 - fr) * (1 - fc) * img[r0, c0]
+        + (1 - fr) * fc * img[r0, c1]
+        + fr * (1 - fc) * img[r1, c0]
+        + fr * fc * img[r1, c1]
+    )
 
 
 def test_motion_blur_matches_a_per_pixel_loop():
@@ -212,8 +236,10 @@ def test_motion_blur_matches_a_per_pixel_loop():
     weights /= weights.sum()
     for n, img in enumerate(images.astype(np.float64)):
         for i, j in itertools.product(range(9), range(9)):
-            value = sum(w * _bilinear_clamped(img, i + d * np.sin(angles[n]), j + d * np.cos(angles[n]))
-                        for d, w in zip(taps, weights))
+            value = sum(
+                w * _bilinear_clamped(img, i + d * np.sin(angles[n]), j + d * np.cos(angles[n]))
+                for d, w in zip(taps, weights)
+            )
             assert got[n, i, j] == pytest.approx(value, abs=1e-6)
 
 
@@ -251,8 +277,9 @@ def test_the_eighteen_transforms_of_the_paper(digits):
     ids=["hflip", "shift-x", "shift-y", "rotate+10", "rotate-5", "gamma"],
 )
 def test_transforms_match_scipy_references(name, reference, digits):
-    np.testing.assert_allclose(natural_transform(digits[:4], name),
-                               np.clip(reference(digits[:4].astype(np.float64)), 0, 1), atol=1e-6)
+    np.testing.assert_allclose(
+        natural_transform(digits[:4], name), np.clip(reference(digits[:4].astype(np.float64)), 0, 1), atol=1e-6
+    )
 
 
 def test_zoom_magnifies_about_the_centre():
@@ -262,8 +289,9 @@ def test_zoom_magnifies_about_the_centre():
     cols = np.arange(32)
     expected = np.interp(centre + (cols - centre) / 1.2, cols, ramp[0])
     np.testing.assert_allclose(out[16], expected, atol=1e-6)
-    np.testing.assert_allclose(natural_transform(ramp, "hflip_zoom_1.1"),
-                               natural_transform(ramp, "zoom_1.1")[:, ::-1], atol=0)
+    np.testing.assert_allclose(
+        natural_transform(ramp, "hflip_zoom_1.1"), natural_transform(ramp, "zoom_1.1")[:, ::-1], atol=0
+    )
 
 
 def test_unknown_transform_is_rejected():
@@ -278,8 +306,19 @@ def test_the_grid_has_27_simulated_conditions():
     grid = recapture_grid()
     assert len(grid) == 27 and len({c.name for c in grid}) == 27
     assert all(c.name.startswith("sim-recapture ") for c in grid)
-    assert set(grid[4].parameters()) == {"ink_spread", "dot_gain", "paper_texture", "corner_jitter", "rotation",
-                                         "defocus", "gain", "shading", "photon_noise", "read_noise", "jpeg_quality"}
+    assert set(grid[4].parameters()) == {
+        "ink_spread",
+        "dot_gain",
+        "paper_texture",
+        "corner_jitter",
+        "rotation",
+        "defocus",
+        "gain",
+        "shading",
+        "photon_noise",
+        "read_noise",
+        "jpeg_quality",
+    }
 
 
 def test_recapture_is_seeded_eight_bit_and_in_range(digits):
@@ -298,13 +337,15 @@ def test_each_stage_level_degrades_more(stage, digits):
         levels = {"print_level": 2, "geometry_level": 2, "exposure_level": 2, stage: level}
         out = simulate_recapture(digits, RecaptureCondition(**levels), np.random.default_rng(5))
         return float(np.mean((out - digits) ** 2))
+
     d = [distance(level) for level in (1, 2, 3)]
     assert d[0] < d[1] < d[2], d
 
 
 def test_darker_exposure_levels_darken_the_paper(digits):
-    means = [simulate_recapture(digits, RecaptureCondition(1, 1, e), np.random.default_rng(0)).mean()
-             for e in (1, 2, 3)]
+    means = [
+        simulate_recapture(digits, RecaptureCondition(1, 1, e), np.random.default_rng(0)).mean() for e in (1, 2, 3)
+    ]
     assert means[0] > means[1] > means[2]
 
 

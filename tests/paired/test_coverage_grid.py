@@ -1,4 +1,5 @@
 """The coverage grid of the Paired bounds page and its stored precomputation for the demo pool."""
+
 from __future__ import annotations
 
 import warnings
@@ -38,11 +39,24 @@ def _records(seed: int = 0) -> pd.DataFrame:
         for condition in ("fog", "blur"):
             pp = np.where(rng.random(n) < 0.5, y, (y + 1 + rng.integers(0, 3, n)) % 5)
             ps = np.round(rng.uniform(0.4, 1.0, n), 3)
-            frames.append(pd.DataFrame({
-                "model": model, "condition": condition, "source": "synthetic", "record_id": np.arange(n),
-                "true_label": y, "clean_pred": cp, "clean_max_prob": cs,
-                "clean_true_prob": np.where(cp == y, cs, 0.05), "pert_pred": pp, "pert_max_prob": ps,
-                "pert_true_prob": np.where(pp == y, ps, 0.05), "split": np.where(np.arange(n) < 20, "dev", "eval")}))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "model": model,
+                        "condition": condition,
+                        "source": "synthetic",
+                        "record_id": np.arange(n),
+                        "true_label": y,
+                        "clean_pred": cp,
+                        "clean_max_prob": cs,
+                        "clean_true_prob": np.where(cp == y, cs, 0.05),
+                        "pert_pred": pp,
+                        "pert_max_prob": ps,
+                        "pert_true_prob": np.where(pp == y, ps, 0.05),
+                        "split": np.where(np.arange(n) < 20, "dev", "eval"),
+                    }
+                )
+            )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -63,8 +77,9 @@ def test_fixed_tau_grid_and_argument_checks():
     records = _records()
     grid = _quiet(coverage_grid, records, tau=0.75)
     assert (grid["tau"] == 0.75).all()
-    expected = _quiet(identified_intervals_grid, records[(records["model"] == "alpha") & (records["split"] == "eval")],
-                      0.75)
+    expected = _quiet(
+        identified_intervals_grid, records[(records["model"] == "alpha") & (records["split"] == "eval")], 0.75
+    )
     pd.testing.assert_frame_equal(grid[grid["model"] == "alpha"].drop(columns="tau").reset_index(drop=True), expected)
     with pytest.raises(ValueError, match="exactly one of `coverage` and `tau`"):
         coverage_grid(records, 0.7, tau=0.5)
@@ -78,8 +93,9 @@ def test_stored_grid_is_returned_only_on_an_exact_fingerprint_match(tmp_path):
     records = _records()
     path = _quiet(write_precomputed_grid, records, tmp_path / "grid.parquet", coverages=(0.7, 0.9))
     for q in (0.7, 0.9):
-        pd.testing.assert_frame_equal(load_precomputed_grid(records, q, path), _quiet(coverage_grid, records, q),
-                                      check_exact=True)
+        pd.testing.assert_frame_equal(
+            load_precomputed_grid(records, q, path), _quiet(coverage_grid, records, q), check_exact=True
+        )
     assert load_precomputed_grid(records, 0.8, path) is None  # a coverage that was not stored
     changed = records.copy()
     changed.loc[5, "pert_max_prob"] = 0.999  # one value of one record
@@ -109,8 +125,9 @@ def test_shipped_grid_matches_the_shipped_pool_and_this_code():
     """Fails after an edit of the bound solvers, the pool or a library: regenerate the file."""
     records = _demo_records()
     stale = [q for q in COVERAGES if load_precomputed_grid(records, q) is None]
-    assert not stale, (f"{PRECOMPUTED_GRID.name} does not match coverages {stale} here; "
-                       "run: python scripts/build_paired_grid.py")
+    assert not stale, (
+        f"{PRECOMPUTED_GRID.name} does not match coverages {stale} here; run: python scripts/build_paired_grid.py"
+    )
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ Re-evaluation needs only the shipped files. Re-training, and checking the shippe
 Fashion-MNIST, need Debian's ``dataset-fashion-mnist`` (``scripts/install.sh dev`` installs it);
 those tests skip, saying so, when the folder is absent.
 """
+
 import os
 import warnings
 
@@ -46,14 +47,23 @@ from core.paired.records import validate_records
 from core.paired.screening import condition_tiers, screening_metrics, screening_scores
 
 SLICE_MODELS = ["cnn-w8", "logreg-c1"]
-SLICE_CONDITIONS = ["gaussian_noise s2", "motion_blur s4", "jpeg_compression s4", "hflip", "rotate-10",
-                    "sim-recapture screen d1 c1", "sim-recapture screen d3 c2", "sim-recapture print p2 c1",
-                    "sim-recapture print p3 c3"]
+SLICE_CONDITIONS = [
+    "gaussian_noise s2",
+    "motion_blur s4",
+    "jpeg_compression s4",
+    "hflip",
+    "rotate-10",
+    "sim-recapture screen d1 c1",
+    "sim-recapture screen d3 c2",
+    "sim-recapture print p2 c1",
+    "sim-recapture print p3 c3",
+]
 N_SIM = 18
 needs_fashion_mnist = pytest.mark.skipif(
     not FASHION_MNIST_DIR.is_dir(),
     reason=f"Fashion-MNIST is not installed at {FASHION_MNIST_DIR} (apt-get install dataset-fashion-mnist); "
-           "needed only to re-train the pool and to check its images against the dataset")
+    "needed only to re-train the pool and to check its images against the dataset",
+)
 PROB_TOL = 1e-5
 """float32 probabilities of these small models differ by ~1e-7 between CPU kernels; 100x margin."""
 MAX_NEAR_TIES = 5
@@ -93,7 +103,9 @@ def test_shipped_records_follow_the_paired_schema(shipped):
     assert len(cells) == len(MODEL_SPECS) * (18 + N_SIM) and (cells == shipped.images.shape[0]).all()
     assert rec["model"].nunique() >= 10 and rec["group"].nunique() >= 4
     families = shipped.models["family"]
-    assert {"cnn", "resnet", "mlp", "logistic"} <= set(families) and families.isin(["random_forest", "extra_trees"]).any()
+    assert {"cnn", "resnet", "mlp", "logistic"} <= set(families) and families.isin(
+        ["random_forest", "extra_trees"]
+    ).any()
     assert "simulations" in shipped.manifest["simulated"]
 
 
@@ -171,8 +183,7 @@ def test_every_condition_renders_the_shipped_model_inputs(shipped):
     assert _digest(shipped.images) == shipped.manifest["images_sha256"]
     seed = shipped.manifest["seed"]
     for row in shipped.conditions.itertuples():
-        assert _digest(render_condition(shipped.images, row.condition, seed=seed)) == row.inputs_sha256, \
-            row.condition
+        assert _digest(render_condition(shipped.images, row.condition, seed=seed)) == row.inputs_sha256, row.condition
 
 
 def _outputs(predict, images_uint8):
@@ -186,7 +197,8 @@ def _check_labels(probs, shipped_pred, what):
     gap = probs[differ, fresh[differ]] - probs[differ, shipped_pred[differ]]
     assert (gap < PROB_TOL).all(), (
         f"{what}: labels differ beyond near-ties at rows {differ[gap >= PROB_TOL][:10].tolist()} "
-        f"(top-2 gaps {gap[gap >= PROB_TOL][:5].tolist()})")
+        f"(top-2 gaps {gap[gap >= PROB_TOL][:5].tolist()})"
+    )
     return differ.size
 
 
@@ -200,11 +212,11 @@ def test_the_shipped_models_reproduce_the_shipped_outputs(shipped, cross_machine
     inputs.update({c: render_condition(shipped.images, c, seed=seed) for c in SLICE_CONDITIONS})
     excused, compared, largest = 0, 0, 0.0
     clean = shipped.clean.set_index(["model", "record_id"]).sort_index()
-    pert = shipped.records.rename(columns={"pert_pred": "pred", "pert_max_prob": "max_prob",
-                                           "pert_true_prob": "true_prob"})
+    pert = shipped.records.rename(
+        columns={"pert_pred": "pred", "pert_max_prob": "max_prob", "pert_true_prob": "true_prob"}
+    )
     # transforms exist as probes only, on evaluation images
-    outputs = pd.concat([pert[pert["source"] != "synthetic"].rename(columns={"condition": "probe"}),
-                         shipped.probes])
+    outputs = pd.concat([pert[pert["source"] != "synthetic"].rename(columns={"condition": "probe"}), shipped.probes])
     outputs = outputs.set_index(["model", "probe", "record_id"]).sort_index()
     for name, predict in models.items():
         for condition, images in inputs.items():
@@ -226,9 +238,11 @@ def test_the_shipped_models_reproduce_the_shipped_outputs(shipped, cross_machine
             for got, exp in ((probs.max(axis=1), max_prob), (probs[rows, y], true_prob)):
                 np.testing.assert_allclose(got, exp.to_numpy(), rtol=0, atol=PROB_TOL, err_msg=what)
                 largest = max(largest, float(np.abs(got - exp.to_numpy()).max()))
-    cross_machine_note(f"demo pool re-evaluated from the shipped models: {compared} labels compared, "
-                       f"{excused} near-tie labels excused (bound {MAX_NEAR_TIES}), largest probability "
-                       f"difference {largest:.2e} (tolerance {PROB_TOL:g})")
+    cross_machine_note(
+        f"demo pool re-evaluated from the shipped models: {compared} labels compared, "
+        f"{excused} near-tie labels excused (bound {MAX_NEAR_TIES}), largest probability "
+        f"difference {largest:.2e} (tolerance {PROB_TOL:g})"
+    )
     assert excused <= MAX_NEAR_TIES
 
 
@@ -273,8 +287,10 @@ def test_retraining_agrees_with_the_shipped_models(shipped, retrained, cross_mac
         agreement = float((got == want).mean())
         acc = shipped.models.set_index("model").loc[name, "eval_accuracy"]
         racc = retrained.models.set_index("model").loc[name, "eval_accuracy"]
-        cross_machine_note(f"re-trained {name}: {agreement:.2%} of clean labels equal the shipped model's; "
-                           f"eval accuracy {racc:.3f} vs {acc:.3f}")
+        cross_machine_note(
+            f"re-trained {name}: {agreement:.2%} of clean labels equal the shipped model's; "
+            f"eval accuracy {racc:.3f} vs {acc:.3f}"
+        )
         assert agreement >= RETRAIN_AGREEMENT, name
         assert abs(racc - acc) <= 0.02, name
     # the conditions' inputs do not depend on the models
@@ -409,8 +425,13 @@ def test_one_image_rendered_alone_equals_its_image_in_the_whole_pools_render(shi
     # Every natural transform and the five deterministic corruptions (two severities each) go alone;
     # noise, motion blur and the simulated recaptures draw at random and need the whole batch.
     families = set(demo_conditions().set_index("condition").loc[alone, "family"])
-    assert families == set(NATURAL_TRANSFORMS) | {"defocus_blur", "contrast", "brightness", "pixelate",
-                                                  "jpeg_compression"}
+    assert families == set(NATURAL_TRANSFORMS) | {
+        "defocus_blur",
+        "contrast",
+        "brightness",
+        "pixelate",
+        "jpeg_compression",
+    }
     with pytest.raises(ValueError, match=r"`index` must be in \[0, 1500\); got 1500"):
         render_condition_image(shipped.images, n, "hflip", seed=seed)
 
@@ -465,8 +486,11 @@ def test_the_fashion_mnist_reader_parses_idx_and_names_bad_files(tmp_path):
     assert data["train_images"].shape == (3, 28, 28) and data["train_labels"].tolist() == [0, 1, 2]
     assert data["test_labels"].dtype == np.int64 and data["test_labels"].tolist() == [9, 9]
     _idx(tmp_path / "t10k-labels-idx1-ubyte.gz", 0x801, (5,), bytes(4))
-    with pytest.raises(ValueError, match=r"t10k-labels-idx1-ubyte.gz: header announces shape \(5,\) \(5 bytes\) "
-                                         "but 4 bytes follow"):
+    with pytest.raises(
+        ValueError,
+        match=r"t10k-labels-idx1-ubyte.gz: header announces shape \(5,\) \(5 bytes\) "
+        "but 4 bytes follow",
+    ):
         fashion_mnist(tmp_path)
     _idx(tmp_path / "t10k-labels-idx1-ubyte.gz", 0x803, (2,), bytes(2))
     with pytest.raises(ValueError, match="t10k-labels-idx1-ubyte.gz: not an IDX file of 1-d uint8 data"):
@@ -531,12 +555,14 @@ def test_expand_equals_the_row_by_row_conversion():
     for role in ("records", "probes", "clean", "models", "conditions"):
         stored = pd.read_parquet(DEFAULT_DIR / _FILES[role])
         pd.testing.assert_frame_equal(_expand(stored), _expand_twin(stored), check_exact=True)
-    odd = pd.DataFrame({
-        "unused": pd.Categorical(["b", "a", "b"], categories=["a", "b", "z"]),
-        "missing": pd.Categorical(["a", None, "a"]),
-        "numbers": pd.Categorical([3, 1, 3]),
-        "plain": pd.array(["x", "y", None], dtype="string"),
-        "k": np.array([1, 2, 3], dtype=np.int8),
-        "p": np.array([0.5, 0.25, 1.0], dtype=np.float32),
-    })
+    odd = pd.DataFrame(
+        {
+            "unused": pd.Categorical(["b", "a", "b"], categories=["a", "b", "z"]),
+            "missing": pd.Categorical(["a", None, "a"]),
+            "numbers": pd.Categorical([3, 1, 3]),
+            "plain": pd.array(["x", "y", None], dtype="string"),
+            "k": np.array([1, 2, 3], dtype=np.int8),
+            "p": np.array([0.5, 0.25, 1.0], dtype=np.float32),
+        }
+    )
     pd.testing.assert_frame_equal(_expand(odd), _expand_twin(odd), check_exact=True)

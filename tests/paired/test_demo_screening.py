@@ -1,4 +1,5 @@
 """The demo pool's screening scores: what the Recapture queue ranks, and their shipped precomputation."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -55,8 +56,11 @@ def test_stored_scores_are_returned_only_on_an_exact_fingerprint_match(pool, fre
     records = pool.records.copy()
     first = int(np.flatnonzero(records["source"].to_numpy() == "simulated-recapture")[0])
     records.loc[first, "pert_pred"] = (records.loc[first, "pert_pred"] + 1) % 10
-    for changed in (dataclasses.replace(pool, probes=probes), dataclasses.replace(pool, clean=clean),
-                    dataclasses.replace(pool, records=records)):
+    for changed in (
+        dataclasses.replace(pool, probes=probes),
+        dataclasses.replace(pool, clean=clean),
+        dataclasses.replace(pool, records=records),
+    ):
         assert load_precomputed_screening(changed, path) is None
     # records of the other sources do not enter the scores
     synthetic = pool.records.copy()
@@ -72,8 +76,17 @@ def test_stored_scores_are_returned_only_on_an_exact_fingerprint_match(pool, fre
 
 def test_fingerprint_names_inputs_code_and_library_versions(pool):
     fp = screening_fingerprint(pool)
-    assert set(fp) == {"format", "probes_sha256", "clean_sha256", "outcomes_sha256", "code_sha256", "numpy", "pandas",
-                       "scipy", "sklearn"}
+    assert set(fp) == {
+        "format",
+        "probes_sha256",
+        "clean_sha256",
+        "outcomes_sha256",
+        "code_sha256",
+        "numpy",
+        "pandas",
+        "scipy",
+        "sklearn",
+    }
     assert fp["probes_sha256"] == frame_sha256(pool.probes)
     assert fp["outcomes_sha256"] == frame_sha256(demo_outcomes(pool))
     from core.paired import demo_screening
@@ -85,7 +98,8 @@ def test_fingerprint_names_inputs_code_and_library_versions(pool):
 def test_shipped_scores_match_the_shipped_pool_and_this_code(pool):
     """Fails after an edit of the screening code, the pool or a library: regenerate the file."""
     assert load_precomputed_screening(pool) is not None, (
-        f"{PRECOMPUTED_SCREENING.name} does not match here; run: python scripts/build_paired_grid.py")
+        f"{PRECOMPUTED_SCREENING.name} does not match here; run: python scripts/build_paired_grid.py"
+    )
 
 
 @pytest.mark.portable

@@ -6,6 +6,7 @@ caller's clip), and only the other bounds are solved. These tests hold that path
 exhaustive listing of placements (``_enumerate``) and to the plain two-sided program
 (``_solve``), with the listing shortcut switched off so that small problems take the fast path.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -154,10 +155,21 @@ def test_fast_driver_equals_the_plain_program_on_larger_classes(seed):
     cp = np.where(rng.random(n) < 0.6, y, (y + 1 + rng.integers(0, 6, n)) % 9)
     pp = np.where(rng.random(n) < 0.4, y, (y + 1 + rng.integers(0, 6, n)) % 9)
     ps = np.round(rng.uniform(0.3, 1, n), 2)
-    cell = pd.DataFrame({"model": "m", "condition": "c", "source": "s", "record_id": np.arange(n),
-                         "true_label": y, "clean_pred": cp, "clean_max_prob": 0.9,
-                         "clean_true_prob": np.where(cp == y, 0.9, 0.05), "pert_pred": pp, "pert_max_prob": ps,
-                         "pert_true_prob": np.where(pp == y, ps, 0.05)})
+    cell = pd.DataFrame(
+        {
+            "model": "m",
+            "condition": "c",
+            "source": "s",
+            "record_id": np.arange(n),
+            "true_label": y,
+            "clean_pred": cp,
+            "clean_max_prob": 0.9,
+            "clean_true_prob": np.where(cp == y, 0.9, 0.05),
+            "pert_pred": pp,
+            "pert_max_prob": ps,
+            "pert_true_prob": np.where(pp == y, ps, 0.05),
+        }
+    )
     table = class_table(cell)
     inside = table.pert_max_prob >= 0.6
     wrong = ~table.pert_correct

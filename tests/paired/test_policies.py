@@ -1,4 +1,5 @@
 """Policy comparisons (SPEC B.3) against brute-force enumeration of every correspondence."""
+
 from __future__ import annotations
 
 import warnings
@@ -19,8 +20,15 @@ LAMS = (0.0, 0.3, 0.5, 1.0)
 
 
 def _thresholds(taus, tau_clean, model="m"):
-    return pd.DataFrame({"model": model, "policy": range(len(taus)), "coverage": [0.6, 0.7, 0.8, 0.9, 1.0][:len(taus)],
-                         "tau": taus, "tau_clean": tau_clean})
+    return pd.DataFrame(
+        {
+            "model": model,
+            "policy": range(len(taus)),
+            "coverage": [0.6, 0.7, 0.8, 0.9, 1.0][: len(taus)],
+            "tau": taus,
+            "tau_clean": tau_clean,
+        }
+    )
 
 
 def _brute(cell, taus, tau_clean, lam):
@@ -40,7 +48,7 @@ def _brute(cell, taus, tau_clean, lam):
         Dp = lam * (E[:, None] - E[None, :])
         for c in classes:
             m = c.mask(level)
-            cost = lam * c.cost_h[m] + (1 - lam) * c.cost_l[m]          # (n_perm, P)
+            cost = lam * c.cost_h[m] + (1 - lam) * c.cost_l[m]  # (n_perm, P)
             J_lo += cost.min(axis=0) / N
             J_hi += cost.max(axis=0) / N
             J_mean += cost.mean(axis=0) / N
@@ -50,8 +58,9 @@ def _brute(cell, taus, tau_clean, lam):
             lp = (1 - lam) * c.cost_l[m]
             Dp += (lp[:, :, None] - lp[:, None, :]).max(axis=0) / N
         observed = sum(lam * c.cost_h[0] + (1 - lam) * c.cost_l[0] for c in classes) / N
-        out[level] = dict(J_low=J_lo, J_high=J_hi, J_mean=J_mean, Jp_low=Jp_lo, Jp_high=Jp_hi, D=D, Dp=Dp,
-                          J_observed=observed)
+        out[level] = dict(
+            J_low=J_lo, J_high=J_hi, J_mean=J_mean, Jp_low=Jp_lo, Jp_high=Jp_hi, D=D, Dp=Dp, J_observed=observed
+        )
     return out
 
 
@@ -140,12 +149,20 @@ def _pinned_certificate_cell():
     # that policy 0 (τ=0.5) accepts and policy 1 (τ=0.8) rejects: J_0 − J_1 = −(1−λ)/N always.
     # Class 1: the correct accepted clean record meets either an error both policies accept or a
     # correct record both accept, moving J_0 and J_1 together.
-    rows = [(1, 0, 0, 0.9, 0.9, 0, 0.6, 0.6),
-            (2, 1, 1, 0.9, 0.9, 1, 0.9, 0.9),
-            (3, 1, 2, 0.9, 0.1, 2, 0.9, 0.05)]
-    return pd.DataFrame(rows, columns=["record_id", "true_label", "clean_pred", "clean_max_prob", "clean_true_prob",
-                                       "pert_pred", "pert_max_prob", "pert_true_prob"]).assign(
-        model="m", condition="c", source="s")
+    rows = [(1, 0, 0, 0.9, 0.9, 0, 0.6, 0.6), (2, 1, 1, 0.9, 0.9, 1, 0.9, 0.9), (3, 1, 2, 0.9, 0.1, 2, 0.9, 0.05)]
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "record_id",
+            "true_label",
+            "clean_pred",
+            "clean_max_prob",
+            "clean_true_prob",
+            "pert_pred",
+            "pert_max_prob",
+            "pert_true_prob",
+        ],
+    ).assign(model="m", condition="c", source="s")
 
 
 def test_shared_correspondence_certifies_what_separate_intervals_miss():
@@ -170,9 +187,21 @@ def test_information_nests_costs_and_differences_on_larger_cells(seed):
     cp = np.where(rng.random(n) < 0.7, y, 3 + rng.integers(0, 3, n))
     pp = np.where(rng.random(n) < 0.5, y, 3 + rng.integers(0, 3, n))
     cs, ps = np.round(rng.uniform(0.3, 1, n), 1), np.round(rng.uniform(0.3, 1, n), 1)
-    cell = pd.DataFrame({"model": "m", "condition": "c", "source": "s", "record_id": np.arange(n), "true_label": y,
-                         "clean_pred": cp, "clean_max_prob": cs, "clean_true_prob": np.where(cp == y, cs, cs / 3),
-                         "pert_pred": pp, "pert_max_prob": ps, "pert_true_prob": np.where(pp == y, ps, ps / 3)})
+    cell = pd.DataFrame(
+        {
+            "model": "m",
+            "condition": "c",
+            "source": "s",
+            "record_id": np.arange(n),
+            "true_label": y,
+            "clean_pred": cp,
+            "clean_max_prob": cs,
+            "clean_true_prob": np.where(cp == y, cs, cs / 3),
+            "pert_pred": pp,
+            "pert_max_prob": ps,
+            "pert_true_prob": np.where(pp == y, ps, ps / 3),
+        }
+    )
     report = _report(cell, [0.9, 0.7, 0.5], 0.6, lams=(0.3, 0.5))
     costs = report.costs.set_index(["lambda", "policy", "level"])
     for (lam, pol), part in costs.groupby(level=[0, 1]):
@@ -184,8 +213,11 @@ def test_information_nests_costs_and_differences_on_larger_cells(seed):
             assert lv.J_low - TOL <= lv.J_mean <= lv.J_high + TOL
     diffs = report.differences.set_index(["lambda", "policy", "versus", "level"])["D_plus"].unstack("level")
     assert (diffs["I5"] <= diffs["Ik"] + TOL).all() and (diffs["Ik"] <= diffs["I0"] + TOL).all()
-    np.testing.assert_allclose(report.differences.query("level == 'I5'")["Dp_plus"],
-                               report.differences.query("level == 'Ik'")["Dp_plus"], atol=TOL)
+    np.testing.assert_allclose(
+        report.differences.query("level == 'I5'")["Dp_plus"],
+        report.differences.query("level == 'Ik'")["Dp_plus"],
+        atol=TOL,
+    )
 
 
 def test_i5_feasible_mean_estimate_is_labelled_seeded_and_close_to_exact():
@@ -195,9 +227,21 @@ def test_i5_feasible_mean_estimate_is_labelled_seeded_and_close_to_exact():
     cp = np.where(rng.random(n) < 0.4, 0, 1 + rng.integers(0, 3, n))
     pp = np.where(rng.random(n) < 0.3, 0, 1 + rng.integers(0, 3, n))
     cs, ps = np.round(rng.uniform(0.4, 1, n), 1), np.round(rng.uniform(0.4, 1, n), 1)
-    cell = pd.DataFrame({"model": "m", "condition": "c", "source": "s", "record_id": np.arange(n), "true_label": y,
-                         "clean_pred": cp, "clean_max_prob": cs, "clean_true_prob": np.where(cp == 0, cs, 0.0),
-                         "pert_pred": pp, "pert_max_prob": ps, "pert_true_prob": np.where(pp == 0, ps, 0.0)})
+    cell = pd.DataFrame(
+        {
+            "model": "m",
+            "condition": "c",
+            "source": "s",
+            "record_id": np.arange(n),
+            "true_label": y,
+            "clean_pred": cp,
+            "clean_max_prob": cs,
+            "clean_true_prob": np.where(cp == 0, cs, 0.0),
+            "pert_pred": pp,
+            "pert_max_prob": ps,
+            "pert_true_prob": np.where(pp == 0, ps, 0.0),
+        }
+    )
     th = _thresholds([0.9, 0.7, 0.5], 0.5)
     exact = evaluate_policies(cell, thresholds=th, lambdas=(1.0,), levels=("I5",))
     est1 = evaluate_policies(cell, thresholds=th, lambdas=(1.0,), levels=("I5",), max_placements=1, seed=3)
@@ -210,25 +254,44 @@ def test_i5_feasible_mean_estimate_is_labelled_seeded_and_close_to_exact():
 # ---------------------------------------------------------------------------------------------
 # Thresholds and selection rule
 
+
 def test_policy_thresholds_from_development_coverage():
     dev_scores = [0.95, 0.9, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2]
     rows = [("m", "c", "s", i, 0, 0, sc, sc, 0, 0.5, 0.5, "dev") for i, sc in enumerate(dev_scores)]
     rows += [("m", "c", "s", 100, 0, 0, 0.99, 0.99, 0, 0.5, 0.5, "eval")]
-    rec = pd.DataFrame(rows, columns=["model", "condition", "source", "record_id", "true_label", "clean_pred",
-                                      "clean_max_prob", "clean_true_prob", "pert_pred", "pert_max_prob",
-                                      "pert_true_prob", "split"])
+    rec = pd.DataFrame(
+        rows,
+        columns=[
+            "model",
+            "condition",
+            "source",
+            "record_id",
+            "true_label",
+            "clean_pred",
+            "clean_max_prob",
+            "clean_true_prob",
+            "pert_pred",
+            "pert_max_prob",
+            "pert_true_prob",
+            "split",
+        ],
+    )
     th = policy_thresholds(rec)
     # rank round(q·10): 6, 7, 8, 9, 10 → 0.6, 0.5, 0.4, 0.3, 0.2; clean (0.8): rank 8 → 0.4
     assert th["tau"].tolist() == [0.6, 0.5, 0.4, 0.3, 0.2]
     assert (th["tau_clean"] == 0.4).all() and (th["n_dev"] == 10).all() and (th["scope"] == "dev").all()
 
 
-@pytest.mark.parametrize("values, expected", [
-    ([0.3, 0.1, 0.2, 0.4, 0.5], 1),
-    ([0.1, 0.1, 0.1, 0.1, 0.1], 2),            # all tied: coverage .8
-    ([0.1, 0.2, 0.3, 0.1, 0.1 + 5e-13], 3),    # .9 and 1.0 tie with .6; .9 is closest to .8... then lower
-    ([0.1, 0.2, 0.3, 0.4, 0.1], 0),            # .6 vs 1.0: both .2 from .8 → lower coverage
-], ids=["unique-min", "all-tied", "closest-to-nominal", "equidistant-lower"])
+@pytest.mark.parametrize(
+    "values, expected",
+    [
+        ([0.3, 0.1, 0.2, 0.4, 0.5], 1),
+        ([0.1, 0.1, 0.1, 0.1, 0.1], 2),  # all tied: coverage .8
+        ([0.1, 0.2, 0.3, 0.1, 0.1 + 5e-13], 3),  # .9 and 1.0 tie with .6; .9 is closest to .8... then lower
+        ([0.1, 0.2, 0.3, 0.4, 0.1], 0),  # .6 vs 1.0: both .2 from .8 → lower coverage
+    ],
+    ids=["unique-min", "all-tied", "closest-to-nominal", "equidistant-lower"],
+)
 def test_select_policy_tie_rule(values, expected):
     assert select_policy(values, [0.6, 0.7, 0.8, 0.9, 1.0]) == expected
 

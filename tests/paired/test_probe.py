@@ -3,6 +3,7 @@
 The reference outputs are torch's own forward passes on images decoded independently with
 Pillow; ONNX Runtime and torch run different kernels, so they are compared within 1e-5.
 """
+
 import io
 import json
 import warnings
@@ -35,9 +36,15 @@ class Net(torch.nn.Module):
         super().__init__()
         self.nhwc, self.softmax = nhwc, softmax
         self.body = torch.nn.Sequential(
-            torch.nn.Conv2d(channels, 6, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-            torch.nn.Conv2d(6, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(2),
-            torch.nn.Flatten(), torch.nn.Linear(32, N_CLASSES))
+            torch.nn.Conv2d(channels, 6, 3, padding=1),
+            torch.nn.ReLU(),
+            torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(6, 8, 3, padding=1),
+            torch.nn.ReLU(),
+            torch.nn.AdaptiveAvgPool2d(2),
+            torch.nn.Flatten(),
+            torch.nn.Linear(32, N_CLASSES),
+        )
 
     def forward(self, x):
         if self.nhwc:
@@ -52,8 +59,15 @@ def export(net, path, *, shape, dynamic=None):
     with warnings.catch_warnings():
         # torch 2.13's default exporter needs onnxscript; the TorchScript exporter does not.
         warnings.simplefilter("ignore", DeprecationWarning)
-        torch.onnx.export(net, (torch.zeros(shape),), str(path), dynamo=False, input_names=["x"],
-                          output_names=["out"], dynamic_axes=dynamic or {"x": {0: "n"}, "out": {0: "n"}})
+        torch.onnx.export(
+            net,
+            (torch.zeros(shape),),
+            str(path),
+            dynamo=False,
+            input_names=["x"],
+            output_names=["out"],
+            dynamic_axes=dynamic or {"x": {0: "n"}, "out": {0: "n"}},
+        )
     return path
 
 
@@ -111,10 +125,28 @@ def cnn(folder):
 @pytest.fixture(scope="module")
 def probed(folder, cnn, tmp_path_factory):
     out = tmp_path_factory.mktemp("out") / "probe"
-    code = main(["probe", "--model", str(cnn[1]), "--images", str(folder / "images"),
-                 "--labels", str(folder / "images_labels.csv"), "--out", str(out), "--mean", ",".join(map(str, MEAN)),
-                 "--std", ",".join(map(str, STD)), "--batch-size", "5", "--perturbed", str(folder / "screen"),
-                 "--no-progress"])
+    code = main(
+        [
+            "probe",
+            "--model",
+            str(cnn[1]),
+            "--images",
+            str(folder / "images"),
+            "--labels",
+            str(folder / "images_labels.csv"),
+            "--out",
+            str(out),
+            "--mean",
+            ",".join(map(str, MEAN)),
+            "--std",
+            ",".join(map(str, STD)),
+            "--batch-size",
+            "5",
+            "--perturbed",
+            str(folder / "screen"),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     return out
 
@@ -137,8 +169,14 @@ def test_clean_outputs_equal_torch_within_tolerance(probed, cnn, folder, data, c
     np.testing.assert_allclose(clean["true_prob"], expected[np.arange(N_IMAGES), data[1]], atol=TOL)
     manifest = json.loads((probed / "manifest.json").read_text())
     assert manifest["output"] == "logits (soft-maxed)"
-    assert manifest["input"] == {"name": "x", "layout": "NCHW", "height": SIZE, "width": SIZE, "channels": 3,
-                                 "batch": None}
+    assert manifest["input"] == {
+        "name": "x",
+        "layout": "NCHW",
+        "height": SIZE,
+        "width": SIZE,
+        "channels": 3,
+        "batch": None,
+    }
 
 
 def test_probe_rows_are_torch_on_independently_corrupted_images(probed, cnn, data):
@@ -151,9 +189,11 @@ def test_probe_rows_are_torch_on_independently_corrupted_images(probed, cnn, dat
     assert sorted(probes["probe"].unique()) == sorted(f"{c} s{s}" for c in corruptions.CORRUPTIONS for s in (2, 4))
     x = images.astype(np.float32) / 255.0
     # Deterministic probes recomputed here from the corruption functions, quantised to 8 bits.
-    for probe, variant in [("contrast s2", corruptions.contrast(x.astype(np.float64), 2, np.random.default_rng(0))),
-                           ("pixelate s4", corruptions.pixelate(x.astype(np.float64), 4, np.random.default_rng(0))),
-                           ("hflip", x[:, :, ::-1])]:
+    for probe, variant in [
+        ("contrast s2", corruptions.contrast(x.astype(np.float64), 2, np.random.default_rng(0))),
+        ("pixelate s4", corruptions.pixelate(x.astype(np.float64), 4, np.random.default_rng(0))),
+        ("hflip", x[:, :, ::-1]),
+    ]:
         table = natural if probe == "hflip" else probes
         rows = table[table["probe"] == probe]
         u8 = np.rint(np.clip(variant, 0, 1) * 255).astype(np.uint8)
@@ -169,9 +209,27 @@ def test_probe_rows_are_torch_on_independently_corrupted_images(probed, cnn, dat
 
 def test_paired_command_builds_the_queue_ranked_by_u(probed, tmp_path, data):
     out = tmp_path / "queue"
-    code = main(["paired", "--records", str(probed / "records.parquet"), "--probes", str(probed / "probes.parquet"),
-                 str(probed / "natural.parquet"), "--clean-outputs", str(probed / "clean.parquet"), "--tau", "0.5",
-                 "--outcome-source", "recapture", "--budget", "0.5", "--out", str(out), "--no-policies"])
+    code = main(
+        [
+            "paired",
+            "--records",
+            str(probed / "records.parquet"),
+            "--probes",
+            str(probed / "probes.parquet"),
+            str(probed / "natural.parquet"),
+            "--clean-outputs",
+            str(probed / "clean.parquet"),
+            "--tau",
+            "0.5",
+            "--outcome-source",
+            "recapture",
+            "--budget",
+            "0.5",
+            "--out",
+            str(out),
+            "--no-policies",
+        ]
+    )
     assert code == 0
     queue = pd.read_csv(out / "recapture_queue.csv")
     scores = pd.read_csv(out / "screening_scores.csv")
@@ -215,8 +273,9 @@ def test_nhwc_model_with_probability_output(folder, data, tmp_path, cross_machin
     path = export(net, tmp_path / "nhwc.onnx", shape=(1, SIZE, SIZE, 3))
     model = OnnxImageClassifier(path.read_bytes(), where="nhwc.onnx", mean=MEAN, std=STD)
     assert (model.input.layout, model.input.channels) == ("NHWC", 3)
-    result = run_probes(model, open_images(folder / "images", folder / "images_labels.csv"),
-                        probes=DEFAULT_PROBES[:2], natural=())
+    result = run_probes(
+        model, open_images(folder / "images", folder / "images_labels.csv"), probes=DEFAULT_PROBES[:2], natural=()
+    )
     assert result.manifest["output"] == "probabilities"
     expected = torch_probs(net, data[0], nhwc=True)
     gap = float(np.abs(result.clean[[f"prob_{c}" for c in range(N_CLASSES)]].to_numpy() - expected).max())
@@ -248,8 +307,17 @@ def run_cli(capsys, *argv):
 def test_non_image_file_in_the_folder_is_named(tmp_path, data, cnn, capsys):
     write_pngs(tmp_path / "imgs", data[0][:4], data[1][:4])
     (tmp_path / "imgs" / "notes.txt").write_text("not an image")
-    code, err = run_cli(capsys, "--model", cnn[1], "--images", tmp_path / "imgs", "--labels",
-                        tmp_path / "imgs_labels.csv", "--out", tmp_path / "out")
+    code, err = run_cli(
+        capsys,
+        "--model",
+        cnn[1],
+        "--images",
+        tmp_path / "imgs",
+        "--labels",
+        tmp_path / "imgs_labels.csv",
+        "--out",
+        tmp_path / "out",
+    )
     assert code == 2 and len(err) == 1 and "notes.txt" in err[0] and "is not an image file" in err[0]
     assert not (tmp_path / "out").exists()
 
@@ -264,9 +332,19 @@ def test_a_png_that_is_not_an_image_is_named(tmp_path, data):
 def test_image_count_that_differs_from_the_labels_is_named(tmp_path, data, cnn, capsys):
     write_pngs(tmp_path / "imgs", data[0][:5], data[1][:5])
     pd.DataFrame({"file": [f"img_{i:02d}.png" for i in range(4)], "label": data[1][:4]}).to_csv(
-        tmp_path / "short.csv", index=False)
-    code, err = run_cli(capsys, "--model", cnn[1], "--images", tmp_path / "imgs", "--labels", tmp_path / "short.csv",
-                        "--out", tmp_path / "out")
+        tmp_path / "short.csv", index=False
+    )
+    code, err = run_cli(
+        capsys,
+        "--model",
+        cnn[1],
+        "--images",
+        tmp_path / "imgs",
+        "--labels",
+        tmp_path / "short.csv",
+        "--out",
+        tmp_path / "out",
+    )
     assert code == 2 and len(err) == 1
     assert "holds 5 image(s) but" in err[0] and "short.csv lists 4" in err[0] and "img_04.png" in err[0]
     np.savez(tmp_path / "bad.npz", images=data[0][:5], labels=data[1][:4])
@@ -283,10 +361,23 @@ def test_model_whose_input_size_cannot_be_read_is_named(tmp_path, cnn, folder, c
         def forward(self, x):
             return self.fc(self.conv(x).mean(dim=(2, 3)))
 
-    path = export(AnySize(), tmp_path / "dynamic.onnx", shape=(1, 3, SIZE, SIZE),
-                  dynamic={"x": {0: "n", 2: "h", 3: "w"}, "out": {0: "n"}})
-    code, err = run_cli(capsys, "--model", path, "--images", folder / "images", "--labels",
-                        folder / "images_labels.csv", "--out", tmp_path / "out")
+    path = export(
+        AnySize(),
+        tmp_path / "dynamic.onnx",
+        shape=(1, 3, SIZE, SIZE),
+        dynamic={"x": {0: "n", 2: "h", 3: "w"}, "out": {0: "n"}},
+    )
+    code, err = run_cli(
+        capsys,
+        "--model",
+        path,
+        "--images",
+        folder / "images",
+        "--labels",
+        folder / "images_labels.csv",
+        "--out",
+        tmp_path / "out",
+    )
     assert code == 2 and len(err) == 1
     assert "dynamic.onnx" in err[0] and "cannot read the image size" in err[0]
     (tmp_path / "junk.onnx").write_bytes(b"not a model")
@@ -298,8 +389,17 @@ def test_model_with_the_wrong_number_of_classes_is_named(tmp_path, data, cnn, ca
     labels = data[1][:4].copy()
     labels[2] = 7
     write_pngs(tmp_path / "imgs", data[0][:4], labels)
-    code, err = run_cli(capsys, "--model", cnn[1], "--images", tmp_path / "imgs", "--labels",
-                        tmp_path / "imgs_labels.csv", "--out", tmp_path / "out")
+    code, err = run_cli(
+        capsys,
+        "--model",
+        cnn[1],
+        "--images",
+        tmp_path / "imgs",
+        "--labels",
+        tmp_path / "imgs_labels.csv",
+        "--out",
+        tmp_path / "out",
+    )
     assert code == 2 and len(err) == 1
     assert "cnn.onnx: outputs 4 classes" in err[0] and "img_02.png has label 7" in err[0]
     assert not (tmp_path / "out").exists()
@@ -328,8 +428,9 @@ def test_zip_with_labels_inside_reads_like_the_folder(folder, data):
     plain = open_images(folder / "images", folder / "images_labels.csv")
     assert zipped.record_ids == plain.record_ids
     idx = np.arange(N_IMAGES)
-    np.testing.assert_array_equal(zipped.read(idx, size=(SIZE, SIZE), channels=3),
-                                  plain.read(idx, size=(SIZE, SIZE), channels=3))
+    np.testing.assert_array_equal(
+        zipped.read(idx, size=(SIZE, SIZE), channels=3), plain.read(idx, size=(SIZE, SIZE), channels=3)
+    )
 
 
 def test_zip_slip_and_non_images_in_zips_are_refused(data):
@@ -349,10 +450,12 @@ def test_zip_slip_and_non_images_in_zips_are_refused(data):
 
 def test_labels_table_errors_name_row_and_column(tmp_path, data):
     write_pngs(tmp_path / "imgs", data[0][:2], data[1][:2])
-    for text, message in [("name,label\na,0\n", r"missing column\(s\) \['file'\]"),
-                          ("file,label\nimg_00.png,cat\nimg_01.png,1\n", r"row 1, column 'label': 'cat'"),
-                          ("file,label\nimg_00.png,0\nimg_00.png,1\n", r"row 2, column 'file': 'img_00.png' is listed twice"),
-                          ("file,label\n../img_00.png,0\n", r"row 1, column 'file': '\.\./img_00\.png' is not a relative")]:
+    for text, message in [
+        ("name,label\na,0\n", r"missing column\(s\) \['file'\]"),
+        ("file,label\nimg_00.png,cat\nimg_01.png,1\n", r"row 1, column 'label': 'cat'"),
+        ("file,label\nimg_00.png,0\nimg_00.png,1\n", r"row 2, column 'file': 'img_00.png' is listed twice"),
+        ("file,label\n../img_00.png,0\n", r"row 1, column 'file': '\.\./img_00\.png' is not a relative"),
+    ]:
         (tmp_path / "l.csv").write_text(text)
         with pytest.raises(ValueError, match=message):
             open_images(tmp_path / "imgs", tmp_path / "l.csv")
@@ -360,6 +463,7 @@ def test_labels_table_errors_name_row_and_column(tmp_path, data):
 
 def test_png_data_uri_enlarges_to_a_readable_size(data):
     import base64
+
     uri = png_data_uri(data[0][0], min_side=96)
     decoded = Image.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1])))
     assert decoded.size == (96, 96) and decoded.mode == "RGB"
@@ -371,14 +475,35 @@ def test_progress_counts_every_batch_of_every_variant(folder, cnn, capsys, tmp_p
     images = open_images(folder / "images", folder / "images_labels.csv")
     screen = open_images(folder / "screen", folder / "images_labels.csv")
     events = []
-    run_probes(model, images, probes=DEFAULT_PROBES[:3], natural=("hflip", "gamma_0.8"), perturbed={"screen": screen},
-               batch_size=4, progress=lambda *e: events.append(e))
+    run_probes(
+        model,
+        images,
+        probes=DEFAULT_PROBES[:3],
+        natural=("hflip", "gamma_0.8"),
+        perturbed={"screen": screen},
+        batch_size=4,
+        progress=lambda *e: events.append(e),
+    )
     batches = -(-N_IMAGES // 4)
     total = batches * (1 + 3 + 2 + 1)
     assert [e[1] for e in events] == list(range(1, total + 1)) and {e[2] for e in events} == {total}
     assert [e[0] for e in events[:batches]] == ["clean"] * batches and events[-1][0] == "screen"
     # The command line shows it as a bar on stderr.
-    code = main(["probe", "--model", str(cnn[1]), "--images", str(folder / "images"), "--labels",
-                 str(folder / "images_labels.csv"), "--out", str(tmp_path / "o"), "--probes", "contrast:1",
-                 "--natural", "none"])
+    code = main(
+        [
+            "probe",
+            "--model",
+            str(cnn[1]),
+            "--images",
+            str(folder / "images"),
+            "--labels",
+            str(folder / "images_labels.csv"),
+            "--out",
+            str(tmp_path / "o"),
+            "--probes",
+            "contrast:1",
+            "--natural",
+            "none",
+        ]
+    )
     assert code == 0 and "100%" in capsys.readouterr().err

@@ -1,4 +1,5 @@
 """Corruptions and natural transforms on colour batches (n, H, W, C), the probe command's inputs."""
+
 import colorsys
 import io
 
@@ -47,8 +48,7 @@ def test_deterministic_corruptions_act_per_channel(name, grey):
     out = CORRUPTIONS[name](rgb, 4, np.random.default_rng(0))
     for c in range(3):
         # contrast keeps each channel's own mean (ImageNet-C: mean over the spatial axes)
-        np.testing.assert_allclose(out[..., c], CORRUPTIONS[name](rgb[..., c], 4, np.random.default_rng(0)),
-                                   atol=1e-6)
+        np.testing.assert_allclose(out[..., c], CORRUPTIONS[name](rgb[..., c], 4, np.random.default_rng(0)), atol=1e-6)
 
 
 @pytest.mark.parametrize("name", list(CORRUPTIONS))
@@ -73,7 +73,7 @@ def test_brightness_adds_to_the_hsv_value_keeping_hue_and_saturation(pixels, sev
     rgb = np.array(pixels, dtype=np.float64).reshape(1, 2, 2, 3) / 255.0
     out = CORRUPTIONS["brightness"](rgb, severity, np.random.default_rng(0))
     shift = (0.1, 0.2, 0.3, 0.4, 0.5)[severity - 1]
-    for (i, j) in np.ndindex(2, 2):
+    for i, j in np.ndindex(2, 2):
         h, s, v = colorsys.rgb_to_hsv(*rgb[0, i, j])
         expected = colorsys.hsv_to_rgb(h, s, min(v + shift, 1.0))
         np.testing.assert_allclose(out[0, i, j], expected, atol=1e-6)

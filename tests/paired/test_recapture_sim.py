@@ -1,4 +1,5 @@
 """Simulated screen and print re-captures (core.paired.recapture_sim)."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -72,8 +73,10 @@ def test_batches_larger_than_a_chunk_equal_their_per_image_draws():
 def test_harsher_levels_move_the_images_further():
     x = _images(12)
     for medium in ("screen", "print"):
-        dist = [np.abs(simulate(x, SimulatedRecapture(medium, level, level), np.random.default_rng(0)) - x).mean()
-                for level in (1, 2, 3)]
+        dist = [
+            np.abs(simulate(x, SimulatedRecapture(medium, level, level), np.random.default_rng(0)) - x).mean()
+            for level in (1, 2, 3)
+        ]
         assert dist[0] < dist[1] < dist[2], (medium, dist)
 
 
@@ -145,8 +148,10 @@ def test_moire_comes_from_the_screen_pixel_gaps():
         (lambda: SimulatedRecapture("print", 1, True), "`capture_level` must be an int in 1..3; got True"),
         (lambda: simulate(_images(1), (1, 1), np.random.default_rng(0)), "`condition` must be a SimulatedRecapture"),
         (lambda: simulate(_images(1), SimulatedRecapture("print", 1, 1), 0), "`rng` must be a numpy Generator"),
-        (lambda: simulate(_images(1) * 2, SimulatedRecapture("print", 1, 1), np.random.default_rng(0)),
-         r"`images` must lie in \[0, 1\]"),
+        (
+            lambda: simulate(_images(1) * 2, SimulatedRecapture("print", 1, 1), np.random.default_rng(0)),
+            r"`images` must lie in \[0, 1\]",
+        ),
     ],
     ids=["medium", "level-0", "level-bool", "condition-type", "rng-type", "range"],
 )

@@ -1,4 +1,5 @@
 """Record schema, loading and validation (SPEC B.1): every bad input names row and column."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,16 +17,24 @@ from core.paired import (
 
 
 def _records(n=4):
-    return pd.DataFrame({
-        "model": "resnet", "condition": "blur", "source": "synthetic",
-        "record_id": [f"img{i}" for i in range(n)],
-        "true_label": [0, 0, 1, 1][:n],
-        "clean_pred": [0, 1, 1, 1][:n], "clean_max_prob": [0.9, 0.7, 0.8, 0.6][:n],
-        "clean_true_prob": [0.9, 0.2, 0.8, 0.6][:n],
-        "pert_pred": [1, 1, 1, 0][:n], "pert_max_prob": [0.5, 0.6, 0.7, 0.5][:n],
-        "pert_true_prob": [0.4, 0.3, 0.7, 0.3][:n],
-        "split": ["eval"] * n, "group": "cnn", "note": "kept",
-    })
+    return pd.DataFrame(
+        {
+            "model": "resnet",
+            "condition": "blur",
+            "source": "synthetic",
+            "record_id": [f"img{i}" for i in range(n)],
+            "true_label": [0, 0, 1, 1][:n],
+            "clean_pred": [0, 1, 1, 1][:n],
+            "clean_max_prob": [0.9, 0.7, 0.8, 0.6][:n],
+            "clean_true_prob": [0.9, 0.2, 0.8, 0.6][:n],
+            "pert_pred": [1, 1, 1, 0][:n],
+            "pert_max_prob": [0.5, 0.6, 0.7, 0.5][:n],
+            "pert_true_prob": [0.4, 0.3, 0.7, 0.3][:n],
+            "split": ["eval"] * n,
+            "group": "cnn",
+            "note": "kept",
+        }
+    )
 
 
 def test_valid_records_are_normalised_and_extra_columns_kept():
@@ -51,22 +60,52 @@ def _bad(column, row, value):
     return rec
 
 
-@pytest.mark.parametrize("column, row, value, message", [
-    ("clean_max_prob", 2, 1.2,
-     r"row 3, column 'clean_max_prob': 1\.2 is not a probability; expected a number in \[0, 1\]"),
-    ("pert_true_prob", 1, -0.1, r"row 2, column 'pert_true_prob': -0\.1 is not a probability"),
-    ("pert_max_prob", 0, "high", r"row 1, column 'pert_max_prob': 'high' is not a probability"),
-    ("clean_true_prob", 1, 0.75, r"row 2, column 'clean_true_prob': true-class probability 0\.75 exceeds the maximum"),
-    ("pert_true_prob", 2, 0.5, r"row 3, column 'pert_true_prob': the prediction pert_pred=1 is the true label"),
-    ("true_label", 3, 1.5, r"row 4, column 'true_label': 1\.5 is not a class label; expected a non-negative integer"),
-    ("clean_pred", 0, -2, r"row 1, column 'clean_pred': -2 is not a class label"),
-    ("pert_pred", 0, "cat", r"row 1, column 'pert_pred': 'cat' is not a class label"),
-    ("clean_max_prob", 3, np.nan, r"row 4, column 'clean_max_prob': empty cell"),
-    ("model", 1, "  ", r"row 2, column 'model': empty cell"),
-    ("split", 0, "test", r"row 1, column 'split': 'test' is not a split; expected one of \['dev', 'eval'\]"),
-    ("record_id", 3, "img0", r"row 4, column 'record_id': 'img0' already appears in row 1 of the same cell"),
-], ids=["prob>1", "prob<0", "prob-text", "M>S", "correct-M!=S", "label-fraction", "label-negative", "label-text",
-        "empty-number", "blank-string", "bad-split", "duplicate-id"])
+@pytest.mark.parametrize(
+    "column, row, value, message",
+    [
+        (
+            "clean_max_prob",
+            2,
+            1.2,
+            r"row 3, column 'clean_max_prob': 1\.2 is not a probability; expected a number in \[0, 1\]",
+        ),
+        ("pert_true_prob", 1, -0.1, r"row 2, column 'pert_true_prob': -0\.1 is not a probability"),
+        ("pert_max_prob", 0, "high", r"row 1, column 'pert_max_prob': 'high' is not a probability"),
+        (
+            "clean_true_prob",
+            1,
+            0.75,
+            r"row 2, column 'clean_true_prob': true-class probability 0\.75 exceeds the maximum",
+        ),
+        ("pert_true_prob", 2, 0.5, r"row 3, column 'pert_true_prob': the prediction pert_pred=1 is the true label"),
+        (
+            "true_label",
+            3,
+            1.5,
+            r"row 4, column 'true_label': 1\.5 is not a class label; expected a non-negative integer",
+        ),
+        ("clean_pred", 0, -2, r"row 1, column 'clean_pred': -2 is not a class label"),
+        ("pert_pred", 0, "cat", r"row 1, column 'pert_pred': 'cat' is not a class label"),
+        ("clean_max_prob", 3, np.nan, r"row 4, column 'clean_max_prob': empty cell"),
+        ("model", 1, "  ", r"row 2, column 'model': empty cell"),
+        ("split", 0, "test", r"row 1, column 'split': 'test' is not a split; expected one of \['dev', 'eval'\]"),
+        ("record_id", 3, "img0", r"row 4, column 'record_id': 'img0' already appears in row 1 of the same cell"),
+    ],
+    ids=[
+        "prob>1",
+        "prob<0",
+        "prob-text",
+        "M>S",
+        "correct-M!=S",
+        "label-fraction",
+        "label-negative",
+        "label-text",
+        "empty-number",
+        "blank-string",
+        "bad-split",
+        "duplicate-id",
+    ],
+)
 def test_bad_records_name_row_column_and_value(column, row, value, message):
     with pytest.raises(ValueError, match=message):
         validate_records(_bad(column, row, value))
@@ -108,11 +147,26 @@ def test_non_default_index_is_reported():
 # ---------------------------------------------------------------------------------------------
 # Unpaired form
 
+
 def _sides():
-    clean = pd.DataFrame({"record_id": [1, 2, 3, 4], "true_label": [0, 0, 5, 5], "pred": [1, 2, 5, 3],
-                          "max_prob": [0.6, 0.7, 0.9, 0.8], "true_prob": [0.2, 0.1, 0.9, 0.1]})
-    pert = pd.DataFrame({"record_id": [10, 11, 12, 13], "true_label": [0, 0, 5, 5], "pred": [1, 2, 5, 5],
-                         "max_prob": [0.5, 0.6, 0.7, 0.6], "true_prob": [0.3, 0.2, 0.7, 0.6]})
+    clean = pd.DataFrame(
+        {
+            "record_id": [1, 2, 3, 4],
+            "true_label": [0, 0, 5, 5],
+            "pred": [1, 2, 5, 3],
+            "max_prob": [0.6, 0.7, 0.9, 0.8],
+            "true_prob": [0.2, 0.1, 0.9, 0.1],
+        }
+    )
+    pert = pd.DataFrame(
+        {
+            "record_id": [10, 11, 12, 13],
+            "true_label": [0, 0, 5, 5],
+            "pred": [1, 2, 5, 5],
+            "max_prob": [0.5, 0.6, 0.7, 0.6],
+            "true_prob": [0.3, 0.2, 0.7, 0.6],
+        }
+    )
     return clean, pert
 
 
@@ -125,32 +179,55 @@ def test_unpaired_levels_follow_the_counts():
     assert validate_unpaired(clean, pert, five).level == "I5"
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"true_label": [0, 5, 5, 5]}, r"class 0 has 2 records in `clean` but 1 in `perturbed`"),
-    ({"true_label": [0, 0, 0, 0]}, r"class 5 appears only in `clean` \(2 record\(s\)\), not in `perturbed`"),
-    ({"record_id": [10, 10, 12, 13]}, r"`perturbed`, row 2, column 'record_id': 10 already appears in row 1"),
-], ids=["unequal-class-sides", "class-on-one-side", "duplicate-id"])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"true_label": [0, 5, 5, 5]}, r"class 0 has 2 records in `clean` but 1 in `perturbed`"),
+        ({"true_label": [0, 0, 0, 0]}, r"class 5 appears only in `clean` \(2 record\(s\)\), not in `perturbed`"),
+        ({"record_id": [10, 10, 12, 13]}, r"`perturbed`, row 2, column 'record_id': 10 already appears in row 1"),
+    ],
+    ids=["unequal-class-sides", "class-on-one-side", "duplicate-id"],
+)
 def test_unpaired_sides_are_checked(change, message):
     clean, pert = _sides()
     with pytest.raises(ValueError, match=message):
         validate_unpaired(clean, pert.assign(**change))
 
 
-@pytest.mark.parametrize("counts, message", [
-    ({"true_label": [0, 5], "k": [0, 2]}, r"class 5: n=2, a=1 .*: k=2 is impossible; .* \[1, 1\]"),
-    ({"true_label": [0, 5, 9], "k": [0, 1, 0]}, r"class 9 has counts but no records"),
-    ({"true_label": [0], "k": [0]}, r"no counts for class 5"),
-    ({"true_label": [0, 0], "k": [0, 0]}, r"class 0 already has counts in row 1"),
-    ({"true_label": [0, 5], "k": [0, 0.5]}, r"row 2, column 'k': 0\.5 is not a count"),
-    ({"true_label": [0, 5], "k": [0, 1], "s": [1, 0]}, r"give either 'k' alone .* or all of h, r, s, w, k"),
-    ({"true_label": [0, 5], "h": [0, 1], "r": [0, 1], "s": [2, 0], "w": [0, 0], "k": [0, 1]},
-     r"class 5.*: h=1 contradicts the records; h = a − k = 0"),
-    ({"true_label": [0, 5], "h": [0, 0], "r": [0, 1], "s": [1, 0], "w": [0, 1], "k": [0, 1]},
-     r"class 0.*: s \+ w = 1 but the wrong–wrong block has n − a − b \+ k = 2 pairs"),
-    ({"true_label": [0, 5], "h": [0, 0], "r": [0, 1], "s": [1, 0], "w": [1, 1], "k": [0, 1]},
-     r"class 0.*: no bijection has s=1 persistent and w=1 changed errors"),
-], ids=["k-infeasible", "extra-class", "missing-class", "duplicate-class", "fractional", "partial-five",
-        "h-mismatch", "sw-sum", "sw-split-unrealisable"])
+@pytest.mark.parametrize(
+    "counts, message",
+    [
+        ({"true_label": [0, 5], "k": [0, 2]}, r"class 5: n=2, a=1 .*: k=2 is impossible; .* \[1, 1\]"),
+        ({"true_label": [0, 5, 9], "k": [0, 1, 0]}, r"class 9 has counts but no records"),
+        ({"true_label": [0], "k": [0]}, r"no counts for class 5"),
+        ({"true_label": [0, 0], "k": [0, 0]}, r"class 0 already has counts in row 1"),
+        ({"true_label": [0, 5], "k": [0, 0.5]}, r"row 2, column 'k': 0\.5 is not a count"),
+        ({"true_label": [0, 5], "k": [0, 1], "s": [1, 0]}, r"give either 'k' alone .* or all of h, r, s, w, k"),
+        (
+            {"true_label": [0, 5], "h": [0, 1], "r": [0, 1], "s": [2, 0], "w": [0, 0], "k": [0, 1]},
+            r"class 5.*: h=1 contradicts the records; h = a − k = 0",
+        ),
+        (
+            {"true_label": [0, 5], "h": [0, 0], "r": [0, 1], "s": [1, 0], "w": [0, 1], "k": [0, 1]},
+            r"class 0.*: s \+ w = 1 but the wrong–wrong block has n − a − b \+ k = 2 pairs",
+        ),
+        (
+            {"true_label": [0, 5], "h": [0, 0], "r": [0, 1], "s": [1, 0], "w": [1, 1], "k": [0, 1]},
+            r"class 0.*: no bijection has s=1 persistent and w=1 changed errors",
+        ),
+    ],
+    ids=[
+        "k-infeasible",
+        "extra-class",
+        "missing-class",
+        "duplicate-class",
+        "fractional",
+        "partial-five",
+        "h-mismatch",
+        "sw-sum",
+        "sw-split-unrealisable",
+    ],
+)
 def test_counts_no_bijection_can_realise_are_rejected(counts, message):
     clean, pert = _sides()
     with pytest.raises(ValueError, match=message):

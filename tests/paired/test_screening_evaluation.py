@@ -1,4 +1,5 @@
 """Screening evaluation over cells: metrics, tiers, bootstrap intervals, identity ablation, recapture queue."""
+
 import io
 import math
 import warnings
@@ -32,11 +33,12 @@ def make_pool(seed=0, *, models=("a1", "a2", "b1", "c1"), n_images=30, n_classes
         ids = np.arange(n_images)
         labels = ids % n_classes
         split = np.where(ids < n_images // 3, "dev", "eval")
-        s = rng.uniform(0.5, 1.0, n_images).round(2)      # rounding makes ties
+        s = rng.uniform(0.5, 1.0, n_images).round(2)  # rounding makes ties
         u = np.clip(s - rng.uniform(0, 0.5, n_images), 0, 1).round(2)
         ev = split == "eval"
-        frame = pd.DataFrame({"model": model, "group": group, "record_id": ids[ev], "true_label": labels[ev],
-                              "S": s[ev], "U": u[ev]})
+        frame = pd.DataFrame(
+            {"model": model, "group": group, "record_id": ids[ev], "true_label": labels[ev], "S": s[ev], "U": u[ev]}
+        )
         frame["delta"] = frame["S"] - frame["U"]
         frame["class_delta"] = np.where(frame["true_label"] == 2, np.nan, rng.uniform(size=ev.sum()).round(1))
         for name, sign in (("S", -1), ("U", -1), ("delta", 1), ("class_delta", 1)):
@@ -45,11 +47,25 @@ def make_pool(seed=0, *, models=("a1", "a2", "b1", "c1"), n_images=30, n_classes
         for j, cond in enumerate(conditions):
             fail = rng.uniform(size=n_images) < (1 - u) * (0.4 + 0.4 * j)
             pert_pred = np.where(fail, (labels + 1) % n_classes, labels)
-            outcome_rows.append(pd.DataFrame({
-                "model": model, "condition": cond, "source": "print", "record_id": ids, "true_label": labels,
-                "clean_pred": labels, "clean_max_prob": s, "clean_true_prob": s, "pert_pred": pert_pred,
-                "pert_max_prob": 0.9, "pert_true_prob": np.where(fail, 0.05, 0.9), "split": split,
-                "group": group}))
+            outcome_rows.append(
+                pd.DataFrame(
+                    {
+                        "model": model,
+                        "condition": cond,
+                        "source": "print",
+                        "record_id": ids,
+                        "true_label": labels,
+                        "clean_pred": labels,
+                        "clean_max_prob": s,
+                        "clean_true_prob": s,
+                        "pert_pred": pert_pred,
+                        "pert_max_prob": 0.9,
+                        "pert_true_prob": np.where(fail, 0.05, 0.9),
+                        "split": split,
+                        "group": group,
+                    }
+                )
+            )
     return pd.concat(score_rows, ignore_index=True), pd.concat(outcome_rows, ignore_index=True)
 
 
@@ -86,12 +102,27 @@ def test_tiers_by_mean_development_accuracy_with_inclusive_mild_cut():
             n_ok = round(acc * 50)
             for i in range(50):
                 wrong = i >= n_ok
-                rows.append((model, cond, "src", i, 0, 0, 0.9, 0.9, 1 if wrong else 0, 0.8, 0.1 if wrong else 0.8,
-                             "dev"))
+                rows.append(
+                    (model, cond, "src", i, 0, 0, 0.9, 0.9, 1 if wrong else 0, 0.8, 0.1 if wrong else 0.8, "dev")
+                )
             rows.append((model, cond, "src", 99, 0, 0, 0.9, 0.9, 1, 0.8, 0.1, "eval"))  # eval rows do not count
-    records = pd.DataFrame(rows, columns=["model", "condition", "source", "record_id", "true_label", "clean_pred",
-                                          "clean_max_prob", "clean_true_prob", "pert_pred", "pert_max_prob",
-                                          "pert_true_prob", "split"])
+    records = pd.DataFrame(
+        rows,
+        columns=[
+            "model",
+            "condition",
+            "source",
+            "record_id",
+            "true_label",
+            "clean_pred",
+            "clean_max_prob",
+            "clean_true_prob",
+            "pert_pred",
+            "pert_max_prob",
+            "pert_true_prob",
+            "split",
+        ],
+    )
     tiers = condition_tiers(records).set_index("condition")
     assert tiers.loc["c40", "dev_accuracy"] == pytest.approx(0.4)
     assert tiers["tier"].to_dict() == {"c19": "extreme", "c20": "severe", "c40": "mild", "c90": "mild"}
@@ -156,11 +187,22 @@ def _metric(metric, risk, failed, budget):
 @pytest.mark.parametrize("metric", ["coverage", "auroc"])
 def test_group_bootstrap_matches_a_loop_over_replayed_draws(metric):
     scores, outcomes = make_pool(3)
-    out = screening_difference(scores, outcomes, a="U", b="S", metric=metric, budget=0.2, resample="group",
-                               n_draws=50, seed=11, tiers=pd.DataFrame(
-                                   {"source": "print", "condition": ["x", "y", "z"], "tier": "all"}))
-    cells = [(m, _metric(metric, ra, f, 0.2) - _metric(metric, rb, f, 0.2)) for m, _, ra, rb, f, _ in
-             _cells(scores, outcomes, "U", "S")]
+    out = screening_difference(
+        scores,
+        outcomes,
+        a="U",
+        b="S",
+        metric=metric,
+        budget=0.2,
+        resample="group",
+        n_draws=50,
+        seed=11,
+        tiers=pd.DataFrame({"source": "print", "condition": ["x", "y", "z"], "tier": "all"}),
+    )
+    cells = [
+        (m, _metric(metric, ra, f, 0.2) - _metric(metric, rb, f, 0.2))
+        for m, _, ra, rb, f, _ in _cells(scores, outcomes, "U", "S")
+    ]
     cells = [(m, d) for m, d in cells if np.isfinite(d)]
     groups = np.array(["a", "b", "c"])
     draws = as_generator(11).integers(0, groups.size, size=(50, groups.size))
@@ -177,9 +219,18 @@ def test_group_bootstrap_matches_a_loop_over_replayed_draws(metric):
 @pytest.mark.parametrize("metric", ["coverage", "auroc"])
 def test_class_bootstrap_matches_repeating_images_by_class_multiplicity(metric):
     scores, outcomes = make_pool(4, models=("a1", "b1"))
-    out = screening_difference(scores, outcomes, a="U", b="delta", metric=metric, budget=0.3, resample="class",
-                               n_draws=30, seed=5, tiers=pd.DataFrame(
-                                   {"source": "print", "condition": ["x", "y", "z"], "tier": "all"}))
+    out = screening_difference(
+        scores,
+        outcomes,
+        a="U",
+        b="delta",
+        metric=metric,
+        budget=0.3,
+        resample="class",
+        n_draws=30,
+        seed=5,
+        tiers=pd.DataFrame({"source": "print", "condition": ["x", "y", "z"], "tier": "all"}),
+    )
     cells = list(_cells(scores, outcomes, "U", "delta"))
     draws = as_generator(5).integers(0, 3, size=(30, 3))
     boot = []
@@ -247,15 +298,33 @@ def test_derangements_of_three_reach_both_cycles():
 
 def test_identity_ablation_with_pairs_swaps_within_class():
     # two images per class: the only derangement and the leave-one-out mean both swap values.
-    scores = pd.DataFrame({"model": "m", "group": "g", "record_id": range(6), "true_label": [0, 0, 1, 1, 2, 2],
-                           "S": [0.9, 0.8, 0.7, 0.95, 0.6, 0.99], "U": [0.2, 0.7, 0.5, 0.9, 0.1, 0.6]})
+    scores = pd.DataFrame(
+        {
+            "model": "m",
+            "group": "g",
+            "record_id": range(6),
+            "true_label": [0, 0, 1, 1, 2, 2],
+            "S": [0.9, 0.8, 0.7, 0.95, 0.6, 0.99],
+            "U": [0.2, 0.7, 0.5, 0.9, 0.1, 0.6],
+        }
+    )
     scores["risk_S"], scores["risk_U"] = -scores["S"], -scores["U"]
     failed = np.array([1, 0, 1, 0, 0, 1])
-    outcomes = pd.DataFrame({
-        "model": "m", "condition": "c", "source": "s", "record_id": range(6), "true_label": scores["true_label"],
-        "clean_pred": scores["true_label"], "clean_max_prob": scores["S"], "clean_true_prob": scores["S"],
-        "pert_pred": np.where(failed, 9, scores["true_label"]), "pert_max_prob": 0.9,
-        "pert_true_prob": np.where(failed, 0.01, 0.9)})
+    outcomes = pd.DataFrame(
+        {
+            "model": "m",
+            "condition": "c",
+            "source": "s",
+            "record_id": range(6),
+            "true_label": scores["true_label"],
+            "clean_pred": scores["true_label"],
+            "clean_max_prob": scores["S"],
+            "clean_true_prob": scores["S"],
+            "pert_pred": np.where(failed, 9, scores["true_label"]),
+            "pert_max_prob": 0.9,
+            "pert_true_prob": np.where(failed, 0.01, 0.9),
+        }
+    )
     out = identity_ablation(scores, outcomes, n_draws=3, seed=0)
     swapped = -scores["U"].to_numpy()[[1, 0, 3, 2, 5, 4]]
     (row,) = out.itertuples(index=False)
@@ -280,8 +349,14 @@ def test_identity_ablation_is_seeded():
 # recapture queue
 # ------------------------------------------------------------------------------------------
 def _queue_pool():
-    scores = pd.DataFrame({"model": ["m"] * 5 + ["n"] * 2, "record_id": [10, 11, 12, 13, 14, 10, 11],
-                           "true_label": 0, "U": [0.1, 0.4, 0.4, 0.4, 0.9, 0.3, np.nan]})
+    scores = pd.DataFrame(
+        {
+            "model": ["m"] * 5 + ["n"] * 2,
+            "record_id": [10, 11, 12, 13, 14, 10, 11],
+            "true_label": 0,
+            "U": [0.1, 0.4, 0.4, 0.4, 0.9, 0.3, np.nan],
+        }
+    )
     scores["risk_U"] = -scores["U"]
     fails = {("m", "c1"): [1, 1, 0, 0, 0], ("m", "c2"): [1, 0, 0, 1, 1], ("n", "c1"): [0, 1]}
     rows = []
@@ -289,9 +364,22 @@ def _queue_pool():
         ids = scores.loc[scores["model"] == model, "record_id"].to_numpy()
         for rid, failed in zip(ids, f):
             rows.append((model, cond, "s", rid, 0, 0, 0.9, 0.9, 1 if failed else 0, 0.9, 0.05 if failed else 0.9))
-    outcomes = pd.DataFrame(rows, columns=["model", "condition", "source", "record_id", "true_label", "clean_pred",
-                                           "clean_max_prob", "clean_true_prob", "pert_pred", "pert_max_prob",
-                                           "pert_true_prob"])
+    outcomes = pd.DataFrame(
+        rows,
+        columns=[
+            "model",
+            "condition",
+            "source",
+            "record_id",
+            "true_label",
+            "clean_pred",
+            "clean_max_prob",
+            "clean_true_prob",
+            "pert_pred",
+            "pert_max_prob",
+            "pert_true_prob",
+        ],
+    )
     return scores, outcomes
 
 
@@ -322,8 +410,18 @@ def test_recapture_queue_by_hand():
 def test_recapture_queue_exports_to_csv_without_outcomes():
     scores, _ = _queue_pool()
     q = recapture_queue(scores, score="U", budget=0.2)
-    assert list(q.columns) == ["model", "rank", "record_id", "true_label", "U", "risk", "selection_prob",
-                               "cutoff_tie", "k", "n"]
+    assert list(q.columns) == [
+        "model",
+        "rank",
+        "record_id",
+        "true_label",
+        "U",
+        "risk",
+        "selection_prob",
+        "cutoff_tie",
+        "k",
+        "n",
+    ]
     back = pd.read_csv(io.StringIO(q.to_csv(index=False)))
     pd.testing.assert_frame_equal(back, q, check_dtype=False)
     with pytest.raises(ValueError, match="`score` must be one of"):

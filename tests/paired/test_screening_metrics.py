@@ -1,4 +1,5 @@
 """Failure coverage and AUROC of screening scores (SPEC B.5): hand values, brute-force twins, properties."""
+
 import itertools
 import math
 import warnings
@@ -27,11 +28,13 @@ def brute_force_coverage(risk, failed, budget):
     return total / count / n_fail, min(1.0, k / n_fail), k
 
 
-small_cases = st.integers(2, 6).flatmap(lambda n: st.tuples(
-    st.lists(st.integers(0, 3), min_size=n, max_size=n),        # few distinct risks -> many ties
-    st.lists(st.booleans(), min_size=n, max_size=n).filter(any),
-    st.sampled_from([0.1, 0.2, 0.3, 0.5, 0.7, 1.0]),
-))
+small_cases = st.integers(2, 6).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.integers(0, 3), min_size=n, max_size=n),  # few distinct risks -> many ties
+        st.lists(st.booleans(), min_size=n, max_size=n).filter(any),
+        st.sampled_from([0.1, 0.2, 0.3, 0.5, 0.7, 1.0]),
+    )
+)
 
 
 @pytest.mark.parametrize(
@@ -79,9 +82,13 @@ def test_coverage_lies_between_zero_and_the_ceiling_which_the_oracle_attains(cas
 
 
 @settings(max_examples=40)
-@given(st.integers(2, 5).flatmap(lambda n: st.tuples(
-    st.lists(st.booleans(), min_size=n, max_size=n).filter(any),
-    st.sampled_from([0.1, 0.2, 0.5, 0.9]))))
+@given(
+    st.integers(2, 5).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.booleans(), min_size=n, max_size=n).filter(any), st.sampled_from([0.1, 0.2, 0.5, 0.9])
+        )
+    )
+)
 def test_random_ranking_expects_k_over_n(case):
     """Averaged over every assignment of distinct risks to images, coverage is exactly k / n (~ q)."""
     failed, budget = case
@@ -95,11 +102,16 @@ def test_random_ranking_expects_k_over_n(case):
     assert abs(got.random - budget) <= 0.5 / n + 1e-12 or got.k == 1
 
 
-@given(st.integers(1, 8).flatmap(lambda n: st.tuples(
-    st.lists(st.integers(0, 4), min_size=n, max_size=n),
-    st.lists(st.booleans(), min_size=n, max_size=n),
-    st.lists(st.integers(0, 3), min_size=n, max_size=n),
-    st.sampled_from([0.1, 0.25, 0.5, 1.0]))))
+@given(
+    st.integers(1, 8).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.integers(0, 4), min_size=n, max_size=n),
+            st.lists(st.booleans(), min_size=n, max_size=n),
+            st.lists(st.integers(0, 3), min_size=n, max_size=n),
+            st.sampled_from([0.1, 0.25, 0.5, 1.0]),
+        )
+    )
+)
 def test_integer_weights_equal_repeated_images(case):
     risk, failed, weight, budget = case
     if sum(weight) == 0:
@@ -115,7 +127,8 @@ def test_integer_weights_equal_repeated_images(case):
             assert (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, abs=1e-12), field
         if 0 < sum(np.asarray(failed) * weight) < sum(weight):
             assert failure_auroc(risk, failed, sample_weight=weight) == pytest.approx(
-                failure_auroc(rep_risk, rep_failed), abs=1e-12)
+                failure_auroc(rep_risk, rep_failed), abs=1e-12
+            )
 
 
 def test_failure_auroc_hand_value_counts_ties_half():
@@ -124,17 +137,23 @@ def test_failure_auroc_hand_value_counts_ties_half():
 
 
 @settings(max_examples=50)
-@given(st.integers(2, 30).flatmap(lambda n: st.tuples(
-    st.lists(st.integers(0, 6), min_size=n, max_size=n),
-    st.lists(st.booleans(), min_size=n, max_size=n),
-    st.lists(st.integers(1, 3), min_size=n, max_size=n))))
+@given(
+    st.integers(2, 30).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.integers(0, 6), min_size=n, max_size=n),
+            st.lists(st.booleans(), min_size=n, max_size=n),
+            st.lists(st.integers(1, 3), min_size=n, max_size=n),
+        )
+    )
+)
 def test_failure_auroc_matches_sklearn(case):
     risk, failed, weight = case
     if all(failed) or not any(failed):
         return
     assert failure_auroc(risk, failed) == pytest.approx(roc_auc_score(failed, risk), abs=1e-12)
     assert failure_auroc(risk, failed, sample_weight=weight) == pytest.approx(
-        roc_auc_score(failed, risk, sample_weight=weight), abs=1e-12)
+        roc_auc_score(failed, risk, sample_weight=weight), abs=1e-12
+    )
 
 
 def test_undefined_metrics_warn_and_return_nan():
@@ -159,8 +178,18 @@ def test_undefined_metrics_warn_and_return_nan():
         (dict(risk=[0.1, 0.2], failed=[1, 0], budget=0.5, sample_weight=[0.5, 1]), "non-negative integers"),
         (dict(risk=[0.1, 0.2], failed=[1, 0], budget=0.5, sample_weight=[0, 0]), "zero everywhere"),
     ],
-    ids=["budget-zero", "budget-above-one", "budget-bool", "nan-risk", "shape", "not-binary", "empty",
-         "negative-weight", "fractional-weight", "zero-weights"],
+    ids=[
+        "budget-zero",
+        "budget-above-one",
+        "budget-bool",
+        "nan-risk",
+        "shape",
+        "not-binary",
+        "empty",
+        "negative-weight",
+        "fractional-weight",
+        "zero-weights",
+    ],
 )
 def test_bad_input_is_rejected_with_a_specific_message(kwargs, message):
     with pytest.raises(ValueError, match=message):

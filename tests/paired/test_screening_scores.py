@@ -1,4 +1,5 @@
 """Image-level screening scores (SPEC B.5): U, ret, delta, A3, TTA and the development controls."""
+
 import warnings
 
 import numpy as np
@@ -35,25 +36,54 @@ def toy_tables(seed=0, *, models=("m1", "m2"), n_images=24, n_corr=4, n_tta=3, n
         boost = np.eye(n_classes)[labels] * sharp
         p0 = rng.dirichlet(np.ones(n_classes), size=n_images) + boost
         p0 /= p0.sum(axis=1, keepdims=True)
-        clean.append(pd.DataFrame({"model": model, "group": f"g{g % 2}", "record_id": ids, "split": split,
-                                   **_outputs(p0, labels)}))
+        clean.append(
+            pd.DataFrame(
+                {"model": model, "group": f"g{g % 2}", "record_id": ids, "split": split, **_outputs(p0, labels)}
+            )
+        )
         for kind, count in (("corruption", n_corr), ("transform", n_tta)):
             for j in range(count):
                 pj = rng.dirichlet(np.ones(n_classes), size=n_images) + boost * rng.uniform(0, 1.5, (n_images, 1))
                 pj /= pj.sum(axis=1, keepdims=True)
-                probes.append(pd.DataFrame({"model": model, "record_id": ids, "probe": f"{kind[0]}{j}",
-                                            "kind": kind, **_outputs(pj, labels)}))
+                probes.append(
+                    pd.DataFrame(
+                        {
+                            "model": model,
+                            "record_id": ids,
+                            "probe": f"{kind[0]}{j}",
+                            "kind": kind,
+                            **_outputs(pj, labels),
+                        }
+                    )
+                )
         for cond in ("real-a", "real-b", "real-c"):
             pc = rng.dirichlet(np.ones(n_classes), size=n_images) + boost * rng.uniform(0, 1.2, (n_images, 1))
             pc /= pc.sum(axis=1, keepdims=True)
             o, c0 = _outputs(pc, labels), _outputs(p0, labels)
-            outcomes.append(pd.DataFrame({
-                "model": model, "condition": cond, "source": "real", "record_id": ids, "true_label": labels,
-                "clean_pred": c0["pred"], "clean_max_prob": c0["max_prob"], "clean_true_prob": c0["true_prob"],
-                "pert_pred": o["pred"], "pert_max_prob": o["max_prob"], "pert_true_prob": o["true_prob"],
-                "split": split, "group": f"g{g % 2}"}))
-    return (pd.concat(probes, ignore_index=True), pd.concat(clean, ignore_index=True),
-            pd.concat(outcomes, ignore_index=True))
+            outcomes.append(
+                pd.DataFrame(
+                    {
+                        "model": model,
+                        "condition": cond,
+                        "source": "real",
+                        "record_id": ids,
+                        "true_label": labels,
+                        "clean_pred": c0["pred"],
+                        "clean_max_prob": c0["max_prob"],
+                        "clean_true_prob": c0["true_prob"],
+                        "pert_pred": o["pred"],
+                        "pert_max_prob": o["max_prob"],
+                        "pert_true_prob": o["true_prob"],
+                        "split": split,
+                        "group": f"g{g % 2}",
+                    }
+                )
+            )
+    return (
+        pd.concat(probes, ignore_index=True),
+        pd.concat(clean, ignore_index=True),
+        pd.concat(outcomes, ignore_index=True),
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -123,8 +153,11 @@ def test_a3_modal_ties(probes, expected_m):
     v0 = np.array([0.8, 0.15, 0.05])
     pp = np.array(probes)
     m = expected_m
-    expected = v0[0] + sum(v[0] - v[m] + v0[m] - v0[0] for v in pp if np.argmax(v) == m) \
+    expected = (
+        v0[0]
+        + sum(v[0] - v[m] + v0[m] - v0[0] for v in pp if np.argmax(v) == m)
         - sum(max(v) - v[0] for v in pp if np.argmax(v) not in (0, m))
+    )
     assert _a3_vectorised(v0, pp) == pytest.approx(expected, abs=1e-12)
     assert a3_naive(v0, list(pp)) == pytest.approx(expected, abs=1e-12)
 
@@ -152,15 +185,29 @@ def _scores(*args, **kwargs):
 
 
 def test_scores_by_hand_on_a_tiny_pool():
-    clean = pd.DataFrame({
-        "model": "m", "record_id": [1, 2, 3, 4], "true_label": [0, 0, 1, 0],
-        "pred": [0, 1, 1, 0], "max_prob": [0.9, 0.6, 0.7, 0.8], "true_prob": [0.9, 0.4, 0.7, 0.8],
-        "split": ["eval", "eval", "eval", "dev"]})
-    probes = pd.DataFrame({
-        "model": "m", "record_id": [1, 1, 2, 2, 3, 3, 4, 4, 1, 3], "probe": ["a", "b"] * 4 + ["t", "t"],
-        "kind": ["corruption"] * 8 + ["transform"] * 2, "true_label": [0, 0, 0, 0, 1, 1, 0, 0, 0, 1],
-        "pred": [0, 1, 1, 1, 1, 1, 0, 1, 0, 0], "max_prob": [0.8, 0.7, 0.9, 0.6, 0.6, 0.5, 0.7, 0.6, 0.95, 0.6],
-        "true_prob": [0.8, 0.3, 0.1, 0.4, 0.6, 0.5, 0.7, 0.4, 0.95, 0.4]})
+    clean = pd.DataFrame(
+        {
+            "model": "m",
+            "record_id": [1, 2, 3, 4],
+            "true_label": [0, 0, 1, 0],
+            "pred": [0, 1, 1, 0],
+            "max_prob": [0.9, 0.6, 0.7, 0.8],
+            "true_prob": [0.9, 0.4, 0.7, 0.8],
+            "split": ["eval", "eval", "eval", "dev"],
+        }
+    )
+    probes = pd.DataFrame(
+        {
+            "model": "m",
+            "record_id": [1, 1, 2, 2, 3, 3, 4, 4, 1, 3],
+            "probe": ["a", "b"] * 4 + ["t", "t"],
+            "kind": ["corruption"] * 8 + ["transform"] * 2,
+            "true_label": [0, 0, 0, 0, 1, 1, 0, 0, 0, 1],
+            "pred": [0, 1, 1, 1, 1, 1, 0, 1, 0, 0],
+            "max_prob": [0.8, 0.7, 0.9, 0.6, 0.6, 0.5, 0.7, 0.6, 0.95, 0.6],
+            "true_prob": [0.8, 0.3, 0.1, 0.4, 0.6, 0.5, 0.7, 0.4, 0.95, 0.4],
+        }
+    )
     s = _scores(probes, clean)
     # record 2 is wrong on the clean side, record 4 is a development image: only 1 and 3 are scored.
     assert s["record_id"].tolist() == [1, 3]
@@ -179,8 +226,17 @@ def test_risk_columns_are_signed_scores():
     s = _scores(probes, clean, outcomes=outcomes[outcomes["source"] == "real"])
     for name in SCORES:
         np.testing.assert_array_equal(s[risk_column(name)].to_numpy(), RISK_SIGN[name] * s[name].to_numpy())
-    assert RISK_SIGN == {"S": -1, "U": -1, "ret": -1, "delta": 1, "A3": -1, "TTA": -1, "A3_TTA": -1,
-                         "class_delta": 1, "g_SU": 1}
+    assert RISK_SIGN == {
+        "S": -1,
+        "U": -1,
+        "ret": -1,
+        "delta": 1,
+        "A3": -1,
+        "TTA": -1,
+        "A3_TTA": -1,
+        "class_delta": 1,
+        "g_SU": 1,
+    }
 
 
 def test_scores_agree_with_a_per_image_loop():
@@ -201,11 +257,18 @@ def test_scores_agree_with_a_per_image_loop():
         v0 = row[prob_cols].to_numpy(dtype=float)
         assert got["A3"] == pytest.approx(a3_naive(v0, list(corr[prob_cols].to_numpy(dtype=float))), abs=1e-12)
         assert got["A3_TTA"] == pytest.approx(a3_naive(v0, list(tta[prob_cols].to_numpy(dtype=float))), abs=1e-12)
-        dev = clean[(clean["model"] == row["model"]) & (clean["split"] == "dev")
-                    & (clean["true_label"] == row["true_label"])]
-        drops = [r["true_prob"] - probes[(probes["model"] == row["model"]) & (probes["record_id"] == r["record_id"])
-                                         & (probes["kind"] == "corruption")]["true_prob"].mean()
-                 for _, r in dev.iterrows()]
+        dev = clean[
+            (clean["model"] == row["model"]) & (clean["split"] == "dev") & (clean["true_label"] == row["true_label"])
+        ]
+        drops = [
+            r["true_prob"]
+            - probes[
+                (probes["model"] == row["model"])
+                & (probes["record_id"] == r["record_id"])
+                & (probes["kind"] == "corruption")
+            ]["true_prob"].mean()
+            for _, r in dev.iterrows()
+        ]
         assert got["class_delta"] == pytest.approx(np.mean(drops), abs=1e-12)
 
 
@@ -214,7 +277,11 @@ def test_g_su_matches_a_fit_on_the_explicitly_pooled_rows():
     s = _scores(probes, clean, outcomes=outcomes)
     for model in ("m1", "m2"):
         c = clean[clean["model"] == model].set_index("record_id")
-        u = probes[(probes["model"] == model) & (probes["kind"] == "corruption")].groupby("record_id")["true_prob"].mean()
+        u = (
+            probes[(probes["model"] == model) & (probes["kind"] == "corruption")]
+            .groupby("record_id")["true_prob"]
+            .mean()
+        )
         dev_cc = c.index[(c["split"] == "dev") & (c["pred"] == c["true_label"])]
         feats = np.column_stack([c.loc[dev_cc, "max_prob"], u.loc[dev_cc]])
         scaler = StandardScaler().fit(feats)
@@ -254,8 +321,9 @@ def test_development_images_without_probes_only_drop_the_controls():
     with pytest.warns(UserWarning, match="'class_delta'"), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*g_SU")
         reduced = screening_scores(probes[~is_dev], clean, outcomes=outcomes)
-    pd.testing.assert_frame_equal(reduced[["model", "record_id", "U", "A3", "TTA"]],
-                                  full[["model", "record_id", "U", "A3", "TTA"]])
+    pd.testing.assert_frame_equal(
+        reduced[["model", "record_id", "U", "A3", "TTA"]], full[["model", "record_id", "U", "A3", "TTA"]]
+    )
     assert reduced["class_delta"].isna().all() and reduced["g_SU"].isna().all()
 
 
@@ -313,9 +381,24 @@ def _break(frame, column, value, row=0):
         (lambda p, c: (p, c.assign(prob_3=0.0)), "4 prob_\\* columns but `probes` has 3"),
         (lambda p, c: (_break(p, "prob_1", np.nan), c), "column 'prob_1': empty, but the row has other"),
     ],
-    ids=["missing-column", "empty", "bad-kind", "prob-range", "negative-label", "bad-split", "incomplete-probes",
-         "duplicate-probe", "duplicate-clean", "label-mismatch", "orphan-probe", "kind-clash", "true-above-max",
-         "vector-mismatch", "class-count-mismatch", "partial-vector"],
+    ids=[
+        "missing-column",
+        "empty",
+        "bad-kind",
+        "prob-range",
+        "negative-label",
+        "bad-split",
+        "incomplete-probes",
+        "duplicate-probe",
+        "duplicate-clean",
+        "label-mismatch",
+        "orphan-probe",
+        "kind-clash",
+        "true-above-max",
+        "vector-mismatch",
+        "class-count-mismatch",
+        "partial-vector",
+    ],
 )
 def test_bad_tables_are_rejected_naming_the_problem(mutate, message):
     probes, clean, _ = toy_tables(5)

@@ -1,4 +1,5 @@
 """Five-state counts, targets and coverage thresholds (SPEC B.1) against hand-computed values."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,8 +17,16 @@ from core.paired import (
     variance_ratios,
 )
 
-COLUMNS = ["record_id", "true_label", "clean_pred", "clean_max_prob", "clean_true_prob",
-           "pert_pred", "pert_max_prob", "pert_true_prob"]
+COLUMNS = [
+    "record_id",
+    "true_label",
+    "clean_pred",
+    "clean_max_prob",
+    "clean_true_prob",
+    "pert_pred",
+    "pert_max_prob",
+    "pert_true_prob",
+]
 
 
 def _cell(rows, condition="c"):
@@ -26,12 +35,12 @@ def _cell(rows, condition="c"):
 
 # One record per state in class 0, plus a second class; τ = 0.5.
 ROWS = [
-    (1, 0, 0, 0.9, 0.9, 1, 0.7, 0.2),   # h: accepted correct → accepted error
-    (2, 0, 2, 0.6, 0.3, 0, 0.4, 0.4),   # r
-    (3, 0, 2, 0.8, 0.1, 2, 0.5, 0.2),   # s (same wrong label)
+    (1, 0, 0, 0.9, 0.9, 1, 0.7, 0.2),  # h: accepted correct → accepted error
+    (2, 0, 2, 0.6, 0.3, 0, 0.4, 0.4),  # r
+    (3, 0, 2, 0.8, 0.1, 2, 0.5, 0.2),  # s (same wrong label)
     (4, 0, 1, 0.7, 0.2, 3, 0.9, 0.05),  # w (changed wrong label)
     (5, 0, 0, 0.8, 0.8, 0, 0.45, 0.45),  # k, loses acceptance
-    (6, 1, 1, 0.6, 0.6, 1, 0.9, 0.9),   # k, gains confidence
+    (6, 1, 1, 0.6, 0.6, 1, 0.9, 0.9),  # k, gains confidence
 ]
 
 
@@ -49,9 +58,9 @@ def test_paired_targets_by_hand():
     assert t.N == 6 and t.K == 2
     assert (t.h, t.r, t.s, t.w, t.k) == pytest.approx((1 / 6, 1 / 6, 1 / 6, 1 / 6, 2 / 6))
     assert t.a0 == pytest.approx(3 / 6) and t.a1 == pytest.approx(3 / 6) and t.F == pytest.approx(3 / 6)
-    assert t.H == pytest.approx(1 / 6)       # id 1
-    assert t.L == pytest.approx(1 / 6)       # id 5
-    assert t.E_tau == pytest.approx(3 / 6)   # ids 1, 3, 4
+    assert t.H == pytest.approx(1 / 6)  # id 1
+    assert t.L == pytest.approx(1 / 6)  # id 5
+    assert t.E_tau == pytest.approx(3 / 6)  # ids 1, 3, 4
     assert t.dM_k == pytest.approx(((0.8 - 0.45) + (0.6 - 0.9)) / 2)
     assert t.ds_s == pytest.approx(0.8 - 0.5) and t.ds_w == pytest.approx(0.7 - 0.9)
     S = np.array([r[3] for r in ROWS])
@@ -85,9 +94,21 @@ def test_variance_ratio_against_numpy():
     pp = np.where(rng.random(n) < 0.5, y, 5)
     cs, ps = rng.uniform(0.4, 1, n), rng.uniform(0.4, 1, n)
     cm, pm = np.where(cp == y, cs, cs / 2), np.where(pp == y, ps, ps / 2)
-    cell = pd.DataFrame({"model": "m", "condition": "c", "source": "s", "record_id": np.arange(n), "true_label": y,
-                         "clean_pred": cp, "clean_max_prob": cs, "clean_true_prob": cm,
-                         "pert_pred": pp, "pert_max_prob": ps, "pert_true_prob": pm})
+    cell = pd.DataFrame(
+        {
+            "model": "m",
+            "condition": "c",
+            "source": "s",
+            "record_id": np.arange(n),
+            "true_label": y,
+            "clean_pred": cp,
+            "clean_max_prob": cs,
+            "clean_true_prob": cm,
+            "pert_pred": pp,
+            "pert_max_prob": ps,
+            "pert_true_prob": pm,
+        }
+    )
     out = variance_ratios(cell).iloc[0]
     for name, x, x2 in (("C", (cp == y) * 1.0, (pp == y) * 1.0), ("S", cs, ps), ("M", cm, pm)):
         assert out[f"ratio_{name}"] == pytest.approx(np.var(x - x2) / (np.var(x) + np.var(x2)))
@@ -96,20 +117,27 @@ def test_variance_ratio_against_numpy():
 # ---------------------------------------------------------------------------------------------
 # Coverage thresholds
 
-@pytest.mark.parametrize("scores, q, expected", [
-    ([0.9, 0.8, 0.8, 0.6, 0.3], 0.6, 0.8),   # rank 3
-    ([0.9, 0.8, 0.8, 0.6, 0.3], 0.7, 0.6),   # rank round(3.5) = 4, half up
-    ([0.9, 0.8, 0.8, 0.6, 0.3], 0.5, 0.8),   # rank round(2.5) = 3
-    ([0.9, 0.8, 0.8, 0.6, 0.3], 1.0, 0.3),
-    ([0.9, 0.8], 0.1, 0.9),                  # rank round(0.2) = 0 → at least 1
-], ids=["exact", "half-up", "half-up-tie", "full", "rank-floor"])
+
+@pytest.mark.parametrize(
+    "scores, q, expected",
+    [
+        ([0.9, 0.8, 0.8, 0.6, 0.3], 0.6, 0.8),  # rank 3
+        ([0.9, 0.8, 0.8, 0.6, 0.3], 0.7, 0.6),  # rank round(3.5) = 4, half up
+        ([0.9, 0.8, 0.8, 0.6, 0.3], 0.5, 0.8),  # rank round(2.5) = 3
+        ([0.9, 0.8, 0.8, 0.6, 0.3], 1.0, 0.3),
+        ([0.9, 0.8], 0.1, 0.9),  # rank round(0.2) = 0 → at least 1
+    ],
+    ids=["exact", "half-up", "half-up-tie", "full", "rank-floor"],
+)
 def test_coverage_threshold(scores, q, expected):
     assert coverage_threshold(scores, q) == expected
 
 
 @settings(max_examples=100)
-@given(scores=st.lists(st.sampled_from([0.2, 0.5, 0.5, 0.7, 0.9, 1.0]), min_size=1, max_size=30),
-       q=st.sampled_from([0.6, 0.7, 0.8, 0.9, 1.0]))
+@given(
+    scores=st.lists(st.sampled_from([0.2, 0.5, 0.5, 0.7, 0.9, 1.0]), min_size=1, max_size=30),
+    q=st.sampled_from([0.6, 0.7, 0.8, 0.9, 1.0]),
+)
 def test_ties_are_accepted_so_coverage_is_reached(scores, q):
     tau = coverage_threshold(scores, q)
     accepted = np.mean(np.asarray(scores) >= tau)
@@ -130,8 +158,13 @@ def _with_split(rows, split, condition="c"):
 
 def test_development_thresholds_deduplicate_and_check_clean_records():
     dev = [(i, 0, 0, s, s, 0, 0.5, 0.5) for i, s in enumerate([0.9, 0.8, 0.7, 0.6, 0.5])]
-    records = pd.concat([_with_split(dev, "dev", "blur"), _with_split(dev, "dev", "fog"),
-                         _with_split([(9, 0, 0, 0.99, 0.99, 0, 0.5, 0.5)], "eval")])
+    records = pd.concat(
+        [
+            _with_split(dev, "dev", "blur"),
+            _with_split(dev, "dev", "fog"),
+            _with_split([(9, 0, 0, 0.99, 0.99, 0, 0.5, 0.5)], "eval"),
+        ]
+    )
     th = development_thresholds(records, [0.6, 0.8])
     assert th["tau"].tolist() == [0.7, 0.6] and th["n_dev"].tolist() == [5, 5] and set(th["scope"]) == {"dev"}
     no_split = development_thresholds(_cell(dev), [1.0])

@@ -1,4 +1,5 @@
 """Grid summary (SPEC B.4) on hand-made interval tables."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,15 +21,27 @@ def _rows(model, source, h, l, dmk):
 def _grid():
     rows = []
     nan = (np.nan, np.nan)
-    rows += _rows("a", "syn", {"I0": (0, .4), "Ik": (0, .3), "I5": (.1, .3)},
-                  {"I0": (0, .2), "Ik": (.1, .2), "I5": (.1, .2)},
-                  {"I0": (-.1, .3), "Ik": (.05, .2), "I5": (.05, .2)})
-    rows += _rows("b", "syn", {"I0": (0, .2), "Ik": (0, .2), "I5": (0, .2)},
-                  {"I0": (0, .4), "Ik": (0, .4), "I5": (0, .4)},
-                  {"I0": (-.2, .1), "Ik": nan, "I5": nan})
-    rows += _rows("a", "real", {"I0": (0, .5), "Ik": (.1, .4), "I5": (.1, .3)},
-                  {"I0": (0, .1), "Ik": (0, .1), "I5": (0, .1)},
-                  {"I0": (-.3, .3), "Ik": (-.1, .1), "I5": (-.1, .1)})
+    rows += _rows(
+        "a",
+        "syn",
+        {"I0": (0, 0.4), "Ik": (0, 0.3), "I5": (0.1, 0.3)},
+        {"I0": (0, 0.2), "Ik": (0.1, 0.2), "I5": (0.1, 0.2)},
+        {"I0": (-0.1, 0.3), "Ik": (0.05, 0.2), "I5": (0.05, 0.2)},
+    )
+    rows += _rows(
+        "b",
+        "syn",
+        {"I0": (0, 0.2), "Ik": (0, 0.2), "I5": (0, 0.2)},
+        {"I0": (0, 0.4), "Ik": (0, 0.4), "I5": (0, 0.4)},
+        {"I0": (-0.2, 0.1), "Ik": nan, "I5": nan},
+    )
+    rows += _rows(
+        "a",
+        "real",
+        {"I0": (0, 0.5), "Ik": (0.1, 0.4), "I5": (0.1, 0.3)},
+        {"I0": (0, 0.1), "Ik": (0, 0.1), "I5": (0, 0.1)},
+        {"I0": (-0.3, 0.3), "Ik": (-0.1, 0.1), "I5": (-0.1, 0.1)},
+    )
     return pd.DataFrame(rows, columns=["model", "condition", "source", "target", "level", "low", "high", "observed"])
 
 
@@ -37,14 +50,14 @@ def test_widths_and_cell_counts_by_source():
     w = summary.widths.set_index(["source", "target", "level"])
     assert w.loc[("syn", "H", "I0"), "mean_width"] == pytest.approx(0.3)
     assert w.loc[("syn", "H", "I5"), "mean_width"] == pytest.approx(0.2)
-    assert w.loc[("syn", "dM_k", "Ik"), "mean_width"] == pytest.approx(0.15)   # undefined cell left out
+    assert w.loc[("syn", "dM_k", "Ik"), "mean_width"] == pytest.approx(0.15)  # undefined cell left out
     assert w.loc[("syn", "dM_k", "Ik"), "n_defined"] == 1 and w.loc[("syn", "dM_k", "Ik"), "n_cells"] == 2
     c = summary.cells.set_index("source")
     assert c.loc["syn", "n_cells"] == 2 and c.loc["real", "n_cells"] == 1
     assert c.loc["syn", "i5_narrows_h"] == 1 and c.loc["syn", "i5_narrows_h_share"] == pytest.approx(0.5)
     assert c.loc["real", "i5_narrows_h"] == 1
     assert c.loc["syn", "dmk_straddles_zero_I0"] == 2 and c.loc["syn", "dmk_straddles_zero_Ik"] == 0
-    assert c.loc["syn", "dmk_straddles_zero_Ik_share"] == pytest.approx(0.0)   # among defined cells
+    assert c.loc["syn", "dmk_straddles_zero_Ik_share"] == pytest.approx(0.0)  # among defined cells
     assert c.loc["real", "dmk_straddles_zero_Ik"] == 1
     assert c.loc["syn", "k_zero"] == 1 and c.loc["real", "k_zero"] == 0
 

@@ -19,6 +19,7 @@ folder. The outcome is classified:
 ``python tests/reliability/count_verdicts.py`` prints the count per verdict (run it on an
 older checkout to get the "before" numbers).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -64,8 +65,15 @@ def side(n: int = 40, seed: int = 0, shift: int = 0) -> pd.DataFrame:
     y = np.arange(n) % 2
     pred = np.where(rng.random(n) < 0.8, y, 1 - y)
     mp = np.round(rng.uniform(0.5, 1, n), 2)
-    return pd.DataFrame({"record_id": np.arange(n) + shift, "true_label": y, "pred": pred, "max_prob": mp,
-                         "true_prob": np.where(pred == y, mp, np.round(1 - mp, 2))})
+    return pd.DataFrame(
+        {
+            "record_id": np.arange(n) + shift,
+            "true_label": y,
+            "pred": pred,
+            "max_prob": mp,
+            "true_prob": np.where(pred == y, mp, np.round(1 - mp, 2)),
+        }
+    )
 
 
 def sha_tree(path: Path) -> str | None:
@@ -113,6 +121,7 @@ class Ctx:
 
 def absent(name: str = "out") -> Callable[[Ctx], str | None]:
     """Nothing under ``name`` and no temporary sibling left behind."""
+
     def check(ctx: Ctx) -> str | None:
         p = ctx / name
         if p.exists():
@@ -125,6 +134,7 @@ def absent(name: str = "out") -> Callable[[Ctx], str | None]:
 
 def unchanged(*names: str) -> Callable[[Ctx], str | None]:
     """Byte-identical to the snapshot taken by ``setup`` (``ctx.snap``), no temporary sibling."""
+
     def check(ctx: Ctx) -> str | None:
         for name in names:
             if sha_tree(ctx / name) != ctx.before[name]:
@@ -193,8 +203,11 @@ def run(case: Case, t: Path) -> tuple[str, Outcome, str]:
     case.setup(ctx)
     out, err = io.StringIO(), io.StringIO()
     tb = None
-    with warnings.catch_warnings(record=True) as caught, \
-            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
         # Every warning shown, as in a fresh process (the registry would hide repeats).
         warnings.simplefilter("always")
         try:
@@ -286,11 +299,33 @@ def _prior_out(ctx: Ctx) -> None:
 
 
 AUDIT = ("audit", "--data", "{t}/data.csv", "--target", "y", "--model", "logreg", "--out", "{t}/out", "--no-progress")
-CERTIFY = ("certify", "--data", "{t}/data.csv", "--target", "y", "--model", "logreg", "--fit-rows", "100",
-           "--out", "{t}/out", "--no-progress")
+CERTIFY = (
+    "certify",
+    "--data",
+    "{t}/data.csv",
+    "--target",
+    "y",
+    "--model",
+    "logreg",
+    "--fit-rows",
+    "100",
+    "--out",
+    "{t}/out",
+    "--no-progress",
+)
 PAIRED = ("paired", "--records", "{t}/records.csv", "--tau", "0.8", "--out", "{t}/out", "--lambdas", "0,1")
-GRID = ("paired-grid", "--records", "{t}/records.parquet", "--tau", "0.8", "--out", "{t}/out", "--no-progress",
-        "--lambdas", "0,1")
+GRID = (
+    "paired-grid",
+    "--records",
+    "{t}/records.parquet",
+    "--tau",
+    "0.8",
+    "--out",
+    "{t}/out",
+    "--no-progress",
+    "--lambdas",
+    "0,1",
+)
 UNPAIRED = ("paired", "--clean", "{t}/clean.csv", "--perturbed", "{t}/pert.csv", "--tau", "0.8", "--out", "{t}/out")
 
 
@@ -303,7 +338,7 @@ def _replace(argv: tuple[str, ...], flag: str, value: str) -> tuple[str, ...]:
 def _drop(argv: tuple[str, ...], flag: str) -> tuple[str, ...]:
     out = list(argv)
     i = out.index(flag)
-    del out[i:i + 2]
+    del out[i : i + 2]
     return tuple(out)
 
 
@@ -319,19 +354,44 @@ def _table_cases(prefix: str, argv: tuple[str, ...]) -> list[Case]:
         ("data-missing", _noop, (), (r"data\.csv", r"does not exist")),
         ("data-is-folder", lambda ctx: (ctx / "data.csv").mkdir(), (), (r"data\.csv", r"folder|directory")),
         ("data-empty-file", _write("data.csv", ""), (), (r"data\.csv", r"empty")),
-        ("png-renamed-csv", _write("data.csv", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64)), (),
-         (r"data\.csv", r"PNG image", r"not a text table")),
+        (
+            "png-renamed-csv",
+            _write("data.csv", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64)),
+            (),
+            (r"data\.csv", r"PNG image", r"not a text table"),
+        ),
         ("duplicate-header", _write("data.csv", _dup_header_csv()), (), (r"data\.csv", r"'x1'", r"more than once")),
         ("target-missing", good_table, ("--target", "label"), (r"data\.csv", r"'label'", r"not found|not a column")),
-        ("single-class", _frame("data.csv", _mutate(lambda f: f.assign(y=1))), (), (r"data\.csv", r"'y'", r"single class")),
-        ("thousand-classes", _frame("data.csv", lambda: table(1200).assign(y=np.arange(1200))), (),
-         (r"data\.csv", r"'y'", r"\d{3,} distinct values", r"at most 50")),
-        ("all-nan-feature", _frame("data.csv", _mutate(lambda f: f.assign(x2=np.nan))), (),
-         (r"data\.csv", r"'x2'", r"entirely missing")),
-        ("inf-feature", _frame("data.csv", _mutate(lambda f: _set(f, 7, "x1", np.inf))), (),
-         (r"data\.csv", r"'x1'", r"row 8", r"inf")),
-        ("minus-inf-feature", _frame("data.csv", _mutate(lambda f: _set(f, 3, "x2", -np.inf))), (),
-         (r"data\.csv", r"'x2'", r"row 4", r"-inf")),
+        (
+            "single-class",
+            _frame("data.csv", _mutate(lambda f: f.assign(y=1))),
+            (),
+            (r"data\.csv", r"'y'", r"single class"),
+        ),
+        (
+            "thousand-classes",
+            _frame("data.csv", lambda: table(1200).assign(y=np.arange(1200))),
+            (),
+            (r"data\.csv", r"'y'", r"\d{3,} distinct values", r"at most 50"),
+        ),
+        (
+            "all-nan-feature",
+            _frame("data.csv", _mutate(lambda f: f.assign(x2=np.nan))),
+            (),
+            (r"data\.csv", r"'x2'", r"entirely missing"),
+        ),
+        (
+            "inf-feature",
+            _frame("data.csv", _mutate(lambda f: _set(f, 7, "x1", np.inf))),
+            (),
+            (r"data\.csv", r"'x1'", r"row 8", r"inf"),
+        ),
+        (
+            "minus-inf-feature",
+            _frame("data.csv", _mutate(lambda f: _set(f, 3, "x2", -np.inf))),
+            (),
+            (r"data\.csv", r"'x2'", r"row 4", r"-inf"),
+        ),
         ("zero-weights", good_table, ("--weights", "0,0,0"), (r"weights", r"all be zero|all zero")),
         ("negative-weight", good_table, ("--weights", "-1,1,1"), (r"weights", r"-1", r"non-negative")),
         ("two-weights", good_table, ("--weights", "1,1"), (r"weights", r"three")),
@@ -340,22 +400,50 @@ def _table_cases(prefix: str, argv: tuple[str, ...]) -> list[Case]:
         ("severity-above-one", good_table, ("--severities", "0.5,2"), (r"severities", r"2")),
         ("depth-zero", good_table, ("--depth", "0"), (r"depth", r"'0'")),
         ("protocol-missing", good_table, ("--protocol", "{t}/nope.json"), (r"nope\.json", r"does not exist")),
-        ("protocol-not-json", _both(good_table, _write("p.json", "{not json")), ("--protocol", "{t}/p.json"),
-         (r"protocol|JSON",)),
+        (
+            "protocol-not-json",
+            _both(good_table, _write("p.json", "{not json")),
+            ("--protocol", "{t}/p.json"),
+            (r"protocol|JSON",),
+        ),
         ("merge-threshold-two", good_table, ("--merge-threshold", "2"), (r"merge_threshold", r"2")),
         ("out-is-file", _both(good_table, _write("out", "x")), (), (r"out", r"not a folder")),
-        ("blocks-missing", good_table, ("--blocks", "{t}/blocks.yaml", "--grouping", "domain_block"),
-         (r"blocks\.yaml", r"does not exist")),
-        ("blocks-binary", _both(good_table, _write("blocks.yaml", b"\xff\xfe\x00\x01\x80binary")),
-         ("--blocks", "{t}/blocks.yaml", "--grouping", "domain_block"), (r"blocks\.yaml", r"not UTF-8")),
-        ("blocks-bad-yaml", _both(good_table, _write("blocks.yaml", "a: [b\n")),
-         ("--blocks", "{t}/blocks.yaml", "--grouping", "domain_block"), (r"blocks\.yaml", r"parse")),
-        ("blocks-unknown-column", _both(good_table, _write("blocks.yaml", "nope: b1\nx1: b1\n")),
-         ("--blocks", "{t}/blocks.yaml", "--grouping", "domain_block"), (r"'nope'", r"not a feature")),
-        ("blocks-a-list", _both(good_table, _write("blocks.yaml", "- x1\n- x2\n")),
-         ("--blocks", "{t}/blocks.yaml", "--grouping", "domain_block"), (r"blocks", r"mapping")),
-        ("blocks-folder", _both(good_table, lambda ctx: (ctx / "blocks.yaml").mkdir()),
-         ("--blocks", "{t}/blocks.yaml", "--grouping", "domain_block"), (r"blocks\.yaml", r"folder")),
+        (
+            "blocks-missing",
+            good_table,
+            ("--blocks", "{t}/blocks.yaml", "--grouping", "domain_block"),
+            (r"blocks\.yaml", r"does not exist"),
+        ),
+        (
+            "blocks-binary",
+            _both(good_table, _write("blocks.yaml", b"\xff\xfe\x00\x01\x80binary")),
+            ("--blocks", "{t}/blocks.yaml", "--grouping", "domain_block"),
+            (r"blocks\.yaml", r"not UTF-8"),
+        ),
+        (
+            "blocks-bad-yaml",
+            _both(good_table, _write("blocks.yaml", "a: [b\n")),
+            ("--blocks", "{t}/blocks.yaml", "--grouping", "domain_block"),
+            (r"blocks\.yaml", r"parse"),
+        ),
+        (
+            "blocks-unknown-column",
+            _both(good_table, _write("blocks.yaml", "nope: b1\nx1: b1\n")),
+            ("--blocks", "{t}/blocks.yaml", "--grouping", "domain_block"),
+            (r"'nope'", r"not a feature"),
+        ),
+        (
+            "blocks-a-list",
+            _both(good_table, _write("blocks.yaml", "- x1\n- x2\n")),
+            ("--blocks", "{t}/blocks.yaml", "--grouping", "domain_block"),
+            (r"blocks", r"mapping"),
+        ),
+        (
+            "blocks-folder",
+            _both(good_table, lambda ctx: (ctx / "blocks.yaml").mkdir()),
+            ("--blocks", "{t}/blocks.yaml", "--grouping", "domain_block"),
+            (r"blocks\.yaml", r"folder"),
+        ),
     ]
     cases = []
     for name, setup, extra, match in bad:
@@ -367,9 +455,11 @@ def _table_cases(prefix: str, argv: tuple[str, ...]) -> list[Case]:
             args = _replace(args, flag, value) if flag in args else (*args, flag, value)
         state = absent() if name != "out-is-file" else unchanged("out")
         if name == "out-is-file":
+
             def setup(ctx, _s=setup):  # noqa: E306
                 _s(ctx)
                 ctx.snap("out")
+
         cases.append(Case(f"{prefix}-{name}", setup, args, match=match, state=state))
     return cases
 
@@ -378,24 +468,54 @@ def _audit_only() -> list[Case]:
     return [
         Case("audit-header-only", _write("data.csv", "x1,x2,y\n"), AUDIT, match=(r"data\.csv", r"no data rows")),
         Case("audit-single-column", _write("data.csv", "y\n1\n0\n"), AUDIT, match=(r"data\.csv", r"single column")),
-        Case("audit-binary-csv", _write("data.csv", b"PK\x03\x04\x00\x00binary"), AUDIT,
-             match=(r"data\.csv", r"binary")),
-        Case("audit-latin1-csv", _write("data.csv", "x1,x2,y\n1,caf\xe9,0\n2,b,1\n".encode("latin-1")), AUDIT,
-             match=(r"data\.csv", r"UTF-8")),
-        Case("audit-parquet-suffix-csv-content", _write("data.parquet", "x1,y\n1,0\n"),
-             _replace(AUDIT, "--data", "{t}/data.parquet"), match=(r"data\.parquet", r"not a Parquet")),
-        Case("audit-unknown-suffix", _write("data.xlsx", "x"), _replace(AUDIT, "--data", "{t}/data.xlsx"),
-             match=(r"data\.xlsx", r"suffix")),
-        Case("audit-target-all-missing", _frame("data.csv", _mutate(lambda f: f.assign(y=np.nan))), AUDIT,
-             match=(r"data\.csv", r"'y'", r"no values")),
-        Case("audit-out-not-empty", _both(good_table, _prior_out), AUDIT, match=(r"out", r"not empty", r"--force"),
-             state=unchanged("out")),
+        Case(
+            "audit-binary-csv", _write("data.csv", b"PK\x03\x04\x00\x00binary"), AUDIT, match=(r"data\.csv", r"binary")
+        ),
+        Case(
+            "audit-latin1-csv",
+            _write("data.csv", "x1,x2,y\n1,caf\xe9,0\n2,b,1\n".encode("latin-1")),
+            AUDIT,
+            match=(r"data\.csv", r"UTF-8"),
+        ),
+        Case(
+            "audit-parquet-suffix-csv-content",
+            _write("data.parquet", "x1,y\n1,0\n"),
+            _replace(AUDIT, "--data", "{t}/data.parquet"),
+            match=(r"data\.parquet", r"not a Parquet"),
+        ),
+        Case(
+            "audit-unknown-suffix",
+            _write("data.xlsx", "x"),
+            _replace(AUDIT, "--data", "{t}/data.xlsx"),
+            match=(r"data\.xlsx", r"suffix"),
+        ),
+        Case(
+            "audit-target-all-missing",
+            _frame("data.csv", _mutate(lambda f: f.assign(y=np.nan))),
+            AUDIT,
+            match=(r"data\.csv", r"'y'", r"no values"),
+        ),
+        Case(
+            "audit-out-not-empty",
+            _both(good_table, _prior_out),
+            AUDIT,
+            match=(r"out", r"not empty", r"--force"),
+            state=unchanged("out"),
+        ),
         Case("audit-unknown-model", good_table, _replace(AUDIT, "--model", "nope"), match=(r"'nope'", r"model")),
-        Case("audit-unknown-dataset", _noop, ("audit", "--dataset", "nope", "--out", "{t}/out"),
-             match=(r"'nope'", r"dataset")),
+        Case(
+            "audit-unknown-dataset",
+            _noop,
+            ("audit", "--dataset", "nope", "--out", "{t}/out"),
+            match=(r"'nope'", r"dataset"),
+        ),
         Case("audit-dataset-and-data", good_table, (*AUDIT, "--dataset", "credit_data"), match=(r"exactly one",)),
-        Case("audit-target-without-data", _noop, ("audit", "--dataset", "credit_data", "--target", "y", "--out",
-                                                  "{t}/out"), match=(r"--target", r"only applies")),
+        Case(
+            "audit-target-without-data",
+            _noop,
+            ("audit", "--dataset", "credit_data", "--target", "y", "--out", "{t}/out"),
+            match=(r"--target", r"only applies"),
+        ),
         Case("audit-data-without-target", good_table, _drop(AUDIT, "--target"), match=(r"--target", r"required")),
         Case("audit-repeated-seed", good_table, (*AUDIT, "--seeds", "1,1"), match=(r"--seed", r"repeats")),
         Case("audit-negative-seed", good_table, (*AUDIT, "--seeds", "-1"), match=(r"non-negative",)),
@@ -404,43 +524,103 @@ def _audit_only() -> list[Case]:
         Case("audit-unknown-operator", good_table, (*AUDIT, "--operators", "zap"), match=(r"operators", r"zap")),
         Case("audit-draws-zero", good_table, (*AUDIT, "--draws", "0"), match=(r"positive integer",)),
         Case("audit-masking-rate-two", good_table, (*AUDIT, "--masking-rates", "2"), match=(r"masking", r"2")),
-        Case("audit-constant-features-warn", _frame("data.csv", _mutate(lambda f: f.assign(x2=1.0, c="k"))), AUDIT,
-             code=0, match=(r"warning", r"constant", r"'x2'", r"'c'"), state=has_files("out", "protocol.json")),
-        Case("audit-every-feature-constant-warns", _frame("data.csv", _mutate(lambda f: f.assign(x1=0.0, x2=1.0, c="k"))),
-             AUDIT, code=0, match=(r"warning", r"every feature is constant", r"'x1'"),
-             state=has_files("out", "protocol.json")),
+        Case(
+            "audit-constant-features-warn",
+            _frame("data.csv", _mutate(lambda f: f.assign(x2=1.0, c="k"))),
+            AUDIT,
+            code=0,
+            match=(r"warning", r"constant", r"'x2'", r"'c'"),
+            state=has_files("out", "protocol.json"),
+        ),
+        Case(
+            "audit-every-feature-constant-warns",
+            _frame("data.csv", _mutate(lambda f: f.assign(x1=0.0, x2=1.0, c="k"))),
+            AUDIT,
+            code=0,
+            match=(r"warning", r"every feature is constant", r"'x1'"),
+            state=has_files("out", "protocol.json"),
+        ),
         Case("audit-good-table", good_table, AUDIT, code=0, state=has_files("out", "certificates.csv", "summary.md")),
     ]
 
 
 def _certify_only() -> list[Case]:
     return [
-        Case("certify-model-from-missing", good_table, ("certify", "--data", "{t}/data.csv", "--model-from",
-                                                        "{t}/nope", "--out", "{t}/out", "--no-progress"),
-             match=(r"nope", r"no saved task|does not exist"), state=absent()),
-        Case("certify-model-from-with-weights", good_table, ("certify", "--data", "{t}/data.csv", "--model-from",
-                                                             "{t}/nope", "--weights", "1,1,1", "--out", "{t}/out"),
-             match=(r"--weights", r"cannot be combined"), state=absent()),
-        Case("certify-dask-without-workers", good_table, (*CERTIFY, "--engine", "dask"),
-             match=(r"--workers", r"--scheduler"), state=absent()),
-        Case("certify-workers-local", good_table, (*CERTIFY, "--workers", "2"), match=(r"only apply",),
-             state=absent()),
-        Case("certify-id-column-is-target", good_table, (*CERTIFY, "--id-column", "y"),
-             match=(r"id_column", r"'y'"), state=absent()),
-        Case("certify-fit-rows-one", good_table, _replace(CERTIFY, "--fit-rows", "1"), match=(r"fit_rows", r"1"),
-             state=absent()),
-        Case("certify-unknown-model", good_table, _replace(CERTIFY, "--model", "nope"),
-             match=(r"model", r"'nope'"), state=absent()),
-        Case("certify-binary-csv", _write("data.csv", b"\x00\x01\x02PK binary\n\x00"), CERTIFY,
-             match=(r"data\.csv",), state=absent()),
-        Case("certify-folder-without-parquet", lambda ctx: (ctx / "data").mkdir(),
-             _replace(CERTIFY, "--data", "{t}/data"), match=(r"data", r"no \*\.parquet"), state=absent()),
-        Case("certify-unknown-suffix", _write("data.txt", "x"), _replace(CERTIFY, "--data", "{t}/data.txt"),
-             match=(r"data\.txt", r"format"), state=absent()),
-        Case("certify-good-table", good_table, CERTIFY, code=0, state=has_files("out", "_manifest.json",
-                                                                               "_summary.json")),
-        Case("certify-constant-feature-warns", _frame("data.csv", _mutate(lambda f: f.assign(x2=1.0))), CERTIFY,
-             code=0, match=(r"warning", r"constant", r"'x2'"), state=has_files("out", "_summary.json")),
+        Case(
+            "certify-model-from-missing",
+            good_table,
+            ("certify", "--data", "{t}/data.csv", "--model-from", "{t}/nope", "--out", "{t}/out", "--no-progress"),
+            match=(r"nope", r"no saved task|does not exist"),
+            state=absent(),
+        ),
+        Case(
+            "certify-model-from-with-weights",
+            good_table,
+            ("certify", "--data", "{t}/data.csv", "--model-from", "{t}/nope", "--weights", "1,1,1", "--out", "{t}/out"),
+            match=(r"--weights", r"cannot be combined"),
+            state=absent(),
+        ),
+        Case(
+            "certify-dask-without-workers",
+            good_table,
+            (*CERTIFY, "--engine", "dask"),
+            match=(r"--workers", r"--scheduler"),
+            state=absent(),
+        ),
+        Case("certify-workers-local", good_table, (*CERTIFY, "--workers", "2"), match=(r"only apply",), state=absent()),
+        Case(
+            "certify-id-column-is-target",
+            good_table,
+            (*CERTIFY, "--id-column", "y"),
+            match=(r"id_column", r"'y'"),
+            state=absent(),
+        ),
+        Case(
+            "certify-fit-rows-one",
+            good_table,
+            _replace(CERTIFY, "--fit-rows", "1"),
+            match=(r"fit_rows", r"1"),
+            state=absent(),
+        ),
+        Case(
+            "certify-unknown-model",
+            good_table,
+            _replace(CERTIFY, "--model", "nope"),
+            match=(r"model", r"'nope'"),
+            state=absent(),
+        ),
+        Case(
+            "certify-binary-csv",
+            _write("data.csv", b"\x00\x01\x02PK binary\n\x00"),
+            CERTIFY,
+            match=(r"data\.csv",),
+            state=absent(),
+        ),
+        Case(
+            "certify-folder-without-parquet",
+            lambda ctx: (ctx / "data").mkdir(),
+            _replace(CERTIFY, "--data", "{t}/data"),
+            match=(r"data", r"no \*\.parquet"),
+            state=absent(),
+        ),
+        Case(
+            "certify-unknown-suffix",
+            _write("data.txt", "x"),
+            _replace(CERTIFY, "--data", "{t}/data.txt"),
+            match=(r"data\.txt", r"format"),
+            state=absent(),
+        ),
+        Case(
+            "certify-good-table", good_table, CERTIFY, code=0, state=has_files("out", "_manifest.json", "_summary.json")
+        ),
+        Case(
+            "certify-constant-feature-warns",
+            _frame("data.csv", _mutate(lambda f: f.assign(x2=1.0))),
+            CERTIFY,
+            code=0,
+            match=(r"warning", r"constant", r"'x2'"),
+            state=has_files("out", "_summary.json"),
+        ),
     ]
 
 
@@ -449,82 +629,248 @@ def _paired_cases() -> list[Case]:
         return _frame("records.csv", _mutate(fn, records))
 
     return [
-        Case("paired-records-missing", _noop, PAIRED, match=(r"records\.csv", r"no such file|does not exist"),
-             state=absent()),
-        Case("paired-records-folder", lambda ctx: (ctx / "records.csv").mkdir(), PAIRED,
-             match=(r"records\.csv", r"folder"), state=absent()),
-        Case("paired-records-no-suffix", _write("records", "a,b\n1,2\n"), _replace(PAIRED, "--records", "{t}/records"),
-             match=(r"records", r"unknown file type|expected \.csv"), state=absent()),
+        Case(
+            "paired-records-missing",
+            _noop,
+            PAIRED,
+            match=(r"records\.csv", r"no such file|does not exist"),
+            state=absent(),
+        ),
+        Case(
+            "paired-records-folder",
+            lambda ctx: (ctx / "records.csv").mkdir(),
+            PAIRED,
+            match=(r"records\.csv", r"folder"),
+            state=absent(),
+        ),
+        Case(
+            "paired-records-no-suffix",
+            _write("records", "a,b\n1,2\n"),
+            _replace(PAIRED, "--records", "{t}/records"),
+            match=(r"records", r"unknown file type|expected \.csv"),
+            state=absent(),
+        ),
         Case("paired-records-empty", _write("records.csv", ""), PAIRED, match=(r"records\.csv",), state=absent()),
-        Case("paired-records-binary", _write("records.csv", b"\x00\x01\x02\x03"), PAIRED,
-             match=(r"records\.csv", r"binary|could not be read"), state=absent()),
-        Case("paired-records-latin1", _write("records.csv", "model,x\ncaf\xe9,1\n".encode("latin-1")), PAIRED,
-             match=(r"records\.csv", r"UTF-8|could not be read"), state=absent()),
-        Case("paired-records-corrupt-parquet", _write("records.parquet", b"PAR1 truncated"),
-             _replace(PAIRED, "--records", "{t}/records.parquet"), match=(r"records\.parquet",), state=absent()),
-        Case("paired-missing-column", rec(lambda f: f.drop(columns=["pert_pred"])), PAIRED,
-             match=(r"records\.csv", r"pert_pred"), state=absent()),
-        Case("paired-duplicate-header", _write("records.csv", "model,model,condition\na,b,c\n"), PAIRED,
-             match=(r"records\.csv", r"'model'", r"more than once"), state=absent()),
-        Case("paired-empty-cell", rec(lambda f: _set(f, 5, "clean_pred", np.nan)), PAIRED,
-             match=(r"records\.csv", r"row 6", r"clean_pred"), state=absent()),
-        Case("paired-probability-above-one", rec(lambda f: _set(f, 2, "pert_max_prob", 1.5)), PAIRED,
-             match=(r"records\.csv", r"row 3", r"pert_max_prob", r"1\.5"), state=absent()),
-        Case("paired-probability-inf", rec(lambda f: _set(f, 2, "clean_max_prob", np.inf)), PAIRED,
-             match=(r"records\.csv", r"row 3", r"clean_max_prob", r"inf"), state=absent()),
-        Case("paired-probability-text", rec(lambda f: _set(f, 4, "clean_max_prob", "high")), PAIRED,
-             match=(r"records\.csv", r"row 5", r"clean_max_prob", r"high"), state=absent()),
-        Case("paired-label-not-integer", rec(lambda f: _set(f, 1, "true_label", 1.5)), PAIRED,
-             match=(r"records\.csv", r"row 2", r"true_label", r"1\.5"), state=absent()),
-        Case("paired-true-prob-above-max", rec(lambda f: _set(f, 0, "clean_true_prob", 1.0).assign(
-            clean_max_prob=lambda g: g["clean_max_prob"].where(g.index != 0, 0.5))), PAIRED,
-             match=(r"records\.csv", r"row 1", r"clean_true_prob"), state=absent()),
-        Case("paired-duplicate-record", rec(lambda f: _set(f, 1, "record_id", 0)), PAIRED,
-             match=(r"records\.csv", r"record_id", r"0"), state=absent()),
-        Case("paired-bad-split", rec(lambda f: _set(f, 3, "split", "test")), PAIRED,
-             match=(r"records\.csv", r"row 4", r"split", r"test"), state=absent()),
-        Case("paired-tau-above-one", good_records, _replace(PAIRED, "--tau", "1.5"), match=(r"tau", r"1\.5"),
-             state=absent()),
-        Case("paired-tau-nan", good_records, _replace(PAIRED, "--tau", "nan"), match=(r"tau", r"nan"),
-             state=absent()),
-        Case("paired-tau-text", good_records, _replace(PAIRED, "--tau", "high"), match=(r"tau", r"high"),
-             state=absent()),
-        Case("paired-tau-negative", good_records, _replace(PAIRED, "--tau", "-0.5"), match=(r"tau", r"-0\.5"),
-             state=absent()),
-        Case("paired-records-and-clean", _both(good_records, good_unpaired), (*PAIRED, "--clean", "{t}/clean.csv"),
-             match=(r"--records", r"not both"), state=absent()),
-        Case("paired-clean-without-perturbed", good_unpaired, _drop(_drop(UNPAIRED, "--perturbed"), "--clean") +
-             ("--clean", "{t}/clean.csv"), match=(r"--perturbed",), state=absent()),
-        Case("paired-probes-without-clean-outputs", good_records, (*PAIRED, "--probes", "{t}/records.csv"),
-             match=(r"--clean-outputs",), state=absent()),
-        Case("paired-out-is-file", _both(good_records, _write("out", "x"), lambda ctx: ctx.snap("out")), PAIRED,
-             match=(r"out", r"not a folder"), state=unchanged("out")),
-        Case("paired-out-not-empty", _both(good_records, _prior_out), PAIRED, match=(r"out", r"not empty"),
-             state=unchanged("out")),
+        Case(
+            "paired-records-binary",
+            _write("records.csv", b"\x00\x01\x02\x03"),
+            PAIRED,
+            match=(r"records\.csv", r"binary|could not be read"),
+            state=absent(),
+        ),
+        Case(
+            "paired-records-latin1",
+            _write("records.csv", "model,x\ncaf\xe9,1\n".encode("latin-1")),
+            PAIRED,
+            match=(r"records\.csv", r"UTF-8|could not be read"),
+            state=absent(),
+        ),
+        Case(
+            "paired-records-corrupt-parquet",
+            _write("records.parquet", b"PAR1 truncated"),
+            _replace(PAIRED, "--records", "{t}/records.parquet"),
+            match=(r"records\.parquet",),
+            state=absent(),
+        ),
+        Case(
+            "paired-missing-column",
+            rec(lambda f: f.drop(columns=["pert_pred"])),
+            PAIRED,
+            match=(r"records\.csv", r"pert_pred"),
+            state=absent(),
+        ),
+        Case(
+            "paired-duplicate-header",
+            _write("records.csv", "model,model,condition\na,b,c\n"),
+            PAIRED,
+            match=(r"records\.csv", r"'model'", r"more than once"),
+            state=absent(),
+        ),
+        Case(
+            "paired-empty-cell",
+            rec(lambda f: _set(f, 5, "clean_pred", np.nan)),
+            PAIRED,
+            match=(r"records\.csv", r"row 6", r"clean_pred"),
+            state=absent(),
+        ),
+        Case(
+            "paired-probability-above-one",
+            rec(lambda f: _set(f, 2, "pert_max_prob", 1.5)),
+            PAIRED,
+            match=(r"records\.csv", r"row 3", r"pert_max_prob", r"1\.5"),
+            state=absent(),
+        ),
+        Case(
+            "paired-probability-inf",
+            rec(lambda f: _set(f, 2, "clean_max_prob", np.inf)),
+            PAIRED,
+            match=(r"records\.csv", r"row 3", r"clean_max_prob", r"inf"),
+            state=absent(),
+        ),
+        Case(
+            "paired-probability-text",
+            rec(lambda f: _set(f, 4, "clean_max_prob", "high")),
+            PAIRED,
+            match=(r"records\.csv", r"row 5", r"clean_max_prob", r"high"),
+            state=absent(),
+        ),
+        Case(
+            "paired-label-not-integer",
+            rec(lambda f: _set(f, 1, "true_label", 1.5)),
+            PAIRED,
+            match=(r"records\.csv", r"row 2", r"true_label", r"1\.5"),
+            state=absent(),
+        ),
+        Case(
+            "paired-true-prob-above-max",
+            rec(
+                lambda f: _set(f, 0, "clean_true_prob", 1.0).assign(
+                    clean_max_prob=lambda g: g["clean_max_prob"].where(g.index != 0, 0.5)
+                )
+            ),
+            PAIRED,
+            match=(r"records\.csv", r"row 1", r"clean_true_prob"),
+            state=absent(),
+        ),
+        Case(
+            "paired-duplicate-record",
+            rec(lambda f: _set(f, 1, "record_id", 0)),
+            PAIRED,
+            match=(r"records\.csv", r"record_id", r"0"),
+            state=absent(),
+        ),
+        Case(
+            "paired-bad-split",
+            rec(lambda f: _set(f, 3, "split", "test")),
+            PAIRED,
+            match=(r"records\.csv", r"row 4", r"split", r"test"),
+            state=absent(),
+        ),
+        Case(
+            "paired-tau-above-one",
+            good_records,
+            _replace(PAIRED, "--tau", "1.5"),
+            match=(r"tau", r"1\.5"),
+            state=absent(),
+        ),
+        Case("paired-tau-nan", good_records, _replace(PAIRED, "--tau", "nan"), match=(r"tau", r"nan"), state=absent()),
+        Case(
+            "paired-tau-text", good_records, _replace(PAIRED, "--tau", "high"), match=(r"tau", r"high"), state=absent()
+        ),
+        Case(
+            "paired-tau-negative",
+            good_records,
+            _replace(PAIRED, "--tau", "-0.5"),
+            match=(r"tau", r"-0\.5"),
+            state=absent(),
+        ),
+        Case(
+            "paired-records-and-clean",
+            _both(good_records, good_unpaired),
+            (*PAIRED, "--clean", "{t}/clean.csv"),
+            match=(r"--records", r"not both"),
+            state=absent(),
+        ),
+        Case(
+            "paired-clean-without-perturbed",
+            good_unpaired,
+            _drop(_drop(UNPAIRED, "--perturbed"), "--clean") + ("--clean", "{t}/clean.csv"),
+            match=(r"--perturbed",),
+            state=absent(),
+        ),
+        Case(
+            "paired-probes-without-clean-outputs",
+            good_records,
+            (*PAIRED, "--probes", "{t}/records.csv"),
+            match=(r"--clean-outputs",),
+            state=absent(),
+        ),
+        Case(
+            "paired-out-is-file",
+            _both(good_records, _write("out", "x"), lambda ctx: ctx.snap("out")),
+            PAIRED,
+            match=(r"out", r"not a folder"),
+            state=unchanged("out"),
+        ),
+        Case(
+            "paired-out-not-empty",
+            _both(good_records, _prior_out),
+            PAIRED,
+            match=(r"out", r"not empty"),
+            state=unchanged("out"),
+        ),
         Case("paired-bad-level", good_records, (*PAIRED, "--levels", "I9"), match=(r"I9",), state=absent()),
-        Case("paired-budget-two", good_records, (*PAIRED, "--budget", "2"), match=(r"budget|\[0, 1\]", r"2"),
-             state=absent()),
-        Case("paired-negative-lambda", good_records, _replace(PAIRED, "--lambdas", "-1,0.5"),
-             match=(r"lambda", r"-1"), state=absent()),
-        Case("paired-coverage-above-one", good_records, (*PAIRED, "--coverages", "0.5,1.5"),
-             match=(r"coverage", r"1\.5"), state=absent()),
-        Case("paired-unpaired-class-mismatch", _both(_frame("clean.csv", side),
-                                                     _frame("pert.csv", lambda: side(n=41, seed=1))), UNPAIRED,
-             match=(r"class", r"clean\.csv|pert\.csv"), state=absent()),
-        Case("paired-unpaired-missing-column", _both(_frame("clean.csv", lambda: side().drop(columns=["pred"])),
-                                                     _frame("pert.csv", lambda: side(seed=1))), UNPAIRED,
-             match=(r"clean\.csv", r"pred"), state=absent()),
-        Case("paired-counts-missing-class", _both(good_unpaired, _write("counts.csv", "true_label,k\n0,5\n")),
-             (*UNPAIRED, "--counts", "{t}/counts.csv"), match=(r"counts\.csv", r"class 1"), state=absent()),
-        Case("paired-counts-impossible-k", _both(good_unpaired, _write("counts.csv", "true_label,k\n0,500\n1,1\n")),
-             (*UNPAIRED, "--counts", "{t}/counts.csv"), match=(r"counts\.csv", r"k=500"), state=absent()),
-        Case("paired-counts-folder", _both(good_unpaired, lambda ctx: (ctx / "counts.csv").mkdir()),
-             (*UNPAIRED, "--counts", "{t}/counts.csv"), match=(r"counts\.csv", r"folder"), state=absent()),
-        Case("paired-good-records", good_records, PAIRED, code=0,
-             state=has_files("out", "intervals.csv", "manifest.json")),
+        Case(
+            "paired-budget-two",
+            good_records,
+            (*PAIRED, "--budget", "2"),
+            match=(r"budget|\[0, 1\]", r"2"),
+            state=absent(),
+        ),
+        Case(
+            "paired-negative-lambda",
+            good_records,
+            _replace(PAIRED, "--lambdas", "-1,0.5"),
+            match=(r"lambda", r"-1"),
+            state=absent(),
+        ),
+        Case(
+            "paired-coverage-above-one",
+            good_records,
+            (*PAIRED, "--coverages", "0.5,1.5"),
+            match=(r"coverage", r"1\.5"),
+            state=absent(),
+        ),
+        Case(
+            "paired-unpaired-class-mismatch",
+            _both(_frame("clean.csv", side), _frame("pert.csv", lambda: side(n=41, seed=1))),
+            UNPAIRED,
+            match=(r"class", r"clean\.csv|pert\.csv"),
+            state=absent(),
+        ),
+        Case(
+            "paired-unpaired-missing-column",
+            _both(_frame("clean.csv", lambda: side().drop(columns=["pred"])), _frame("pert.csv", lambda: side(seed=1))),
+            UNPAIRED,
+            match=(r"clean\.csv", r"pred"),
+            state=absent(),
+        ),
+        Case(
+            "paired-counts-missing-class",
+            _both(good_unpaired, _write("counts.csv", "true_label,k\n0,5\n")),
+            (*UNPAIRED, "--counts", "{t}/counts.csv"),
+            match=(r"counts\.csv", r"class 1"),
+            state=absent(),
+        ),
+        Case(
+            "paired-counts-impossible-k",
+            _both(good_unpaired, _write("counts.csv", "true_label,k\n0,500\n1,1\n")),
+            (*UNPAIRED, "--counts", "{t}/counts.csv"),
+            match=(r"counts\.csv", r"k=500"),
+            state=absent(),
+        ),
+        Case(
+            "paired-counts-folder",
+            _both(good_unpaired, lambda ctx: (ctx / "counts.csv").mkdir()),
+            (*UNPAIRED, "--counts", "{t}/counts.csv"),
+            match=(r"counts\.csv", r"folder"),
+            state=absent(),
+        ),
+        Case(
+            "paired-good-records",
+            good_records,
+            PAIRED,
+            code=0,
+            state=has_files("out", "intervals.csv", "manifest.json"),
+        ),
         Case("paired-good-unpaired", good_unpaired, UNPAIRED, code=0, state=has_files("out", "intervals.csv")),
-        Case("paired-good-records-force-replaces", _both(good_records, _prior_out), (*PAIRED, "--force"), code=0,
-             state=has_files("out", "manifest.json")),
+        Case(
+            "paired-good-records-force-replaces",
+            _both(good_records, _prior_out),
+            (*PAIRED, "--force"),
+            code=0,
+            state=has_files("out", "manifest.json"),
+        ),
     ]
 
 
@@ -533,36 +879,94 @@ def _grid_cases() -> list[Case]:
         return _frame("records.parquet", _mutate(fn, records))
 
     return [
-        Case("grid-tau-above-one", good_records_pq, _replace(GRID, "--tau", "1.5"), match=(r"tau", r"1\.5"),
-             state=absent()),
-        Case("grid-tau-nan", good_records_pq, _replace(GRID, "--tau", "nan"), match=(r"tau", r"nan"),
-             state=absent()),
-        Case("grid-tau-text", good_records_pq, _replace(GRID, "--tau", "x"), match=(r"tau", r"'x'"),
-             state=absent()),
+        Case(
+            "grid-tau-above-one",
+            good_records_pq,
+            _replace(GRID, "--tau", "1.5"),
+            match=(r"tau", r"1\.5"),
+            state=absent(),
+        ),
+        Case("grid-tau-nan", good_records_pq, _replace(GRID, "--tau", "nan"), match=(r"tau", r"nan"), state=absent()),
+        Case("grid-tau-text", good_records_pq, _replace(GRID, "--tau", "x"), match=(r"tau", r"'x'"), state=absent()),
         Case("grid-records-missing", _noop, GRID, match=(r"records\.parquet", r"not exist"), state=absent()),
-        Case("grid-records-folder-empty", lambda ctx: (ctx / "records").mkdir(),
-             _replace(GRID, "--records", "{t}/records"), match=(r"records", r"no .*parquet"), state=absent()),
-        Case("grid-records-corrupt", _write("records.parquet", b"PAR1 nope"), GRID,
-             match=(r"records\.parquet",), state=absent()),
-        Case("grid-missing-column", rec(lambda f: f.drop(columns=["clean_pred"])), GRID,
-             match=(r"records\.parquet", r"clean_pred"), state=absent()),
-        Case("grid-probability-above-one-late-row", rec(lambda f: _set(f, 100, "pert_max_prob", 1.5)), GRID,
-             match=(r"records\.parquet", r"row 101", r"pert_max_prob", r"1\.5"), state=absent()),
-        Case("grid-empty-cell", rec(lambda f: _set(f, 70, "clean_pred", None)), GRID,
-             match=(r"records\.parquet", r"row 71", r"clean_pred"), state=absent()),
-        Case("grid-label-not-integer", rec(lambda f: _set(f, 90, "true_label", 2.5)), GRID,
-             match=(r"records\.parquet", r"row 91", r"true_label"), state=absent()),
+        Case(
+            "grid-records-folder-empty",
+            lambda ctx: (ctx / "records").mkdir(),
+            _replace(GRID, "--records", "{t}/records"),
+            match=(r"records", r"no .*parquet"),
+            state=absent(),
+        ),
+        Case(
+            "grid-records-corrupt",
+            _write("records.parquet", b"PAR1 nope"),
+            GRID,
+            match=(r"records\.parquet",),
+            state=absent(),
+        ),
+        Case(
+            "grid-missing-column",
+            rec(lambda f: f.drop(columns=["clean_pred"])),
+            GRID,
+            match=(r"records\.parquet", r"clean_pred"),
+            state=absent(),
+        ),
+        Case(
+            "grid-probability-above-one-late-row",
+            rec(lambda f: _set(f, 100, "pert_max_prob", 1.5)),
+            GRID,
+            match=(r"records\.parquet", r"row 101", r"pert_max_prob", r"1\.5"),
+            state=absent(),
+        ),
+        Case(
+            "grid-empty-cell",
+            rec(lambda f: _set(f, 70, "clean_pred", None)),
+            GRID,
+            match=(r"records\.parquet", r"row 71", r"clean_pred"),
+            state=absent(),
+        ),
+        Case(
+            "grid-label-not-integer",
+            rec(lambda f: _set(f, 90, "true_label", 2.5)),
+            GRID,
+            match=(r"records\.parquet", r"row 91", r"true_label"),
+            state=absent(),
+        ),
         Case("grid-bad-level", good_records_pq, (*GRID, "--levels", "I0,I9"), match=(r"I9",), state=absent()),
-        Case("grid-out-is-file", _both(good_records_pq, _write("out", "x"), lambda ctx: ctx.snap("out")), GRID,
-             match=(r"out", r"not a folder"), state=unchanged("out")),
-        Case("grid-dask-without-workers", good_records_pq, (*GRID, "--engine", "dask"),
-             match=(r"--workers",), state=absent()),
-        Case("grid-clean-coverage-two", good_records_pq, (*GRID, "--clean-coverage", "2"),
-             match=(r"clean.coverage|\[0, 1\]", r"2"), state=absent()),
-        Case("grid-corrected-rerun-after-bad-tau", _grid_after_bad_tau, GRID, code=0,
-             state=has_files("out", "_summary.json")),
-        Case("grid-good-records", good_records_pq, GRID, code=0, state=has_files("out", "_manifest.json",
-                                                                                 "_summary.json")),
+        Case(
+            "grid-out-is-file",
+            _both(good_records_pq, _write("out", "x"), lambda ctx: ctx.snap("out")),
+            GRID,
+            match=(r"out", r"not a folder"),
+            state=unchanged("out"),
+        ),
+        Case(
+            "grid-dask-without-workers",
+            good_records_pq,
+            (*GRID, "--engine", "dask"),
+            match=(r"--workers",),
+            state=absent(),
+        ),
+        Case(
+            "grid-clean-coverage-two",
+            good_records_pq,
+            (*GRID, "--clean-coverage", "2"),
+            match=(r"clean.coverage|\[0, 1\]", r"2"),
+            state=absent(),
+        ),
+        Case(
+            "grid-corrected-rerun-after-bad-tau",
+            _grid_after_bad_tau,
+            GRID,
+            code=0,
+            state=has_files("out", "_summary.json"),
+        ),
+        Case(
+            "grid-good-records",
+            good_records_pq,
+            GRID,
+            code=0,
+            state=has_files("out", "_manifest.json", "_summary.json"),
+        ),
     ]
 
 
@@ -581,21 +985,55 @@ def _grid_after_bad_tau(ctx: Ctx) -> None:
 def _synth_cases() -> list[Case]:
     synth = ("synth", "--rows", "50", "--out", "{t}/big.parquet")
     return [
-        Case("synth-out-folder", lambda ctx: (ctx / "big.parquet").mkdir(), synth,
-             match=(r"big\.parquet", r"folder"), state=lambda ctx: None if (ctx / "big.parquet").is_dir() else "gone"),
-        Case("synth-out-bad-suffix", _noop, _replace(synth, "--out", "{t}/big.xlsx"), match=(r"\.parquet or \.csv",),
-             state=absent("big.xlsx")),
-        Case("synth-unknown-dataset", _noop, (*synth, "--dataset", "nope"), match=(r"'nope'",),
-             state=absent("big.parquet")),
-        Case("synth-rows-zero", _noop, _replace(synth, "--rows", "0"), match=(r"positive integer",),
-             state=absent("big.parquet")),
-        Case("synth-out-device", _noop, ("synth", "--rows", "5", "--out", "/dev/full"),
-             match=(r"/dev/full", r"not a regular file"),
-             state=lambda ctx: None if Path("/dev/full").is_char_device() else "/dev/full replaced"),
-        Case("synth-good", _noop, synth, code=0,
-             state=lambda ctx: None if len(pd.read_parquet(ctx / "big.parquet")) == 50 else "wrong rows"),
-        Case("synth-good-csv", _noop, _replace(synth, "--out", "{t}/big.csv"), code=0,
-             state=lambda ctx: None if len(pd.read_csv(ctx / "big.csv")) == 50 else "wrong rows"),
+        Case(
+            "synth-out-folder",
+            lambda ctx: (ctx / "big.parquet").mkdir(),
+            synth,
+            match=(r"big\.parquet", r"folder"),
+            state=lambda ctx: None if (ctx / "big.parquet").is_dir() else "gone",
+        ),
+        Case(
+            "synth-out-bad-suffix",
+            _noop,
+            _replace(synth, "--out", "{t}/big.xlsx"),
+            match=(r"\.parquet or \.csv",),
+            state=absent("big.xlsx"),
+        ),
+        Case(
+            "synth-unknown-dataset",
+            _noop,
+            (*synth, "--dataset", "nope"),
+            match=(r"'nope'",),
+            state=absent("big.parquet"),
+        ),
+        Case(
+            "synth-rows-zero",
+            _noop,
+            _replace(synth, "--rows", "0"),
+            match=(r"positive integer",),
+            state=absent("big.parquet"),
+        ),
+        Case(
+            "synth-out-device",
+            _noop,
+            ("synth", "--rows", "5", "--out", "/dev/full"),
+            match=(r"/dev/full", r"not a regular file"),
+            state=lambda ctx: None if Path("/dev/full").is_char_device() else "/dev/full replaced",
+        ),
+        Case(
+            "synth-good",
+            _noop,
+            synth,
+            code=0,
+            state=lambda ctx: None if len(pd.read_parquet(ctx / "big.parquet")) == 50 else "wrong rows",
+        ),
+        Case(
+            "synth-good-csv",
+            _noop,
+            _replace(synth, "--out", "{t}/big.csv"),
+            code=0,
+            state=lambda ctx: None if len(pd.read_csv(ctx / "big.csv")) == 50 else "wrong rows",
+        ),
     ]
 
 
@@ -641,7 +1079,7 @@ def _corrupt_db(ctx: Ctx) -> None:
     data = bytearray((ctx / "r.sqlite3").read_bytes())
     page = 4096
     for start in range(2 * page, len(data) - page, 3 * page):  # trash every third page after the first two
-        data[start + 8:start + 600] = b"\xa5" * 592
+        data[start + 8 : start + 600] = b"\xa5" * 592
     (ctx / "r.sqlite3").write_bytes(bytes(data))
     ctx.snap("r.sqlite3")
 
@@ -711,41 +1149,122 @@ def _created_order(ctx: Ctx) -> None:
 
 def _review_cases() -> list[Case]:
     return [
-        Case("reviews-db-missing", _noop, _export_to("{t}/e.csv"), match=(r"r\.sqlite3", r"does not exist"),
-             state=absent("e.csv")),
-        Case("reviews-db-folder", lambda ctx: (ctx / "r.sqlite3").mkdir(), _export_to("{t}/e.csv"),
-             match=(r"r\.sqlite3", r"folder|directory"), state=absent("e.csv")),
-        Case("reviews-db-foreign", _foreign_db, ("reviews", "export", "--db", "{t}/other.db", "--out", "{t}/e.csv"),
-             match=(r"other\.db", r"not a review database"), state=unchanged("other.db")),
-        Case("reviews-db-newer-schema", _newer_db, _export_to("{t}/e.csv"),
-             match=(r"r\.sqlite3", r"schema version 99", r"newer"), state=unchanged("r.sqlite3")),
-        Case("reviews-db-corrupted", _corrupt_db, _export_to("{t}/e.csv"), match=(r"r\.sqlite3", r"corrupt"),
-             state=unchanged("r.sqlite3")),
-        Case("reviews-db-text-file", _text_db, _export_to("{t}/e.csv"), match=(r"r\.sqlite3", r"not an SQLite"),
-             state=unchanged("r.sqlite3")),
-        Case("reviews-out-folder", _both(lambda ctx: _store(ctx) and None, lambda ctx: (ctx / "e").mkdir()),
-             _export_to("{t}/e"), match=(r"'.*e'", r"folder"), state=lambda ctx: None if (ctx / "e").is_dir() else "gone"),
-        Case("reviews-out-dev-full", lambda ctx: _store(ctx) and None, _export_to("/dev/full"),
-             match=(r"/dev/full", r"not a regular file"),
-             state=lambda ctx: None if Path("/dev/full").is_char_device() else "/dev/full replaced"),
-        Case("reviews-out-under-a-file", _both(lambda ctx: _store(ctx) and None, _write("f", "x")),
-             _export_to("{t}/f/e.csv"), match=(r"f/e\.csv", r"not a folder"), state=absent("e.csv")),
-        Case("reviews-export-good", _good_db_and_prior_export, _export_to("{t}/export.csv"), code=0,
-             state=lambda ctx: None if len(pd.read_csv(ctx / "export.csv")) == 2 else "wrong export"),
-        Case("reviews-export-stdout", lambda ctx: _store(ctx) and None,
-             ("reviews", "export", "--db", "{t}/r.sqlite3"), code=0),
-        Case("store-api-foreign", _foreign_db, call=_open("other.db"), match=(r"other\.db", r"not a review database"),
-             state=unchanged("other.db")),
-        Case("store-api-newer-schema", _newer_db, call=_open("r.sqlite3"), match=(r"schema version 99",),
-             state=unchanged("r.sqlite3")),
-        Case("store-api-corrupted", _corrupt_db, call=_open("r.sqlite3"), match=(r"corrupt",),
-             state=unchanged("r.sqlite3")),
-        Case("store-api-text-file", _text_db, call=_open("r.sqlite3"), match=(r"not an SQLite",),
-             state=unchanged("r.sqlite3")),
-        Case("store-raw-update-refused", lambda ctx: (_store(ctx), ctx.snap("r.sqlite3")) and None,
-             call=_raw_sql("UPDATE reviews SET decision = 'acceptable'"), match=(r"append-only",)),
-        Case("store-raw-delete-refused", lambda ctx: _store(ctx) and None, call=_raw_sql("DELETE FROM reviews"),
-             match=(r"append-only",)),
+        Case(
+            "reviews-db-missing",
+            _noop,
+            _export_to("{t}/e.csv"),
+            match=(r"r\.sqlite3", r"does not exist"),
+            state=absent("e.csv"),
+        ),
+        Case(
+            "reviews-db-folder",
+            lambda ctx: (ctx / "r.sqlite3").mkdir(),
+            _export_to("{t}/e.csv"),
+            match=(r"r\.sqlite3", r"folder|directory"),
+            state=absent("e.csv"),
+        ),
+        Case(
+            "reviews-db-foreign",
+            _foreign_db,
+            ("reviews", "export", "--db", "{t}/other.db", "--out", "{t}/e.csv"),
+            match=(r"other\.db", r"not a review database"),
+            state=unchanged("other.db"),
+        ),
+        Case(
+            "reviews-db-newer-schema",
+            _newer_db,
+            _export_to("{t}/e.csv"),
+            match=(r"r\.sqlite3", r"schema version 99", r"newer"),
+            state=unchanged("r.sqlite3"),
+        ),
+        Case(
+            "reviews-db-corrupted",
+            _corrupt_db,
+            _export_to("{t}/e.csv"),
+            match=(r"r\.sqlite3", r"corrupt"),
+            state=unchanged("r.sqlite3"),
+        ),
+        Case(
+            "reviews-db-text-file",
+            _text_db,
+            _export_to("{t}/e.csv"),
+            match=(r"r\.sqlite3", r"not an SQLite"),
+            state=unchanged("r.sqlite3"),
+        ),
+        Case(
+            "reviews-out-folder",
+            _both(lambda ctx: _store(ctx) and None, lambda ctx: (ctx / "e").mkdir()),
+            _export_to("{t}/e"),
+            match=(r"'.*e'", r"folder"),
+            state=lambda ctx: None if (ctx / "e").is_dir() else "gone",
+        ),
+        Case(
+            "reviews-out-dev-full",
+            lambda ctx: _store(ctx) and None,
+            _export_to("/dev/full"),
+            match=(r"/dev/full", r"not a regular file"),
+            state=lambda ctx: None if Path("/dev/full").is_char_device() else "/dev/full replaced",
+        ),
+        Case(
+            "reviews-out-under-a-file",
+            _both(lambda ctx: _store(ctx) and None, _write("f", "x")),
+            _export_to("{t}/f/e.csv"),
+            match=(r"f/e\.csv", r"not a folder"),
+            state=absent("e.csv"),
+        ),
+        Case(
+            "reviews-export-good",
+            _good_db_and_prior_export,
+            _export_to("{t}/export.csv"),
+            code=0,
+            state=lambda ctx: None if len(pd.read_csv(ctx / "export.csv")) == 2 else "wrong export",
+        ),
+        Case(
+            "reviews-export-stdout",
+            lambda ctx: _store(ctx) and None,
+            ("reviews", "export", "--db", "{t}/r.sqlite3"),
+            code=0,
+        ),
+        Case(
+            "store-api-foreign",
+            _foreign_db,
+            call=_open("other.db"),
+            match=(r"other\.db", r"not a review database"),
+            state=unchanged("other.db"),
+        ),
+        Case(
+            "store-api-newer-schema",
+            _newer_db,
+            call=_open("r.sqlite3"),
+            match=(r"schema version 99",),
+            state=unchanged("r.sqlite3"),
+        ),
+        Case(
+            "store-api-corrupted",
+            _corrupt_db,
+            call=_open("r.sqlite3"),
+            match=(r"corrupt",),
+            state=unchanged("r.sqlite3"),
+        ),
+        Case(
+            "store-api-text-file",
+            _text_db,
+            call=_open("r.sqlite3"),
+            match=(r"not an SQLite",),
+            state=unchanged("r.sqlite3"),
+        ),
+        Case(
+            "store-raw-update-refused",
+            lambda ctx: (_store(ctx), ctx.snap("r.sqlite3")) and None,
+            call=_raw_sql("UPDATE reviews SET decision = 'acceptable'"),
+            match=(r"append-only",),
+        ),
+        Case(
+            "store-raw-delete-refused",
+            lambda ctx: _store(ctx) and None,
+            call=_raw_sql("DELETE FROM reviews"),
+            match=(r"append-only",),
+        ),
         Case("store-created-at-in-id-order", _noop, call=_created_order, code=0),
         Case("store-legacy-v1-file-opens", lambda ctx: _legacy_v1(ctx), call=_open("r.sqlite3"), code=0),
     ]
@@ -836,50 +1355,115 @@ def _api_cases() -> list[Case]:
         Case("api-grid-tau-string", _noop, call=_api("identified_intervals_grid", "0.8"), match=(r"`tau`", r"'0\.8'")),
         Case("api-targets-tau-bool", _noop, call=_api("paired_targets", False), match=(r"`tau`", r"False")),
         Case("api-five-states-tau-string", _noop, call=_api("five_state_counts", "0.5"), match=(r"`tau`",)),
-        Case("api-label-channel-tau-p-string", _noop, call=lambda ctx: __import__(
-            "core.cfc.stressors", fromlist=["x"]).LabelChannel(tau_p="0.9"), match=(r"`tau_p`", r"'0\.9'")),
-        Case("api-label-channel-tau-p-bool", _noop, call=lambda ctx: __import__(
-            "core.cfc.stressors", fromlist=["x"]).LabelChannel(tau_p=True), match=(r"`tau_p`", r"True")),
-        Case("api-unpaired-summary-tau-string", _noop, call=lambda ctx: __import__(
-            "core.views.paired", fromlist=["x"]).unpaired_class_summary(__import__(
-                "core.paired.records", fromlist=["x"]).validate_unpaired(side(), side(seed=1)), "0.8"),
-             match=(r"`tau`", r"'0\.8'")),
+        Case(
+            "api-label-channel-tau-p-string",
+            _noop,
+            call=lambda ctx: __import__("core.cfc.stressors", fromlist=["x"]).LabelChannel(tau_p="0.9"),
+            match=(r"`tau_p`", r"'0\.9'"),
+        ),
+        Case(
+            "api-label-channel-tau-p-bool",
+            _noop,
+            call=lambda ctx: __import__("core.cfc.stressors", fromlist=["x"]).LabelChannel(tau_p=True),
+            match=(r"`tau_p`", r"True"),
+        ),
+        Case(
+            "api-unpaired-summary-tau-string",
+            _noop,
+            call=lambda ctx: __import__("core.views.paired", fromlist=["x"]).unpaired_class_summary(
+                __import__("core.paired.records", fromlist=["x"]).validate_unpaired(side(), side(seed=1)), "0.8"
+            ),
+            match=(r"`tau`", r"'0\.8'"),
+        ),
         Case("api-protocol-zero-weights", _noop, call=_protocol(weights=(0, 0, 0)), match=(r"weights", r"zero")),
         Case("api-protocol-negative-weight", _noop, call=_protocol(weights=(-1, 1, 1)), match=(r"weights", r"-1")),
         Case("api-protocol-bool-weight", _noop, call=_protocol(weights=(True, 1, 1)), match=(r"weights", r"True")),
         Case("api-protocol-one-zero-weight-ok", _noop, call=_protocol(weights=(0, 0, 1)), code=0),
-        Case("upload-duplicate-header", _noop, call=_upload("dup.csv", _dup_header_csv().encode()),
-             match=(r"dup\.csv", r"'x1'", r"more than once")),
+        Case(
+            "upload-duplicate-header",
+            _noop,
+            call=_upload("dup.csv", _dup_header_csv().encode()),
+            match=(r"dup\.csv", r"'x1'", r"more than once"),
+        ),
         Case("upload-inf", _noop, call=_upload("inf.csv", inf_table), match=(r"inf\.csv", r"'x2'", r"row 11")),
-        Case("upload-thousand-classes", _noop,
-             call=_upload("many.csv", _csv_bytes(table(1200).assign(y=np.arange(1200)))),
-             match=(r"many\.csv", r"1200 distinct")),
-        Case("upload-all-nan", _noop, call=_upload("nan.csv", _csv_bytes(table().assign(x1=np.nan))),
-             match=(r"nan\.csv", r"'x1'", r"entirely missing")),
-        Case("upload-constant-warns", _noop, call=_upload("const.csv", _csv_bytes(table().assign(x2=3.0))), code=0,
-             match=(r"const\.csv", r"'x2'", r"constant")),
-        Case("upload-target-missing", _noop, call=_upload("t.csv", _csv_bytes(table()), target="label"),
-             match=(r"t\.csv", r"'label'")),
+        Case(
+            "upload-thousand-classes",
+            _noop,
+            call=_upload("many.csv", _csv_bytes(table(1200).assign(y=np.arange(1200)))),
+            match=(r"many\.csv", r"1200 distinct"),
+        ),
+        Case(
+            "upload-all-nan",
+            _noop,
+            call=_upload("nan.csv", _csv_bytes(table().assign(x1=np.nan))),
+            match=(r"nan\.csv", r"'x1'", r"entirely missing"),
+        ),
+        Case(
+            "upload-constant-warns",
+            _noop,
+            call=_upload("const.csv", _csv_bytes(table().assign(x2=3.0))),
+            code=0,
+            match=(r"const\.csv", r"'x2'", r"constant"),
+        ),
+        Case(
+            "upload-target-missing",
+            _noop,
+            call=_upload("t.csv", _csv_bytes(table()), target="label"),
+            match=(r"t\.csv", r"'label'"),
+        ),
         Case("upload-empty", _noop, call=_upload("e.csv", b""), match=(r"e\.csv", r"empty")),
-        Case("upload-paired-duplicate-header", _noop,
-             call=_paired_upload("p.csv", b"model,model,condition\na,b,c\n"), match=(r"p\.csv", r"'model'")),
-        Case("upload-paired-prob-inf", _noop,
-             call=_paired_upload("p.csv", _csv_bytes(_set(records(), 0, "pert_max_prob", np.inf))),
-             match=(r"p\.csv", r"row 1", r"pert_max_prob")),
-        Case("upload-paired-missing-column", _noop,
-             call=_paired_upload("p.csv", _csv_bytes(records().drop(columns=["model"]))), match=(r"p\.csv", r"model")),
+        Case(
+            "upload-paired-duplicate-header",
+            _noop,
+            call=_paired_upload("p.csv", b"model,model,condition\na,b,c\n"),
+            match=(r"p\.csv", r"'model'"),
+        ),
+        Case(
+            "upload-paired-prob-inf",
+            _noop,
+            call=_paired_upload("p.csv", _csv_bytes(_set(records(), 0, "pert_max_prob", np.inf))),
+            match=(r"p\.csv", r"row 1", r"pert_max_prob"),
+        ),
+        Case(
+            "upload-paired-missing-column",
+            _noop,
+            call=_paired_upload("p.csv", _csv_bytes(records().drop(columns=["model"]))),
+            match=(r"p\.csv", r"model"),
+        ),
         Case("upload-paired-good", _noop, call=_paired_upload("p.csv", _csv_bytes(records())), code=0),
-        Case("api-dataset-frame-inf", _noop, call=lambda ctx: __import__(
-            "core.tabular.datasets", fromlist=["x"]).dataset_from_frame(_set(table(), 0, "x1", -np.inf), "y"),
-             match=(r"'x1'", r"row 1", r"-inf")),
-        Case("api-load-records-folder", lambda ctx: (ctx / "r.csv").mkdir(),
-             call=lambda ctx: __import__("core.paired.records", fromlist=["x"]).load_records(ctx / "r.csv"),
-             match=(r"r\.csv", r"folder")),
+        Case(
+            "api-dataset-frame-inf",
+            _noop,
+            call=lambda ctx: __import__("core.tabular.datasets", fromlist=["x"]).dataset_from_frame(
+                _set(table(), 0, "x1", -np.inf), "y"
+            ),
+            match=(r"'x1'", r"row 1", r"-inf"),
+        ),
+        Case(
+            "api-load-records-folder",
+            lambda ctx: (ctx / "r.csv").mkdir(),
+            call=lambda ctx: __import__("core.paired.records", fromlist=["x"]).load_records(ctx / "r.csv"),
+            match=(r"r\.csv", r"folder"),
+        ),
     ]
 
 
-PROBE = ("probe", "--model", "{t}/m.onnx", "--images", "{t}/imgs", "--labels", "{t}/labels.csv", "--out", "{t}/out",
-         "--probes", "contrast:2", "--natural", "none", "--no-progress")
+PROBE = (
+    "probe",
+    "--model",
+    "{t}/m.onnx",
+    "--images",
+    "{t}/imgs",
+    "--labels",
+    "{t}/labels.csv",
+    "--out",
+    "{t}/out",
+    "--probes",
+    "contrast:2",
+    "--natural",
+    "none",
+    "--no-progress",
+)
 
 
 def _onnx_image_model(ctx: Ctx, *, name: str = "m.onnx", dynamic_size: bool = False) -> None:
@@ -889,11 +1473,17 @@ def _onnx_image_model(ctx: Ctx, *, name: str = "m.onnx", dynamic_size: bool = Fa
     h = "h" if dynamic_size else 8
     w = "w" if dynamic_size else 8
     weights = np.random.default_rng(0).normal(size=(3, 3)).astype(np.float32)
-    nodes = [helper.make_node("ReduceMean", ["x"], ["m"], axes=[2, 3], keepdims=0),
-             helper.make_node("MatMul", ["m", "W"], ["y"])]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, h, w])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 3])],
-                              [numpy_helper.from_array(weights, "W")])
+    nodes = [
+        helper.make_node("ReduceMean", ["x"], ["m"], axes=[2, 3], keepdims=0),
+        helper.make_node("MatMul", ["m", "W"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, h, w])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 3])],
+        [numpy_helper.from_array(weights, "W")],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     (ctx / name).write_bytes(model.SerializeToString())
@@ -927,35 +1517,95 @@ def _probe_cases() -> list[Case]:
     good = _both(_onnx_image_model, _pngs)
     zipped = _drop(_replace(PROBE, "--images", "{t}/imgs.zip"), "--labels")
     return [
-        Case("probe-good", good, PROBE, code=0,
-             state=has_files("out", "clean.parquet", "probes.parquet", "natural.parquet", "records.parquet")),
-        Case("probe-non-image-file", _both(good, _write("imgs/notes.txt", "hello")), PROBE,
-             match=(r"imgs/notes\.txt", r"not an image file"), state=absent()),
-        Case("probe-corrupt-png", _both(good, _write("imgs/im1.png", b"\x89PNG broken")), PROBE,
-             match=(r"imgs/im1\.png", r"not a readable PNG or JPEG"), state=absent()),
-        Case("probe-count-differs", _both(_onnx_image_model, lambda ctx: _pngs(ctx, 5, listed=4)), PROBE,
-             match=(r"holds 5 image", r"labels\.csv lists 4", r"im4\.png"), state=absent()),
-        Case("probe-input-size-unreadable", _both(lambda ctx: _onnx_image_model(ctx, dynamic_size=True), _pngs), PROBE,
-             match=(r"m\.onnx", r"cannot read the image size"), state=absent()),
-        Case("probe-model-not-onnx", _both(_write("m.onnx", b"junk"), _pngs), PROBE,
-             match=(r"m\.onnx", r"not a readable ONNX model"), state=absent()),
-        Case("probe-wrong-classes", _both(_onnx_image_model, lambda ctx: _pngs(ctx, labels=[0, 1, 5, 2])), PROBE,
-             match=(r"m\.onnx", r"outputs 3 classes", r"im2\.png has label 5"), state=absent()),
-        Case("probe-labels-no-file-column", _both(good, _write("labels.csv", "name,label\nim0.png,0\n")), PROBE,
-             match=(r"labels\.csv", r"'file'"), state=absent()),
-        Case("probe-zip-slip", _both(_onnx_image_model, lambda ctx: _probe_zip(ctx, "../evil.png")), zipped,
-             match=(r"imgs\.zip", r"'\.\./evil\.png'", r"outside the archive"), state=absent()),
-        Case("probe-npz-object-array", _both(_onnx_image_model, lambda ctx: np.savez(
-            ctx / "x.npz", images=np.array([object()] * 2), labels=np.zeros(2, int))),
-             _drop(_replace(PROBE, "--images", "{t}/x.npz"), "--labels"),
-             match=(r"x\.npz", r"pickled|Python objects"), state=absent()),
+        Case(
+            "probe-good",
+            good,
+            PROBE,
+            code=0,
+            state=has_files("out", "clean.parquet", "probes.parquet", "natural.parquet", "records.parquet"),
+        ),
+        Case(
+            "probe-non-image-file",
+            _both(good, _write("imgs/notes.txt", "hello")),
+            PROBE,
+            match=(r"imgs/notes\.txt", r"not an image file"),
+            state=absent(),
+        ),
+        Case(
+            "probe-corrupt-png",
+            _both(good, _write("imgs/im1.png", b"\x89PNG broken")),
+            PROBE,
+            match=(r"imgs/im1\.png", r"not a readable PNG or JPEG"),
+            state=absent(),
+        ),
+        Case(
+            "probe-count-differs",
+            _both(_onnx_image_model, lambda ctx: _pngs(ctx, 5, listed=4)),
+            PROBE,
+            match=(r"holds 5 image", r"labels\.csv lists 4", r"im4\.png"),
+            state=absent(),
+        ),
+        Case(
+            "probe-input-size-unreadable",
+            _both(lambda ctx: _onnx_image_model(ctx, dynamic_size=True), _pngs),
+            PROBE,
+            match=(r"m\.onnx", r"cannot read the image size"),
+            state=absent(),
+        ),
+        Case(
+            "probe-model-not-onnx",
+            _both(_write("m.onnx", b"junk"), _pngs),
+            PROBE,
+            match=(r"m\.onnx", r"not a readable ONNX model"),
+            state=absent(),
+        ),
+        Case(
+            "probe-wrong-classes",
+            _both(_onnx_image_model, lambda ctx: _pngs(ctx, labels=[0, 1, 5, 2])),
+            PROBE,
+            match=(r"m\.onnx", r"outputs 3 classes", r"im2\.png has label 5"),
+            state=absent(),
+        ),
+        Case(
+            "probe-labels-no-file-column",
+            _both(good, _write("labels.csv", "name,label\nim0.png,0\n")),
+            PROBE,
+            match=(r"labels\.csv", r"'file'"),
+            state=absent(),
+        ),
+        Case(
+            "probe-zip-slip",
+            _both(_onnx_image_model, lambda ctx: _probe_zip(ctx, "../evil.png")),
+            zipped,
+            match=(r"imgs\.zip", r"'\.\./evil\.png'", r"outside the archive"),
+            state=absent(),
+        ),
+        Case(
+            "probe-npz-object-array",
+            _both(
+                _onnx_image_model,
+                lambda ctx: np.savez(ctx / "x.npz", images=np.array([object()] * 2), labels=np.zeros(2, int)),
+            ),
+            _drop(_replace(PROBE, "--images", "{t}/x.npz"), "--labels"),
+            match=(r"x\.npz", r"pickled|Python objects"),
+            state=absent(),
+        ),
     ]
 
 
 def build_cases() -> list[Case]:
-    cases = (_table_cases("audit", AUDIT) + _audit_only() + _table_cases("certify", CERTIFY) + _certify_only()
-             + _paired_cases() + _grid_cases() + _synth_cases() + _review_cases() + _api_cases()
-             + _probe_cases())
+    cases = (
+        _table_cases("audit", AUDIT)
+        + _audit_only()
+        + _table_cases("certify", CERTIFY)
+        + _certify_only()
+        + _paired_cases()
+        + _grid_cases()
+        + _synth_cases()
+        + _review_cases()
+        + _api_cases()
+        + _probe_cases()
+    )
     ids = [c.id for c in cases]
     assert len(set(ids)) == len(ids), [i for i in ids if ids.count(i) > 1]
     return cases

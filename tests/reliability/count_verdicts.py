@@ -4,6 +4,7 @@
 ``--list``, every case that is not clear). Run it from an older checkout, with this folder
 copied in, for the "before" numbers of issue 13.
 """
+
 from __future__ import annotations
 
 import json

@@ -4,6 +4,7 @@ Each case asserts the exit code, that the message names the file / row / column 
 no traceback reaches the user, and the state of the output folder afterwards (see
 :mod:`corpus` for the verdicts).
 """
+
 from __future__ import annotations
 
 import sys

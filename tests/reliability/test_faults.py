@@ -10,6 +10,7 @@ The read-only and ENOSPC tests mount a real tmpfs when run as root (``mount -t t
 root) and ENOSPC to a monkeypatched ``fsync`` raising ``ENOSPC`` (stated in the skip reason /
 test id), since an unprivileged user cannot mount.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -44,8 +45,9 @@ def _mount_tmpfs(path: Path, size: str) -> bool:
     path.mkdir(parents=True, exist_ok=True)
     if not IS_ROOT or shutil.which("mount") is None:
         return False
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)],
-                          capture_output=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)], capture_output=True
+    )
     return done.returncode == 0
 
 
@@ -65,23 +67,76 @@ def inputs(tmp_path) -> dict[str, Path]:
     for i in range(3):
         store.record("fp", i, reviewer="ana", decision="acceptable", note="checked")
     with sqlite3.connect(src / "r.sqlite3") as conn:  # bulk rows: a CSV export of about 200 KB
-        conn.executemany("INSERT INTO reviews (created_at, audit_fingerprint, sample_id, reviewer, decision, note)"
-                         " VALUES ('2026-01-01T00:00:00+00:00', 'bulk', ?, 'w', 'acceptable', 'checked twice')",
-                         [(str(i),) for i in range(2000)])
-    return {"data": src / "data.csv", "records": src / "records.csv", "records_pq": src / "records.parquet",
-            "db": src / "r.sqlite3"}
+        conn.executemany(
+            "INSERT INTO reviews (created_at, audit_fingerprint, sample_id, reviewer, decision, note)"
+            " VALUES ('2026-01-01T00:00:00+00:00', 'bulk', ?, 'w', 'acceptable', 'checked twice')",
+            [(str(i),) for i in range(2000)],
+        )
+    return {
+        "data": src / "data.csv",
+        "records": src / "records.csv",
+        "records_pq": src / "records.parquet",
+        "db": src / "r.sqlite3",
+    }
 
 
 def _argv(command: str, inputs: dict[str, Path], out: Path) -> list[str]:
     return {
-        "audit": ["audit", "--data", str(inputs["data"]), "--target", "y", "--model", "logreg", "--out", str(out),
-                  "--force", "--no-progress"],
-        "paired": ["paired", "--records", str(inputs["records"]), "--tau", "0.8", "--out", str(out), "--force",
-                   "--lambdas", "0,1"],
-        "certify": ["certify", "--data", str(inputs["data"]), "--target", "y", "--model", "logreg", "--fit-rows",
-                    "100", "--chunk-rows", "40", "--out", str(out), "--no-progress"],
-        "paired-grid": ["paired-grid", "--records", str(inputs["records_pq"]), "--tau", "0.8", "--out", str(out),
-                        "--lambdas", "0,1", "--cells-per-task", "1", "--no-progress"],
+        "audit": [
+            "audit",
+            "--data",
+            str(inputs["data"]),
+            "--target",
+            "y",
+            "--model",
+            "logreg",
+            "--out",
+            str(out),
+            "--force",
+            "--no-progress",
+        ],
+        "paired": [
+            "paired",
+            "--records",
+            str(inputs["records"]),
+            "--tau",
+            "0.8",
+            "--out",
+            str(out),
+            "--force",
+            "--lambdas",
+            "0,1",
+        ],
+        "certify": [
+            "certify",
+            "--data",
+            str(inputs["data"]),
+            "--target",
+            "y",
+            "--model",
+            "logreg",
+            "--fit-rows",
+            "100",
+            "--chunk-rows",
+            "40",
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
+        "paired-grid": [
+            "paired-grid",
+            "--records",
+            str(inputs["records_pq"]),
+            "--tau",
+            "0.8",
+            "--out",
+            str(out),
+            "--lambdas",
+            "0,1",
+            "--cells-per-task",
+            "1",
+            "--no-progress",
+        ],
         "synth": ["synth", "--rows", "20000", "--out", str(out)],
         "reviews-export": ["reviews", "export", "--db", str(inputs["db"]), "--out", str(out)],
     }[command]
@@ -89,8 +144,14 @@ def _argv(command: str, inputs: dict[str, Path], out: Path) -> list[str]:
 
 # Name of the output of each command inside the faulty folder; folder commands that replace
 # (audit, paired) and file commands get a previous output first.
-OUTPUT = {"audit": "out", "paired": "out", "certify": "run", "paired-grid": "run", "synth": "big.parquet",
-          "reviews-export": "export.csv"}
+OUTPUT = {
+    "audit": "out",
+    "paired": "out",
+    "certify": "run",
+    "paired-grid": "run",
+    "synth": "big.parquet",
+    "reviews-export": "export.csv",
+}
 COMMANDS = list(OUTPUT)
 
 
@@ -282,9 +343,15 @@ def test_file_size_limit(command, inputs, tmp_path):
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     # SQLite maps a 32 KiB -shm file to read a WAL database: the export's limit lets that through.
     limit = 65536 if command == "reviews-export" else 2048
-    done = subprocess.run([sys.executable, "-m", "core", *_argv(command, inputs, folder / OUTPUT[command])],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-                          preexec_fn=_limit_fsize(limit))
+    done = subprocess.run(
+        [sys.executable, "-m", "core", *_argv(command, inputs, folder / OUTPUT[command])],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=_limit_fsize(limit),
+    )
     _assert_clean_failure(done.returncode, done.stderr, folder, command, prior, digest)
     assert "File too large" in done.stderr, done.stderr
 
@@ -306,6 +373,7 @@ def _kill_when(proc: subprocess.Popen, ready, timeout: float = 240) -> int:
 
 def _writing(folder: Path, name: str):
     """True once a temporary file or folder of ``name`` holds bytes (the write has begun)."""
+
     def ready() -> bool:
         for p in folder.glob(f".{name}*"):
             if p.is_file() and p.stat().st_size > 0:
@@ -328,11 +396,14 @@ def test_sigkill_mid_write(command, inputs, tmp_path):
         argv[argv.index("--rows") + 1] = "3000000"  # long enough to be killed while writing
     if command == "reviews-export":  # enough rows that the CSV is still being written when killed
         with sqlite3.connect(inputs["db"]) as conn:
-            conn.executemany("INSERT INTO reviews (created_at, audit_fingerprint, sample_id, reviewer, decision, note)"
-                             " VALUES ('2026-01-01T00:00:00+00:00', 'bulk', ?, 'w', 'acceptable', 'n')",
-                             [(str(i),) for i in range(300_000)])
-    proc = subprocess.Popen([sys.executable, "-m", "core", *argv], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+            conn.executemany(
+                "INSERT INTO reviews (created_at, audit_fingerprint, sample_id, reviewer, decision, note)"
+                " VALUES ('2026-01-01T00:00:00+00:00', 'bulk', ?, 'w', 'acceptable', 'n')",
+                [(str(i),) for i in range(300_000)],
+            )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "core", *argv], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     code = _kill_when(proc, _writing(folder, OUTPUT[command]))
     assert code in (-signal.SIGKILL, 0), proc.stderr.read()
     out = folder / OUTPUT[command]
@@ -367,9 +438,11 @@ def _write_reviews(path: str, n: int) -> None:
 def test_sigkill_mid_review_writes_keeps_every_committed_row(tmp_path):
     path = tmp_path / "r.sqlite3"
     ReviewStore(path)
-    code = ("import sys; sys.path.insert(0, %r); from core.reviews import ReviewStore\n"
-            "s = ReviewStore(%r)\n"
-            "for i in range(100000): s.record('fp', i, reviewer='w', decision='acceptable')\n") % (str(ROOT), str(path))
+    code = (
+        "import sys; sys.path.insert(0, %r); from core.reviews import ReviewStore\n"
+        "s = ReviewStore(%r)\n"
+        "for i in range(100000): s.record('fp', i, reviewer='w', decision='acceptable')\n"
+    ) % (str(ROOT), str(path))
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
 
     def enough() -> bool:
@@ -390,11 +463,17 @@ def test_sigkill_mid_review_writes_keeps_every_committed_row(tmp_path):
 def test_eight_processes_creating_and_writing_one_new_store(tmp_path):
     # No process creates the file first: all race to create it, then write 50 decisions each.
     path = tmp_path / "new.sqlite3"
-    code = ("import sys; sys.path.insert(0, %r); from core.reviews import ReviewStore\n"
-            "s = ReviewStore(%r, timeout=60)\n"
-            "for i in range(50): s.record('fp' + sys.argv[1], i, reviewer='w', decision='acceptable')\n")
-    procs = [subprocess.Popen([sys.executable, "-c", code % (str(ROOT), str(path)), str(k)], cwd=ROOT,
-                              stderr=subprocess.PIPE) for k in range(8)]
+    code = (
+        "import sys; sys.path.insert(0, %r); from core.reviews import ReviewStore\n"
+        "s = ReviewStore(%r, timeout=60)\n"
+        "for i in range(50): s.record('fp' + sys.argv[1], i, reviewer='w', decision='acceptable')\n"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code % (str(ROOT), str(path)), str(k)], cwd=ROOT, stderr=subprocess.PIPE
+        )
+        for k in range(8)
+    ]
     for proc in procs:
         assert proc.wait(300) == 0, proc.stderr.read()
     frame = ReviewStore(path).export()

@@ -1,4 +1,5 @@
 """Unit tests of the shared validation layer (core.validation) and the atomic writer (core.atomic)."""
+
 from __future__ import annotations
 
 import csv
@@ -42,8 +43,11 @@ def test_unit_interval_refuses_outside(x):
         check_unit_interval(x, "tau")
 
 
-@pytest.mark.parametrize("value", ["0.8", b"1", True, False, np.bool_(True), None, [0.5], 0.5j],
-                         ids=["str", "bytes", "True", "False", "np-bool", "None", "list", "complex"])
+@pytest.mark.parametrize(
+    "value",
+    ["0.8", b"1", True, False, np.bool_(True), None, [0.5], 0.5j],
+    ids=["str", "bytes", "True", "False", "np-bool", "None", "list", "complex"],
+)
 def test_unit_interval_is_type_strict(value):
     with pytest.raises(ValueError, match=r"`tau` must be a real number in \[0, 1\]; got .*\(\w+\)"):
         check_unit_interval(value, "tau")
@@ -69,8 +73,10 @@ def _naive_duplicate(header: list[str]) -> str | None:
     return None
 
 
-@given(st.lists(st.sampled_from(["a", "b", "Time", "x y", "q,uoted", "é"]), min_size=1, max_size=8),
-       st.sampled_from([",", ";", "\t"]))
+@given(
+    st.lists(st.sampled_from(["a", "b", "Time", "x y", "q,uoted", "é"]), min_size=1, max_size=8),
+    st.sampled_from([",", ";", "\t"]),
+)
 def test_csv_header_duplicate_matches_a_naive_scan(header, sep):
     buf = io.StringIO()
     csv.writer(buf, delimiter=sep).writerow(header)

@@ -4,6 +4,7 @@ Dask ``LocalCluster`` (2 worker processes) for the whole session, always shut do
 The model is logistic regression: it fits in a fraction of a second, so the tests spend
 their time on the machinery under test, not on training.
 """
+
 from __future__ import annotations
 
 import signal

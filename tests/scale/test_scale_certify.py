@@ -1,4 +1,5 @@
 """Partitioned certification equals one in-memory certification of the whole table."""
+
 from __future__ import annotations
 
 import json
@@ -46,8 +47,9 @@ def test_fitted_task_equals_fitting_by_hand(credit_parquet, task):
     assert task.groups == raw_origin_groups(pre.transformer)
     np.testing.assert_array_equal(task.baseline, baseline_vector(X, task.groups, "mean"))
     Xall = pre.transform(frame)
-    np.testing.assert_array_equal(task.model.predict_proba(task.preprocessor.transform(frame)),
-                                  model.predict_proba(Xall))
+    np.testing.assert_array_equal(
+        task.model.predict_proba(task.preprocessor.transform(frame)), model.predict_proba(Xall)
+    )
 
 
 def test_partitioned_output_equals_whole_table_certificates(local_run, credit_parquet, task):
@@ -59,8 +61,19 @@ def test_partitioned_output_equals_whole_table_certificates(local_run, credit_pa
     got = _output(out)
     assert run.fingerprint == whole.fingerprint
     np.testing.assert_array_equal(got["row"], np.arange(N_ROWS))
-    for col in ("pred", "confidence", "margin", "flip_budget", "rcma", "fds", "u", "one_step_max",
-                "degradation", "lambda_star_attenuate_single", "lambda_star_attenuate_all"):
+    for col in (
+        "pred",
+        "confidence",
+        "margin",
+        "flip_budget",
+        "rcma",
+        "fds",
+        "u",
+        "one_step_max",
+        "degradation",
+        "lambda_star_attenuate_single",
+        "lambda_star_attenuate_all",
+    ):
         np.testing.assert_array_equal(got[col].to_numpy(), whole.table[col].to_numpy(), err_msg=col)
     assert [list(p) for p in got["path"]] == whole.table["path"].tolist()
     np.testing.assert_array_equal(np.stack(got["path_margins"].to_numpy()), whole.traj_margin)
@@ -91,11 +104,14 @@ def test_summary_equals_naive_totals_over_held_out_rows(local_run):
     assert s["high_confidence_brittle"] == int(((held["confidence"] >= 0.9) & (held["flip_budget"] <= 2)).sum())
     assert s["flip_budget_counts"] == {str(k): int((held["flip_budget"] == k).sum()) for k in range(1, 7)}
     assert sum(s["fds_histogram"]["counts"]) == len(held)
-    expected_hist = [int(((held["fds"] >= lo) & ((held["fds"] < lo + 0.05) | (i == 19))).sum())
-                     for i, lo in enumerate(np.arange(20) * 0.05)]
+    expected_hist = [
+        int(((held["fds"] >= lo) & ((held["fds"] < lo + 0.05) | (i == 19))).sum())
+        for i, lo in enumerate(np.arange(20) * 0.05)
+    ]
     assert s["fds_histogram"]["counts"] == expected_hist
     assert s["share_flipped_attenuate_all"] == pytest.approx(
-        np.isfinite(held["lambda_star_attenuate_all"]).mean(), abs=1e-15)
+        np.isfinite(held["lambda_star_attenuate_all"]).mean(), abs=1e-15
+    )
 
 
 def test_manifest_records_identity_and_partitions(local_run, credit_parquet):
@@ -103,8 +119,14 @@ def test_manifest_records_identity_and_partitions(local_run, credit_parquet):
     manifest = json.loads((out / "_manifest.json").read_text())
     assert manifest["complete"] and manifest["fingerprint"] == run.fingerprint
     assert manifest["config"]["chunk_rows"] == CHUNK_ROWS
-    assert manifest["config"]["request"]["fit"] == {"target": "Status", "model": "logreg", "fit_rows": FIT_ROWS,
-                                                    "seed": 0, "id_column": None, "blocks": None}
+    assert manifest["config"]["request"]["fit"] == {
+        "target": "Status",
+        "model": "logreg",
+        "fit_rows": FIT_ROWS,
+        "seed": 0,
+        "id_column": None,
+        "blocks": None,
+    }
     assert manifest["config"]["request"]["protocol"] == Protocol().to_dict()
     assert [list(p["files"]) for p in manifest["partitions"]] == [[f"part-{i:05d}.parquet"] for i in range(8)]
     assert sum(p["rows"] for p in manifest["partitions"]) == N_ROWS == manifest["n_rows"]
@@ -159,11 +181,16 @@ def test_resume_reuses_the_saved_task_and_refuses_other_settings(tmp_path, local
         certify_dataset(credit_parquet, out, spec, chunk_rows=CHUNK_ROWS, progress=stop_after_three)
     saved = (out / "_task.zip").read_bytes()
     with pytest.raises(ValueError, match=r"request.fit.model: \"logreg\" \(stored\) vs \"hist_gb\" \(now\)"):
-        certify_dataset(credit_parquet, out, FitSpec(target="Status", model="hist_gb", fit_rows=FIT_ROWS),
-                        chunk_rows=CHUNK_ROWS)
+        certify_dataset(
+            credit_parquet, out, FitSpec(target="Status", model="hist_gb", fit_rows=FIT_ROWS), chunk_rows=CHUNK_ROWS
+        )
     with pytest.raises(ValueError, match=r"request.protocol.depth: null \(stored\) vs 2 \(now\)"):
-        certify_dataset(credit_parquet, out, FitSpec(target="Status", model="logreg", fit_rows=FIT_ROWS,
-                                                     protocol=Protocol(depth=2)), chunk_rows=CHUNK_ROWS)
+        certify_dataset(
+            credit_parquet,
+            out,
+            FitSpec(target="Status", model="logreg", fit_rows=FIT_ROWS, protocol=Protocol(depth=2)),
+            chunk_rows=CHUNK_ROWS,
+        )
     run = certify_dataset(credit_parquet, out, spec, chunk_rows=CHUNK_ROWS)
     assert (run.result.computed, run.result.reused) == (5, 3)
     assert (out / "_task.zip").read_bytes() == saved
@@ -211,14 +238,34 @@ def test_bad_fit_specs_are_refused(credit_parquet):
 
 
 def test_domain_blocks_and_id_column(tmp_path, credit_parquet):
-    blocks = {"Age": "applicant", "Marital": "applicant", "Home": "applicant", "Job": "employment",
-              "Seniority": "employment"}
-    spec = FitSpec(target="Status", model="logreg", fit_rows=FIT_ROWS, id_column="Price",
-                   protocol=Protocol(grouping="domain_block"), blocks=blocks)
+    blocks = {
+        "Age": "applicant",
+        "Marital": "applicant",
+        "Home": "applicant",
+        "Job": "employment",
+        "Seniority": "employment",
+    }
+    spec = FitSpec(
+        target="Status",
+        model="logreg",
+        fit_rows=FIT_ROWS,
+        id_column="Price",
+        protocol=Protocol(grouping="domain_block"),
+        blocks=blocks,
+    )
     task = fit_certify_task(open_source(credit_parquet), spec)
     # Raw-origin groups in preprocessing order (numeric first), merged into the declared blocks.
-    assert list(task.groups) == ["employment", "Time", "applicant", "Expenses", "Income", "Assets", "Debt",
-                                 "Amount", "Records"]
+    assert list(task.groups) == [
+        "employment",
+        "Time",
+        "applicant",
+        "Expenses",
+        "Income",
+        "Assets",
+        "Debt",
+        "Amount",
+        "Records",
+    ]
     assert "Price" not in task.preprocessor.raw_columns
     run = certify_dataset(credit_parquet, tmp_path / "out", spec, chunk_rows=2000)
     got = _output(tmp_path / "out")

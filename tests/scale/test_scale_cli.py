@@ -1,4 +1,5 @@
 """``python -m core certify`` / ``synth``: a run killed with SIGKILL resumes to identical output."""
+
 from __future__ import annotations
 
 import json
@@ -98,8 +99,24 @@ def test_target_is_required_without_model_from(tmp_path, big, capsys):
 def test_model_from_an_earlier_run_on_an_existing_dask_cluster(tmp_path, big, clean, dask_client):
     out = tmp_path / "dask"
     address = dask_client.scheduler.address
-    code = main(["certify", "--model-from", str(clean), "--data", str(big), "--out", str(out), "--chunk-rows",
-                 "500", "--engine", "dask", "--scheduler", address, "--no-progress"])
+    code = main(
+        [
+            "certify",
+            "--model-from",
+            str(clean),
+            "--data",
+            str(big),
+            "--out",
+            str(out),
+            "--chunk-rows",
+            "500",
+            "--engine",
+            "dask",
+            "--scheduler",
+            address,
+            "--no-progress",
+        ]
+    )
     assert code == 0
     for name in (f"part-{i:05d}.parquet" for i in range(24)):
         assert (out / name).read_bytes() == (clean / name).read_bytes()
@@ -113,14 +130,34 @@ def test_model_audited_on_a_sample_certifies_the_full_table(tmp_path, credit_par
     result = run_audit("credit_data", model="logreg", max_rows=600, seed=1)
     path = save_certify_task(task_from_audit(result), tmp_path / "audit_task.zip")
     out = tmp_path / "out"
-    assert main(["certify", "--model-from", str(path), "--data", str(credit_parquet), "--out", str(out),
-                 "--chunk-rows", "1000", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "certify",
+                "--model-from",
+                str(path),
+                "--data",
+                str(credit_parquet),
+                "--out",
+                str(out),
+                "--chunk-rows",
+                "1000",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     manifest = json.loads((out / "_manifest.json").read_text())
     assert manifest["fingerprint"] == result.fingerprint  # the audit's own certificate fingerprint
     got = pd.read_parquet(out)
     frame = pd.read_parquet(credit_parquet)
-    whole = certify(result.model.predict_proba, result.preprocessor.transform(frame), result.groups,
-                    result.baseline, result.protocol)
+    whole = certify(
+        result.model.predict_proba,
+        result.preprocessor.transform(frame),
+        result.groups,
+        result.baseline,
+        result.protocol,
+    )
     pd.testing.assert_series_equal(got["fds"], whole.table["fds"], check_names=False, check_index=False)
     assert got["pred_label"].tolist() == [("good", "bad")[p] for p in whole.table["pred"]]
     assert not got["in_fit_sample"].any()

@@ -6,6 +6,7 @@
 - an interrupted run resumes (on Dask or locally) to identical output;
 - an unreadable partition fails the run naming it, keeping finished partitions.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,16 +46,17 @@ def _files(out) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
 
 
-def test_dask_output_is_byte_identical_to_local(tmp_path, two_workers, local_reference, credit_parquet,
-                                                credit_csv, spec):
+def test_dask_output_is_byte_identical_to_local(
+    tmp_path, two_workers, local_reference, credit_parquet, credit_csv, spec
+):
     ref_run, ref = local_reference
-    run = certify_dataset(credit_parquet, tmp_path / "pq", spec, chunk_rows=CHUNK_ROWS, engine="dask",
-                          client=two_workers)
+    run = certify_dataset(
+        credit_parquet, tmp_path / "pq", spec, chunk_rows=CHUNK_ROWS, engine="dask", client=two_workers
+    )
     assert run.fingerprint == ref_run.fingerprint and run.summary == ref_run.summary
     assert _files(tmp_path / "pq") == _files(ref)
     # CSV: partitions are streamed from the driver inside the tasks instead of read by workers.
-    run = certify_dataset(credit_csv, tmp_path / "csv", spec, chunk_rows=CHUNK_ROWS, engine="dask",
-                          client=two_workers)
+    run = certify_dataset(credit_csv, tmp_path / "csv", spec, chunk_rows=CHUNK_ROWS, engine="dask", client=two_workers)
     for i in range(N_ROWS // CHUNK_ROWS):
         name = f"part-{i:05d}.parquet"
         assert (tmp_path / "csv" / name).read_bytes() == (ref / name).read_bytes()
@@ -98,8 +100,7 @@ def test_task_is_sent_once_not_per_partition(tmp_path, two_workers, fmt):
     for chunk in (500, 50):  # 4 and 40 partitions
         before, sent_before = two_workers.run(unpickle_count), CountingTask.pickled
         with RunStore.open(tmp_path / f"out{chunk}", {}, "fp", kind="count") as store:
-            result = run_partitions(source, CountingTask(), store, chunk_rows=chunk, engine="dask",
-                                    client=two_workers)
+            result = run_partitions(source, CountingTask(), store, chunk_rows=chunk, engine="dask", client=two_workers)
         assert result.computed == 2000 // chunk
         sent[chunk] = CountingTask.pickled - sent_before
         after = two_workers.run(unpickle_count)
@@ -114,8 +115,9 @@ def test_task_is_sent_once_not_per_partition(tmp_path, two_workers, fmt):
     assert 1 <= received[50] <= 2000 // 50 // 4
 
 
-def test_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path, two_workers, local_reference,
-                                                            credit_parquet, spec):
+def test_worker_killed_mid_run_loses_and_duplicates_nothing(
+    tmp_path, two_workers, local_reference, credit_parquet, spec
+):
     _, ref = local_reference
     pids = two_workers.run(os.getpid)
     killed = []
@@ -131,8 +133,15 @@ def test_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path, two_worker
         os.kill(pids[busy[0]], signal.SIGKILL)
         killed.append(busy[0])
 
-    run = certify_dataset(credit_parquet, tmp_path / "out", spec, chunk_rows=CHUNK_ROWS, engine="dask",
-                          client=two_workers, progress=kill_a_busy_worker)
+    run = certify_dataset(
+        credit_parquet,
+        tmp_path / "out",
+        spec,
+        chunk_rows=CHUNK_ROWS,
+        engine="dask",
+        client=two_workers,
+        progress=kill_a_busy_worker,
+    )
     assert killed, "the kill hook never ran"
     assert run.result.computed == N_ROWS // CHUNK_ROWS
     assert _files(tmp_path / "out") == _files(ref)
@@ -155,13 +164,15 @@ def _stop_after(n_partitions: int):
 
 
 @pytest.mark.parametrize("resume_engine", ["dask", "local"])
-def test_interrupted_dask_run_resumes_to_identical_output(tmp_path, two_workers, local_reference,
-                                                          credit_parquet, spec, resume_engine):
+def test_interrupted_dask_run_resumes_to_identical_output(
+    tmp_path, two_workers, local_reference, credit_parquet, spec, resume_engine
+):
     _, ref = local_reference
     out = tmp_path / "out"
     with pytest.raises(Stop):
-        certify_dataset(credit_parquet, out, spec, chunk_rows=CHUNK_ROWS, engine="dask", client=two_workers,
-                        progress=_stop_after(3))
+        certify_dataset(
+            credit_parquet, out, spec, chunk_rows=CHUNK_ROWS, engine="dask", client=two_workers, progress=_stop_after(3)
+        )
     assert not (out / ".lock").exists()
     kwargs = {"engine": "dask", "client": two_workers} if resume_engine == "dask" else {}
     run = certify_dataset(credit_parquet, out, spec, chunk_rows=CHUNK_ROWS, **kwargs)
@@ -169,15 +180,18 @@ def test_interrupted_dask_run_resumes_to_identical_output(tmp_path, two_workers,
     assert _files(out) == _files(ref)
 
 
-def test_unreadable_partition_on_dask_names_it_and_keeps_finished_ones(tmp_path, two_workers, generator,
-                                                                       spec):
+def test_unreadable_partition_on_dask_names_it_and_keeps_finished_ones(tmp_path, two_workers, generator, spec):
     folder = tmp_path / "data"
     folder.mkdir()
     frame = generator.sample(2400, seed=3)
     for k in range(3):
-        pq.write_table(pa.Table.from_pandas(frame.iloc[800 * k:800 * (k + 1)], preserve_index=False),
-                       folder / f"f{k}.parquet", row_group_size=200, write_page_checksum=True,
-                       compression="none")
+        pq.write_table(
+            pa.Table.from_pandas(frame.iloc[800 * k : 800 * (k + 1)], preserve_index=False),
+            folder / f"f{k}.parquet",
+            row_group_size=200,
+            write_page_checksum=True,
+            compression="none",
+        )
     clean = certify_dataset(folder, tmp_path / "clean", spec, chunk_rows=300)
     # Corrupt the first column of row group 1 of f2: rows 1800-1999, inside partition 6
     # (1800-2099) and beyond the 1500 rows the model is fitted on.

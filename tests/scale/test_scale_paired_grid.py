@@ -1,4 +1,5 @@
 """The paired grid shard by shard equals the single calls over all records; Dask is identical."""
+
 from __future__ import annotations
 
 import json
@@ -64,12 +65,16 @@ def test_shards_equal_the_single_calls_over_all_records(local_grid, records):
     got = pd.read_parquet(out / "intervals")
     pd.testing.assert_frame_equal(_sorted(got), _sorted(identified_intervals_grid(records, 0.8)), check_exact=True)
     report = evaluate_policies(records)
-    for name, expected in (("policy_costs", report.costs), ("policy_differences", report.differences),
-                           ("policy_selection", report.selection)):
+    for name, expected in (
+        ("policy_costs", report.costs),
+        ("policy_differences", report.differences),
+        ("policy_selection", report.selection),
+    ):
         pd.testing.assert_frame_equal(_sorted(pd.read_parquet(out / name)), _sorted(expected), check_exact=True)
     at_half = report.differences[report.differences["lambda"] == 0.5]
     assert run.summary["policy_pairs_at_lambda_0.5"]["Ik"]["certified"] == int(
-        at_half.loc[at_half["level"] == "Ik", "certified"].sum())
+        at_half.loc[at_half["level"] == "Ik", "certified"].sum()
+    )
 
 
 def test_dask_grid_is_byte_identical_and_resumes(tmp_path, local_grid, records_dir, dask_client):
@@ -87,8 +92,9 @@ def test_dask_grid_is_byte_identical_and_resumes(tmp_path, local_grid, records_d
 
     out = tmp_path / "out"
     with pytest.raises(Stop):
-        paired_grid(records_dir, out, tau=0.8, cells_per_task=10, engine="dask", client=dask_client,
-                    progress=stop_after_two)
+        paired_grid(
+            records_dir, out, tau=0.8, cells_per_task=10, engine="dask", client=dask_client, progress=stop_after_two
+        )
     with pytest.raises(ValueError, match=r"cells_per_task: 10 \(stored\) vs 5 \(now\)"):
         paired_grid(records_dir, out, tau=0.8, cells_per_task=5)
     run = paired_grid(records_dir, out, tau=0.8, cells_per_task=10, engine="dask", client=dask_client)
@@ -98,8 +104,15 @@ def test_dask_grid_is_byte_identical_and_resumes(tmp_path, local_grid, records_d
 
 def test_sampled_feasible_means_are_seeded_per_shard(tmp_path, records_dir, dask_client):
     # max_placements=1 forces the Monte Carlo estimate of the I5 feasible mean.
-    kwargs = {"tau": 0.8, "levels": ("I5",), "lambdas": (0.5,), "cells_per_task": 6, "max_placements": 1,
-              "n_draws": 50, "seed": 3}
+    kwargs = {
+        "tau": 0.8,
+        "levels": ("I5",),
+        "lambdas": (0.5,),
+        "cells_per_task": 6,
+        "max_placements": 1,
+        "n_draws": 50,
+        "seed": 3,
+    }
     local = paired_grid(records_dir, tmp_path / "local", **kwargs)
     paired_grid(records_dir, tmp_path / "dask", engine="dask", client=dask_client, **kwargs)
     assert _files(tmp_path / "local") == _files(tmp_path / "dask")
@@ -112,9 +125,24 @@ def test_sampled_feasible_means_are_seeded_per_shard(tmp_path, records_dir, dask
 def test_cli_runs_the_grid_on_an_existing_cluster(tmp_path, local_grid, records_dir, dask_client, capsys):
     _, ref = local_grid
     out = tmp_path / "cli"
-    code = main(["paired-grid", "--records", str(records_dir), "--out", str(out), "--tau", "0.8",
-                 "--cells-per-task", "10", "--engine", "dask", "--scheduler", dask_client.scheduler.address,
-                 "--no-progress"])
+    code = main(
+        [
+            "paired-grid",
+            "--records",
+            str(records_dir),
+            "--out",
+            str(out),
+            "--tau",
+            "0.8",
+            "--cells-per-task",
+            "10",
+            "--engine",
+            "dask",
+            "--scheduler",
+            dask_client.scheduler.address,
+            "--no-progress",
+        ]
+    )
     assert code == 0
     assert "36 cells" in capsys.readouterr().out
     for name in TABLES:

@@ -4,6 +4,7 @@ partition stops the run with its name and leaves finished partitions intact.
 A deliberately simple stand-in task isolates the runner from the certificate engine; the
 real certificates are exercised in test_scale_certify.py and test_scale_dask.py.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,13 @@ def _data(tmp_path: Path, n: int = 1000, files: int = 3) -> Path:
     folder.mkdir()
     x = np.linspace(-2, 2, n)
     for k, part in enumerate(np.array_split(x, files)):
-        pq.write_table(pa.table({"x": part}), folder / f"f{k}.parquet", row_group_size=97,
-                       write_page_checksum=True, compression="none")
+        pq.write_table(
+            pa.table({"x": part}),
+            folder / f"f{k}.parquet",
+            row_group_size=97,
+            write_page_checksum=True,
+            compression="none",
+        )
     return folder
 
 
@@ -53,6 +59,7 @@ def _run(data: Path, out: Path, *, chunk: int = 100, progress=None):
 
 def _interrupted_run(data: Path, out: Path) -> None:
     """Start a run and stop it at its first progress report: an unfinished run folder."""
+
     def stop(info):
         raise Interrupt
 
@@ -122,8 +129,9 @@ def test_unreadable_partition_fails_naming_it_and_keeps_finished_ones(tmp_path):
     original = _flip_bytes_of_row_group(data / "f1.parquet", 1)
     with pytest.raises(PartitionReadError, match=r"cannot read partition 4 \(rows 400-499\) from .*f1.parquet"):
         _run(data, tmp_path / "out")
-    with RunStore.open(tmp_path / "out", json.loads((tmp_path / "out" / "_manifest.json").read_text())["config"],
-                       "fp", kind="cube") as store:
+    with RunStore.open(
+        tmp_path / "out", json.loads((tmp_path / "out" / "_manifest.json").read_text())["config"], "fp", kind="cube"
+    ) as store:
         assert store.completed() == {0, 1, 2, 3}
     # The file is repaired (same bytes as before): the run resumes and matches a clean run.
     (data / "f1.parquet").write_bytes(original)
@@ -135,8 +143,13 @@ def test_unreadable_partition_fails_naming_it_and_keeps_finished_ones(tmp_path):
 def test_resume_on_other_data_is_refused(tmp_path):
     data = _data(tmp_path)
     _interrupted_run(data, tmp_path / "out")
-    pq.write_table(pa.table({"x": np.linspace(0, 1, 334)}), data / "f0.parquet", row_group_size=97,
-                   write_page_checksum=True, compression="none")
+    pq.write_table(
+        pa.table({"x": np.linspace(0, 1, 334)}),
+        data / "f0.parquet",
+        row_group_size=97,
+        write_page_checksum=True,
+        compression="none",
+    )
     with pytest.raises(ValueError, match=r"data: .*f0.parquet.*\(stored\) vs"):
         _run(data, tmp_path / "out")
 

@@ -1,4 +1,5 @@
 """Partitioned reading: every partition equals the naive slice of the whole table."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,14 +45,21 @@ def _write_dir(tmp_path, frame: pd.DataFrame, cuts: list[int], row_group: int):
     folder.mkdir()
     bounds = [0, *sorted(cuts), len(frame)]
     for k, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
-        pq.write_table(pa.Table.from_pandas(frame.iloc[lo:hi], preserve_index=False),
-                       folder / f"f{k:02d}.parquet", row_group_size=row_group)
+        pq.write_table(
+            pa.Table.from_pandas(frame.iloc[lo:hi], preserve_index=False),
+            folder / f"f{k:02d}.parquet",
+            row_group_size=row_group,
+        )
     return folder
 
 
 @settings(max_examples=15)
-@given(n=st.integers(0, 300), chunk=st.integers(1, 120), row_group=st.integers(1, 90),
-       cuts=st.lists(st.integers(0, 300), max_size=3))
+@given(
+    n=st.integers(0, 300),
+    chunk=st.integers(1, 120),
+    row_group=st.integers(1, 90),
+    cuts=st.lists(st.integers(0, 300), max_size=3),
+)
 def test_parquet_partitions_equal_naive_slices(tmp_path_factory, n, chunk, row_group, cuts):
     tmp_path = tmp_path_factory.mktemp("pq")
     frame = _frame(n)
@@ -62,7 +70,7 @@ def test_parquet_partitions_equal_naive_slices(tmp_path_factory, n, chunk, row_g
     parts = list(source.iter_partitions(chunk))
     assert [i for i, _ in parts] == list(range(-(-n // chunk)))
     for index, table in parts:
-        want = expected.iloc[index * chunk:(index + 1) * chunk].reset_index(drop=True)
+        want = expected.iloc[index * chunk : (index + 1) * chunk].reset_index(drop=True)
         pd.testing.assert_frame_equal(_as_frame(table), want)
         # random access gives the same rows as the stream
         pd.testing.assert_frame_equal(_as_frame(source.read_partition(index, chunk)), want)
@@ -81,7 +89,7 @@ def test_skipped_partitions_are_not_yielded_and_others_unchanged(tmp_path_factor
         got = dict(source.iter_partitions(chunk, skip=frozenset(skip)))
         assert sorted(got) == [i for i in range(-(-n // chunk)) if i not in skip]
         for index, table in got.items():
-            want = expected.iloc[index * chunk:(index + 1) * chunk].reset_index(drop=True)
+            want = expected.iloc[index * chunk : (index + 1) * chunk].reset_index(drop=True)
             pd.testing.assert_frame_equal(_as_frame(table), want, check_dtype=True)
 
 
@@ -115,7 +123,7 @@ def test_column_selection_and_order(tmp_path):
     for name in ("f.parquet", "f.csv"):
         source = open_source(tmp_path / name, columns=["s", "i"])
         assert list(source.kinds) == ["s", "i"]
-        (_, table), = source.iter_partitions(100)
+        ((_, table),) = source.iter_partitions(100)
         assert table.column_names == ["s", "i"]
 
 
@@ -200,8 +208,13 @@ def _corrupt_middle_page(path) -> None:
 def test_corrupt_parquet_page_names_partition_and_file(tmp_path):
     frame = pd.DataFrame({"v": np.arange(3000, dtype=np.float64)})
     path = tmp_path / "f.parquet"
-    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path, row_group_size=1000,
-                   write_page_checksum=True, compression="none")
+    pq.write_table(
+        pa.Table.from_pandas(frame, preserve_index=False),
+        path,
+        row_group_size=1000,
+        write_page_checksum=True,
+        compression="none",
+    )
     _corrupt_middle_page(path)
     source = open_source(path)
     assert source.read_partition(0, 1000).num_rows == 1000  # untouched row group still reads

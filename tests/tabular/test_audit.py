@@ -1,4 +1,5 @@
 """The end-to-end audit pipeline (core.tabular.audit)."""
+
 from __future__ import annotations
 
 import json
@@ -58,8 +59,17 @@ def test_preprocessing_is_fitted_on_the_training_split_only(credit):
 def test_evaluation_table_agrees_with_the_metrics(credit):
     ev = credit.evaluation.set_index("score")
     assert list(credit.evaluation.columns) == list(EVALUATION_COLUMNS)
-    assert list(ev.index) == ["fds", "rcma", "inv_flip_budget", "degradation", "one_step", "max_softmax",
-                              "entropy", "margin", "neg_energy"]
+    assert list(ev.index) == [
+        "fds",
+        "rcma",
+        "inv_flip_budget",
+        "degradation",
+        "one_step",
+        "max_softmax",
+        "entropy",
+        "margin",
+        "neg_energy",
+    ]
     hc, b = credit.labels.high_confidence, credit.labels.labels
     assert 0 < b.sum() < hc.sum()
     for name in ("fds", "max_softmax", "one_step"):
@@ -125,7 +135,7 @@ def test_label_channel_has_its_own_stream_and_never_sees_the_certificate(monkeyp
 
     monkeypatch.setattr(audit_module, "brittle_labels", spy)
     extra = run_audit("credit_data", **CREDIT, order_baselines=True, shap=True, n_random_orders=2)
-    (args, kwargs), = seen
+    ((args, kwargs),) = seen
     for value in (*args, *kwargs.values()):
         assert not isinstance(value, (CertificateSet, pd.DataFrame, pd.Series))
     assert set(kwargs) == {"channel", "noise_scale", "seed", "batch_size"}
@@ -135,17 +145,22 @@ def test_label_channel_has_its_own_stream_and_never_sees_the_certificate(monkeyp
 
 
 def test_opt_in_extras():
-    res = run_audit("credit_data", **CREDIT, order_baselines=True, shap=True, sensitivity=True, search="both",
-                    n_random_orders=2)
+    res = run_audit(
+        "credit_data", **CREDIT, order_baselines=True, shap=True, sensitivity=True, search="both", n_random_orders=2
+    )
     ev = res.evaluation.set_index("score")
     assert {"random_order", "perm_order", "group_shap"} <= set(ev.index)
     assert ev.loc["random_order", "kind"] == "certificate_ablation" and ev.loc["group_shap", "kind"] == "attribution"
     assert np.isfinite(res.scores["group_shap"]).all() and res.group_shap.explainer == "linear"
     assert sorted(res.importance.order) == sorted(res.groups)
     sens = res.sensitivity
-    assert list(zip(sens["kind"], sens["rule"])) == [("baseline", "median"), ("baseline", "zero"),
-                                                       ("baseline", "mode"), ("grouping", "domain_block"),
-                                                       ("grouping", "redundancy_merged")]
+    assert list(zip(sens["kind"], sens["rule"])) == [
+        ("baseline", "median"),
+        ("baseline", "zero"),
+        ("baseline", "mode"),
+        ("grouping", "domain_block"),
+        ("grouping", "redundancy_merged"),
+    ]
     assert sens["spearman"].between(-1, 1).all()
     assert sens.loc[sens["rule"] == "domain_block", "n_groups"].item() == 5  # credit_data's five blocks
     assert list(res.search["statistic"]) == ["exact_match", "greedy_over", "mean_gap", "pair_miss", "beam_improve"]
@@ -163,8 +178,15 @@ def test_progress_reports_every_stage():
     calls = []
     run_audit("breast_cancer", model="logreg", seed=0, progress=lambda *a: calls.append(a))
     stages = list(dict.fromkeys(stage for stage, _, _ in calls))
-    assert stages == ["load data", "preprocess", "fit model", "certify test", "certify validation",
-                      "label channel", "calibration"]
+    assert stages == [
+        "load data",
+        "preprocess",
+        "fit model",
+        "certify test",
+        "certify validation",
+        "label channel",
+        "calibration",
+    ]
     certify_calls = [(d, t) for s, d, t in calls if s == "certify test"]
     assert certify_calls[-1][0] == certify_calls[-1][1] > 1  # row counts, ending complete
 
@@ -172,8 +194,9 @@ def test_progress_reports_every_stage():
 def test_a_dataframe_with_a_target_and_blocks():
     frame = load_dataset("breast_cancer").frame
     blocks = {"mean radius": "size", "mean perimeter": "size", "mean area": "size"}
-    res = run_audit(frame, target="diagnosis", model="logreg", seed=0, blocks=blocks,
-                    protocol=Protocol(grouping="domain_block"))
+    res = run_audit(
+        frame, target="diagnosis", model="logreg", seed=0, blocks=blocks, protocol=Protocol(grouping="domain_block")
+    )
     assert res.dataset.name == "frame" and "size" in res.groups
     assert len(res.groups) == 30 - 2
 
@@ -187,14 +210,33 @@ def test_a_dataframe_with_a_target_and_blocks():
         (lambda: run_audit(load_dataset("breast_cancer").frame, target="nope"), "target column 'nope' not found"),
         (lambda: run_audit("credit_data", target="Status"), "has its own target"),
         (lambda: run_audit("credit_data", seed=-1), "`seed` must be a non-negative int"),
-        (lambda: run_audit("credit_data", protocol=Protocol(depth=40), max_rows=300), r"`depth` must be between 1 and the number of groups \(13\); got 40"),
-        (lambda: run_audit(load_dataset("breast_cancer").frame, target="diagnosis", protocol=Protocol(grouping="domain_block")), "needs domain blocks"),
+        (
+            lambda: run_audit("credit_data", protocol=Protocol(depth=40), max_rows=300),
+            r"`depth` must be between 1 and the number of groups \(13\); got 40",
+        ),
+        (
+            lambda: run_audit(
+                load_dataset("breast_cancer").frame, target="diagnosis", protocol=Protocol(grouping="domain_block")
+            ),
+            "needs domain blocks",
+        ),
         (lambda: run_audit("credit_data", blocks={"Salary": "x"}), "Salary"),
         (lambda: run_audit("credit_data", search="greedy"), "`search` must be one of"),
         (lambda: run_audit(42), "`data` must be"),
     ],
-    ids=["model", "dataset", "no-target", "bad-target", "target-on-bundled", "seed", "depth", "no-blocks",
-         "unknown-block-column", "search", "data-type"],
+    ids=[
+        "model",
+        "dataset",
+        "no-target",
+        "bad-target",
+        "target-on-bundled",
+        "seed",
+        "depth",
+        "no-blocks",
+        "unknown-block-column",
+        "search",
+        "data-type",
+    ],
 )
 def test_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
@@ -207,12 +249,25 @@ def test_exports(tmp_path, credit):
     assert {"fds", "path", "score_fds", "score_max_softmax"} <= set(table.columns)
     files = write_audit(credit, tmp_path)
     assert [str(f.relative_to(tmp_path)) for f in files] == [
-        "certificates.parquet", "certificates.csv", "evaluation.json", "protocol.json", "summary.md",
-        "train.parquet", "test.parquet", "_task.zip",
+        "certificates.parquet",
+        "certificates.csv",
+        "evaluation.json",
+        "protocol.json",
+        "summary.md",
+        "train.parquet",
+        "test.parquet",
+        "_task.zip",
         # the dashboard's tables, readable without the model (core.tabular.audit_view)
-        "view/meta.json", "view/arrays.npz", "view/certificates.json.gz", "view/evaluation.parquet",
-        "view/naturalistic_evaluation.parquet", "view/unavailable.parquet", "view/calibration_metrics.parquet",
-        "view/calibration_reliability.parquet", "view/scores.parquet"]
+        "view/meta.json",
+        "view/arrays.npz",
+        "view/certificates.json.gz",
+        "view/evaluation.parquet",
+        "view/naturalistic_evaluation.parquet",
+        "view/unavailable.parquet",
+        "view/calibration_metrics.parquet",
+        "view/calibration_reliability.parquet",
+        "view/scores.parquet",
+    ]
     back = pd.read_parquet(tmp_path / "certificates.parquet")
     assert list(back["path"].iloc[0]) == table["path"].iloc[0]
     np.testing.assert_allclose(back["fds"], table["fds"])
@@ -226,7 +281,10 @@ def test_exports(tmp_path, credit):
     assert proto["protocol_fingerprint"] == credit.protocol.fingerprint
     assert proto["certificate_fingerprint"] == credit.fingerprint
     assert Protocol.from_dict(proto["protocol"]) == credit.protocol
-    assert LabelChannel(**{k: tuple(v) if isinstance(v, list) else v for k, v in proto["label_channel"].items()}) == credit.label_channel
+    assert (
+        LabelChannel(**{k: tuple(v) if isinstance(v, list) else v for k, v in proto["label_channel"].items()})
+        == credit.label_channel
+    )
     summary = (tmp_path / "summary.md").read_text()
     assert summary == summary_markdown(credit) and credit.fingerprint in summary
     with pytest.raises(ValueError, match="does not exist"):
@@ -264,4 +322,8 @@ def test_population_all_evaluates_every_test_row():
 def test_markdown_table_by_hand():
     frame = pd.DataFrame({"a|b": [1.0, np.nan], "c": ["x|y", 3]})
     assert audit_module.markdown_table(frame, digits=2).splitlines() == [
-        "| a\\|b | c |", "|---|---|", "| 1.00 | x\\|y |", "| – | 3 |"]
+        "| a\\|b | c |",
+        "|---|---|",
+        "| 1.00 | x\\|y |",
+        "| – | 3 |",
+    ]

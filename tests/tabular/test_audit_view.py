@@ -1,4 +1,5 @@
 """A saved audit folder rebuilds the whole AuditResult from its tables (``view/``), without the model."""
+
 from __future__ import annotations
 
 import json
@@ -29,7 +30,8 @@ def wine(tmp_path_factory):
 
     train, test = wine_tables()
     pipe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000)).fit(
-        train.drop(columns="target"), train["target"])
+        train.drop(columns="target"), train["target"]
+    )
     result = audit_model(pipe, train, test, target="target")
     return result, result.save(tmp_path_factory.mktemp("view") / "wine")
 
@@ -37,7 +39,9 @@ def wine(tmp_path_factory):
 def _same(a, b) -> None:
     """Every field the pages and the report read is equal (same machine: exact)."""
     assert a.fingerprint == b.fingerprint
-    assert json.dumps(a.certificates.to_bundle(), sort_keys=True) == json.dumps(b.certificates.to_bundle(), sort_keys=True)
+    assert json.dumps(a.certificates.to_bundle(), sort_keys=True) == json.dumps(
+        b.certificates.to_bundle(), sort_keys=True
+    )
     pd.testing.assert_frame_equal(a.evaluation, b.evaluation)
     pd.testing.assert_frame_equal(a.scores, b.scores)
     pd.testing.assert_frame_equal(a.calibration.metrics, b.calibration.metrics)

@@ -1,4 +1,5 @@
 """The ``python -m core audit`` command."""
+
 from __future__ import annotations
 
 import json
@@ -26,13 +27,37 @@ def _leftovers(parent):
 
 def test_single_audit_writes_every_file(tmp_path, capsys):
     out = tmp_path / "results"
-    code, stdout, err = _run(capsys, "--dataset", "breast_cancer", "--model", "logreg", "--seed", "3",
-                             "--depth", "3", "--path", "adaptive", "--masking-rates", "0.3", "--draws", "2",
-                             "--out", out)
+    code, stdout, err = _run(
+        capsys,
+        "--dataset",
+        "breast_cancer",
+        "--model",
+        "logreg",
+        "--seed",
+        "3",
+        "--depth",
+        "3",
+        "--path",
+        "adaptive",
+        "--masking-rates",
+        "0.3",
+        "--draws",
+        "2",
+        "--out",
+        out,
+    )
     assert code == 0, err
-    assert sorted(p.name for p in out.iterdir()) == ["_task.zip", "certificates.csv", "certificates.parquet",
-                                                       "evaluation.json", "protocol.json", "summary.md",
-                                                       "test.parquet", "train.parquet", "view"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "_task.zip",
+        "certificates.csv",
+        "certificates.parquet",
+        "evaluation.json",
+        "protocol.json",
+        "summary.md",
+        "test.parquet",
+        "train.parquet",
+        "view",
+    ]
     assert _leftovers(tmp_path) == ["results"]  # the temporary folder was renamed, not copied
     proto = json.loads((out / "protocol.json").read_text())
     assert proto["protocol"]["depth"] == 3 and proto["protocol"]["path"] == "adaptive" and proto["seed"] == 3
@@ -52,8 +77,22 @@ def test_user_file_with_blocks(tmp_path, capsys):
     blocks = tmp_path / "blocks.yaml"
     blocks.write_text("money: [Income, Assets, Debt]\nperson: [Age, Marital]\n")
     out = tmp_path / "r"
-    code, stdout, err = _run(capsys, "--data", data, "--target", "Status", "--blocks", blocks,
-                             "--grouping", "domain_block", "--model", "logreg", "--out", out, "--no-progress")
+    code, stdout, err = _run(
+        capsys,
+        "--data",
+        data,
+        "--target",
+        "Status",
+        "--blocks",
+        blocks,
+        "--grouping",
+        "domain_block",
+        "--model",
+        "logreg",
+        "--out",
+        out,
+        "--no-progress",
+    )
     assert code == 0, err
     proto = json.loads((out / "protocol.json").read_text())
     assert proto["dataset"] == "loans" and proto["protocol"]["grouping"] == "domain_block"
@@ -71,15 +110,32 @@ def test_user_file_with_blocks(tmp_path, capsys):
         (["--dataset", "credit_data", "--data", "{tmp}/x.csv"], "exactly one of"),
         ([], "exactly one of"),
         (["--dataset", "credit_data", "--target", "Status"], "--target only applies to --data"),
-        (["--dataset", "breast_cancer", "--depth", "99", "--model", "logreg"], r"`depth` must be between 1 and the number of groups \(30\); got 99"),
+        (
+            ["--dataset", "breast_cancer", "--depth", "99", "--model", "logreg"],
+            r"`depth` must be between 1 and the number of groups \(30\); got 99",
+        ),
         (["--dataset", "breast_cancer", "--seeds", "0,0"], "--seed repeats"),
         (["--dataset", "breast_cancer", "--grouping", "domain_block", "--data", "{tmp}/x.csv"], "exactly one of"),
         (["--dataset", "breast_cancer", "--protocol", "{tmp}/nope.json"], "Protocol file"),
         (["--dataset", "breast_cancer", "--tau-p", "2"], "`tau_p` must be in"),
         (["--dataset", "breast_cancer", "--weights", "1,2"], "`weights` must be three"),
     ],
-    ids=["dataset", "model", "no-target", "missing-file", "bad-target", "both", "neither", "target-bundled",
-         "depth", "repeat-seed", "grouping-both", "protocol-file", "tau", "weights"],
+    ids=[
+        "dataset",
+        "model",
+        "no-target",
+        "missing-file",
+        "bad-target",
+        "both",
+        "neither",
+        "target-bundled",
+        "depth",
+        "repeat-seed",
+        "grouping-both",
+        "protocol-file",
+        "tau",
+        "weights",
+    ],
 )
 def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, argv, match):
     (tmp_path / "x.csv").write_text("a,b,y\n1,2,0\n3,4,1\n5,6,0\n7,8,1\n")
@@ -98,8 +154,9 @@ def test_a_failure_half_way_leaves_nothing(tmp_path, capsys, monkeypatch):
         raise ValueError("disk full")
 
     monkeypatch.setattr(audit_module, "write_audit", broken)
-    code, _, err = _run(capsys, "--dataset", "breast_cancer", "--model", "logreg", "--out", tmp_path / "out",
-                        "--no-progress")
+    code, _, err = _run(
+        capsys, "--dataset", "breast_cancer", "--model", "logreg", "--out", tmp_path / "out", "--no-progress"
+    )
     assert code == 2 and "disk full" in err
     assert _leftovers(tmp_path) == []
 
@@ -110,8 +167,9 @@ def test_existing_output_needs_force(tmp_path, capsys):
     (out / "old.txt").write_text("keep me")
     code, _, err = _run(capsys, "--dataset", "breast_cancer", "--model", "logreg", "--out", out)
     assert code == 2 and "--force" in err and (out / "old.txt").exists()
-    code, _, err = _run(capsys, "--dataset", "breast_cancer", "--model", "logreg", "--out", out, "--force",
-                        "--no-progress")
+    code, _, err = _run(
+        capsys, "--dataset", "breast_cancer", "--model", "logreg", "--out", out, "--force", "--no-progress"
+    )
     assert code == 0, err
     assert not (out / "old.txt").exists() and (out / "summary.md").exists()
     assert _leftovers(tmp_path) == ["out"]
@@ -122,8 +180,19 @@ def test_existing_output_needs_force(tmp_path, capsys):
 
 def test_sweep_writes_the_table_and_every_unit(tmp_path, capsys):
     out = tmp_path / "sweep"
-    code, stdout, err = _run(capsys, "--datasets", "breast_cancer", "--models", "logreg", "--seeds", "0,1",
-                             "--bootstrap", "100", "--out", out)
+    code, stdout, err = _run(
+        capsys,
+        "--datasets",
+        "breast_cancer",
+        "--models",
+        "logreg",
+        "--seeds",
+        "0,1",
+        "--bootstrap",
+        "100",
+        "--out",
+        out,
+    )
     assert code == 0, err
     for name in ("sweep_table.csv", "sweep_table.md", "sweep_units.csv", "sweep_runs.csv", "sweep_bootstrap.csv"):
         assert (out / name).is_file(), name
@@ -136,8 +205,9 @@ def test_sweep_writes_the_table_and_every_unit(tmp_path, capsys):
 
 
 def test_module_entry_point_and_help():
-    done = subprocess.run([sys.executable, "-m", "core", "audit", "--help"], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "core", "audit", "--help"], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0 and "--order-baselines" in done.stdout and "--seeds" in done.stdout
 
 
@@ -149,8 +219,23 @@ def test_audit_folder_feeds_certify_model_from(tmp_path, capsys):
     data = tmp_path / "rows.csv"
     load_dataset("breast_cancer").frame.to_csv(data, index=False)
     big = tmp_path / "big"
-    assert main(["certify", "--model-from", str(out), "--data", str(data), "--out", str(big),
-                 "--chunk-rows", "200", "--no-progress"]) == 0, capsys.readouterr().err
+    assert (
+        main(
+            [
+                "certify",
+                "--model-from",
+                str(out),
+                "--data",
+                str(data),
+                "--out",
+                str(big),
+                "--chunk-rows",
+                "200",
+                "--no-progress",
+            ]
+        )
+        == 0
+    ), capsys.readouterr().err
     proto = json.loads((out / "protocol.json").read_text())
     manifest = json.loads((big / "_manifest.json").read_text())
     assert manifest["fingerprint"] == proto["certificate_fingerprint"]

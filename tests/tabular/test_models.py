@@ -1,4 +1,5 @@
 """Model suite: registry, determinism, multi-class support, the torch ResMLP family."""
+
 from __future__ import annotations
 
 import warnings
@@ -132,7 +133,9 @@ def test_make_model_sets_seed_defaults_and_overrides():
     xgb = make_model("xgboost", seed=3, max_depth=2)
     assert isinstance(xgb, XGBClassifier) and xgb.get_params()["max_depth"] == 2
     assert make_model("resmlp", seed=11).random_state == 11
-    assert clone(make_model("fr_resmlp", seed=0, groups={"a": [0]}, baseline=[0.0])).get_params()["groups"] == {"a": [0]}
+    assert clone(make_model("fr_resmlp", seed=0, groups={"a": [0]}, baseline=[0.0])).get_params()["groups"] == {
+        "a": [0]
+    }
 
 
 @pytest.mark.parametrize(
@@ -144,9 +147,21 @@ def test_make_model_sets_seed_defaults_and_overrides():
         ("logreg", {"seed": None}, r"`seed` must be an int"),
         ("logreg", {"seed": 0, "random_state": 1}, r"Pass the seed as `seed`, not as `random_state`"),
         ("xgboost", {"seed": 0, "n_trees": 5}, r"Unknown parameter `n_trees` for model 'xgboost'; valid parameters:"),
-        ("fr_resmlp", {"seed": 0, "baseline": [0.0]}, r"Model 'fr_resmlp' requires `groups`, `baseline`; missing `groups`"),
+        (
+            "fr_resmlp",
+            {"seed": 0, "baseline": [0.0]},
+            r"Model 'fr_resmlp' requires `groups`, `baseline`; missing `groups`",
+        ),
     ],
-    ids=["unknown model", "negative seed", "float seed", "no seed", "random_state", "unknown param", "fr without groups"],
+    ids=[
+        "unknown model",
+        "negative seed",
+        "float seed",
+        "no seed",
+        "random_state",
+        "unknown param",
+        "fr without groups",
+    ],
 )
 def test_make_model_rejects_bad_arguments(name, kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -233,7 +248,9 @@ def test_fragility_loss_matches_the_formula(n_classes, alpha, beta):
     rng = np.random.default_rng(n_classes)
     z, zt = rng.normal(size=(16, n_classes)) * 3, rng.normal(size=(16, n_classes)) * 3
     y = rng.integers(0, n_classes, 16)
-    got = fragility_regularized_loss(torch.from_numpy(z), torch.from_numpy(zt), torch.from_numpy(y), alpha=alpha, beta=beta)
+    got = fragility_regularized_loss(
+        torch.from_numpy(z), torch.from_numpy(zt), torch.from_numpy(y), alpha=alpha, beta=beta
+    )
     assert float(got) == pytest.approx(_numpy_reference_loss(z, zt, y, alpha, beta), rel=1e-12)
 
 
@@ -255,7 +272,9 @@ def test_fragility_loss_reduces_to_cross_entropy_without_perturbation():
     z = torch.randn(8, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     y = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1])
     ce = torch.nn.functional.cross_entropy(z, y)
-    assert float(fragility_regularized_loss(z, z.clone(), y, alpha=5.0, beta=2.0)) == pytest.approx(float(ce), rel=1e-12)
+    assert float(fragility_regularized_loss(z, z.clone(), y, alpha=5.0, beta=2.0)) == pytest.approx(
+        float(ce), rel=1e-12
+    )
 
 
 def test_attenuation_moves_whole_chosen_groups_toward_the_baseline():
@@ -307,7 +326,9 @@ def test_fr_resmlp_validates_baseline_and_params(data):
     with pytest.raises(ValueError, match=r"`baseline` must be a finite vector of shape \(\d+,\); got shape \(3,\)"):
         FragilityRegularizedResMLPClassifier(groups=groups, baseline=[0.0, 1.0, 2.0], epochs=1).fit(X_train, y_train)
     with pytest.raises(ValueError, match=r"`lambda_max` must be in \(0, 1\]; got 1\.5"):
-        FragilityRegularizedResMLPClassifier(groups=groups, baseline=X_train.mean(0), lambda_max=1.5).fit(X_train, y_train)
+        FragilityRegularizedResMLPClassifier(groups=groups, baseline=X_train.mean(0), lambda_max=1.5).fit(
+            X_train, y_train
+        )
     with pytest.raises(ValueError, match=r"`dropout` must be in \[0, 1\); got 1"):
         ResMLPClassifier(dropout=1).fit(X_train, y_train)
     with pytest.raises(ValueError, match=r"`epochs` must be an int >= 1; got 0"):

@@ -6,6 +6,7 @@ opened by the dashboard), inside a ``_task.zip`` in place of each model member, 
 uploaded / ``--model-file`` model under every suffix. Every read must refuse it (a clear
 error or "model unavailable") and the marker must never appear.
 """
+
 from __future__ import annotations
 
 import io
@@ -47,8 +48,11 @@ def payload(marker) -> bytes:
     data = pickle.dumps(Payload(marker))
     # The fixture itself proves the payload is live: unpickling it in a child process fires it.
     probe = marker.with_name("probe")
-    subprocess.run([sys.executable, "-c", "import pickle,sys; pickle.loads(sys.stdin.buffer.read())"],
-                   input=pickle.dumps(Payload(probe)), check=True)
+    subprocess.run(
+        [sys.executable, "-c", "import pickle,sys; pickle.loads(sys.stdin.buffer.read())"],
+        input=pickle.dumps(Payload(probe)),
+        check=True,
+    )
     assert probe.exists()
     return data
 
@@ -57,8 +61,22 @@ def payload(marker) -> bytes:
 def audit_dir(tmp_path_factory):
     """A real audit folder of the tool (tiny logreg audit) with a genuine _task.zip."""
     out = tmp_path_factory.mktemp("audit") / "a"
-    code = main(["audit", "--dataset", "breast_cancer", "--model", "logreg", "--depth", "2", "--draws", "1",
-                 "--no-progress", "--out", str(out)])
+    code = main(
+        [
+            "audit",
+            "--dataset",
+            "breast_cancer",
+            "--model",
+            "logreg",
+            "--depth",
+            "2",
+            "--draws",
+            "1",
+            "--no-progress",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     return out
 
@@ -118,8 +136,10 @@ def test_a_torch_state_dict_holding_a_payload_is_refused(tmp_path, payload, mark
 
     buf = io.BytesIO()
     torch.save({"weight": Payload(marker)}, buf)  # a torch file whose pickle carries the payload
-    spec = {"family": "torch", "meta": {"class": "ResMLPClassifier", "params": {}, "classes": [0, 1],
-                                        "n_features_in": 3}}
+    spec = {
+        "family": "torch",
+        "meta": {"class": "ResMLPClassifier", "params": {}, "classes": [0, 1], "n_features_in": 3},
+    }
     with pytest.raises(ValueError, match="not weights-only|corrupt"):
         load_estimator({"model/state_dict.pt": buf.getvalue()}, spec, "model/")
 
@@ -132,8 +152,21 @@ def test_model_uploads_and_model_files_never_unpickle(tmp_path, payload, marker,
     path.write_bytes(payload)
     train = tmp_path / "t.csv"
     train.write_text("a,y\n1,0\n2,1\n")
-    code = main(["audit", "--model-file", str(path), "--train", str(train), "--test", str(train), "--target", "y",
-                 "--out", str(tmp_path / "out")])
+    code = main(
+        [
+            "audit",
+            "--model-file",
+            str(path),
+            "--train",
+            str(train),
+            "--test",
+            str(train),
+            "--target",
+            "y",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
     assert code == 2 and not (tmp_path / "out").exists()
     capsys.readouterr()
 
@@ -147,10 +180,19 @@ def test_skops_file_with_a_payload_member_never_runs(tmp_path, payload, marker):
     with zipfile.ZipFile(io.BytesIO(good)) as zf:
         members = {n: zf.read(n) for n in zf.namelist()}
     schema = json.loads(members["schema.json"])
-    schema["content"]["content"]["evil"] = {"__class__": "Payload", "__module__": "builtins", "__loader__": "ObjectNode",
-                                            "content": {"__class__": "dict", "__module__": "builtins",
-                                                        "__loader__": "DictNode", "content": {}, "__id__": 1},
-                                            "__id__": 2}
+    schema["content"]["content"]["evil"] = {
+        "__class__": "Payload",
+        "__module__": "builtins",
+        "__loader__": "ObjectNode",
+        "content": {
+            "__class__": "dict",
+            "__module__": "builtins",
+            "__loader__": "DictNode",
+            "content": {},
+            "__id__": 1,
+        },
+        "__id__": 2,
+    }
     members["schema.json"] = json.dumps(schema).encode()
     members["evil.pkl"] = payload
     buf = io.BytesIO()
@@ -163,8 +205,22 @@ def test_skops_file_with_a_payload_member_never_runs(tmp_path, payload, marker):
 
 def test_no_load_of_user_data_goes_through_pickle_or_joblib():
     """``grep -rn "pickle\\|joblib" core ui pages app.py`` names no load: only refusals and docs."""
-    hits = subprocess.run(["grep", "-rn", r"pickle\|joblib", "core", "ui", "pages", "app.py"], cwd=ROOT,
-                          capture_output=True, text=True).stdout.splitlines()
-    loads = [h for h in hits if any(k in h for k in ("pickle.load", "joblib.load", "import pickle", "import joblib",
-                                                       "allow_pickle=True", "weights_only=False"))]
+    hits = subprocess.run(
+        ["grep", "-rn", r"pickle\|joblib", "core", "ui", "pages", "app.py"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.splitlines()
+    loads = [
+        h
+        for h in hits
+        if any(
+            k in h
+            for k in (
+                "pickle.load",
+                "joblib.load",
+                "import pickle",
+                "import joblib",
+                "allow_pickle=True",
+                "weights_only=False",
+            )
+        )
+    ]
     assert loads == [], loads

@@ -1,4 +1,5 @@
 """audit_model on models users bring: pipelines, raw models, multi-class and string labels."""
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,16 @@ def _check_naive(result, n_rows=20):
     p = result.protocol
     K = p.resolved_depth(len(result.groups))
     for i in range(n_rows):
-        ref = naive_certificate(result.model.predict_proba, result.X_test[i], result.groups, result.baseline,
-                                depth=K, severities=p.severities, operators=p.operators, weights=p.weights)
+        ref = naive_certificate(
+            result.model.predict_proba,
+            result.X_test[i],
+            result.groups,
+            result.baseline,
+            depth=K,
+            severities=p.severities,
+            operators=p.operators,
+            weights=p.weights,
+        )
         row = result.certificates.table.iloc[i]
         assert row["pred"] == ref["pred"] and row["flip_budget"] == ref["flip_budget"]
         assert list(row["path"]) == ref["path"]
@@ -77,7 +86,8 @@ def test_multiclass_string_labels_end_to_end(tmp_path):
 
     train, test = wine_tables()
     pipe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000)).fit(
-        train.drop(columns="target"), train["target"])
+        train.drop(columns="target"), train["target"]
+    )
     result = audit_model(pipe, train, test, target="target")
     assert result.dataset.classes == ("class_0", "class_1", "class_2")
     assert result.proba_test.shape == (len(test), 3)
@@ -124,9 +134,17 @@ def test_pipeline_task_round_trip(default, tmp_path):
     train, test = default
     result = audit_model(hist_gb_pipeline(train), train, test, target="default")
     out = result.save(tmp_path / "pipe")
-    assert sorted(p.name for p in out.iterdir()) == ["_task.zip", "certificates.csv", "certificates.parquet",
-                                                     "evaluation.json", "protocol.json", "summary.md",
-                                                     "test.parquet", "train.parquet", "view"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "_task.zip",
+        "certificates.csv",
+        "certificates.parquet",
+        "evaluation.json",
+        "protocol.json",
+        "summary.md",
+        "test.parquet",
+        "train.parquet",
+        "view",
+    ]
     task = load_certify_task(out)
     assert task.fingerprint() == result.fingerprint
     assert task.classes == ("No", "Yes") and task.target == "default"
@@ -151,12 +169,15 @@ def _half(X):
     return np.full((len(X), 2), 0.5)
 
 
-@pytest.mark.parametrize("model, match", [
-    (object(), "has no predict_proba"),
-    (_Proba(lambda X: np.full((len(X), 2), 0.7)), "sum to 1"),
-    (type("Wrong", (_Proba,), {"classes_": np.array(["no", "yes"])})(_half), "not one of the model's classes"),
-    (_Proba(lambda X: (_ for _ in ()).throw(RuntimeError("boom"))), "predict_proba failed on the test rows"),
-])
+@pytest.mark.parametrize(
+    "model, match",
+    [
+        (object(), "has no predict_proba"),
+        (_Proba(lambda X: np.full((len(X), 2), 0.7)), "sum to 1"),
+        (type("Wrong", (_Proba,), {"classes_": np.array(["no", "yes"])})(_half), "not one of the model's classes"),
+        (_Proba(lambda X: (_ for _ in ()).throw(RuntimeError("boom"))), "predict_proba failed on the test rows"),
+    ],
+)
 def test_bad_models_are_named(default, tmp_path, model, match):
     train, test = default
     with pytest.raises(ValueError, match=match):
@@ -195,8 +216,11 @@ from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 
-@given(st.lists(st.tuples(st.floats(-1e6, 1e6), st.sampled_from(["x", "y", "z", None]), st.booleans()),
-                min_size=1, max_size=30))
+@given(
+    st.lists(
+        st.tuples(st.floats(-1e6, 1e6), st.sampled_from(["x", "y", "z", None]), st.booleans()), min_size=1, max_size=30
+    )
+)
 def test_raw_space_decodes_what_it_encodes(rows):
     frame = pd.DataFrame(rows, columns=["num", "text", "flag"])
     space = RawSpace.fit(["num", "text", "flag"], [frame])

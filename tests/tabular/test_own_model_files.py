@@ -1,4 +1,5 @@
 """``audit --model-file``: the same model in Python, as .skops and as .onnx gives the same certificates."""
+
 from __future__ import annotations
 
 import json
@@ -66,9 +67,22 @@ CASES = {  # name: (tables, extra CLI options for skops, for onnx, python protoc
 
 
 def _cli(capsys, d, model_file, suffix, out, *extra):
-    code = main(["audit", "--model-file", str(d / model_file), "--train", str(d / f"train{suffix}.csv"),
-                 "--test", str(d / f"test{suffix}.csv"), "--target", "default", "--out", str(out),
-                 *[e.format(d=d) for e in extra]])
+    code = main(
+        [
+            "audit",
+            "--model-file",
+            str(d / model_file),
+            "--train",
+            str(d / f"train{suffix}.csv"),
+            "--test",
+            str(d / f"test{suffix}.csv"),
+            "--target",
+            "default",
+            "--out",
+            str(out),
+            *[e.format(d=d) for e in extra],
+        ]
+    )
     captured = capsys.readouterr()
     return code, captured.err
 
@@ -98,8 +112,9 @@ def test_skops_and_onnx_give_the_python_certificates(files, tmp_path, capsys, na
     _compare(onnx, reference.reset_index(drop=True), ONNX_TOL)
     protocol = json.loads((tmp_path / "onnx" / "protocol.json").read_text())
     # raw space: one group per ONNX input; student is the block of its categories (No, Yes)
-    assert protocol["groups"] == ({"student": [0, 1], "balance": [2], "income": [3]} if name == "pipe"
-                                  else {"balance": [0], "income": [1]})
+    assert protocol["groups"] == (
+        {"student": [0, 1], "balance": [2], "income": [3]} if name == "pipe" else {"balance": [0], "income": [1]}
+    )
 
 
 def test_untrusted_skops_types_are_listed_and_nothing_is_written(files, tmp_path, capsys):
@@ -110,41 +125,99 @@ def test_untrusted_skops_types_are_listed_and_nothing_is_written(files, tmp_path
     assert not (tmp_path / "out").exists() and list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("mutate, match", [
-    (lambda b: b[: len(b) // 2], "corrupt or truncated|not a skops file|could not be loaded"),
-    (lambda b: b"", "is empty"),
-])
+@pytest.mark.parametrize(
+    "mutate, match",
+    [
+        (lambda b: b[: len(b) // 2], "corrupt or truncated|not a skops file|could not be loaded"),
+        (lambda b: b"", "is empty"),
+    ],
+)
 @pytest.mark.parametrize("kind", ["skops", "onnx"])
 def test_corrupt_or_truncated_model_files(files, tmp_path, capsys, mutate, match, kind):
     d, _, _ = files
     bad = tmp_path / f"bad.{kind}"
     bad.write_bytes(mutate((d / f"logreg.{kind}").read_bytes()))
-    code = main(["audit", "--model-file", str(bad), "--train", str(d / "train.csv"), "--test", str(d / "test.csv"),
-                 "--target", "default", "--out", str(tmp_path / "out"), "--feature-order", str(d / "order.txt")])
+    code = main(
+        [
+            "audit",
+            "--model-file",
+            str(bad),
+            "--train",
+            str(d / "train.csv"),
+            "--test",
+            str(d / "test.csv"),
+            "--target",
+            "default",
+            "--out",
+            str(tmp_path / "out"),
+            "--feature-order",
+            str(d / "order.txt"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2
-    assert (kind == "onnx" and ("not a readable ONNX model" in err or "is empty" in err)) or \
-        __import__("re").search(match, err), err
+    assert (kind == "onnx" and ("not a readable ONNX model" in err or "is empty" in err)) or __import__("re").search(
+        match, err
+    ), err
     assert not (tmp_path / "out").exists()
 
 
 def test_pickle_files_are_refused_by_name(files, tmp_path, capsys):
     d, _, _ = files
     for suffix in (".pkl", ".joblib"):
-        code = main(["audit", "--model-file", str(tmp_path / f"model{suffix}"), "--train", str(d / "train.csv"),
-                     "--test", str(d / "test.csv"), "--target", "default", "--out", str(tmp_path / "out")])
+        code = main(
+            [
+                "audit",
+                "--model-file",
+                str(tmp_path / f"model{suffix}"),
+                "--train",
+                str(d / "train.csv"),
+                "--test",
+                str(d / "test.csv"),
+                "--target",
+                "default",
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
         assert code == 2 and "never read" in capsys.readouterr().err
 
 
 def test_onnx_input_matching_no_column(files, tmp_path, capsys):
     d, _, tables = files
     tables["test"].drop(columns="student").to_csv(tmp_path / "test.csv", index=False)
-    code = main(["audit", "--model-file", str(d / "pipe.onnx"), "--train", str(d / "train.csv"),
-                 "--test", str(tmp_path / "test.csv"), "--target", "default", "--out", str(tmp_path / "out")])
+    code = main(
+        [
+            "audit",
+            "--model-file",
+            str(d / "pipe.onnx"),
+            "--train",
+            str(d / "train.csv"),
+            "--test",
+            str(tmp_path / "test.csv"),
+            "--target",
+            "default",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "['student']" in err and "lacks the columns" in err
-    code = main(["audit", "--model-file", str(d / "logreg.onnx"), "--train", str(d / "train.csv"),
-                 "--test", str(d / "test.csv"), "--target", "default", "--out", str(tmp_path / "out")])
+    code = main(
+        [
+            "audit",
+            "--model-file",
+            str(d / "logreg.onnx"),
+            "--train",
+            str(d / "train.csv"),
+            "--test",
+            str(d / "test.csv"),
+            "--target",
+            "default",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "--feature-order" in err
     assert not (tmp_path / "out").exists()
@@ -158,15 +231,30 @@ def test_multiclass_string_labels_through_the_cli(tmp_path, capsys):
 
     train, test = wine_tables()
     pipe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000)).fit(
-        train.drop(columns="target"), train["target"])
+        train.drop(columns="target"), train["target"]
+    )
     sio.dump(pipe, tmp_path / "wine.skops")
     train.to_csv(tmp_path / "train.csv", index=False)
     test.to_csv(tmp_path / "test.csv", index=False)
-    code = main(["audit", "--model-file", str(tmp_path / "wine.skops"), "--train", str(tmp_path / "train.csv"),
-                 "--test", str(tmp_path / "test.csv"), "--target", "target", "--out", str(tmp_path / "out")])
+    code = main(
+        [
+            "audit",
+            "--model-file",
+            str(tmp_path / "wine.skops"),
+            "--train",
+            str(tmp_path / "train.csv"),
+            "--test",
+            str(tmp_path / "test.csv"),
+            "--target",
+            "target",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
-    python = audit_model(pipe, pd.read_csv(tmp_path / "train.csv"), pd.read_csv(tmp_path / "test.csv"),
-                         target="target").certificates.table.reset_index(drop=True)
+    python = audit_model(
+        pipe, pd.read_csv(tmp_path / "train.csv"), pd.read_csv(tmp_path / "test.csv"), target="target"
+    ).certificates.table.reset_index(drop=True)
     got = pd.read_parquet(tmp_path / "out" / "certificates.parquet")
     _compare(got, python, SKOPS_TOL)
     assert set(got["pred"]) == {0, 1, 2}
@@ -174,14 +262,25 @@ def test_multiclass_string_labels_through_the_cli(tmp_path, capsys):
     np.testing.assert_array_equal(got["y_true"], codes)
 
 
-@pytest.mark.parametrize("name, suffix, opts", [("pipe", "skops", ["--trust", HGB_TRUST]), ("logreg", "onnx",
-                                                ["--feature-order", "{d}/order.txt"])])
+@pytest.mark.parametrize(
+    "name, suffix, opts",
+    [("pipe", "skops", ["--trust", HGB_TRUST]), ("logreg", "onnx", ["--feature-order", "{d}/order.txt"])],
+)
 def test_certify_model_from_an_own_model_audit(files, tmp_path, capsys, name, suffix, opts):
     d, _, _ = files
     code, err = _cli(capsys, d, f"{name}.{suffix}", "", tmp_path / "audit", *opts)
     assert code == 0, err
-    code = main(["certify", "--model-from", str(tmp_path / "audit"), "--data", str(d / "test.csv"),
-                 "--out", str(tmp_path / "big")])
+    code = main(
+        [
+            "certify",
+            "--model-from",
+            str(tmp_path / "audit"),
+            "--data",
+            str(d / "test.csv"),
+            "--out",
+            str(tmp_path / "big"),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     saved = json.loads((tmp_path / "audit" / "protocol.json").read_text())
     manifest = json.loads((tmp_path / "big" / "_manifest.json").read_text())

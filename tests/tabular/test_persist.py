@@ -1,4 +1,5 @@
 """Every model family of the registry survives the pickle-free task format exactly."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,17 +12,30 @@ from core.tabular.models import MODEL_NAMES
 from core.tabular.persist import FAMILIES, family_of
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
-FAST = {"resmlp": {"epochs": 3}, "fr_resmlp": {"epochs": 3}, "random_forest": {"n_estimators": 20},
-        "extra_trees": {"n_estimators": 20}, "xgboost": {"n_estimators": 30}, "lightgbm": {"n_estimators": 30},
-        "mlp": {"max_iter": 50}, "catboost": {"iterations": 30}}
-EXPECTED_FAMILY = {"xgboost": "xgboost", "lightgbm": "lightgbm", "catboost": "catboost", "resmlp": "torch",
-                   "fr_resmlp": "torch"}
+FAST = {
+    "resmlp": {"epochs": 3},
+    "fr_resmlp": {"epochs": 3},
+    "random_forest": {"n_estimators": 20},
+    "extra_trees": {"n_estimators": 20},
+    "xgboost": {"n_estimators": 30},
+    "lightgbm": {"n_estimators": 30},
+    "mlp": {"max_iter": 50},
+    "catboost": {"iterations": 30},
+}
+EXPECTED_FAMILY = {
+    "xgboost": "xgboost",
+    "lightgbm": "lightgbm",
+    "catboost": "catboost",
+    "resmlp": "torch",
+    "fr_resmlp": "torch",
+}
 
 
 @pytest.mark.parametrize("name", MODEL_NAMES)
 def test_saved_task_reloads_to_the_same_predictions_and_fingerprint(tmp_path, name):
-    result = run_audit("breast_cancer", model=name, seed=0, max_rows=240, protocol=Protocol(depth=2),
-                       model_params=FAST.get(name))
+    result = run_audit(
+        "breast_cancer", model=name, seed=0, max_rows=240, protocol=Protocol(depth=2), model_params=FAST.get(name)
+    )
     task = task_from_audit(result)
     assert family_of(task.model) == EXPECTED_FAMILY.get(name, "sklearn")
     path = save_certify_task(task, tmp_path / "task.zip")

@@ -1,4 +1,5 @@
 """Preprocessing fitted on train only, raw-origin traceability, naturalistic unavailability."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -134,8 +135,13 @@ def test_credit_data_groups_hold_the_missing_indicators(splits):
     for column in ("Income", "Assets", "Debt"):
         assert [pre.feature_names[j] for j in groups[column]] == [f"num__{column}", f"num__missingindicator_{column}"]
     assert [pre.feature_names[j] for j in groups["Home"]] == [
-        "cat__Home_ignore", "cat__Home_other", "cat__Home_owner", "cat__Home_parents", "cat__Home_priv",
-        "cat__Home_rent", "cat__Home_infrequent_sklearn",
+        "cat__Home_ignore",
+        "cat__Home_other",
+        "cat__Home_owner",
+        "cat__Home_parents",
+        "cat__Home_priv",
+        "cat__Home_rent",
+        "cat__Home_infrequent_sklearn",
     ]  # fmt: skip  (the 6 missing Home values are pooled as infrequent)
 
 
@@ -188,7 +194,13 @@ def test_detection_counts_each_kind_of_marker():
     assert tuple(found.columns) == UNAVAILABLE_COLUMNS
     rows = found.set_index("column")
     assert list(rows.index) == ["inc", "debt", "job", "home"]
-    assert rows.loc["inc", ["n_missing", "n_declared", "n_token", "n_sentinel", "n_unavailable"]].tolist() == [1, 0, 0, 2, 3]
+    assert rows.loc["inc", ["n_missing", "n_declared", "n_token", "n_sentinel", "n_unavailable"]].tolist() == [
+        1,
+        0,
+        0,
+        2,
+        3,
+    ]
     assert rows.loc["debt", ["n_missing", "n_sentinel"]].tolist() == [1, 2]
     assert rows.loc["job", ["n_missing", "n_token"]].tolist() == [1, 3]
     assert rows.loc["home", ["n_declared", "n_token", "n_unavailable"]].tolist() == [2, 1, 3]
@@ -258,7 +270,7 @@ def _naive_counts(values: list, numeric: bool, declared: tuple, real: tuple = ()
             counts[0] += 1
         elif (v in declared) if numeric else (str(v) in {str(d) for d in declared}):
             counts[1] += 1
-        elif ((v in real) if numeric else (str(v) in {str(r) for r in real})):
+        elif (v in real) if numeric else (str(v) in {str(r) for r in real}):
             continue
         elif not numeric and UNKNOWN_TOKEN.fullmatch(str(v).strip().lower()):
             counts[2] += 1
@@ -268,18 +280,29 @@ def _naive_counts(values: list, numeric: bool, declared: tuple, real: tuple = ()
 
 
 @given(
-    text=st.lists(st.sampled_from(["a", "b", "?", "Unknown", "x_unk", "", "n/a", "junk", "ign", None]), min_size=1, max_size=30),
-    numbers=st.lists(st.sampled_from([1.0, 2.0, -1.0, 9999.0, 99999999.0, -999.0, 999.0, np.nan]), min_size=1, max_size=30),
+    text=st.lists(
+        st.sampled_from(["a", "b", "?", "Unknown", "x_unk", "", "n/a", "junk", "ign", None]), min_size=1, max_size=30
+    ),
+    numbers=st.lists(
+        st.sampled_from([1.0, 2.0, -1.0, 9999.0, 99999999.0, -999.0, 999.0, np.nan]), min_size=1, max_size=30
+    ),
     declare=st.booleans(),
     real=st.booleans(),
 )
 def test_detection_matches_a_naive_loop(text, numbers, declare, real):
-    frame = pd.DataFrame({"t": pd.Series(text, dtype=object).reindex(range(30)), "x": pd.Series(numbers).reindex(range(30))})
+    frame = pd.DataFrame(
+        {"t": pd.Series(text, dtype=object).reindex(range(30)), "x": pd.Series(numbers).reindex(range(30))}
+    )
     markers = {"t": ("ign",), "x": (-1.0,)} if declare else {}
     reals = {"t": ("?",), "x": (9999.0, -999.0)} if real else {}
     found = detect_unavailable_fields(frame, ["t", "x"], markers=markers, real_values=reals).set_index("column")
     for column, numeric in (("t", False), ("x", True)):
-        expected = _naive_counts(frame[column].tolist(), numeric, tuple(markers.get(column, ())),
-                                 tuple(reals.get(column, ())))
-        got = tuple(found.loc[column, ["n_missing", "n_declared", "n_token", "n_sentinel"]]) if column in found.index else (0, 0, 0, 0)
+        expected = _naive_counts(
+            frame[column].tolist(), numeric, tuple(markers.get(column, ())), tuple(reals.get(column, ()))
+        )
+        got = (
+            tuple(found.loc[column, ["n_missing", "n_declared", "n_token", "n_sentinel"]])
+            if column in found.index
+            else (0, 0, 0, 0)
+        )
         assert got == expected

@@ -1,4 +1,5 @@
 """Per-sample records of an audit and their exact re-analysis (thresholds, FDS weights)."""
+
 from __future__ import annotations
 
 import json
@@ -56,8 +57,10 @@ def test_relabelling_equals_rerunning_the_label_channel(audit, samples, tau_p, t
     got = relabel(samples, tau_p=tau_p, tau_kappa=tau_kappa)
     np.testing.assert_array_equal(got.labels, fresh.labels.labels)
     np.testing.assert_array_equal(got.high_confidence, fresh.labels.high_confidence)
-    pd.testing.assert_frame_equal(evaluate_samples(samples, tau_p=tau_p, tau_kappa=tau_kappa).drop(columns="note"),
-                                  fresh.evaluation.drop(columns="note"))
+    pd.testing.assert_frame_equal(
+        evaluate_samples(samples, tau_p=tau_p, tau_kappa=tau_kappa).drop(columns="note"),
+        fresh.evaluation.drop(columns="note"),
+    )
 
 
 def test_weighted_u_equals_the_certificate_under_other_weights(samples):
@@ -79,8 +82,14 @@ def test_weighted_u_matches_fds_from_components(rcma, data):
 
 
 def test_relabel_by_hand():
-    frame = pd.DataFrame({"confidence": [0.95, 0.95, 0.86, 0.99], "flip_share": [0.0, 0.1, 0.0, 0.0],
-                          "max_collapse": [0.6, 0.0, 0.9, 0.3], "pred": [0, 1, 0, 1]})
+    frame = pd.DataFrame(
+        {
+            "confidence": [0.95, 0.95, 0.86, 0.99],
+            "flip_share": [0.0, 0.1, 0.0, 0.0],
+            "max_collapse": [0.6, 0.0, 0.9, 0.3],
+            "pred": [0, 1, 0, 1],
+        }
+    )
     assert relabel(frame, tau_p=0.9, tau_kappa=0.5).labels.tolist() == [True, True, False, False]
     assert relabel(frame, tau_p=0.85, tau_kappa=0.25).labels.tolist() == [True, True, True, True]
     assert relabel(frame, tau_p=0.95, tau_kappa=0.75).labels.tolist() == [False, True, False, False]
@@ -93,14 +102,29 @@ def test_relabel_by_hand():
 @pytest.mark.parametrize("dataset, extra", [("credit_g", []), ("adult", ["--max-rows", "1500", "--split", "official"])])
 def test_audit_cli_runs_catboost_on_the_paper_datasets(tmp_path, capsys, dataset, extra):
     out = tmp_path / dataset
-    code = main(["audit", "--dataset", dataset, "--model", "catboost", "--seed", "0", *extra, "--out", str(out),
-                 "--no-progress"])
+    code = main(
+        [
+            "audit",
+            "--dataset",
+            dataset,
+            "--model",
+            "catboost",
+            "--seed",
+            "0",
+            *extra,
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     _, err = capsys.readouterr()
     assert code == 0, err
     ev = json.loads((out / "evaluation.json").read_text())
     assert ev["dataset"] == dataset and ev["model"] == "catboost" and ev["scores"]["fds"]["auroc"] is not None
-    expected = {"credit_g": ["savings_status", "property_magnitude"],
-                "adult": ["workclass", "occupation", "native-country"]}[dataset]
+    expected = {
+        "credit_g": ["savings_status", "property_magnitude"],
+        "adult": ["workclass", "occupation", "native-country"],
+    }[dataset]
     assert ev["unavailable_groups"] == expected  # the '?' / 'unknown' fields feed the naturalistic channel
     if dataset == "adult":
         proto = json.loads((out / "protocol.json").read_text())
@@ -110,8 +134,20 @@ def test_audit_cli_runs_catboost_on_the_paper_datasets(tmp_path, capsys, dataset
 
 
 def test_official_split_on_a_dataset_without_one_exits_2(tmp_path, capsys):
-    code = main(["audit", "--dataset", "credit_g", "--model", "logreg", "--split", "official",
-                 "--out", str(tmp_path / "x"), "--no-progress"])
+    code = main(
+        [
+            "audit",
+            "--dataset",
+            "credit_g",
+            "--model",
+            "logreg",
+            "--split",
+            "official",
+            "--out",
+            str(tmp_path / "x"),
+            "--no-progress",
+        ]
+    )
     _, err = capsys.readouterr()
     assert code == 2 and "no official train/test split" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x").exists()

@@ -1,5 +1,6 @@
 """The precomputed default audits (assets/default_audit) equal a fresh computation, and are used
 only when their source fingerprint (protocol, data, model, library versions) matches."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,7 +26,6 @@ from core.tabular.shipped import (
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 STALE = "the shipped audit does not match this environment; regenerate it: python scripts/build_default_audit.py"
-
 
 
 @pytest.fixture(scope="module")
@@ -57,27 +57,39 @@ def test_the_shipped_audit_equals_a_fresh_computation(dataset, model, cross_mach
     # same on this machine has the same metrics; a score whose near-tied values swap order on
     # another CPU (seen under emulated kernels: one score's capture@20 moved by 1/174) cannot
     # match exactly, so it is counted in the cross-machine summary instead.
-    again = evaluate_scores({c: shipped.scores[c].to_numpy() for c in shipped.scores.columns}, shipped.labels,
-                            shipped.y_test, population="high_confidence")
+    again = evaluate_scores(
+        {c: shipped.scores[c].to_numpy() for c in shipped.scores.columns},
+        shipped.labels,
+        shipped.y_test,
+        population="high_confidence",
+    )
     numeric = shipped.evaluation.select_dtypes("number").columns
-    pd.testing.assert_frame_equal(again[numeric], shipped.evaluation[numeric], check_exact=False, rtol=1e-9,
-                                  atol=1e-12)
+    pd.testing.assert_frame_equal(again[numeric], shipped.evaluation[numeric], check_exact=False, rtol=1e-9, atol=1e-12)
     reordered = []
     for i, score in enumerate(shipped.evaluation["score"]):
         if np.array_equal(rankdata(shipped.scores[score]), rankdata(fresh.scores[score])):
-            pd.testing.assert_series_equal(shipped.evaluation.iloc[i][numeric], fresh.evaluation.iloc[i][numeric],
-                                           check_exact=False, rtol=1e-9, atol=1e-12)
+            pd.testing.assert_series_equal(
+                shipped.evaluation.iloc[i][numeric],
+                fresh.evaluation.iloc[i][numeric],
+                check_exact=False,
+                rtol=1e-9,
+                atol=1e-12,
+            )
         else:
             reordered.append(score)
     assert len(reordered) <= 2, f"scores whose order differs from a fresh audit: {reordered}"
     if reordered:
-        cross_machine_note(f"shipped {model}: near-tied values of {reordered} order differently here; their "
-                           "ranking metrics were not compared (the rest matched)")
-    pd.testing.assert_frame_equal(shipped.calibration.metrics, fresh.calibration.metrics, check_exact=False,
-                                  rtol=1e-5, atol=1e-6)
+        cross_machine_note(
+            f"shipped {model}: near-tied values of {reordered} order differently here; their "
+            "ranking metrics were not compared (the rest matched)"
+        )
+    pd.testing.assert_frame_equal(
+        shipped.calibration.metrics, fresh.calibration.metrics, check_exact=False, rtol=1e-5, atol=1e-6
+    )
     assert shipped.nominal.keys() == fresh.nominal.keys()
-    np.testing.assert_allclose([shipped.nominal[k] for k in fresh.nominal], list(fresh.nominal.values()),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        [shipped.nominal[k] for k in fresh.nominal], list(fresh.nominal.values()), rtol=1e-5, atol=1e-6
+    )
     # The live panels' model: refitted on first use, same model (checked by its fingerprint).
     assert isinstance(shipped.model, RefitModel)
     np.testing.assert_allclose(shipped.model.predict_proba(fresh.X_test), fresh.proba_test, rtol=1e-5, atol=1e-6)
@@ -135,8 +147,10 @@ def test_a_damaged_shipped_folder_falls_back_to_computing(dataset, tmp_path, mon
     from core.tabular.shipped import SHIPPED_DIR, shipped_folder
 
     root = tmp_path / "shipped"
-    folder = shutil.copytree(shipped_folder(DEFAULT_DATASET, "hist_gb", 0, root=SHIPPED_DIR),
-                             shipped_folder(DEFAULT_DATASET, "hist_gb", 0, root=root))
+    folder = shutil.copytree(
+        shipped_folder(DEFAULT_DATASET, "hist_gb", 0, root=SHIPPED_DIR),
+        shipped_folder(DEFAULT_DATASET, "hist_gb", 0, root=root),
+    )
     assert shipped_audit(dataset, model="hist_gb", seed=0, root=root) is not None, STALE
     (folder / "view" / "arrays.npz").write_bytes(b"damaged")
     assert shipped_audit(dataset, model="hist_gb", seed=0, root=root) is None

@@ -1,4 +1,5 @@
 """Fixtures of the view tests: a small real audit, demo-pool records and probe outputs."""
+
 from __future__ import annotations
 
 import pandas as pd

@@ -1,4 +1,5 @@
 """core.views.commands: the CLI lines reproduce the interactive settings."""
+
 from __future__ import annotations
 
 import shlex
@@ -9,11 +10,26 @@ from core.cfc.protocol import Protocol
 from core.views.commands import cli_commands
 
 
-@pytest.mark.parametrize("protocol, blocks", [
-    (Protocol(), None),
-    (Protocol(grouping="domain_block", baseline="median", depth=2, operators=(), severities=(0.25, 1.0),
-              weights=(0.5, 0.25, 0.25), path="adaptive", merge_threshold=0.55), "my blocks.yaml"),
-], ids=["default", "custom"])
+@pytest.mark.parametrize(
+    "protocol, blocks",
+    [
+        (Protocol(), None),
+        (
+            Protocol(
+                grouping="domain_block",
+                baseline="median",
+                depth=2,
+                operators=(),
+                severities=(0.25, 1.0),
+                weights=(0.5, 0.25, 0.25),
+                path="adaptive",
+                merge_threshold=0.55,
+            ),
+            "my blocks.yaml",
+        ),
+    ],
+    ids=["default", "custom"],
+)
 def test_cli_commands_reproduce_the_interactive_settings(protocol, blocks):
     from core.cli import build_parser
     from core.cli_options import protocol_from_args

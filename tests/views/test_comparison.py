@@ -1,4 +1,5 @@
 """core.views.comparison: several models' audits side by side."""
+
 from __future__ import annotations
 
 import pytest
@@ -38,8 +39,9 @@ def test_comparison_samples_fall_back_to_every_prediction_without_confident_ones
     from core.views.comparison import comparison_samples
 
     table = pd.DataFrame({"fds": [0.2, 0.9, 0.2]}, index=[7, 8, 9])
-    result = SimpleNamespace(certificates=SimpleNamespace(table=table),
-                             labels=SimpleNamespace(high_confidence=np.zeros(3, bool)))
+    result = SimpleNamespace(
+        certificates=SimpleNamespace(table=table), labels=SimpleNamespace(high_confidence=np.zeros(3, bool))
+    )
     assert comparison_samples(result).index.tolist() == [8, 7, 9]  # ties keep certificate order
 
 

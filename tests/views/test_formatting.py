@@ -1,4 +1,5 @@
 """core.views.formatting: display safety, rounded raw cells, number lists typed by people."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,14 +11,17 @@ from core.views.formatting import display_frame, parse_float_list
 
 
 def test_display_frame_makes_awkward_columns_arrow_safe():
-    frame = pd.DataFrame({
-        "mixed": [1, "a", None, 2.5],
-        "bytes": [b"x", None, b"\xff", b"z"],
-        "path": [["a", "b"], ("c",), np.array(["d", "e"]), []],
-        "cat_mixed": pd.Categorical([1, "x", None, 1]),
-        "cat_plain": pd.Categorical(["u", "v", None, "u"]),
-        "num": [np.nan, 1.0, np.inf, -2.0],
-    }, index=[10, 11, 12, 13])
+    frame = pd.DataFrame(
+        {
+            "mixed": [1, "a", None, 2.5],
+            "bytes": [b"x", None, b"\xff", b"z"],
+            "path": [["a", "b"], ("c",), np.array(["d", "e"]), []],
+            "cat_mixed": pd.Categorical([1, "x", None, 1]),
+            "cat_plain": pd.Categorical(["u", "v", None, "u"]),
+            "num": [np.nan, 1.0, np.inf, -2.0],
+        },
+        index=[10, 11, 12, 13],
+    )
     with pytest.raises((pa.ArrowInvalid, pa.ArrowTypeError)):
         pa.Table.from_pandas(frame)
     shown = display_frame(frame)

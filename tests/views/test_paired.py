@@ -1,4 +1,5 @@
 """core.views.paired: grid summary, policy comparison, unpaired class summary."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,14 +14,19 @@ from core.views.uploads import load_unpaired_upload
 
 
 def test_grid_summary_and_policy_matrix():
-    grid = pd.DataFrame([
-        # cell 1: I5 narrows H, dM_k straddles 0
-        ("m", "c1", "syn", "H", "Ik", 0.0, 0.2), ("m", "c1", "syn", "H", "I5", 0.05, 0.2),
-        ("m", "c1", "syn", "dM_k", "Ik", -0.1, 0.1),
-        # cell 2: nothing narrows, K = 0
-        ("m", "c2", "syn", "H", "Ik", 0.0, 0.1), ("m", "c2", "syn", "H", "I5", 0.0, 0.1),
-        ("m", "c2", "syn", "dM_k", "Ik", np.nan, np.nan),
-    ], columns=["model", "condition", "source", "target", "level", "low", "high"])
+    grid = pd.DataFrame(
+        [
+            # cell 1: I5 narrows H, dM_k straddles 0
+            ("m", "c1", "syn", "H", "Ik", 0.0, 0.2),
+            ("m", "c1", "syn", "H", "I5", 0.05, 0.2),
+            ("m", "c1", "syn", "dM_k", "Ik", -0.1, 0.1),
+            # cell 2: nothing narrows, K = 0
+            ("m", "c2", "syn", "H", "Ik", 0.0, 0.1),
+            ("m", "c2", "syn", "H", "I5", 0.0, 0.1),
+            ("m", "c2", "syn", "dM_k", "Ik", np.nan, np.nan),
+        ],
+        columns=["model", "condition", "source", "target", "level", "low", "high"],
+    )
     overview = grid_summary(grid)
     summary = overview.widths
     # Straddling is a share of the cells where dM_k is defined (cell 2 has K = 0), as in core.paired.
@@ -28,10 +34,29 @@ def test_grid_summary_and_policy_matrix():
     h_ik = summary[(summary["target"] == "H") & (summary["level"] == "Ik")]["mean_width"].item()
     assert h_ik == pytest.approx(0.15)
 
-    diffs = pd.DataFrame([
-        {"model": "m", "condition": "c", "source": "s", "level": "Ik", "lambda": 0.5, "policy": j, "versus": l,
-         "coverage": 0.6 + 0.1 * j, "D_plus": d}
-        for (j, l), d in {(0, 1): -0.02, (1, 0): 0.05, (0, 2): 0.01, (2, 0): 0.0, (1, 2): 0.03, (2, 1): -0.01}.items()])
+    diffs = pd.DataFrame(
+        [
+            {
+                "model": "m",
+                "condition": "c",
+                "source": "s",
+                "level": "Ik",
+                "lambda": 0.5,
+                "policy": j,
+                "versus": l,
+                "coverage": 0.6 + 0.1 * j,
+                "D_plus": d,
+            }
+            for (j, l), d in {
+                (0, 1): -0.02,
+                (1, 0): 0.05,
+                (0, 2): 0.01,
+                (2, 0): 0.0,
+                (1, 2): 0.03,
+                (2, 1): -0.01,
+            }.items()
+        ]
+    )
     pm = policy_matrix(diffs, level="Ik", lam=0.5)
     coverages, matrix, regret = pm.coverages, pm.matrix, pm.regret
     assert coverages == pytest.approx([0.6, 0.7, 0.8])
@@ -44,8 +69,9 @@ def test_grid_summary_and_policy_matrix():
 def test_unpaired_class_summary_matches_a_naive_loop(records):
     cell = records[(records["model"] == MODELS[1]) & (records["split"] == "eval")]
     known = unpair(cell[cell["condition"] == cell["condition"].iloc[0]], level="I5")
-    unpaired = load_unpaired_upload(("x.csv", _csv(known.clean)), ("y.csv", _csv(known.perturbed)),
-                                    ("z.csv", _csv(known.counts)))
+    unpaired = load_unpaired_upload(
+        ("x.csv", _csv(known.clean)), ("y.csv", _csv(known.perturbed)), ("z.csv", _csv(known.counts))
+    )
     tau = 0.9
     out = unpaired_class_summary(unpaired, tau)
     rows = []
@@ -71,6 +97,7 @@ def test_unpaired_class_summary_matches_a_naive_loop(records):
 
 # ---------------------------------------------------------------------------------------------
 # New views of the Paired bounds page
+
 
 def test_model_threshold_is_the_development_row_of_the_model_and_coverage(records):
     from core.constants import COVERAGES
@@ -111,11 +138,20 @@ def test_policy_comparison_is_the_report_at_one_level_and_lambda(records):
             certified = mine[mine["certified"]]
             assert out.certified["D_plus"].tolist() == certified["D_plus"].tolist()
             assert out.certified["ordering"].tolist() == [
-                f"q = {a:.0%} cheaper than q = {b:.0%}" for a, b in zip(certified["coverage"], certified["versus_coverage"])]
+                f"q = {a:.0%} cheaper than q = {b:.0%}"
+                for a, b in zip(certified["coverage"], certified["versus_coverage"])
+            ]
             costs = report.costs[(report.costs["level"] == level) & (abs(report.costs["lambda"] - lam) < 1e-12)]
             assert out.costs["J_high"].tolist() == costs["J_high"].tolist()
-            assert list(out.costs.columns) == ["coverage", "tau", "J_low", "J_high", "J_mean", "J_observed",
-                                               "mean_method"]
+            assert list(out.costs.columns) == [
+                "coverage",
+                "tau",
+                "J_low",
+                "J_high",
+                "J_mean",
+                "J_observed",
+                "mean_method",
+            ]
             # The matrix: D⁺[j, ℓ] of the report, zero diagonal; regret the row maximum off it.
             p = len(out.matrix.coverages)
             for _, row in mine.iterrows():

@@ -1,4 +1,5 @@
 """core.views.ranking: queue ranking, decision join, capture curves and the score summary."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,9 +20,12 @@ def _naive_queue(ids, scores, budget):
 
 
 @settings(max_examples=60)
-@given(scores=st.lists(st.one_of(st.sampled_from([0.0, 0.5, 1.0]), st.floats(0, 1), st.just(float("nan"))),
-                       min_size=1, max_size=30),
-       budget=st.floats(0.01, 1.0))
+@given(
+    scores=st.lists(
+        st.one_of(st.sampled_from([0.0, 0.5, 1.0]), st.floats(0, 1), st.just(float("nan"))), min_size=1, max_size=30
+    ),
+    budget=st.floats(0.01, 1.0),
+)
 def test_rank_queue_matches_a_naive_sort(scores, budget):
     ids = list(range(100, 100 + len(scores)))
     frame = pd.DataFrame({"sample_id": ids, "fds": scores})
@@ -61,14 +65,17 @@ def _naive_capture(scores, y, q):
 
     n = len(scores)
     k = max(1, int(np.floor(q * n + 0.5 + 1e-9)))
-    orders = [p for p in itertools.permutations(range(n))
-              if all(scores[p[i]] >= scores[p[i + 1]] for i in range(n - 1))]
+    orders = [
+        p for p in itertools.permutations(range(n)) if all(scores[p[i]] >= scores[p[i + 1]] for i in range(n - 1))
+    ]
     return np.mean([sum(y[j] for j in p[:k]) for p in orders]) / sum(y)
 
 
 @settings(max_examples=40)
-@given(data=st.lists(st.tuples(st.sampled_from([0.0, 0.3, 0.7, 1.0]), st.booleans()), min_size=2, max_size=6),
-       q=st.sampled_from([0.2, 0.5, 0.75, 1.0]))
+@given(
+    data=st.lists(st.tuples(st.sampled_from([0.0, 0.3, 0.7, 1.0]), st.booleans()), min_size=2, max_size=6),
+    q=st.sampled_from([0.2, 0.5, 0.75, 1.0]),
+)
 def test_capture_curves_match_enumeration_of_tie_orders(data, q):
     scores = [d[0] for d in data]
     y = np.array([d[1] for d in data])

@@ -1,4 +1,5 @@
 """core.views.screening: failure coverage by budget, thumbnails."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,9 +14,17 @@ def test_coverage_by_budget_averages_conditions_with_failures():
     for condition, n_fail, cov in (("a", 4, 0.5), ("b", 2, 1.0), ("c", 0, np.nan)):
         for score in ("U", "S"):
             for budget in (0.1, 0.2):
-                rows.append({"condition": condition, "score": score, "budget": budget, "n_fail": n_fail,
-                             "coverage": cov * budget * 10 if score == "U" else cov, "ceiling": 1.0,
-                             "random": budget})
+                rows.append(
+                    {
+                        "condition": condition,
+                        "score": score,
+                        "budget": budget,
+                        "n_fail": n_fail,
+                        "coverage": cov * budget * 10 if score == "U" else cov,
+                        "ceiling": 1.0,
+                        "random": budget,
+                    }
+                )
     metrics = pd.DataFrame(rows)
     c = coverage_by_budget(metrics)
     budgets, curves, ceiling, random = c.budgets, c.curves, c.ceiling, c.random
@@ -36,7 +45,7 @@ def test_thumbnail_uri_round_trips():
 
     from PIL import Image
 
-    img = (np.arange(12, dtype=np.uint8).reshape(3, 4) * 20)
+    img = np.arange(12, dtype=np.uint8).reshape(3, 4) * 20
     uri = thumbnail_uri(img, scale=2)
     assert uri.startswith("data:image/png;base64,")
     back = np.asarray(Image.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1]))))

@@ -1,4 +1,5 @@
 """core.views.tabular: one audit's tables over real core results (a small, fast audit)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,7 +20,9 @@ def test_prediction_table_lines_up_with_the_certificates(small_audit):
     assert t["predicted"].tolist() == [r.dataset.classes[p] for p in cert["pred"]]
     assert t["true_class"].tolist() == [r.dataset.classes[y] for y in r.y_test]
     assert t["brittle"].sum() == r.labels.labels.sum()
-    assert {c for c in t.columns if c.startswith("lambda_star_")} == {f"lambda_star_{op}" for op in r.protocol.operators}
+    assert {c for c in t.columns if c.startswith("lambda_star_")} == {
+        f"lambda_star_{op}" for op in r.protocol.operators
+    }
 
 
 def test_sample_bundle_is_strict_json_and_verifies_against_the_model(small_audit):
@@ -31,17 +34,17 @@ def test_sample_bundle_is_strict_json_and_verifies_against_the_model(small_audit
 
     r = small_audit
     i = int(np.argmax(r.certificates.table["fds"].to_numpy()))
-    search = flip_search(r.model.predict_proba, r.X_test[i:i + 1], r.groups, r.baseline, r.protocol, method="both")
+    search = flip_search(r.model.predict_proba, r.X_test[i : i + 1], r.groups, r.baseline, r.protocol, method="both")
     bundle = json.loads(json.dumps(sample_bundle(r.certificates, i, search=search), allow_nan=False))
     assert bundle["fingerprint"] == r.fingerprint and bundle["n_samples"] == 1
-    assert verify(bundle, r.model.predict_proba, r.X_test[i:i + 1]).ok
+    assert verify(bundle, r.model.predict_proba, r.X_test[i : i + 1]).ok
     back = CertificateSet.from_bundle(bundle)
     assert back.table.index.tolist() == [r.certificates.table.index[i]]
     assert back.table["flip_budget_exact"].tolist() == search.k_exact.tolist()
     np.testing.assert_array_equal(back.traj_margin[0], r.certificates.traj_margin[i])
     # A tampered certificate does not verify.
     bundle["arrays"]["traj_margin"]["data"][0] += 1.0
-    assert not verify(bundle, r.model.predict_proba, r.X_test[i:i + 1]).ok
+    assert not verify(bundle, r.model.predict_proba, r.X_test[i : i + 1]).ok
     with pytest.raises(ValueError, match="`position` must be a row"):
         sample_bundle(r.certificates, len(r.certificates))
 
@@ -84,12 +87,16 @@ def test_whatif_probabilities_removes_the_chosen_groups_only():
             p1 = 1 / (1 + np.exp(-(np.asarray(X) @ weights)))
             return np.column_stack([1 - p1, p1])
 
-    result = SimpleNamespace(X_test=np.array([[1.0, 1.0, 2.0], [0.0, 3.0, 1.0]]), groups={"a": [0], "bc": [1, 2]},
-                             baseline=np.array([0.0, 0.5, 0.0]), model=Linear())
+    result = SimpleNamespace(
+        X_test=np.array([[1.0, 1.0, 2.0], [0.0, 3.0, 1.0]]),
+        groups={"a": [0], "bc": [1, 2]},
+        baseline=np.array([0.0, 0.5, 0.0]),
+        model=Linear(),
+    )
     original, edited = whatif_probabilities(result, 0, ["bc"])
     sigmoid = lambda z: 1 / (1 + np.exp(-z))  # noqa: E731
-    np.testing.assert_allclose(original, [1 - sigmoid(2.0), sigmoid(2.0)])     # 2 - 1 + 1
-    np.testing.assert_allclose(edited, [1 - sigmoid(1.5), sigmoid(1.5)])       # 2 - 0.5 + 0
+    np.testing.assert_allclose(original, [1 - sigmoid(2.0), sigmoid(2.0)])  # 2 - 1 + 1
+    np.testing.assert_allclose(edited, [1 - sigmoid(1.5), sigmoid(1.5)])  # 2 - 0.5 + 0
     unchanged, same = whatif_probabilities(result, 1, [])
     np.testing.assert_allclose(unchanged, same)
 

@@ -1,4 +1,5 @@
 """core.views.uploads: table headers, block files, staged uploads named as uploaded."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -49,8 +50,11 @@ def test_probe_upload_glue_names_parquet_rows_and_missing_columns(probe_outputs)
     clean, probes = probe_outputs
     bad = probes.copy()
     bad.loc[4, "kind"] = "blur"
-    with pytest.raises(ValueError, match=r"^p\.parquet \(per-probe outputs\), row 5 \(model='cnn-w8', .*column "
-                                         r"'kind': 'blur'"):
+    with pytest.raises(
+        ValueError,
+        match=r"^p\.parquet \(per-probe outputs\), row 5 \(model='cnn-w8', .*column "
+        r"'kind': 'blur'",
+    ):
         load_screening_upload(("dir/p.parquet", bad.to_parquet(index=False)), ("c.csv", _csv(clean)))
     with pytest.raises(ValueError, match=r"^c\.csv \(clean outputs\) is missing column\(s\) \['pred'\]"):
         load_screening_upload(("p.csv", _csv(probes)), ("c.csv", _csv(clean.drop(columns="pred"))))

@@ -1,4 +1,5 @@
 """Constants and helpers shared by the view tests (the fixtures are in conftest.py)."""
+
 from __future__ import annotations
 
 import pandas as pd
