@@ -170,7 +170,10 @@ class CertificateSet:
 
         - ``pred`` (int): original predicted class index ``ŷ(x)`` (column of ``predict_proba``);
         - ``confidence``: ``p̂ = max p̃``; ``margin``: ``m(x)``;
-        - ``flip_budget`` (int): ``k*`` in ``1..K+1`` (``K+1`` = no flip within depth);
+        - ``flip_budget`` (int): ``k*`` in ``1..K+1`` (``K+1`` = no flip within depth, SPEC's
+          value, kept for sorting and verification);
+        - ``flipped`` (bool): whether the removal path flips the prediction within depth ``K``
+          (``flip_budget <= K``); show "no flip ≤ K" where it is False, never ``K+1``;
         - ``rcma``, ``fds``, ``u`` (risk, larger = more fragile);
         - ``one_step_max``: ``max_g δ_g`` (risk); ``degradation``: the third term of ``u``
           before its weight, ``(1/|ℙ|) Σ_P 1[λ*_P<∞]/(λ*_P+1e-8)`` (risk);
@@ -459,6 +462,8 @@ class CertificateSet:
                 dtypes[col], data[col] = "list[str]", [list(v) for v in values]
             elif col == "path_margins":
                 dtypes[col], data[col] = "list[float64]", self.traj_margin.tolist()
+            elif values.dtype == bool:
+                dtypes[col], data[col] = "bool", values.tolist()
             elif np.issubdtype(values.dtype, np.integer):
                 dtypes[col], data[col] = "int64", values.astype(np.int64).tolist()
             else:
@@ -568,12 +573,20 @@ def _from_bundle(data: Mapping[str, Any]) -> CertificateSet:
             cols[col] = [list(map(float, v)) for v in values]
         elif dtype == "int64":
             cols[col] = np.asarray(values, dtype=np.int64)
+        elif dtype == "bool":
+            if not all(isinstance(v, bool) for v in values):
+                raise ValueError(f"Bundle field 'table.{col}' must hold only true / false.")
+            cols[col] = np.asarray(values, dtype=bool)
         elif dtype == "float64":
             cols[col] = _bundle.decode_floats(values, where=f"table.{col}")
         else:
             raise ValueError(f"Bundle field 'table.{col}' has an unknown dtype {dtype!r}.")
     index = pd.RangeIndex(n) if data["index"] is None else pd.Index(data["index"])
-    table = pd.DataFrame(cols, index=index, columns=list(tab["columns"]))
+    order = list(tab["columns"])
+    if "flipped" not in cols and "flip_budget" in cols:  # bundles written before the column existed
+        cols["flipped"] = cols["flip_budget"] <= int(data["depth"])
+        order.insert(order.index("flip_budget") + 1, "flipped")
+    table = pd.DataFrame(cols, index=index, columns=order)
     ops = {
         op: OperatorTrace(
             name=op,
@@ -1046,6 +1059,7 @@ def certify(
         "confidence": clip_renormalize(traj[:, 0]).max(axis=1),
         "margin": m0,
         "flip_budget": k_star.astype(np.int64),
+        "flipped": k_star <= depth,
         "rcma": rcma,
         "fds": fds,
         "u": u,

@@ -18,6 +18,7 @@ CONTRACT_COLUMNS = [
     "confidence",
     "margin",
     "flip_budget",
+    "flipped",
     "rcma",
     "fds",
     "path",
@@ -256,6 +257,36 @@ def test_table_contract_columns_and_types():
     assert all(isinstance(p, list) and len(p) == cs.depth + 1 for p in cs.table["path_margins"])
     assert cs.traj_proba.shape == (5, cs.depth + 1, 3)
     assert cs.drops.shape == (5, 4) and cs.path_idx.shape == (5, cs.depth)
+
+
+def test_flipped_says_whether_the_path_flips_within_depth():
+    # a: one step flips (k* = 1); b: the full path of depth 2 never flips (k* = K + 1 = 3).
+    def predict_proba(Z):
+        z = np.asarray(Z, dtype=float) @ np.array([4.0, 0.1, 0.1]) - 1.0
+        return np.column_stack([expit(-z), expit(z)])
+
+    X = np.array([[1.0, 0.0, 0.0], [0.0, 5.0, 5.0]])
+    cs = certify(predict_proba, X, GROUPS3, np.zeros(3), Protocol(depth=2))
+    assert cs.table["flip_budget"].tolist() == [1, 3]
+    assert cs.table["flipped"].tolist() == [True, False]
+    assert cs.table["flipped"].dtype == bool
+    assert list(cs.table.columns).index("flipped") == list(cs.table.columns).index("flip_budget") + 1
+
+
+def test_flipped_survives_the_bundle_and_is_derived_for_older_bundles():
+    f, X, groups, xbar = random_problem(11, n=30, d=6, n_groups=4, n_classes=3)
+    cs = certify(f, X, groups, xbar, Protocol(depth=2))
+    assert cs.table["flipped"].any() and not cs.table["flipped"].all()
+    again = CertificateSet.from_bundle(cs.to_bundle())
+    pd.testing.assert_frame_equal(again.table, cs.table)
+    old = cs.to_bundle()
+    old["table"]["columns"].remove("flipped")
+    del old["table"]["dtypes"]["flipped"], old["table"]["data"]["flipped"]
+    pd.testing.assert_frame_equal(CertificateSet.from_bundle(old).table, cs.table)
+    bad = cs.to_bundle()
+    bad["table"]["data"]["flipped"][0] = 1
+    with pytest.raises(ValueError, match="table.flipped' must hold only true / false"):
+        CertificateSet.from_bundle(bad)
 
 
 def test_dataframe_index_is_kept_and_certificate_of_one_sample():
