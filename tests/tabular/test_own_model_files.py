@@ -67,6 +67,7 @@ CASES = {  # name: (tables, extra CLI options for skops, for onnx, python protoc
 
 
 def _cli(capsys, d, model_file, suffix, out, *extra):
+    """``audit --model-file d/model_file`` (an absolute ``model_file`` is used as it is)."""
     code = main(
         [
             "audit",
@@ -296,3 +297,28 @@ def test_certify_model_from_an_own_model_audit(files, tmp_path, capsys, name, su
     np.testing.assert_array_equal(big["flip_budget"], audit["flip_budget"])
     np.testing.assert_allclose(big["fds"], audit["fds"], rtol=0, atol=1e-12)
     assert big["pred"].tolist() == [("No", "Yes").index(p) for p in audit["pred"]]
+
+
+def test_a_float64_skl2onnx_export_is_refused_with_onnxruntimes_reason(files, tmp_path, capsys):
+    """skl2onnx 1.20 with float64 inputs writes a tree ensemble whose output type onnxruntime
+    refuses; the message quotes onnxruntime and points to the export that works."""
+    from skl2onnx import to_onnx
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    d, _, tables = files
+    train = tables["train"]
+    X = train[["balance", "income"]]
+    model = GradientBoostingClassifier(n_estimators=10, random_state=0).fit(X, train["default"])
+    onx = to_onnx(model, X.to_numpy()[:1], options={"zipmap": False}, target_opset=17)  # float64
+    (tmp_path / "gb64.onnx").write_bytes(onx.SerializeToString())
+    code, err = _cli(capsys, d, str(tmp_path / "gb64.onnx"), "", tmp_path / "out", "--feature-order", "{d}/order.txt")
+    assert code == 2, err
+    assert "onnxruntime cannot load this model: Type Error" in err and "tensor(double)" in err
+    assert "corrupt or truncated" not in err
+    assert "docs/own_model.md" in err and "float32" in err
+    assert not (tmp_path / "out").exists()
+    # The same model exported with float32 inputs loads and is audited.
+    onx = to_onnx(model, X.to_numpy("float32")[:1], options={"zipmap": False}, target_opset=17)
+    (tmp_path / "gb32.onnx").write_bytes(onx.SerializeToString())
+    code, err = _cli(capsys, d, str(tmp_path / "gb32.onnx"), "", tmp_path / "ok", "--feature-order", "{d}/order.txt")
+    assert code == 0, err
