@@ -411,8 +411,8 @@ def _own_body() -> None:
         result = current_audit()
         _data_section(result.dataset, label=own_label())
         st.caption(
-            "The protocol is the one the audit was made with (`python -m core audit --model-file ... "
-            "[protocol options]` or `audit_model(..., protocol=...)`)."
+            "The protocol is the one the audit was made with (chosen when auditing: the `audit` command's "
+            "protocol options or `audit_model(..., protocol=...)`)."
         )
         _glance_section()
 

@@ -275,12 +275,13 @@ def _upload_status(source: dict) -> None:
         return
     st.error(f"**Your model {name} could not be audited:** {_error_text(job.error)}", icon=":material/error:")
     if isinstance(job.error, UntrustedTypesError) and st.session_state["own_offer"] is None:
+        # Seen once: the offer opens the form; closing it afterwards is the user's choice.
         st.session_state["own_offer"] = {
             "digest": _digest(source["files"]["model"][1]),
             "types": list(job.error.types),
             "source": source,
         }
-    st.session_state["own_form_open"] = True
+        st.session_state["own_form_open"] = True
 
 
 def _error_text(exc: BaseException) -> str:
@@ -371,8 +372,8 @@ def render_own_model_sidebar() -> None:
         root = Path(st.session_state["audits_dir"])
         folders = list_audit_folders(root)
         st.caption(
-            f"Audit folders in `{root}` (`--audits-dir`); write one with `python -m core audit ... --out` "
-            "or `AuditResult.save`."
+            "Audits saved in the dashboard's audits folder, set when it was started; save one there with "
+            "`AuditResult.save` (Python) or the `audit` command."
         )
         if not folders:
             st.caption("No audit folder there yet.")

@@ -155,6 +155,8 @@ def audit_html(result: Any, *, budget: float = 0.2) -> str:
     if best is not None:
         metrics.append((f"{best} AUROC (strongest confidence score)", ev.loc[best, "auroc"]))
     queue = review_queue(result, budget=budget)
+    n_high = int(np.asarray(result.labels.high_confidence, dtype=bool).sum())
+    ranked = f"{n_high:,} high-confidence" if n_high else f"{len(result.y_test):,}"
     shown = flip_budget_shown(queue.head(_SHOWN_QUEUE), depth=result.certificates.depth)
     shown = shown[["rank", "sample_id", "true_class", "predicted", "confidence", "fds", "flip_budget", "brittle"]]
     classes = ", ".join(str(c) for c in result.classes)
@@ -166,8 +168,8 @@ def audit_html(result: Any, *, budget: float = 0.2) -> str:
         f"<code>{e(p.baseline)}</code>, depth K = {result.certificates.depth}; certificate fingerprint "
         f"<code>{e(result.fingerprint[:16])}…</code>"
         + _table(pd.DataFrame([dict(metrics)]), {})
-        + f"<div>Review queue: {len(queue):,} of the predictions ranked by FDS (budget {budget:.0%}); "
-        f"the first {len(shown)}:</div>"
+        + f"<div>Review queue: the top {budget:.0%} of the {ranked} predictions by FDS, {len(queue):,} "
+        f"case(s); the first {len(shown)}:</div>"
         + _table(shown, {"sample_id": "sample id", "true_class": "true class", "fds": "FDS", "flip_budget": "k*"})
         + "<div style='color:#555;font-size:0.85em'>result.queue(budget) returns the whole queue; "
         "result.plot_certificate(sample_id) draws one certificate.</div></div>"

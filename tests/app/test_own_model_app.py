@@ -278,10 +278,10 @@ def test_the_sidebar_never_claims_a_model_it_failed_to_load(monkeypatch, reviews
     assert any(message in e for e in errors), errors
     if where == "form":
         assert at.session_state["own_audit"] is None
+        assert at.session_state["own_form_open"] is True, "the form stays open on its error"
     else:
         assert any("could not be audited" in e for e in errors)
         assert any(message in e.value for e in at.main.error), "the pages say why too"
-    assert at.session_state["own_form_open"] is True
     assert at.sidebar.file_uploader(key="own_model_file").value is not None, "the form keeps its files"
     _no_cli_flags(at)
 
