@@ -58,8 +58,10 @@ DEFAULTS: dict[str, object] = {
     "own_audit": {"kind": "folder", "path": _ARGS.audit} if _ARGS.audit else None,
     "audits_dir": _ARGS.audits_dir or str(default_audits_dir()),
     "own_target": None,
-    "own_trust": "",
     "own_feature_order": "",
+    "own_form_open": False,  # the upload form's expander (kept open after an error or a trust offer)
+    "own_offer": None,  # a pending skops trust offer: {"digest", "types", "source"}
+    "own_error": None,  # the upload form's last error: {"digest", "message"}
     "own_folder": None,
     "dataset_next": None,  # dataset to select at the start of the next run (set after an upload)
     "uploads": {},  # name -> core.views.uploads.TableUpload

@@ -39,6 +39,8 @@ from core.exceptions import UndefinedMetricWarning, UndefinedTargetWarning
 from core.reviews import DECISION_LABELS, ReviewStore
 from core.views.paired import evaluation_records
 from core.views.ranking import attach_decisions, capture_curves, rank_queue
+from core.views.tabular import flip_budget_shown
+from core.viz.tables import flip_budget_text
 
 __all__ = [
     "AUDIT_FILES",
@@ -90,7 +92,8 @@ class AuditInputs:
     label : str
         Where the audit came from (folder path, or "dashboard").
     certificates : DataFrame
-        :func:`core.tabular.audit.certificate_export`: one row per test prediction.
+        :func:`core.tabular.audit.certificate_export`: one row per test prediction, ``y_true``
+        and ``pred`` as class labels (as stored, for an older folder whose classes are unknown).
     evaluation : dict
         :func:`core.tabular.audit.evaluation_json`.
     protocol : dict
@@ -101,6 +104,12 @@ class AuditInputs:
     certificates: pd.DataFrame
     evaluation: dict
     protocol: dict
+
+    @property
+    def classes(self) -> list | None:
+        """Class labels in ``predict_proba`` column order; None for an older folder that did not
+        store them (its certificate table then holds what it stored)."""
+        return self.protocol.get("classes")
 
     @property
     def fingerprint(self) -> str:
@@ -231,7 +240,10 @@ def load_audit_folder(directory: str | os.PathLike[str]) -> AuditInputs:
             raise ValueError(
                 f"{str(path / name)!r} lacks the key(s) {absent}; expected the file written by `python -m core audit`."
             )
-    return AuditInputs(str(path), _read_certificates(path), evaluation, protocol)
+    from core.tabular.audit_folder import labelled_certificates
+
+    certificates, classes = labelled_certificates(_read_certificates(path), protocol, path)
+    return AuditInputs(str(path), certificates, evaluation, {**protocol, "classes": classes})
 
 
 def audit_inputs(result: Any, *, label: str = "dashboard") -> AuditInputs:
@@ -410,7 +422,10 @@ def collapse_from_margins(path_margins: Sequence[float]) -> np.ndarray:
     return np.maximum(0.0, (m[0] - m) / (abs(m[0]) + _EPS))
 
 
-def _n_classes(cert: pd.DataFrame) -> int:
+def _n_classes(a: AuditInputs) -> int:
+    if a.classes is not None:
+        return len(a.classes)
+    cert = a.certificates  # an older folder without its classes: column indices as stored
     return int(max(cert["y_true"].max(), cert["pred"].max())) + 1
 
 
@@ -543,6 +558,7 @@ def _protocol_section(a: AuditInputs) -> str:
             ("dataset", f"{p.get('dataset')} ({p.get('source', '')})"),
             ("model", p.get("model")),
             ("seed", p.get("seed")),
+            ("classes", ", ".join(map(str, a.classes)) if a.classes is not None else "not stored (older folder)"),
             ("split", ", ".join(f"{k} {v}" for k, v in split.items())),
             ("grouping", f"{proto.get('grouping')} ({len(p.get('groups', {}))} evidence groups)"),
             ("baseline", proto.get("baseline")),
@@ -668,12 +684,16 @@ def _triage_section(a: AuditInputs, reviews: ReviewInputs | None, reviews_note: 
     scope = "high-confidence test predictions"
     if len(population) == 0:
         population, scope = cert, "test predictions (none is high-confidence)"
+    depth = int(a.protocol.get("depth") or cert["flip_budget"].max())
     frame = pd.DataFrame(
         {
             "sample_id": population["row_id"].map(str).to_numpy(),
+            "true_class": population["y_true"].map(str).to_numpy(),
+            "predicted": population["pred"].map(str).to_numpy(),
             "confidence": population["confidence"],
             "fds": population["fds"],
             "flip_budget": population["flip_budget"],
+            "flipped": population["flipped"] if "flipped" in population else population["flip_budget"] <= depth,
             "brittle": population["brittle"].astype(bool),
             "u": population["score_fds"],
         }
@@ -702,11 +722,19 @@ def _triage_section(a: AuditInputs, reviews: ReviewInputs | None, reviews_note: 
             out.append(_missing("reviewers' decisions — the database holds none for this audit's fingerprint."))
         shown = attach_decisions(queue, latest).drop(columns=["u", "reviewed_at"])
         shown["decision"] = shown["decision"].astype(object).where(shown["decision"].notna(), "not reviewed")
-    depth = int(a.protocol.get("depth") or cert["flip_budget"].max())
-    shown["flip_budget"] = [f"> {depth} (no flip)" if int(k) > depth else str(int(k)) for k in shown["flip_budget"]]
+    shown = flip_budget_shown(shown, depth=depth)
     limit = 50
     out.append(
-        _table(shown.head(limit), headers={"sample_id": "sample id", "flip_budget": "k*", "fds": "FDS", "rank": "rank"})
+        _table(
+            shown.head(limit),
+            headers={
+                "sample_id": "sample id",
+                "true_class": "true class",
+                "flip_budget": "k*",
+                "fds": "FDS",
+                "rank": "rank",
+            },
+        )
     )
     if len(shown) > limit:
         out.append(f"<p class='note'>First {limit} of {len(shown):,} queued cases.</p>")
@@ -715,7 +743,8 @@ def _triage_section(a: AuditInputs, reviews: ReviewInputs | None, reviews_note: 
 
 def _examples_section(a: AuditInputs, figure: _Figures) -> str:
     cert = a.certificates
-    binary = _n_classes(cert) == 2
+    binary = _n_classes(a) == 2
+    depth = int(a.protocol.get("depth") or cert["flip_budget"].max())
     out = [
         "<h2 id='examples'>Example certificates</h2>",
         "<p>Three high-confidence predictions: the most fragile, the median and the most stable by FDS. The "
@@ -739,14 +768,16 @@ def _examples_section(a: AuditInputs, figure: _Figures) -> str:
         k = int(row["flip_budget"])
         facts = (
             f"sample {row['row_id']}: confidence {row['confidence']:.3f}, FDS {row['fds']:.3f}, "
-            f"k* {k if k <= len(path) else f'> {len(path)} (no flip)'}, RCMA {row['rcma']:.3f}, "
+            f"predicted {row['pred']} (true class {row['y_true']}), k* {flip_budget_text(k, depth)}, "
+            f"RCMA {row['rcma']:.3f}, "
             f"held-out brittle: {'yes' if row['brittle'] else 'no'}; path: {' → '.join(path)}"
         )
         out.append(f"<h3>{_e(name.capitalize())}</h3><p>{_e(facts)}</p><div class='grid'>")
         out.append(
             figure(
-                viz.trajectory_figure(path, margins, proba, flip_budget=k, class_label=f"class {int(row['pred'])}"),
-                "Margin (nats) and probability of the original class after each removal; vermillion = flipped.",
+                viz.trajectory_figure(path, margins, proba, flip_budget=k, class_label=str(row["pred"])),
+                f"Margin (nats) and probability of the predicted class ({row['pred']}) after each removal; "
+                "vermillion = flipped.",
             )
         )
         out.append(

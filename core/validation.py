@@ -11,7 +11,10 @@ Semantics of degenerate but legal inputs (decided here, documented in ``docs/DEV
 
 - a feature that takes one value on every row is **kept** (refusing it would make a table
   valid or not depending on the sample drawn from it) and reported by a
-  :class:`ConstantFeatureWarning` that names every such column;
+  :class:`ConstantFeatureWarning` that names every such column; but a table whose **every**
+  feature is constant is **refused** (:func:`check_informative_features`): no evidence group
+  could change a prediction, so every certificate would read "no flip" and the audit would say
+  nothing;
 - all three FDS weights zero is **refused** (:class:`core.cfc.protocol.Protocol`): FDS would be
   0 for every row and carry no information.
 """
@@ -39,6 +42,7 @@ __all__ = [
     "ConstantFeatureWarning",
     "check_cells",
     "check_finite_features",
+    "check_informative_features",
     "check_input_file",
     "check_table",
     "check_text_table",
@@ -252,12 +256,13 @@ def check_table(
     ValueError
         Repeated column names, a missing or all-missing target, more than ``max_classes``
         classes (callers refuse a single class with their own advice), an entirely missing feature, an infinite value (first row and column named),
-        blocks naming a column that is not a feature.
+        blocks naming a column that is not a feature, every feature constant
+        (:func:`check_informative_features`, the columns named).
 
     Warns
     -----
     ConstantFeatureWarning
-        Features with one value on every row (named).
+        Features with one value on every row (named), when some feature varies.
     """
     check_unique_columns(frame.columns, where)
     if target not in frame.columns:
@@ -290,7 +295,46 @@ def check_table(
                 f"{where}: blocks name column {unknown[0]!r}, which is not a feature column; "
                 f"the features are {list(features)[:20]}."
             )
+    check_informative_features(frame, features, where)
     warn_constant_features(frame, features, where)
+
+
+def check_informative_features(frame: pd.DataFrame, features: Sequence[str], where: str) -> None:
+    """Refuse a table whose every feature column takes one value on every row, naming them.
+
+    A constant column cannot carry evidence: replacing its group by the baseline never changes
+    a prediction. When every feature is constant, no certificate can flip and the audit would
+    report nothing, so the table is refused (constant columns among informative ones are only
+    warned about, :func:`warn_constant_features`). Missing values count as a value.
+
+    Raises
+    ------
+    ValueError
+        ``"{where}: every feature column is constant ('a' = 1, 'b' = 'x'); ..."``.
+
+    Examples
+    --------
+    >>> check_informative_features(pd.DataFrame({"a": [1, 1], "b": [0, 2]}), ["a", "b"], "t.csv")
+    >>> check_informative_features(pd.DataFrame({"a": [1, 1], "b": ["x", "x"]}), ["a", "b"], "t.csv")
+    Traceback (most recent call last):
+    ...
+    ValueError: t.csv: every feature column is constant ('a' = 1, 'b' = 'x'); no evidence can change a prediction, so there is nothing to audit. Add columns that vary between rows.
+    """
+    if not features or len(frame) == 0:
+        return
+    for c in features:
+        if frame[c].nunique(dropna=False) > 1:
+            return
+    values = [f"{c!r} = {_plain(frame[c].iloc[0])!r}" for c in features[:_SHOWN]]
+    shown = ", ".join(values) + (f", … ({len(features)} columns)" if len(features) > _SHOWN else "")
+    raise ValueError(
+        f"{where}: every feature column is constant ({shown}); no evidence can change a prediction, so "
+        "there is nothing to audit. Add columns that vary between rows."
+    )
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def check_finite_features(frame: pd.DataFrame, features: Sequence[str], where: str, *, row_offset: int = 0) -> None:

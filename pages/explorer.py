@@ -10,7 +10,14 @@ from threadpoolctl import threadpool_limits
 
 from core.cfc.search import flip_search
 from core.tabular.own_model import feature_origins
-from core.views.tabular import prediction_table, raw_values_table, sample_bundle, whatif_probabilities
+from core.views.tabular import (
+    flip_budget_shown,
+    prediction_table,
+    raw_values_table,
+    sample_bundle,
+    whatif_probabilities,
+)
+from core.viz.tables import no_flip_text
 from ui.audit_line import audit_line
 from ui.certificate import certificate_figures, evidence_tables, flip_budget_text
 from ui.components import cached_figure, figure, guarded, page_header, run_page, table
@@ -57,7 +64,7 @@ def _clear_selection() -> None:
     st.session_state.pop("explorer_table", None)
 
 
-def _pick_sample(frame) -> int | None:
+def _pick_sample(frame, depth: int) -> int | None:
     """Sample table with search and sort; returns the position of the chosen sample.
 
     The chosen sample is always a row of the table as filtered (``None`` when no row matches),
@@ -109,7 +116,7 @@ def _pick_sample(frame) -> int | None:
             icon=":material/search_off:",
         )
         return None
-    visible = shown.drop(columns="position")
+    visible = flip_budget_shown(shown.drop(columns="position"), depth=depth)
     table(
         visible,
         name="test predictions",
@@ -122,7 +129,6 @@ def _pick_sample(frame) -> int | None:
             "confidence": st.column_config.NumberColumn(format="%.3f"),
             "fds": st.column_config.NumberColumn("FDS", format="%.3f"),
             "rcma": st.column_config.NumberColumn("RCMA", format="%.3f"),
-            "flip_budget": st.column_config.NumberColumn("k*"),
         },
     )
     apply_table_selection("explorer_table", shown)
@@ -140,7 +146,7 @@ def _flip_sets(result, cert, position: int, depth: int):
     k_exact, k_beam = float(search.k_exact[0]), float(search.k_beam[0])
 
     def fmt(k: float) -> str:
-        return "undecided (cap)" if np.isnan(k) else (f"> {depth}" if k > depth else f"{int(k)}")
+        return "undecided (cap)" if np.isnan(k) else (no_flip_text(depth) if k > depth else f"{int(k)}")
 
     s = st.columns(3)
     s[0].metric("Greedy k*", fmt(float(cert.flip_budget)), help="Along the certificate's removal path")
@@ -230,7 +236,7 @@ def _explore(result, frame) -> None:
 
 
 def _certificate(result, frame) -> None:
-    position = _pick_sample(frame)
+    position = _pick_sample(frame, result.certificates.depth)
     if position is None:
         return
     cert = result.certificates.certificate(position)

@@ -13,7 +13,7 @@ from core.tabular.datasets import DATASET_NAMES, load_user_data
 from core.tabular.own_model import feature_origins
 from core.views.commands import cli_commands
 from core.views.formatting import parse_float_list
-from core.views.tabular import column_summary, groups_table
+from core.views.tabular import column_summary, flip_budget_shown, groups_table
 from core.views.uploads import CELL_BUDGET, LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, TableUpload, parse_blocks, table_columns
 from ui.audit_line import audit_line
 from ui.components import chart, guarded, page_header, run_page, table
@@ -398,7 +398,10 @@ def _own_body() -> None:
         with st.expander("Saved summary (summary.md)", expanded=False):
             st.markdown(saved.summary or "_no summary.md_")
         table(
-            saved.certificates.drop(columns=["path", "path_margins"], errors="ignore"),
+            flip_budget_shown(
+                saved.certificates.drop(columns=["path", "path_margins"], errors="ignore"),
+                depth=int(saved.protocol["depth"]),
+            ),
             name="saved certificates",
             key="overview_saved_certificates",
             height=300,
@@ -408,8 +411,8 @@ def _own_body() -> None:
         result = current_audit()
         _data_section(result.dataset, label=own_label())
         st.caption(
-            "The protocol is the one the audit was made with (`python -m core audit --model-file ... "
-            "[protocol options]` or `audit_model(..., protocol=...)`)."
+            "The protocol is the one the audit was made with (chosen when auditing: the `audit` command's "
+            "protocol options or `audit_model(..., protocol=...)`)."
         )
         _glance_section()
 

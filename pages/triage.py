@@ -10,7 +10,7 @@ from core.metrics.ranking import review_budget
 from core.reviews import filter_queue
 from core.reviews.queue import UNREVIEWED
 from core.views.ranking import capture_curves, rank_queue, score_summary
-from core.views.tabular import prediction_table
+from core.views.tabular import flip_budget_shown, prediction_table
 from ui.audit_line import audit_line
 from ui.certificate import certificate_panel, flip_budget_text, lambda_text
 from ui.components import cached_figure, figure, guarded, page_header, run_page
@@ -292,7 +292,7 @@ def _queue_and_review(result, frame) -> None:
         value_name = "u (orders as FDS)" if score == "fds" else f"{score} (risk)"
         n_open = int((decided["decision"] == UNREVIEWED).sum())
         queue_table(
-            shown[columns].reset_index(drop=True),
+            flip_budget_shown(shown[columns].reset_index(drop=True), depth=result.certificates.depth),
             score_label=value_name,
             caption=f"{n_open} of {len(queue)} queued cases unreviewed"
             + (f"; the filter shows {len(shown)}" if criteria.active else "")

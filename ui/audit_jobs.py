@@ -87,6 +87,11 @@ class AuditJob:
         """Block until the job is over (tests, scripts); True when it is."""
         return self._done.wait(timeout)
 
+    @property
+    def error(self) -> BaseException | None:
+        """What the audit raised, once it is over (None while it runs or when it succeeded)."""
+        return self._error if self.done else None
+
     def result(self) -> Any:
         """The audit; raises what the audit raised. Only call when :attr:`done`."""
         if not self.done:

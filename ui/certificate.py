@@ -9,6 +9,7 @@ import streamlit as st
 
 from core.tabular.own_model import feature_origins
 from core.views.tabular import path_evidence_table, removal_steps_table
+from core.viz.tables import flip_budget_text as budget_text
 from ui.components import cached_figure, figure, table
 from ui.layout import flow_columns
 
@@ -22,8 +23,8 @@ def lambda_text(cert: Any) -> str:
 
 
 def flip_budget_text(cert: Any, depth: int) -> str:
-    """``k*`` as shown: the number, or ``"> K"`` when the path never flips the prediction."""
-    return f"{cert.flip_budget}" if cert.flip_budget <= depth else f"> {depth}"
+    """``k*`` of one sample's certificate as shown: the number, or ``"no flip ≤ K"``."""
+    return budget_text(int(cert.flip_budget), depth)
 
 
 def certificate_figures(result: Any, cert: Any, *, key: str) -> None:

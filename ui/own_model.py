@@ -2,7 +2,10 @@
 
 The source lives in ``st.session_state["own_audit"]``: None (the tool's own models), ``{"kind":
 "folder", "path": DIR}`` (``--audit DIR`` or a folder of the audits directory) or ``{"kind":
-"upload", "files": {role: (file name, bytes)}, "target", "trust", "feature_order"}``. Every
+"upload", "files": {role: (file name, bytes)}, "target", "trust", "feature_order"}`` — set only
+once the uploaded model has loaded. ``own_offer`` holds a pending trust offer (the types a
+``.skops`` file holds beyond skops' trusted set, and the upload waiting for them), ``own_error``
+the form's last error. Every
 tabular page then shows that audit (:func:`ui.data.current_audit`). Nothing is unpickled:
 models are read by :func:`core.tabular.model_files.load_model_bytes` and folders by
 :func:`core.tabular.audit_folder.open_audit_folder`.
@@ -26,6 +29,7 @@ from core.tabular.audit_folder import (
 )
 from core.tabular.model_files import load_model_bytes, read_table
 from core.tabular.own_model import audit_model
+from core.tabular.persist import UntrustedTypesError
 from core.views.uploads import UPLOAD_LIMIT_MB, table_columns, upload_digest
 from ui.audit_jobs import foreground_wait_s, job_for, show_progress_and_stop
 from ui.errors import guarded
@@ -89,9 +93,8 @@ def live_model_off(result: AuditResult, what: str) -> bool:
         return False
     st.info(
         f"**{what} is off:** it calls the model, and {result.model_unavailable or 'no model is available'}. "
-        "Everything else on this page comes from the saved tables. To turn it on, save the audit again with a "
-        "loadable model (`python -m core audit ... --out DIR` or `AuditResult.save`), or name the extra skops "
-        "types you trust when auditing (`--trust TYPE`).",
+        "Everything else on this page comes from the saved tables. To turn it on, save the audit again "
+        "with a model that loads (`AuditResult.save`).",
         icon=":material/power_off:",
     )
     return True
@@ -108,22 +111,50 @@ def _holdout(test, target: str):
     return test[base], test[~base]
 
 
-def _upload_result(
-    target: str, trust: tuple[str, ...], order: tuple[str, ...] | None, files: dict, progress=None
-) -> AuditResult:
-    if progress is not None:  # reading a .skops model imports skops (seconds): say so at once
-        progress("load data", 0, 1)
-    model_name, model_bytes = files["model"]
+def _tables(files: dict, target: str):
+    """The raw train and test rows of an upload (a stratified half of the test table as train
+    when none was given)."""
     test = read_table(files["test"][1], files["test"][0])
     if target not in test.columns:
         raise ValueError(f"target {target!r} is not a column of {files['test'][0]}.")
     if files.get("train") is not None:
-        train = read_table(files["train"][1], files["train"][0])
-    else:
-        train, test = _holdout(test, target)
+        return read_table(files["train"][1], files["train"][0]), test
+    return _holdout(test, target)
+
+
+def _load_model(source: dict, train) -> object:
+    """The uploaded model (nothing unpickled); ONNX class labels default to the training labels."""
+    name, data = source["files"]["model"]
+    order = tuple(source["feature_order"]) if source["feature_order"] else None
+    target = source["target"]
     labels = sorted({v.item() if isinstance(v, np.generic) else v for v in train[target].dropna().unique()}, key=str)
-    model = load_model_bytes(model_bytes, model_name, trust=trust, feature_order=order, default_classes=labels)
-    return audit_model(model, train, test, target=target, name=model_name, progress=progress)
+    return load_model_bytes(data, name, trust=tuple(source["trust"]), feature_order=order, default_classes=labels)
+
+
+def _upload_result(source: dict, progress=None) -> AuditResult:
+    if progress is not None:  # reading a .skops model imports skops (seconds): say so at once
+        progress("load data", 0, 1)
+    files, target = source["files"], source["target"]
+    train, test = _tables(files, target)
+    model = _load_model(source, train)
+    return audit_model(model, train, test, target=target, name=files["model"][0], progress=progress)
+
+
+def _upload_job(source: dict):
+    """The background audit of an upload (started on first use; the same upload, the same job)."""
+    files = {role: tuple(v) for role, v in source["files"].items() if v is not None}
+    order = tuple(source["feature_order"]) if source["feature_order"] else None
+    key = ("own", upload_digest(files), source["target"], tuple(source["trust"]), order)
+    plain = {**source, "files": files}
+    return job_for(key, f"your model {files['model'][0]}", lambda progress: _upload_result(plain, progress))
+
+
+def _untrusted_message(exc: UntrustedTypesError) -> str:
+    """The dashboard's wording of a skops file that holds types nobody trusted yet."""
+    return (
+        f"{exc.where} holds {len(exc.types)} type(s) outside skops' trusted set: {', '.join(exc.types)}. "
+        "Trust them in the sidebar (*Your model*) to load it."
+    )
 
 
 def saved_folder() -> SavedAudit | None:
@@ -151,19 +182,16 @@ def own_audit() -> AuditResult:
     if source["kind"] == "folder":
         saved = saved_folder()
         return _folder_result(str(saved.path), _stamp(saved.path))
-    files = {role: tuple(v) for role, v in source["files"].items() if v is not None}
-    target, trust = source["target"], tuple(source["trust"])
-    order = tuple(source["feature_order"]) if source["feature_order"] else None
-    # In the background like every new audit: the other pages stay usable while it runs.
-    job = job_for(
-        ("own", upload_digest(files), target, trust, order),
-        f"your model {files['model'][0]}",
-        lambda progress: _upload_result(target, trust, order, files, progress),
-    )
-    job.wait(foreground_wait_s())
+    # In the background like every new audit: the other pages stay usable while it runs. The
+    # sidebar, drawn before every tabular page, already waited the foreground time for it, so
+    # that what it says of the model and what the page shows come from one look at the job.
+    job = _upload_job(source)
     if not job.done:
         show_progress_and_stop([job])
-    return job.result()
+    try:
+        return job.result()
+    except UntrustedTypesError as exc:
+        raise ValueError(_untrusted_message(exc)) from None
 
 
 def own_label() -> str:
@@ -177,17 +205,119 @@ def _names(text: str) -> list[str]:
     return [v.strip() for v in text.replace("\n", ",").split(",") if v.strip()]
 
 
+def _digest(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def _check_and_open(source: dict) -> None:
+    """Load the model of ``source`` now; open it on the tabular pages only when it loads.
+
+    A button callback (it runs before the next script run, so it may open or close the form).
+    A file holding types outside skops' trusted set becomes a trust offer (the types listed,
+    nothing loaded); any other failure is kept as the form's error. Either way the form stays
+    open, filled as it was, and the pages keep what they showed.
+    """
+    st.session_state["own_offer"] = st.session_state["own_error"] = None
+    data = source["files"]["model"][1]
+    try:
+        train, _ = _tables(source["files"], source["target"])
+        _load_model(source, train)
+    except UntrustedTypesError as exc:
+        st.session_state["own_offer"] = {"digest": _digest(data), "types": list(exc.types), "source": source}
+    except ValueError as exc:
+        st.session_state["own_error"] = {"digest": _digest(data), "message": str(exc)}
+    else:
+        st.session_state["own_audit"] = source
+        st.session_state["own_form_open"] = False
+        return
+    st.session_state["own_form_open"] = True
+
+
+def _trust_and_retry(source: dict, types: list[str]) -> None:
+    _check_and_open({**source, "trust": sorted(set(source["trust"]) | set(types))})
+
+
+def _trust_offer(model_bytes: bytes | None) -> None:
+    """The pending trust offer of the uploaded model, if any: its types and a plain warning."""
+    offer = st.session_state["own_offer"]
+    if offer is None or (model_bytes is not None and offer["digest"] != _digest(model_bytes)):
+        return
+    types = offer["types"]
+    name = offer["source"]["files"]["model"][0]
+    st.warning(
+        f"**{name} holds {len(types)} type(s) outside skops' trusted set:**\n\n"
+        + "\n".join(f"- `{t}`" for t in types)
+        + "\n\nLoading the model runs code that these types define. Trust them only if you trust "
+        "whoever made the file; nothing has been loaded yet.",
+        icon=":material/gpp_maybe:",
+    )
+    st.button(
+        f"Trust these {len(types)} types and retry",
+        key="own_trust_retry",
+        icon=":material/verified_user:",
+        on_click=_trust_and_retry,
+        args=(offer["source"], types),
+    )
+
+
+def _upload_status(source: dict) -> None:
+    """What the sidebar says of an uploaded model: auditing, shown, or why it could not be."""
+    name = source["files"]["model"][0]
+    job = _upload_job(source)
+    job.wait(foreground_wait_s())  # a quick audit is reported done at once (the page does not wait again)
+    if not job.done:
+        st.caption(f"Auditing **your model {name}**… the tabular pages fill in when it is ready.")
+        return
+    if job.error is None:
+        st.caption(f"Showing **your model {name}** on the tabular pages.")
+        return
+    st.error(f"**Your model {name} could not be audited:** {_error_text(job.error)}", icon=":material/error:")
+    if isinstance(job.error, UntrustedTypesError) and st.session_state["own_offer"] is None:
+        # Seen once: the offer opens the form; closing it afterwards is the user's choice.
+        st.session_state["own_offer"] = {
+            "digest": _digest(source["files"]["model"][1]),
+            "types": list(job.error.types),
+            "source": source,
+        }
+        st.session_state["own_form_open"] = True
+
+
+def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, UntrustedTypesError):
+        return _untrusted_message(exc)
+    if isinstance(exc, ValueError):
+        return str(exc)
+    return f"the audit failed unexpectedly ({type(exc).__name__}: {exc}); the details are in the server log."
+
+
 def render_own_model_sidebar() -> None:
-    """The sidebar's "Your model" section."""
+    """The sidebar's "Your model" section.
+
+    An uploaded model is read when *Audit my model* is pressed: only a model that loads is
+    opened on the tabular pages (the sidebar never names one it failed to load); types outside
+    skops' trusted set are listed and offered for trust, never trusted silently; and the form
+    stays open and filled after an error.
+    """
     st.subheader("Your model")
-    if own_mode():
-        st.caption(f"Showing **{own_label()}** on the tabular pages.")
+    source = st.session_state.get("own_audit")
+    if source is not None:
+        if source["kind"] == "upload":
+            _upload_status(source)
+        else:
+            st.caption(f"Showing **{own_label()}** on the tabular pages.")
         if st.button("Back to the tool's models", key="own_close", icon=":material/close:"):
             st.session_state["own_audit"] = None
+            st.session_state["own_offer"] = st.session_state["own_error"] = None
             st.rerun()
-    with st.expander("Audit a fitted model (.skops / .onnx)", icon=":material/upload_file:"):
+    # Keyed and state-tracked, so an error or a trust offer can keep it open; its widgets are
+    # drawn closed too, so the files chosen survive closing it.
+    with st.expander(
+        "Audit a fitted model (.skops / .onnx)", key="own_form_open", on_change="rerun", icon=":material/upload_file:"
+    ):
         st.caption(
-            "Only .skops (skops, trusted types) and .onnx (onnxruntime) are read — never pickles. "
+            "Only .skops (skops) and .onnx (onnxruntime) files are read — never pickles. "
             f"At most {UPLOAD_LIMIT_MB} MB a file."
         )
         model = st.file_uploader("Model", type=["skops", "onnx"], key="own_model_file", max_upload_size=UPLOAD_LIMIT_MB)
@@ -202,6 +332,11 @@ def render_own_model_sidebar() -> None:
             help="Supplies the baseline and the noise scales. Without it, a stratified "
             "half of the test table (seed 0) is held out for that.",
         )
+        model_bytes = model.getvalue() if model is not None else None
+        error = st.session_state["own_error"]
+        if error is not None and (model_bytes is None or error["digest"] == _digest(model_bytes)):
+            st.error(error["message"], icon=":material/error:")
+        _trust_offer(model_bytes)
         if model is not None and test is not None:
             with guarded(f"Reading {test.name}"):
                 columns = table_columns(test.getvalue(), test.name)
@@ -209,36 +344,36 @@ def render_own_model_sidebar() -> None:
                     st.session_state["own_target"] = None
                 st.selectbox("Target column", columns, key="own_target", placeholder="choose the label column")
                 st.text_input(
-                    "Trusted skops types (comma-separated)",
-                    key="own_trust",
-                    help="Types outside skops' trusted set; the error lists them if needed.",
-                )
-                st.text_input(
                     "ONNX feature order (comma-separated)",
                     key="own_feature_order",
                     help="Only for an ONNX model with one 2-D input and no 'feature_order' metadata.",
                 )
-                if st.button(
-                    "Audit my model", type="primary", key="own_run", disabled=st.session_state["own_target"] is None
-                ):
-                    st.session_state["own_audit"] = {
-                        "kind": "upload",
-                        "target": st.session_state["own_target"],
-                        "trust": _names(st.session_state["own_trust"]),
-                        "feature_order": _names(st.session_state["own_feature_order"]) or None,
-                        "files": {
-                            "model": (model.name, model.getvalue()),
-                            "test": (test.name, test.getvalue()),
-                            "train": (train.name, train.getvalue()) if train is not None else None,
+                st.button(
+                    "Audit my model",
+                    type="primary",
+                    key="own_run",
+                    disabled=st.session_state["own_target"] is None,
+                    on_click=_check_and_open,
+                    args=(
+                        {
+                            "kind": "upload",
+                            "target": st.session_state["own_target"],
+                            "trust": [],
+                            "feature_order": _names(st.session_state["own_feature_order"]) or None,
+                            "files": {
+                                "model": (model.name, model_bytes),
+                                "test": (test.name, test.getvalue()),
+                                "train": (train.name, train.getvalue()) if train is not None else None,
+                            },
                         },
-                    }
-                    st.rerun()
+                    ),
+                )
     with st.expander("Open a saved audit", icon=":material/folder_open:"):
         root = Path(st.session_state["audits_dir"])
         folders = list_audit_folders(root)
         st.caption(
-            f"Audit folders in `{root}` (`--audits-dir`); write one with `python -m core audit ... --out` "
-            "or `AuditResult.save`."
+            "Audits saved in the dashboard's audits folder, set when it was started; save one there with "
+            "`AuditResult.save` (Python) or the `audit` command."
         )
         if not folders:
             st.caption("No audit folder there yet.")

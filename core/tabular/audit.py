@@ -134,7 +134,7 @@ class AuditResult:
     X_test : ndarray of shape (n_test, n_features)
         Transformed test rows.
     y_test : ndarray of shape (n_test,)
-        Encoded test labels.
+        Encoded test labels: code ``c`` is the class :attr:`classes` ``[c]``.
     proba_test : ndarray of shape (n_test, n_classes)
     certificates : CertificateSet
         Certificates of the test split (table index = source row ids).
@@ -174,7 +174,8 @@ class AuditResult:
         own models, whose fitted estimator is ``model``).
     space_kind : {"tool", "pipeline", "raw"}
         Feature space of ``X_test``: the tool's preprocessing, the preprocessing steps of a
-        user's pipeline, or raw space (:class:`core.tabular.own_model.RawSpace`).    model_unavailable : str or None
+        user's pipeline, or raw space (:class:`core.tabular.own_model.RawSpace`).
+    model_unavailable : str or None
         Why ``model`` is None: an audit rebuilt from a saved folder whose model cannot be
         loaded (:func:`core.tabular.audit_folder.saved_result`); what calls the model is off.
     """
@@ -237,6 +238,100 @@ class AuditResult:
         with atomic_folder(directory) as tmp:
             write_audit(self, tmp)
         return directory
+
+    @property
+    def classes(self) -> tuple[Any, ...]:
+        """The model's class labels in ``predict_proba`` column order, as the data holds them
+        (``"Gentoo"``, ``"yes"``, ``1``): code ``c`` of ``y_test`` and of the certificates'
+        ``pred`` is ``classes[c]``."""
+        return tuple(self.dataset.classes)
+
+    def class_of(self, codes: Any) -> np.ndarray:
+        """The class labels of ``predict_proba`` column indices.
+
+        The certificate engine works on column indices (``CertificateSet.table["pred"]``,
+        ``y_test``); everything shown to people or written for them names the class through
+        this mapping, the audit being the one layer that knows the labels.
+
+        Parameters
+        ----------
+        codes : array-like of int, shape (n,)
+            Column indices in ``0 .. n_classes - 1``.
+
+        Returns
+        -------
+        ndarray of object, shape (n,)
+            ``classes[c]`` for every code (the labels keep their own type).
+        """
+        codes = np.asarray(codes)
+        n = len(self.classes)
+        if codes.dtype.kind not in "iu" or (codes.size and (codes.min() < 0 or codes.max() >= n)):
+            raise ValueError(f"`codes` must be class indices in 0..{n - 1}; got {codes[:5].tolist()!r}.")
+        return np.asarray(self.classes, dtype=object)[codes]
+
+    def _repr_html_(self) -> str:
+        """Compact HTML summary for notebooks: protocol, model, headline metrics, top of the queue."""
+        from core.views.notebook import audit_html
+
+        return audit_html(self)
+
+    def plot_certificate(self, sample_id: Any) -> Any:
+        """The removal trajectory of one test prediction, as a plotly ``Figure``.
+
+        Margin (nats; below 0 = flipped) and probability of the predicted class, named by its
+        label (``P(Gentoo)``), after each evidence group removed along the certificate's path.
+
+        Parameters
+        ----------
+        sample_id : hashable
+            The test row's id: its index in the ``test`` table (``certificates.table.index``).
+
+        Returns
+        -------
+        plotly.graph_objects.Figure
+
+        Raises
+        ------
+        ValueError
+            ``sample_id`` is not a test row of this audit (the value is echoed).
+        """
+        from core.views.notebook import certificate_figure
+
+        return certificate_figure(self, sample_id)
+
+    def queue(
+        self, budget: float = 0.2, *, score: str = "fds", population: Population = "high_confidence"
+    ) -> pd.DataFrame:
+        """The review queue: the riskiest ``k = max(1, round(budget · n))`` predictions by ``score``.
+
+        Parameters
+        ----------
+        budget : float, default=0.2
+            Review budget ``q`` in (0, 1], a fraction of the ranked predictions.
+        score : str, default="fds"
+            A column of :attr:`scores` (every score is a risk score: larger = riskier; ``fds``
+            ranks by ``u``, which orders as FDS without its saturation).
+        population : {"high_confidence", "all"}, default="high_confidence"
+            Rank the high-confidence predictions (``p̂ ≥ τ_p``; all of them when none is) or all.
+
+        Returns
+        -------
+        DataFrame
+            One row per queued prediction, riskiest first: ``rank`` (1-based), ``sample_id``,
+            ``true_class`` and ``predicted`` (class labels), ``confidence``, ``fds`` (0–1,
+            larger = more fragile), ``flip_budget`` (``k*``: groups removed until the prediction
+            flips, smaller = more fragile; SPEC's ``K + 1`` when it does not flip within depth
+            ``K``), ``flipped`` (False = no flip within ``K``), ``rcma`` (larger = more
+            fragile), ``brittle`` (held-out label) and ``score_value`` (the ranking score).
+
+        Raises
+        ------
+        ValueError
+            ``budget`` outside (0, 1], an unknown ``score`` or ``population`` (echoed).
+        """
+        from core.views.notebook import review_queue
+
+        return review_queue(self, budget=budget, score=score, population=population)
 
     @property
     def fragility(self) -> dict[str, float]:
@@ -748,16 +843,20 @@ def certificate_export(result: AuditResult) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        One row per test row: ``row_id`` (source row id), ``y_true``, ``brittle``,
-        ``high_confidence``, ``naturalistic_brittle`` (when available), the certificate
-        columns (``pred, confidence, margin, flip_budget, rcma, fds, u, one_step_max,
-        degradation, path, path_margins, lambda_star_*`` …) and ``score_<name>`` for every
-        evaluated risk score (larger = riskier).
+        One row per test row: ``row_id`` (source row id), ``y_true`` (the true class label),
+        ``brittle``, ``high_confidence``, ``naturalistic_brittle`` (when available), the
+        certificate columns (``pred`` — the predicted class label —, ``confidence, margin,
+        flip_budget, flipped, rcma, fds, u, one_step_max, degradation, path, path_margins,
+        lambda_star_*`` …) and ``score_<name>`` for every evaluated risk score (larger =
+        riskier). ``y_true`` and ``pred`` hold the model's class labels (:attr:`AuditResult.classes`),
+        never ``predict_proba`` column indices. ``flip_budget`` keeps SPEC's ``K + 1`` where the
+        path does not flip the prediction within depth ``K`` (``flipped`` False): numeric for
+        sorting and verification, shown to people as "no flip ≤ K".
     """
     out = pd.DataFrame(
         {
             "row_id": result.certificates.table.index.to_numpy(),
-            "y_true": result.y_test,
+            "y_true": result.class_of(result.y_test),
             "brittle": result.labels.labels,
             "high_confidence": result.labels.high_confidence,
         }
@@ -765,6 +864,7 @@ def certificate_export(result: AuditResult) -> pd.DataFrame:
     if result.naturalistic is not None:
         out["naturalistic_brittle"] = result.naturalistic.labels
     cert = result.certificates.table.reset_index(drop=True)
+    cert["pred"] = result.class_of(cert["pred"].to_numpy())
     scores = result.scores.reset_index(drop=True).add_prefix("score_")
     return pd.concat([out, cert, scores], axis=1)
 
@@ -813,7 +913,12 @@ def evaluation_json(result: AuditResult) -> dict[str, Any]:
 
 
 def protocol_json(result: AuditResult) -> dict[str, Any]:
-    """The declared protocol with its fingerprints, groups and label channel, as plain JSON."""
+    """The declared protocol with its fingerprints, groups and label channel, as plain JSON.
+
+    ``classes`` lists the class labels in ``predict_proba`` column order (the labels of the
+    certificate table's ``y_true`` / ``pred``); folders written before it existed lack it and
+    hold column indices there.
+    """
     return jsonable(
         {
             "protocol": result.protocol.to_dict(),
@@ -824,6 +929,7 @@ def protocol_json(result: AuditResult) -> dict[str, Any]:
             "source": result.dataset.source,
             "model": result.model_name,
             "seed": result.seed,
+            "classes": list(result.classes),
             "split": {
                 "val_size": result.split.val_size,
                 "test_size": result.split.test_size,
@@ -864,6 +970,7 @@ def summary_markdown(result: AuditResult) -> str:
         f"- Certificate fingerprint: `{result.fingerprint}`",
         f"- Protocol: grouping `{result.protocol.grouping}` ({len(result.groups)} groups), baseline "
         f"`{result.protocol.baseline}`, depth {result.certificates.depth}, path `{result.certificates.path_rule}`",
+        f"- Classes (predict_proba column order): {', '.join(map(str, result.classes))}",
         f"- Test rows: {len(result.y_test)}; high-confidence (p̂ ≥ {result.label_channel.tau_p}): "
         f"{int(result.labels.high_confidence.sum())}; held-out brittle: {int(result.labels.labels.sum())}",
         f"- Nominal: accuracy {result.nominal['accuracy']:.3f}, AUROC {result.nominal['auroc']:.3f}, "

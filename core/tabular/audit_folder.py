@@ -31,6 +31,7 @@ __all__ = [
     "SavedModel",
     "SavedSpace",
     "check_audit_folder",
+    "labelled_certificates",
     "list_audit_folders",
     "open_audit_folder",
     "reopen_audit",
@@ -53,7 +54,8 @@ class SavedAudit:
     evaluation : dict
         ``evaluation.json``.
     certificates : DataFrame
-        ``certificates.parquet``.
+        ``certificates.parquet``, its ``y_true`` / ``pred`` as class labels
+        (:func:`labelled_certificates`).
     summary : str
         ``summary.md`` ("" if absent).
     train, test : DataFrame or None
@@ -91,6 +93,47 @@ def _json(path: Path) -> dict:
     if not isinstance(data, dict):
         raise ValueError(f"{path} must hold a JSON object; got {type(data).__name__}.")
     return data
+
+
+def labelled_certificates(table: pd.DataFrame, protocol: dict, folder: str | Path) -> tuple[pd.DataFrame, list | None]:
+    """A folder's certificate table with the class labels in ``y_true`` / ``pred``, and the classes.
+
+    Folders written since ``protocol.json`` lists ``classes`` hold the labels already. Older
+    ones hold ``predict_proba`` column indices there: they are mapped through the classes of
+    ``view/meta.json`` when the folder has one, else left as stored (and the classes are None).
+
+    Parameters
+    ----------
+    table : DataFrame
+        ``certificates.parquet`` (or ``.csv``) as read.
+    protocol : dict
+        The folder's ``protocol.json``.
+    folder : path
+        The audit folder (for ``view/meta.json``).
+
+    Returns
+    -------
+    (DataFrame, list or None)
+    """
+    import numpy as np
+
+    if protocol.get("classes") is not None:
+        return table, list(protocol["classes"])
+    meta = Path(folder) / VIEW_DIR / "meta.json"
+    try:
+        classes = _json(meta)["dataset"]["classes"] if meta.is_file() else None
+    except (ValueError, KeyError, TypeError):
+        classes = None
+    if not classes:
+        return table, None
+    labels = np.asarray(classes, dtype=object)
+    out = table.copy()
+    for column in ("y_true", "pred"):
+        codes = pd.to_numeric(out[column], errors="coerce") if column in out.columns else None
+        if codes is None or codes.isna().any() or not codes.between(0, len(labels) - 1).all():
+            return table, None  # not the column indices this fallback expects: keep what was stored
+        out[column] = labels[codes.to_numpy(dtype=np.int64)]
+    return out, list(classes)
 
 
 def check_audit_folder(path: str | Path) -> Path:
@@ -155,11 +198,13 @@ def open_audit_folder(path: str | Path, *, trusted: Iterable[str] = (), load_mod
     if task is not None and (tables["train"] is None or tables["test"] is None):
         why = "the folder has no train.parquet / test.parquet (written by an earlier version)"
     summary = (path / "summary.md").read_text(encoding="utf-8") if (path / "summary.md").is_file() else ""
+    protocol = _json(path / "protocol.json")
+    certificates, _ = labelled_certificates(pd.read_parquet(path / "certificates.parquet"), protocol, path)
     return SavedAudit(
         path=path,
-        protocol=_json(path / "protocol.json"),
+        protocol=protocol,
         evaluation=_json(path / "evaluation.json"),
-        certificates=pd.read_parquet(path / "certificates.parquet"),
+        certificates=certificates,
         summary=summary,
         train=tables["train"],
         test=tables["test"],

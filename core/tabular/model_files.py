@@ -48,13 +48,16 @@ def load_model_bytes(
     ------
     ValueError
         Another format (pickle / joblib refused by name), untrusted skops types (listed:
-        :class:`core.tabular.persist.UntrustedTypesError`), a corrupt or truncated file.
+        :class:`core.tabular.persist.UntrustedTypesError`), a corrupt or truncated file, an
+        ONNX model onnxruntime refuses (its own reason quoted, and where the documentation
+        shows an export that loads: :func:`core.onnx_session.cpu_session`).
     """
     suffix = Path(name).suffix.lower()
     if suffix in _REFUSED:
         raise ValueError(
             f"{name}: {suffix} files are pickles, which can run code when loaded; they are never read. "
-            "Save the model with skops (skops.io.dump(model, 'model.skops')) or export it to ONNX."
+            "Save the model with skops (skops.io.dump(model, 'model.skops')) or export it to ONNX "
+            "(docs/own_model.md shows both)."
         )
     if suffix not in MODEL_SUFFIXES:
         raise ValueError(f"{name}: unknown model format {suffix or '(no suffix)'!r}; expected one of {MODEL_SUFFIXES}.")

@@ -174,7 +174,16 @@ class OnnxClassifier:
         return feeds
 
     def _run(self, frame: pd.DataFrame) -> list:
-        return self._session.run([self._prob_name], self._feeds(frame))
+        feeds = self._feeds(frame)
+        try:
+            return self._session.run([self._prob_name], feeds)
+        except Exception as exc:  # onnxruntime's Fail / InvalidArgument / RuntimeException
+            from core.onnx_session import EXPORT_HELP, ort_reason
+
+            raise ValueError(
+                f"{self._where}: onnxruntime cannot run this model on the table: {ort_reason(exc)}. "
+                f"See {EXPORT_HELP} for exports that run."
+            ) from None
 
     def predict_proba(self, frame: pd.DataFrame) -> np.ndarray:
         """Probabilities of shape (n_rows, n_classes), float64, columns in ``classes_`` order."""

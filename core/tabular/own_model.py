@@ -49,6 +49,7 @@ from core.tabular.datasets import Dataset, DatasetSplit
 from core.tabular.metrics import nominal_metrics
 from core.tabular.preprocessing import detect_unavailable_fields
 from core.tabular.spaces import PipelineSpace, RawModel, RawSpace, feature_origins, is_categorical, plain_value
+from core.validation import check_informative_features, warn_constant_features
 
 __all__ = ["PipelineSpace", "RawModel", "RawSpace", "audit_model", "feature_origins", "model_space"]
 
@@ -214,8 +215,9 @@ def audit_model(
     ------
     ValueError
         A model without ``predict_proba`` / ``classes_``; classes that do not match the
-        labels of ``test``; probabilities that do not sum to 1; missing columns; a model that
-        fails on a baseline replacement (the group is named). Nothing is written.
+        labels of ``test``; probabilities that do not sum to 1; missing columns; every
+        feature column the model reads constant over ``train`` and ``test`` (named); a model
+        that fails on a baseline replacement (the group is named). Nothing is written.
     """
     from core.tabular.audit import AuditStages
 
@@ -246,6 +248,10 @@ def audit_model(
     stages = AuditStages(progress)
     streams = dict(zip(("label_channel", "calibration"), as_generator(_SEED).spawn(2)))
     space, predictor, kind, notes = stages.run("load data", model_space, model, train, test, target=target)
+    columns = list(space.raw_columns)
+    both = pd.concat([train[columns], test[columns]])
+    check_informative_features(both, columns, "the train and test tables")
+    warn_constant_features(both, columns, "the train and test tables")
     X_train = stages.run("preprocess", space.transform, train, where="`train`")
     X_test = space.transform(test, where="`test`")
     for name_, X in (("train", X_train), ("test", X_test)):

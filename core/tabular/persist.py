@@ -41,6 +41,7 @@ from core.atomic import atomic_write_bytes
 
 __all__ = [
     "FAMILIES",
+    "HARMLESS_TYPES",
     "OWN_TRUSTED_TYPES",
     "BoosterClassifier",
     "UntrustedTypesError",
@@ -69,15 +70,25 @@ OWN_TRUSTED_TYPES: frozenset[str] = frozenset(
     }
 )
 
+#: Types outside skops' trusted set that any ``.skops`` file, a user's included, may hold without
+#: being named: NumPy's data-type descriptor. skops stores a dtype as an empty array of that
+#: dtype (``.npy``, read without pickle) and rebuilds it as ``array.dtype``; loading runs NumPy's
+#: own code only, never code the file brings. skops 0.16 still reports it as untrusted, so every
+#: pipeline with a ``SimpleImputer`` (whose fitted state holds a dtype) asked users to trust it
+#: without anything to judge. Everything else stays the user's decision.
+HARMLESS_TYPES: frozenset[str] = frozenset({"numpy.dtype"})
+
 #: Members of one archive may not exceed this many bytes in all (refuses zip bombs).
 _MAX_ARCHIVE_BYTES = 2 * 1024**3
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 
 class UntrustedTypesError(ValueError):
-    """A ``.skops`` file holds types nobody declared trusted; ``types`` lists them."""
+    """A ``.skops`` file holds types nobody declared trusted; ``types`` lists them, ``where``
+    names the file (callers word their own advice from these; the message is the CLI's)."""
 
     def __init__(self, where: str, types: Iterable[str]) -> None:
+        self.where = where
         self.types = tuple(types)
         super().__init__(
             f"{where} contains types outside skops' trusted set: {', '.join(self.types)}. Load it only if you "
@@ -153,7 +164,8 @@ def dump_skops(obj: Any) -> bytes:
 
 
 def load_skops(data: bytes, *, trusted: Iterable[str] = (), where: str = "the .skops file") -> Any:
-    """Load a ``.skops`` payload, refusing types that are neither skops-trusted nor in ``trusted``.
+    """Load a ``.skops`` payload, refusing types that are neither skops-trusted, in
+    :data:`HARMLESS_TYPES` nor in ``trusted``.
 
     Raises
     ------
@@ -170,7 +182,7 @@ def load_skops(data: bytes, *, trusted: Iterable[str] = (), where: str = "the .s
         found = sio.get_untrusted_types(data=data)
     except Exception as exc:  # skops raises many types on malformed schemas
         raise ValueError(f"{where} is corrupt or not a skops file ({type(exc).__name__}: {exc}).") from exc
-    allowed = set(trusted)
+    allowed = set(trusted) | HARMLESS_TYPES
     missing = [t for t in found if t not in allowed]
     if missing:
         raise UntrustedTypesError(where, missing)

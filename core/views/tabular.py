@@ -12,14 +12,16 @@ import pandas as pd
 
 from core.views.formatting import is_missing, rounded_text
 
+# No import of core.tabular.audit, even for typing: AuditResult delegates its notebook views to
+# core.views.notebook, which uses this module (docs/DEVELOPING.md, "Layers").
 if TYPE_CHECKING:
     from core.cfc.certificate import CertificateSet, SampleCertificate
     from core.cfc.search import FlipSearchResult
-    from core.tabular.audit import AuditResult
     from core.tabular.datasets import Dataset
 
 __all__ = [
     "column_summary",
+    "flip_budget_shown",
     "groups_table",
     "path_evidence_table",
     "prediction_table",
@@ -96,7 +98,7 @@ def column_summary(dataset: Dataset) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["column", "kind", "missing", "distinct", "block"])
 
 
-def prediction_table(result: AuditResult) -> pd.DataFrame:
+def prediction_table(result: Any) -> pd.DataFrame:
     """One row per test prediction of an audit, for the explorer and the triage queue.
 
     Parameters
@@ -107,22 +109,24 @@ def prediction_table(result: AuditResult) -> pd.DataFrame:
     -------
     DataFrame
         ``sample_id`` (source row id), ``position`` (row in the certificate set),
-        ``true_class``, ``predicted``, ``confidence``, ``fds`` (risk, 0–1), ``flip_budget``
-        (``k*``, smaller = more fragile; ``K+1`` = no flip), ``rcma`` (risk),
+        ``true_class``, ``predicted`` (class labels), ``confidence``, ``fds`` (risk, 0–1),
+        ``flip_budget`` (``k*``, smaller = more fragile; SPEC's ``K+1`` = no flip, for sorting),
+        ``flipped`` (False = no flip within depth ``K``; :func:`flip_budget_shown` turns the
+        pair into the text people read), ``rcma`` (risk),
         ``lambda_star_<operator>`` (smaller = more fragile, ``inf`` = none), ``high_confidence``
         and ``brittle`` (held-out label), in certificate order.
     """
     cert = result.certificates.table
-    classes = np.asarray(result.dataset.classes, dtype=object)
     out = pd.DataFrame(
         {
             "sample_id": cert.index.to_numpy(),
             "position": np.arange(len(cert)),
-            "true_class": classes[np.asarray(result.y_test, dtype=int)],
-            "predicted": classes[cert["pred"].to_numpy(dtype=int)],
+            "true_class": result.class_of(np.asarray(result.y_test, dtype=int)),
+            "predicted": result.class_of(cert["pred"].to_numpy(dtype=int)),
             "confidence": cert["confidence"].to_numpy(),
             "fds": cert["fds"].to_numpy(),
             "flip_budget": cert["flip_budget"].to_numpy(),
+            "flipped": cert["flipped"].to_numpy(dtype=bool),
             "rcma": cert["rcma"].to_numpy(),
         }
     )
@@ -132,6 +136,39 @@ def prediction_table(result: AuditResult) -> pd.DataFrame:
     out["high_confidence"] = np.asarray(result.labels.high_confidence, dtype=bool)
     out["brittle"] = np.asarray(result.labels.labels, dtype=bool)
     return out
+
+
+def flip_budget_shown(frame: pd.DataFrame, *, depth: int) -> pd.DataFrame:
+    """``frame`` as people read it: ``flip_budget`` as text, ``"no flip ≤ K"`` where the path
+    does not flip the prediction within depth ``K`` (never SPEC's stored ``K + 1``).
+
+    Parameters
+    ----------
+    frame : DataFrame
+        With ``flip_budget`` (``k*`` in ``1 … K + 1``) and, from certificate tables written
+        since it exists, ``flipped`` (bool); without it, ``flipped`` is ``flip_budget <= K``.
+    depth : int
+        The audit depth ``K``.
+
+    Returns
+    -------
+    DataFrame
+        A copy; ``flip_budget`` holds text (``"2"``, ``"no flip ≤ 5"``) and ``flipped`` is
+        dropped (the text says it). Frames without ``flip_budget`` come back unchanged.
+
+    Examples
+    --------
+    >>> f = pd.DataFrame({"sample_id": [4, 9], "flip_budget": [2, 6], "flipped": [True, False]})
+    >>> flip_budget_shown(f, depth=5).to_dict("list")
+    {'sample_id': [4, 9], 'flip_budget': ['2', 'no flip ≤ 5']}
+    """
+    from core.viz.tables import flip_budget_texts
+
+    if "flip_budget" not in frame.columns:
+        return frame
+    k = frame["flip_budget"].to_numpy(dtype=np.int64)
+    flipped = frame["flipped"].to_numpy(dtype=bool) if "flipped" in frame.columns else k <= depth
+    return frame.drop(columns="flipped", errors="ignore").assign(flip_budget=flip_budget_texts(k, flipped, depth=depth))
 
 
 def sample_bundle(
@@ -165,7 +202,7 @@ def sample_bundle(
     return replace(one, probe_proba=None).to_bundle()
 
 
-def whatif_probabilities(result: AuditResult, position: int, removed: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def whatif_probabilities(result: Any, position: int, removed: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Probabilities of one test prediction as it is and with some evidence groups removed.
 
     Parameters
@@ -236,7 +273,8 @@ def removal_steps_table(certificate: SampleCertificate, classes: Sequence[object
     -------
     DataFrame
         One row per step 0..K: ``step``, ``group removed`` (``"none (intact)"`` at step 0),
-        ``prediction`` (class name after the removals so far), ``P(original class)`` and
+        ``prediction`` (class name after the removals so far), ``P(<predicted class>)`` (the
+        probability of the originally predicted class, named by its label: ``P(yes)``) and
         ``margin`` (centred pseudo-logit margin of the original class, nats; below 0 =
         flipped), both rounded to 3 decimals, and ``flipped`` (``"yes"`` / ``"no"``).
     """
@@ -254,7 +292,7 @@ def removal_steps_table(certificate: SampleCertificate, classes: Sequence[object
             "step": np.arange(steps),
             "group removed": ["none (intact)", *map(str, cert.path)],
             "prediction": names[preds],
-            "P(original class)": np.round(np.asarray(cert.proba, dtype=float)[:, cert.pred], 3),
+            f"P({names[cert.pred]})": np.round(np.asarray(cert.proba, dtype=float)[:, cert.pred], 3),
             "margin": np.round(np.asarray(cert.path_margins, dtype=float), 3),
             "flipped": np.where(preds != cert.pred, "yes", "no"),
         }

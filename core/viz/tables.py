@@ -17,8 +17,9 @@ import re
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
-__all__ = ["column_label", "display_values", "flip_budget_text"]
+__all__ = ["column_label", "display_values", "flip_budget_text", "flip_budget_texts", "no_flip_text"]
 
 _LABELS = {
     "flip_budget": "k*",
@@ -129,16 +130,63 @@ def display_values(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def flip_budget_text(flip_budget: int, depth: int) -> str:
-    """``k*`` as shown: the number, or ``"> K"`` when the path of depth ``K`` never flips the
-    prediction (stored as ``K + 1``, SPEC A.3).
+    """``k*`` as shown: the number, or ``"no flip ≤ K"`` when the path of depth ``K`` never flips
+    the prediction (stored as ``K + 1``, SPEC A.3, which is never shown).
 
     Examples
     --------
     >>> flip_budget_text(2, 5), flip_budget_text(6, 5)
-    ('2', '> 5')
+    ('2', 'no flip ≤ 5')
     """
     if depth < 0 or flip_budget < 1 or flip_budget > depth + 1:
         raise ValueError(
             f"`flip_budget` must be between 1 and depth + 1 ({depth + 1}); got {flip_budget} (depth {depth})."
         )
-    return f"> {depth}" if flip_budget > depth else f"{flip_budget}"
+    return no_flip_text(depth) if flip_budget > depth else f"{flip_budget}"
+
+
+def no_flip_text(depth: int) -> str:
+    """What a certificate whose path never flips the prediction within depth ``K`` shows as ``k*``.
+
+    Examples
+    --------
+    >>> no_flip_text(5)
+    'no flip ≤ 5'
+    """
+    return f"no flip ≤ {depth}"
+
+
+def flip_budget_texts(flip_budget: ArrayLike, flipped: ArrayLike, *, depth: int) -> np.ndarray:
+    """:func:`flip_budget_text` of a whole column, read from the certificate's ``flipped`` column.
+
+    Parameters
+    ----------
+    flip_budget : array-like of int, shape (n,)
+        ``k*`` in ``1 … K + 1`` (SPEC's value; ``K + 1`` = no flip within depth ``K``).
+    flipped : array-like of bool, shape (n,)
+        Whether the path flips the prediction within depth ``K`` (``flip_budget <= K``).
+    depth : int
+        The audit depth ``K``.
+
+    Returns
+    -------
+    ndarray of object, shape (n,)
+        ``"3"`` where it flips, ``"no flip ≤ K"`` where it does not.
+
+    Examples
+    --------
+    >>> flip_budget_texts([1, 6], [True, False], depth=5).tolist()
+    ['1', 'no flip ≤ 5']
+    """
+    k = np.asarray(flip_budget)
+    hit = np.asarray(flipped, dtype=bool)
+    if k.shape != hit.shape or k.ndim != 1:
+        raise ValueError(f"`flip_budget` and `flipped` must be 1-D of one length; got {k.shape} and {hit.shape}.")
+    wrong = np.flatnonzero(hit != (k.astype(np.int64) <= depth))
+    if wrong.size:
+        i = int(wrong[0])
+        raise ValueError(
+            f"`flipped` disagrees with `flip_budget` at row {i}: k* = {k[i]}, flipped = {bool(hit[i])} "
+            f"(depth {depth}); the table mixes two audits."
+        )
+    return np.where(hit, k.astype(np.int64).astype(str), no_flip_text(depth)).astype(object)

@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core import viz
+from core.views.tabular import flip_budget_shown
 from core.viz._style import (
     FLIPPED,
     OKABE_ITO,
@@ -24,7 +25,7 @@ from core.viz._style import (
     series_styles,
     wrap_label,
 )
-from core.viz.tables import column_label, display_values, flip_budget_text
+from core.viz.tables import column_label, display_values, flip_budget_text, flip_budget_texts
 from core.viz.verdicts import lowest_wins
 
 # Longest title that fits a half-width column at 1000 px (16 px font, about 8.5 px per character).
@@ -262,10 +263,30 @@ def test_display_values_round_trips_every_finite_value_to_four_digits(values):
 
 
 def test_flip_budget_text_says_no_flip_within_depth():
-    assert flip_budget_text(6, 5) == "> 5"  # before: "6" under a "> 5" header
+    assert flip_budget_text(6, 5) == "no flip ≤ 5"  # before: "6" under a "> 5" header, then "> 5"
     assert flip_budget_text(5, 5) == "5"
     with pytest.raises(ValueError, match=r"between 1 and depth \+ 1 \(6\); got 7"):
         flip_budget_text(7, 5)
+
+
+def test_flip_budget_texts_read_the_flipped_column():
+    got = flip_budget_texts(np.array([1, 5, 6, 6]), np.array([True, True, False, False]), depth=5)
+    assert got.tolist() == ["1", "5", "no flip ≤ 5", "no flip ≤ 5"]
+    with pytest.raises(ValueError, match=r"row 1: k\* = 6, flipped = True \(depth 5\)"):
+        flip_budget_texts([2, 6], [True, True], depth=5)
+    with pytest.raises(ValueError, match="1-D of one length"):
+        flip_budget_texts([2, 6], [True], depth=5)
+
+
+def test_flip_budget_shown_never_writes_k_plus_one():
+    frame = pd.DataFrame({"sample_id": [1, 2, 3], "flip_budget": [3, 4, 4], "flipped": [True, False, False]})
+    shown = flip_budget_shown(frame, depth=3)
+    assert shown["flip_budget"].tolist() == ["3", "no flip ≤ 3", "no flip ≤ 3"]
+    assert "flipped" not in shown and "flipped" in frame  # a copy
+    # a table written before the flipped column existed: derived from k* <= K
+    old = flip_budget_shown(frame.drop(columns="flipped"), depth=3)
+    assert old["flip_budget"].tolist() == ["3", "no flip ≤ 3", "no flip ≤ 3"]
+    assert flip_budget_shown(frame[["sample_id"]], depth=3).equals(frame[["sample_id"]])
 
 
 # ---------------------------------------------------------------------------- verdict

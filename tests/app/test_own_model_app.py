@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -174,6 +175,7 @@ def test_an_uploaded_model_is_audited_on_every_page(monkeypatch, reviews_db, tmp
 
 
 def test_an_upload_with_untrusted_types_lists_them(monkeypatch, reviews_db):
+    """State seeded as a deep link would: the audit fails, the sidebar says so and offers trust."""
     train, test = default_tables(n_train=800, n_test=100)
     at = _app(monkeypatch)
     at.session_state["own_audit"] = {
@@ -189,7 +191,99 @@ def test_an_upload_with_untrusted_types_lists_them(monkeypatch, reviews_db):
     }
     at.run()
     assert not at.exception
-    assert any("TreePredictor" in e.value and "--trust" in e.value for e in at.error)
+    assert any("TreePredictor" in e.value and "Trust them in the sidebar" in e.value for e in at.error)
+    assert not any("Showing" in c.value for c in at.sidebar.caption), "no claim of a model that failed"
+    assert any("could not be audited" in e.value for e in at.sidebar.error)
+    assert at.sidebar.button(key="own_trust_retry").label == "Trust these 1 types and retry"
+    _no_cli_flags(at)
+
+
+def _no_cli_flags(at) -> None:
+    texts = [e.value for e in (*at.error, *at.warning, *at.caption, *at.info, *at.markdown)]
+    assert not [t for t in texts if "--trust" in t], "dashboard wording, not CLI flags"
+
+
+def _upload_form(at, model: tuple[str, bytes], train, test, target: str):
+    at.sidebar.file_uploader(key="own_model_file").upload(*model)
+    at.sidebar.file_uploader(key="own_test_file").upload("test.csv", test.to_csv(index=False).encode(), "text/csv")
+    at.sidebar.file_uploader(key="own_train_file").upload("train.csv", train.to_csv(index=False).encode(), "text/csv")
+    at.run()
+    at.sidebar.selectbox(key="own_target").set_value(target).run()
+    return at
+
+
+def test_a_skops_upload_is_offered_trust_then_audited_with_class_names(monkeypatch, reviews_db):
+    """The penguins pipeline of the adoption issue: imputers (numpy.dtype, harmless, never asked)
+    and gradient-boosting trees (sklearn.tree._tree.Tree, offered for trust, never assumed)."""
+    from own_models import penguin_pipeline, penguin_tables
+
+    train, test = penguin_tables()
+    model = ("penguins.skops", sio.dumps(penguin_pipeline(train)), "application/octet-stream")
+    at = _upload_form(_app(monkeypatch), model, train, test, "species")
+    at.sidebar.button(key="own_run").click().run()
+    assert not at.exception
+    assert at.session_state["own_audit"] is None, "nothing is opened before the types are trusted"
+    offer = [w.value for w in at.sidebar.warning]
+    assert len(offer) == 1 and "sklearn.tree._tree.Tree" in offer[0] and "runs code" in offer[0]
+    assert "numpy.dtype" not in offer[0]
+    assert at.session_state["own_form_open"] is True, "the form stays open"
+    assert at.sidebar.selectbox(key="own_target").value == "species", "and filled"
+    assert not any("Showing" in c.value for c in at.sidebar.caption)
+    _no_cli_flags(at)
+
+    at.sidebar.button(key="own_trust_retry").click().run()
+    assert_ok(at)
+    assert at.session_state["own_audit"]["trust"] == ["sklearn.tree._tree.Tree"]
+    assert any("Showing **your model penguins.skops**" in c.value for c in at.sidebar.caption)
+    assert not at.sidebar.warning
+    for page in ("explorer", "triage", "comparison"):
+        at.switch_page(f"pages/{page}.py").run()
+        assert_ok(at)
+        shown = " ".join(
+            [m.value for m in at.markdown] + [str(m.value) for m in at.metric] + [s.value for s in at.subheader]
+        )
+        frames = " ".join(df.value.astype(str).to_string() for df in at.dataframe)
+        names = [n for n in ("Adelie", "Chinstrap", "Gentoo") if n in shown + frames]
+        assert names, f"{page} names no class"
+        assert "class 1" not in shown + frames and "P(class" not in shown + frames, page
+    at.switch_page("pages/explorer.py").run()
+    assert re.search(
+        r"Sample \S+: predicted \*\*(Adelie|Chinstrap|Gentoo)\*\*", " ".join(s.value for s in at.subheader)
+    )
+
+
+@pytest.mark.parametrize(
+    "mutate, where, message",
+    [
+        (lambda b: b[: len(b) // 2], "form", "not a skops file"),
+        (None, "sidebar", "every feature column is constant"),
+    ],
+    ids=["truncated-model-file", "audit-fails-after-loading"],
+)
+def test_the_sidebar_never_claims_a_model_it_failed_to_load(monkeypatch, reviews_db, mutate, where, message):
+    from sklearn.linear_model import LogisticRegression
+
+    train, test = default_tables(n_train=300, n_test=100)
+    X = ["balance", "income"]
+    data = sio.dumps(LogisticRegression().fit(train[X], train["default"]))
+    if mutate is not None:
+        data = mutate(data)
+    else:  # loads, but the tables it is audited on carry no evidence
+        train, test = train.assign(balance=1.0, income=2.0), test.assign(balance=1.0, income=2.0)
+    at = _upload_form(_app(monkeypatch), ("m.skops", data, "application/octet-stream"), train, test, "default")
+    at.sidebar.button(key="own_run").click().run()
+    assert not at.exception
+    assert not any("Showing" in c.value for c in at.sidebar.caption)
+    errors = [e.value for e in at.sidebar.error]
+    assert any(message in e for e in errors), errors
+    if where == "form":
+        assert at.session_state["own_audit"] is None
+        assert at.session_state["own_form_open"] is True, "the form stays open on its error"
+    else:
+        assert any("could not be audited" in e for e in errors)
+        assert any(message in e.value for e in at.main.error), "the pages say why too"
+    assert at.sidebar.file_uploader(key="own_model_file").value is not None, "the form keeps its files"
+    _no_cli_flags(at)
 
 
 def test_audits_dir_lists_saved_audits_and_opens_one(monkeypatch, reviews_db, wine_audit):

@@ -64,10 +64,10 @@ def test_removal_steps_table_on_a_hand_made_certificate():
         path_margins=np.array([2.19722, 0.61904, -0.45676]),
     )
     t = removal_steps_table(cert, ["no", "yes"])
-    assert list(t.columns) == ["step", "group removed", "prediction", "P(original class)", "margin", "flipped"]
+    assert list(t.columns) == ["step", "group removed", "prediction", "P(yes)", "margin", "flipped"]
     assert t["group removed"].tolist() == ["none (intact)", "b", "a"]
     assert t["prediction"].tolist() == ["yes", "yes", "no"]
-    assert t["P(original class)"].tolist() == [0.9, 0.65, 0.388]
+    assert t["P(yes)"].tolist() == [0.9, 0.65, 0.388]
     assert t["margin"].tolist() == [2.197, 0.619, -0.457]
     assert t["flipped"].tolist() == ["no", "no", "yes"]
     with pytest.raises(ValueError, match="2 path groups but 2 steps"):
@@ -172,7 +172,7 @@ def test_triage_panel_shows_the_evidence_of_the_selected_case(app, audit):
     row = certs.table.iloc[position]
     path = list(row["path"])
     k = int(row["flip_budget"])
-    assert metric(app, "Flip budget k*") == (str(k) if k <= certs.depth else f"> {certs.depth}")
+    assert metric(app, "Flip budget k*") == (str(k) if k <= certs.depth else f"no flip ≤ {certs.depth}")
     assert metric(app, "FDS (risk)") == f"{row['fds']:.3f}"
     assert explorer_path(app) == path
 
@@ -189,7 +189,9 @@ def test_triage_panel_shows_the_evidence_of_the_selected_case(app, audit):
     assert steps["group removed"].tolist() == ["none (intact)", *path]
     assert steps["prediction"].tolist() == [classes[i] for i in proba.argmax(axis=1)]
     # Rounded to 3 decimals on the page; the model call crosses BLAS/OpenMP kernels.
-    np.testing.assert_allclose(steps["P(original class)"].to_numpy(float), proba[:, int(row["pred"])], atol=6e-4)
+    np.testing.assert_allclose(
+        steps[f"P({classes[int(row['pred'])]})"].to_numpy(float), proba[:, int(row["pred"])], atol=6e-4
+    )
     flips = steps.index[steps["flipped"] == "yes"]
     assert (flips[0] if len(flips) else certs.depth + 1) == k
 

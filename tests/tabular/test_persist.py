@@ -50,3 +50,29 @@ def test_saved_task_reloads_to_the_same_predictions_and_fingerprint(tmp_path, na
 def test_sklearn_is_the_last_family_and_catches_everything_else():
     assert list(FAMILIES)[-1] == "sklearn"
     assert family_of(object()) == "sklearn"
+
+
+def test_a_user_skops_file_needs_no_trust_for_numpy_dtype_only():
+    """An imputer pipeline's only non-skops type is numpy.dtype (HARMLESS_TYPES): it loads as is.
+    Gradient-boosting trees stay the user's decision: refused, and listed without numpy.dtype."""
+    import skops.io as sio
+    from own_models import penguin_pipeline, penguin_tables
+    from sklearn.linear_model import LogisticRegression
+
+    from core.tabular.model_files import load_model_bytes
+    from core.tabular.persist import HARMLESS_TYPES, UntrustedTypesError
+
+    assert HARMLESS_TYPES == {"numpy.dtype"}
+    train, test = penguin_tables()
+    plain = penguin_pipeline(train, LogisticRegression(max_iter=1000))
+    data = sio.dumps(plain)
+    assert sio.get_untrusted_types(data=data) == ["numpy.dtype"]  # skops itself still lists it
+    loaded = load_model_bytes(data, "plain.skops")
+    X = test.drop(columns="species")
+    np.testing.assert_array_equal(loaded.predict_proba(X), plain.predict_proba(X))
+
+    boosted = sio.dumps(penguin_pipeline(train))
+    with pytest.raises(UntrustedTypesError) as info:
+        load_model_bytes(boosted, "boosted.skops")
+    assert info.value.types == ("sklearn.tree._tree.Tree",) and info.value.where == "boosted.skops"
+    assert load_model_bytes(boosted, "boosted.skops", trust=["sklearn.tree._tree.Tree"]) is not None

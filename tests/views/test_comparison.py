@@ -58,7 +58,7 @@ def test_sample_across_models_shows_each_audits_certificate(small_audit):
     assert (row["confidence"], row["rcma"], row["fds"]) == (cert.confidence, cert.rcma, cert.fds)
     assert row["path"] == list(cert.path)
     depth = len(cert.path)
-    assert row["flip_budget"] == (str(cert.flip_budget) if cert.flip_budget <= depth else f"> {depth}")
+    assert row["flip_budget"] == (str(cert.flip_budget) if cert.flip_budget <= depth else f"no flip ≤ {depth}")
     path, margins, k = out.trajectories["b"]
     assert path == cert.path and k == cert.flip_budget
     assert margins.tolist() == cert.path_margins.tolist()
