@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -56,13 +56,15 @@ def start_server(
     log: IO[str] | int = subprocess.DEVNULL,
     script: str | os.PathLike[str] | None = None,
     env: dict[str, str] | None = None,
+    app_args: Sequence[str] = (),
 ) -> subprocess.Popen:
     """``streamlit run app.py`` headless on ``127.0.0.1:port``, with its own review database.
 
     ``log`` takes the server's stdout and stderr (a text file open for writing, or
     ``subprocess.DEVNULL``); unbuffered, so that the log is complete when the server dies.
     ``script`` runs another Streamlit script instead (from its own folder); ``env`` replaces
-    this process's environment.
+    this process's environment; ``app_args`` are the script's own arguments (after ``--``, e.g.
+    ``["--audit", DIR]``).
     """
     env = {**(os.environ if env is None else env), "AUDIT_REVIEWS_DB": str(reviews_db), "PYTHONUNBUFFERED": "1"}
     path = ROOT / "app.py" if script is None else Path(script)
@@ -83,6 +85,7 @@ def start_server(
             "127.0.0.1",
             "--server.fileWatcherType",
             "none",
+            *(["--", *app_args] if app_args else []),
         ],
         cwd=path.parent,
         env=env,
@@ -135,18 +138,24 @@ def stop_server(proc: subprocess.Popen, *, timeout_s: float = 15.0) -> None:
 
 @contextmanager
 def dashboard_server(
-    folder: str | os.PathLike[str], *, timeout_s: float = 60.0, tail_chars: int = 3000
+    folder: str | os.PathLike[str],
+    *,
+    timeout_s: float = 60.0,
+    tail_chars: int = 3000,
+    app_args: Sequence[str] = (),
 ) -> Iterator[str]:
     """A started dashboard server; yields its URL and stops it on exit.
 
-    ``folder`` (which must exist) receives the server's review database ``reviews.sqlite3`` and
-    its log ``server.log``, whose tail :class:`ServerStartError` quotes.
+    ``folder`` (which must exist) receives the server's review database ``reviews.sqlite3``, its
+    audits folder ``audits/`` and its log ``server.log``, whose tail :class:`ServerStartError`
+    quotes; ``app_args`` go to ``app.py`` (:func:`start_server`).
     """
     folder = Path(folder)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with open(folder / "server.log", "w+") as log:
-        proc = start_server(port, reviews_db=folder / "reviews.sqlite3", log=log)
+        env = {**os.environ, "AUDIT_AUDITS_DIR": str(folder / "audits")}  # never the user's audits folder
+        proc = start_server(port, reviews_db=folder / "reviews.sqlite3", log=log, env=env, app_args=app_args)
         wait_healthy(url, proc, timeout_s=timeout_s, log=log, tail_chars=tail_chars)
         try:
             yield url
