@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from core.tabular.audit_view import LABEL_ARRAYS, VIEW_DIR, VIEW_SCHEMA, write_view
+from core.tabular.lazy_model import LazyModel
 
 __all__ = [
     "VIEW_DIR",
@@ -61,9 +62,11 @@ class SavedAudit:
     train, test : DataFrame or None
         The raw rows audited (``train.parquet`` / ``test.parquet``), None in older folders.
     task : CertifyTask or None
-        The model and its feature space, None when it cannot be loaded.
+        The model and its feature space, None when it cannot be loaded (or was not loaded:
+        ``open_audit_folder(..., load_model=False)``).
     unavailable : str or None
-        Why ``task`` is None (for people), else None.
+        Why the model cannot be used (for people), else None. Opened without loading the
+        model, only what the files alone tell (no ``_task.zip``, an old ``_task.pkl``).
     """
 
     path: Path
@@ -165,8 +168,10 @@ def open_audit_folder(path: str | Path, *, trusted: Iterable[str] = (), load_mod
     trusted : iterable of str
         skops types (beyond skops' and the tool's own) that the saved model may contain.
     load_model : bool, default=True
-        Load ``_task.zip`` now. With False, ``task`` and ``unavailable`` are None and the
-        model is left to :class:`SavedModel` (``saved_result(..., lazy_model=True)``).
+        Load ``_task.zip`` now. With False, ``task`` is None, ``unavailable`` says only what
+        the files alone tell (an old ``_task.pkl``, no ``_task.zip``, no train / test tables)
+        and the model is left to :class:`SavedModel` (``saved_result(..., lazy_model=True)``),
+        so that opening the folder imports neither skops nor the model's library.
 
     Raises
     ------
@@ -181,13 +186,12 @@ def open_audit_folder(path: str | Path, *, trusted: Iterable[str] = (), load_mod
         for name in ("train", "test")
     }
     task, why = None, None
-    if not load_model:
-        pass
-    elif (path / TASK_FILE).is_file():
-        try:
-            task = load_certify_task(path / TASK_FILE, trusted=trusted)
-        except ValueError as exc:
-            why = f"the saved model could not be loaded: {exc}"
+    if (path / TASK_FILE).is_file():
+        if load_model:
+            try:
+                task = load_certify_task(path / TASK_FILE, trusted=trusted)
+            except ValueError as exc:
+                why = f"the saved model could not be loaded: {exc}"
     elif (path / LEGACY_TASK_FILE).is_file():
         why = (
             f"the folder holds a {LEGACY_TASK_FILE} (a pickle of an earlier version), which is never loaded; "
@@ -195,7 +199,7 @@ def open_audit_folder(path: str | Path, *, trusted: Iterable[str] = (), load_mod
         )
     else:
         why = f"the folder holds no saved model ({TASK_FILE})"
-    if task is not None and (tables["train"] is None or tables["test"] is None):
+    if why is None and (tables["train"] is None or tables["test"] is None):
         why = "the folder has no train.parquet / test.parquet (written by an earlier version)"
     summary = (path / "summary.md").read_text(encoding="utf-8") if (path / "summary.md").is_file() else ""
     protocol = _json(path / "protocol.json")
@@ -268,40 +272,42 @@ class SavedSpace:
         )
 
 
-class SavedModel:
+class SavedModel(LazyModel):
     """``predict_proba`` of a folder's ``_task.zip``, loaded on the first call.
 
     Opening a saved audit then imports neither skops nor the model's library; the first live
-    panel that calls the model pays for it once. The loaded model must reproduce the saved
-    certificate fingerprint, else every call raises ``ValueError`` saying so.
+    panel that calls the model pays for it once (the dashboard does it in a background thread).
+    The loaded model must reproduce the saved certificate fingerprint, else every call raises
+    ``ValueError`` saying so.
+
+    Attributes
+    ----------
+    path : Path
+        The ``_task.zip``.
+    fingerprint : str
+        The saved certificate fingerprint the model must reproduce.
+    trusted : tuple of str
+        skops types trusted beyond skops' and the tool's own.
+    task : CertifyTask or None
+        The loaded task (None until loaded).
     """
 
     def __init__(self, path: str | Path, fingerprint: str, *, trusted: Iterable[str] = ()) -> None:
-        import threading
-
+        super().__init__()
         self.path, self.fingerprint, self.trusted = Path(path), fingerprint, tuple(trusted)
-        self._lock = threading.Lock()
-        self._task: Any = None
-        self._error: str | None = None
+        self.description = f"reading the saved model file {self.path.name}"
+        self.task: Any = None
 
-    def load(self) -> Any:
-        """The :class:`~core.scale.certify.CertifyTask` (loaded and checked once)."""
-        with self._lock:
-            if self._task is None and self._error is None:
-                from core.tabular.certify_task import load_certify_task
+    def _make(self) -> Any:
+        from core.tabular.certify_task import load_certify_task
 
-                try:
-                    task = load_certify_task(self.path, trusted=self.trusted)
-                    _check_task(task, self.fingerprint, self.path)
-                    self._task = task
-                except ValueError as exc:
-                    self._error = f"the saved model could not be loaded: {exc}"
-            if self._error is not None:
-                raise ValueError(self._error)
-            return self._task
+        task = load_certify_task(self.path, trusted=self.trusted)
+        _check_task(task, self.fingerprint, self.path)
+        self.task = task
+        return task.model
 
-    def predict_proba(self, Z: Any) -> Any:
-        return self.load().model.predict_proba(Z)
+    def _failure(self, exc: Exception) -> str:
+        return f"the saved model could not be loaded: {exc}"
 
 
 def _check_task(task: Any, fingerprint: str, where: Path) -> None:
@@ -404,7 +410,8 @@ def saved_result(saved: SavedAudit, *, dataset: Any = None, lazy_model: bool = F
         saved test rows. Without it the dataset is the saved train + test rows.
     lazy_model : bool, default=False
         Use a :class:`SavedModel` over the folder's ``_task.zip`` (loaded on the first call)
-        instead of ``saved.task``; for folders opened with ``load_model=False``.
+        instead of ``saved.task``; for folders opened with ``load_model=False``. A reason the
+        files alone give (``saved.unavailable``) still leaves ``result.model`` None.
 
     Raises
     ------
@@ -473,7 +480,9 @@ def saved_result(saved: SavedAudit, *, dataset: Any = None, lazy_model: bool = F
     channel = LabelChannel(**{k: tuple(v) if isinstance(v, list) else v for k, v in meta["label_channel"].items()})
     model, why = None, None
     task_file = saved.path / TASK_FILE
-    if lazy_model and task_file.is_file():
+    if saved.unavailable is not None:
+        why = saved.unavailable
+    elif lazy_model and task_file.is_file():
         model = SavedModel(task_file, saved.fingerprint)
     elif saved.task is not None:
         try:
@@ -482,7 +491,7 @@ def saved_result(saved: SavedAudit, *, dataset: Any = None, lazy_model: bool = F
         except ValueError as exc:
             why = f"the saved model could not be used: {exc}"
     else:
-        why = saved.unavailable or f"the folder holds no saved model ({TASK_FILE})"
+        why = f"the folder holds no saved model ({TASK_FILE})"
     return AuditResult(
         dataset=dataset,
         split=split,

@@ -29,6 +29,7 @@ import pandas as pd
 from core.cfc.protocol import Protocol
 from core.cfc.stressors import LabelChannel
 from core.resources import ASSETS_DIR
+from core.tabular.lazy_model import LazyModel
 
 __all__ = [
     "SHIPPED_DIR",
@@ -163,7 +164,7 @@ def write_source(folder: str | Path, source: dict[str, Any]) -> Path:
     return path
 
 
-class RefitModel:
+class RefitModel(LazyModel):
     """``predict_proba`` of a shipped audit's model, refitted on the first call.
 
     The audit's own split, the tool's preprocessing fitted on its training rows and
@@ -177,26 +178,11 @@ class RefitModel:
     """
 
     def __init__(self, result: Any) -> None:
-        import threading
-
+        super().__init__()
         self._result = result
-        self._lock = threading.Lock()
-        self._model: Any = None
-        self._error: str | None = None
+        self.description = f"refitting the {result.model_name} model on the audit's training rows"
 
-    def load(self) -> Any:
-        """The fitted estimator over the transformed features (fitted and checked once)."""
-        with self._lock:
-            if self._model is None and self._error is None:
-                try:
-                    self._model = self._fit()
-                except ValueError as exc:
-                    self._error = str(exc)
-            if self._error is not None:
-                raise ValueError(self._error)
-            return self._model
-
-    def _fit(self) -> Any:
+    def _make(self) -> Any:
         import numpy as np
         from threadpoolctl import threadpool_limits
 
@@ -227,9 +213,6 @@ class RefitModel:
                 "shipped audit (python scripts/build_default_audit.py)."
             )
         return estimator
-
-    def predict_proba(self, Z: Any) -> Any:
-        return self.load().predict_proba(Z)
 
 
 def shipped_audit(

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -119,3 +121,60 @@ def test_the_view_is_byte_deterministic(wine, tmp_path):
     again = result.save(tmp_path / "again")
     for name in ("meta.json", "arrays.npz", "certificates.json.gz"):
         assert (again / "view" / name).read_bytes() == (folder / "view" / name).read_bytes(), name
+
+
+def _legacy_pickle(folder: Path) -> None:
+    (folder / "_task.zip").unlink()
+    (folder / "_task.pkl").write_bytes(b"\x80\x04not read")
+
+
+def _no_model(folder: Path) -> None:
+    (folder / "_task.zip").unlink()
+
+
+@pytest.mark.parametrize(
+    "damage, reason",
+    [(_legacy_pickle, "_task.pkl .*never loaded"), (_no_model, r"holds no saved model \(_task.zip\)")],
+    ids=["old-pickle", "no-model"],
+)
+def test_opened_without_its_model_a_folder_still_says_what_its_files_tell(wine, tmp_path, damage, reason):
+    result, folder = wine
+    damaged = shutil.copytree(folder, tmp_path / "damaged")
+    damage(damaged)
+    saved = open_audit_folder(damaged, load_model=False)
+    assert saved.task is None
+    assert saved.unavailable is not None and re.search(reason, saved.unavailable)
+    lazy = saved_result(saved, lazy_model=True)
+    assert lazy.model is None and lazy.model_unavailable == saved.unavailable
+    _same(lazy, result)
+
+
+def test_opened_without_its_model_a_loadable_folder_defers_it(wine):
+    result, folder = wine
+    saved = open_audit_folder(folder, load_model=False)
+    assert saved.task is None and saved.unavailable is None
+    lazy = saved_result(saved, lazy_model=True)
+    assert isinstance(lazy.model, SavedModel) and lazy.model.state == "pending" and lazy.model_unavailable is None
+    np.testing.assert_array_equal(lazy.model.predict_proba(lazy.X_test), result.proba_test)
+    assert lazy.model.state == "ready" and lazy.model.task is not None
+
+
+def test_opening_a_saved_folder_imports_no_model_library_until_the_model_is_used(wine):
+    """In a fresh interpreter: the tables are read without skops (whose trusted-type scan imports
+    torch), scikit-learn or scipy.stats; the first predict_proba loads them."""
+    _, folder = wine
+    script = f"""
+import json, sys
+from core.tabular.audit_folder import open_audit_folder, saved_result
+heavy = lambda: sorted({{m.split(".")[0] for m in sys.modules if m.split(".")[0] in
+    ("torch", "skops", "sklearn", "shap", "onnxruntime", "xgboost", "lightgbm")}} | ({{"scipy.stats"}} & set(sys.modules)))
+result = saved_result(open_audit_folder({str(folder)!r}, load_model=False), lazy_model=True)
+opened = heavy()
+result.model.predict_proba(result.X_test[:2])
+print(json.dumps({{"opened": opened, "used": heavy()}}))
+"""
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True)
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["opened"] == [], report
+    assert "skops" in report["used"] and "sklearn" in report["used"], report
