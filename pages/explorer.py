@@ -24,7 +24,7 @@ from ui.components import cached_figure, figure, guarded, page_header, run_page,
 from ui.data import current_audit
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
-from ui.own_model import live_model_off
+from ui.live_model import live_model
 from ui.selection import apply_table_selection, sample_in, select_sample, selected_sample
 
 ensure_entrypoint()
@@ -168,7 +168,7 @@ def _whatif(result, cert, position: int, classes: list[str]) -> None:
     st.markdown("Set evidence groups to their baseline value and see the live prediction of the model.")
     left, right = flow_columns([3, 2], key="explorer_whatif_row", min_width=[340, 300])
     with left:
-        if not live_model_off(result, "The what-if"):
+        if live_model(result, "The what-if", progress=False):  # the flip-set search shows the progress
             with guarded("What-if"):
                 _whatif_live(result, cert, position, classes)
     with right:
@@ -267,7 +267,7 @@ def _certificate(result, frame) -> None:
 
     st.subheader("Is the greedy path minimal?")
     search = None
-    if not live_model_off(result, "The exact / beam flip-set search"):
+    if live_model(result, "The exact / beam flip-set search"):
         with guarded("Flip-set search"):
             search = _flip_sets(result, cert, position, depth)
 

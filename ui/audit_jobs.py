@@ -20,7 +20,7 @@ from typing import Any
 
 import streamlit as st
 
-__all__ = ["AuditJob", "foreground_wait_s", "job_for", "show_progress_and_stop"]
+__all__ = ["AuditJob", "foreground_wait_s", "job_for", "progress_panel", "show_progress_and_stop"]
 
 _LOG = logging.getLogger("reliability_audit.ui")
 # Finished jobs kept (the audits themselves); the oldest finished one goes first.
@@ -35,6 +35,7 @@ _STAGES = (
     "label channel",
     "naturalistic channel",
     "calibration",
+    "save a copy",
 )
 
 
@@ -53,8 +54,10 @@ class AuditJob:
         ``time.monotonic()`` at the start.
     """
 
-    def __init__(self, label: str, compute: Callable[[Callable[[str, int, int], None]], Any]) -> None:
-        self.label, self.fraction, self.text = label, 0.0, f"{label}: starting…"
+    def __init__(
+        self, label: str, compute: Callable[[Callable[[str, int, int], None]], Any], *, text: str | None = None
+    ) -> None:
+        self.label, self.fraction, self.text = label, 0.0, text or f"{label}: starting…"
         self.started = time.monotonic()
         self._result: Any = None
         self._error: BaseException | None = None
@@ -106,8 +109,13 @@ def _registry() -> tuple[threading.Lock, OrderedDict]:
     return threading.Lock(), OrderedDict()
 
 
-def job_for(key: tuple, label: str, compute: Callable[[Callable[[str, int, int], None]], Any]) -> AuditJob:
-    """The job of ``key``, started now (``compute(progress)`` in a thread) if there is none yet."""
+def job_for(
+    key: tuple, label: str, compute: Callable[[Callable[[str, int, int], None]], Any], *, text: str | None = None
+) -> AuditJob:
+    """The job of ``key``, started now (``compute(progress)`` in a thread) if there is none yet.
+
+    ``text`` is what its progress says until ``compute`` reports a stage (default: starting).
+    """
     lock, jobs = _registry()
     with lock:
         job = jobs.get(key)
@@ -115,14 +123,19 @@ def job_for(key: tuple, label: str, compute: Callable[[Callable[[str, int, int],
             finished = [k for k, j in jobs.items() if j.done]
             while len(jobs) >= _MAX_JOBS and finished:
                 del jobs[finished.pop(0)]
-            job = jobs[key] = AuditJob(label, compute)
+            job = jobs[key] = AuditJob(label, compute, text=text)
         else:
             jobs.move_to_end(key)
         return job
 
 
 @st.fragment(run_every=0.5)
-def _progress_panel(jobs: Sequence[AuditJob]) -> None:
+def progress_panel(jobs: Sequence[AuditJob]) -> None:
+    """A progress bar per job, updated every 0.5 s; the whole app reruns once every job is over.
+
+    Polling in a fragment keeps Streamlit's running indicator off, so the page around it counts
+    as drawn while the jobs run.
+    """
     for job in jobs:
         st.progress(job.fraction, text=f"{job.text} ({time.monotonic() - job.started:.0f} s)")
     if all(job.done for job in jobs):
@@ -139,17 +152,18 @@ def show_progress_and_stop(jobs: Sequence[AuditJob]) -> None:
         "computed, stay usable meanwhile; this page fills in by itself when it is ready.",
         icon=":material/hourglass_top:",
     )
-    _progress_panel(list(jobs))
+    progress_panel(list(jobs))
     st.stop()
 
 
-def foreground_wait_s() -> float:
-    """Seconds a script run waits for a background audit before showing its progress instead.
+def foreground_wait_s(default: float = 0.25) -> float:
+    """Seconds a script run waits for a background job before showing its progress instead.
 
-    ``AUDIT_FOREGROUND_WAIT_S`` (default 0.25, so progress shows within half a second); the
-    AppTest suites set it high to get finished audits in one run.
+    ``AUDIT_FOREGROUND_WAIT_S``, else ``default`` (0.25 s for an audit, so that a quick one
+    shows without a flash of progress and a long one shows its progress within half a
+    second); the AppTest suites set it high to get finished jobs in one run.
     """
     try:
-        return max(0.0, float(os.environ.get("AUDIT_FOREGROUND_WAIT_S", "0.25")))
+        return max(0.0, float(os.environ.get("AUDIT_FOREGROUND_WAIT_S", default)))
     except ValueError:
-        return 0.25
+        return default

@@ -13,6 +13,11 @@ models are read by :func:`core.tabular.model_files.load_model_bytes` and folders
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -35,8 +40,8 @@ from ui.audit_jobs import foreground_wait_s, job_for, show_progress_and_stop
 from ui.errors import guarded
 
 __all__ = [
+    "AUDITS_DIR_ENV",
     "default_audits_dir",
-    "live_model_off",
     "own_audit",
     "own_label",
     "own_mode",
@@ -45,8 +50,16 @@ __all__ = [
 ]
 
 
+_LOG = logging.getLogger("reliability_audit.ui")
+#: Environment variable naming the audits directory when ``--audits-dir`` is not given.
+AUDITS_DIR_ENV = "AUDIT_AUDITS_DIR"
+
+
 def default_audits_dir() -> Path:
-    """``audits`` in the user data directory (beside the review database)."""
+    """``AUDIT_AUDITS_DIR``, else ``audits`` in the user data directory (beside the review database)."""
+    env = os.environ.get(AUDITS_DIR_ENV, "").strip()
+    if env:
+        return Path(env).expanduser()
     import platformdirs
 
     return platformdirs.user_data_path("reliability-audit", appauthor=False) / "audits"
@@ -67,14 +80,18 @@ def _stamp(path: Path) -> str:
 
 @st.cache_resource(show_spinner="Opening the saved audit…", max_entries=8)
 def _folder(path: str, stamp: str) -> SavedAudit:
-    return open_audit_folder(path)
+    # The model is not read here: skops' trusted-type scan imports torch (seconds), and only
+    # the live panels need it (ui.live_model loads it in the background on their first visit).
+    return open_audit_folder(path, load_model=False)
 
 
 @st.cache_resource(show_spinner="Reading the saved audit…", max_entries=8)
 def _folder_result(path: str, stamp: str) -> AuditResult:
     saved = _folder(path, stamp)
     if (saved.path / VIEW_DIR).is_dir():
-        return saved_result(saved)  # the saved tables; the model (if it loads) only for the live panels
+        return saved_result(saved, lazy_model=True)  # the saved tables; the model on first use
+    if saved.unavailable is None:  # written before view/: recomputed with its model
+        saved = open_audit_folder(path)
     if saved.task is None:
         raise ValueError(
             f"this folder was written before audit folders kept their tables for the pages ({VIEW_DIR}/), "
@@ -84,20 +101,6 @@ def _folder_result(path: str, stamp: str) -> AuditResult:
         )
     with st.spinner("Re-certifying the saved audit with its model (folder written before view/)…"):
         return reopen_audit(saved)
-
-
-def live_model_off(result: AuditResult, what: str) -> bool:
-    """Say why ``what`` (a panel that calls the model) is off, and return True, when the
-    audit has no usable model (a saved audit whose model cannot be loaded)."""
-    if result.model is not None:
-        return False
-    st.info(
-        f"**{what} is off:** it calls the model, and {result.model_unavailable or 'no model is available'}. "
-        "Everything else on this page comes from the saved tables. To turn it on, save the audit again "
-        "with a model that loads (`AuditResult.save`).",
-        icon=":material/power_off:",
-    )
-    return True
 
 
 def _holdout(test, target: str):
@@ -131,13 +134,61 @@ def _load_model(source: dict, train) -> object:
     return load_model_bytes(data, name, trust=tuple(source["trust"]), feature_order=order, default_classes=labels)
 
 
-def _upload_result(source: dict, progress=None) -> AuditResult:
+@dataclass(frozen=True, kw_only=True)
+class _UploadAudit:
+    """An upload's audit and the copy of it saved in the audits folder.
+
+    Attributes
+    ----------
+    result : AuditResult
+    saved : Path or None
+        The audit folder written into the audits directory (None when it could not be).
+    save_error : str or None
+        Why it could not be saved (for people), else None.
+    """
+
+    result: AuditResult
+    saved: Path | None
+    save_error: str | None
+
+
+def _saved_name(model_name: str, key: tuple) -> str:
+    """The audits-folder name of an upload: the model file's stem and 8 hex digits of the upload's
+    key (files, target, trust, feature order), so the same upload maps to the same folder."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(model_name).stem).strip("._") or "model"
+    return f"{stem}-{hashlib.sha256(repr(key).encode()).hexdigest()[:8]}"
+
+
+def _save_copy(result: AuditResult, folder: Path) -> tuple[Path | None, str | None]:
+    """Save ``result`` as ``folder``; the folder, or None and why not (no server path in it)."""
+    if folder.exists():
+        if (folder / "protocol.json").is_file():  # the same upload, audited before
+            return folder, None
+        return None, f"a folder named {folder.name} is there already and holds no audit"
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        return result.save(folder), None
+    except OSError as exc:
+        _LOG.warning("the audit of an upload could not be saved as %s: %s", folder, exc)
+        return None, exc.strerror or type(exc).__name__
+    except ValueError as exc:  # a model the audit folder cannot store
+        _LOG.warning("the audit of an upload could not be saved as %s: %s", folder, exc)
+        return None, str(exc)
+
+
+def _upload_result(source: dict, folder: Path, progress=None) -> _UploadAudit:
     if progress is not None:  # reading a .skops model imports skops (seconds): say so at once
         progress("load data", 0, 1)
     files, target = source["files"], source["target"]
     train, test = _tables(files, target)
     model = _load_model(source, train)
-    return audit_model(model, train, test, target=target, name=files["model"][0], progress=progress)
+    result = audit_model(model, train, test, target=target, name=files["model"][0], progress=progress)
+    if progress is not None:
+        progress("save a copy", 0, 1)
+    # Kept in the audits folder, so that after a restart it opens from its saved tables in
+    # seconds (*Open a saved audit*) instead of being uploaded and audited again.
+    saved, error = _save_copy(result, folder)
+    return _UploadAudit(result=result, saved=saved, save_error=error)
 
 
 def _upload_job(source: dict):
@@ -145,8 +196,11 @@ def _upload_job(source: dict):
     files = {role: tuple(v) for role, v in source["files"].items() if v is not None}
     order = tuple(source["feature_order"]) if source["feature_order"] else None
     key = ("own", upload_digest(files), source["target"], tuple(source["trust"]), order)
+    folder = Path(st.session_state["audits_dir"]) / _saved_name(files["model"][0], key)
     plain = {**source, "files": files}
-    return job_for(key, f"your model {files['model'][0]}", lambda progress: _upload_result(plain, progress))
+    return job_for(
+        (*key, str(folder)), f"your model {files['model'][0]}", lambda progress: _upload_result(plain, folder, progress)
+    )
 
 
 def _untrusted_message(exc: UntrustedTypesError) -> str:
@@ -169,8 +223,9 @@ def saved_folder() -> SavedAudit | None:
 def own_audit() -> AuditResult:
     """The audit of the user's model.
 
-    A saved folder is shown from its saved tables (``result.model`` is None when its model
-    cannot be loaded; :func:`live_model_off`).
+    A saved folder is shown from its saved tables; its model is a
+    :class:`~core.tabular.audit_folder.SavedModel`, read on the first use of a live panel
+    (:func:`ui.live_model.live_model`), or None when the files already say it cannot be.
 
     Raises
     ------
@@ -189,7 +244,7 @@ def own_audit() -> AuditResult:
     if not job.done:
         show_progress_and_stop([job])
     try:
-        return job.result()
+        return job.result().result
     except UntrustedTypesError as exc:
         raise ValueError(_untrusted_message(exc)) from None
 
@@ -206,8 +261,6 @@ def _names(text: str) -> list[str]:
 
 
 def _digest(data: bytes) -> str:
-    import hashlib
-
     return hashlib.sha256(data).hexdigest()
 
 
@@ -272,6 +325,14 @@ def _upload_status(source: dict) -> None:
         return
     if job.error is None:
         st.caption(f"Showing **your model {name}** on the tabular pages.")
+        done = job.result()
+        if done.saved is not None:
+            st.caption(
+                f"Saved in the audits folder as **{done.saved.name}**: after a restart it opens from there "
+                "in seconds (*Open a saved audit*)."
+            )
+        else:
+            st.warning(f"A copy could not be saved in the audits folder: {done.save_error}", icon=":material/warning:")
         return
     st.error(f"**Your model {name} could not be audited:** {_error_text(job.error)}", icon=":material/error:")
     if isinstance(job.error, UntrustedTypesError) and st.session_state["own_offer"] is None:

@@ -44,6 +44,14 @@ def app(new_app):
 
 
 @pytest.fixture(autouse=True)
+def _audits_dir(tmp_path, monkeypatch) -> Path:
+    """The audits folder (where the audits of uploaded models are saved): a throw-away one."""
+    path = tmp_path / "audits"
+    monkeypatch.setenv("AUDIT_AUDITS_DIR", str(path))
+    return path
+
+
+@pytest.fixture(autouse=True)
 def _finished_audits(monkeypatch):
     """Script runs wait for background audits (ui.audit_jobs.foreground_wait_s), so one AppTest run
     shows a finished audit; tests of the progress panel set the wait back to 0."""

@@ -55,7 +55,8 @@ def _interact_overview(page) -> None:
 
 
 def _interact_explorer(page) -> None:
-    _widget(page, "stButtonGroup", "Groups set to the baseline").locator("button").first.click()
+    # The what-if appears once the model is made (in the background, on the first visit).
+    _widget(page, "stButtonGroup", "Groups set to the baseline").locator("button").first.click(timeout=RUN_TIMEOUT_MS)
 
 
 def _interact_triage(page) -> None:
