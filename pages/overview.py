@@ -16,7 +16,7 @@ from core.views.formatting import parse_float_list
 from core.views.tabular import column_summary, flip_budget_shown, groups_table
 from core.views.uploads import CELL_BUDGET, LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, TableUpload, parse_blocks, table_columns
 from ui.audit_line import audit_line
-from ui.components import chart, guarded, page_header, run_page, table
+from ui.components import chart, guarded, page_header, preload_plotly, run_page, table
 from ui.data import audit_max_rows, current_audit, current_dataset, current_protocol, dataset_label
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
@@ -435,3 +435,4 @@ def _body() -> None:
 
 
 run_page(_body, "Overview")
+preload_plotly()  # every other page draws plotly: the browser loads it while the Overview is read

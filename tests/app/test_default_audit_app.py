@@ -109,3 +109,16 @@ def test_every_page_waits_for_its_audit_without_failing(monkeypatch, reviews_db)
         assert at.title and (_background_note(at) or at.metric or at.dataframe), page
     _wait_until_computed(at)  # every page then shows its finished audit; no thread outlives the test
     assert any(m.label.startswith("Global temperature") for m in at.metric)
+
+
+def test_the_overview_has_the_browser_load_plotly_for_the_next_pages(app):
+    """The Overview draws Vega-Lite only; its last element has the browser import Streamlit's plotly
+    bundle when idle (ui.components.preload_plotly), so the next page's charts need not wait for it."""
+    from ui.components import plotly_bundle
+
+    bundle = plotly_bundle()
+    assert bundle is not None, "Streamlit's plotly bundle is not where preload_plotly looks for it"
+    scripts = [h.proto.body for h in app.get("html") if bundle in h.proto.body]
+    assert len(scripts) == 1 and "requestIdleCallback" in scripts[0] and "import(" in scripts[0], scripts
+    assert all(h.proto.unsafe_allow_javascript for h in app.get("html") if bundle in h.proto.body)
+    assert not app.get("plotly_chart")
