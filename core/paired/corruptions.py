@@ -245,11 +245,25 @@ def motion_blur(images, severity, rng):
     return finish_batch(_streak(x, angle, radius, sigma), single)
 
 
+# Images per map_coordinates call in _streak: each image's taps read that image only and are
+# summed in a fixed order, so chunks give the same bytes as one image at a time; the tap
+# coordinates of the demo pool's 1,500 images at once were 300 MB (2.7 s a severity, 0.35 s in
+# chunks).
+_STREAK_CHUNK = 64
+
+
 def _streak(x: np.ndarray, angle: np.ndarray, radius: float, sigma: float) -> np.ndarray:
     """Motion-blur taps of a grey batch ``(n, H, W)`` along one angle per image."""
     from scipy import ndimage
 
     n, h, w = x.shape
+    if n > _STREAK_CHUNK:
+        return np.concatenate(
+            [
+                _streak(x[i : i + _STREAK_CHUNK], angle[i : i + _STREAK_CHUNK], radius, sigma)
+                for i in range(0, n, _STREAK_CHUNK)
+            ]
+        )
     dist = np.arange(2 * int(np.ceil(radius)) + 1, dtype=np.float64)
     weights = np.exp(-(dist**2) / (2.0 * sigma**2))
     weights /= weights.sum()
@@ -270,7 +284,11 @@ def _streak(x: np.ndarray, angle: np.ndarray, radius: float, sigma: float) -> np
         ]
     )
     taps = ndimage.map_coordinates(x, coords, order=1, mode="nearest")
-    return np.tensordot(taps, weights, axes=([1], [0]))
+    # Tap by tap, not a BLAS dot product: its summation order follows the batch's size.
+    out = taps[:, 0] * weights[0]
+    for k in range(1, dist.size):
+        out += taps[:, k] * weights[k]
+    return out
 
 
 def contrast(images, severity, rng):

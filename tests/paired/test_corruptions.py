@@ -243,6 +243,20 @@ def test_motion_blur_matches_a_per_pixel_loop():
             assert got[n, i, j] == pytest.approx(value, abs=1e-6)
 
 
+@pytest.mark.parametrize("severity", [1, 5])
+def test_motion_blur_of_a_large_batch_equals_each_image_blurred_alone(severity):
+    """Each image's streak reads that image only: the batch is blurred in chunks of
+    ``_STREAK_CHUNK`` images, with the same bytes as one image at a time (and as one call)."""
+    n = 2 * corruptions._STREAK_CHUNK + 5
+    images = np.random.default_rng(4).random((n, 12, 12))
+    radius, sigma = SEVERITY_PARAMETERS["motion_blur"][severity - 1]
+    angles = np.deg2rad(np.random.default_rng(5).uniform(-45, 45, size=n))
+    batch = corruptions._streak(images, angles, radius, sigma)
+    alone = np.concatenate([corruptions._streak(images[i : i + 1], angles[i : i + 1], radius, sigma) for i in range(n)])
+    np.testing.assert_array_equal(batch, alone)
+    assert batch.shape == images.shape
+
+
 def test_homographies_map_the_source_corners_onto_the_targets():
     rng = np.random.default_rng(0)
     src = np.array([[0.0, 0.0], [31.0, 0.0], [31.0, 31.0], [0.0, 31.0]]) + rng.uniform(-3, 3, (5, 4, 2))
