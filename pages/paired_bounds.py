@@ -22,6 +22,7 @@ from core.views.paired import (
     unpaired_class_summary,
 )
 from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload
+from ui.audit_jobs import AuditJob, foreground_wait_s, job_for, progress_panel
 from ui.components import cached_figure, figure, guarded, page_header, run_page, table
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
@@ -115,11 +116,24 @@ def _fixed_tau(data: PairedData) -> float | None:
     return float(st.session_state["paired_tau_value"])
 
 
-@st.cache_data(show_spinner="Comparing the acceptance policies under every feasible pairing…", max_entries=64)
-def _policy_report(key: str, model: str, condition: str, source: str, *, _records: pd.DataFrame):
-    records = _records
-    cell = records[(records["model"] == model) & (records["condition"] == condition) & (records["source"] == source)]
-    return evaluate_policies(cell, lambdas=LAMBDAS)
+def _policy_job(data: PairedData, model: str, condition: str, source: str) -> AuditJob:
+    """The policy report of one cell, computed once in a background thread: a few integer
+    programs per policy pair and level (1.4 s CPU of this page's first visit, scipy.optimize's
+    import included), so the rest of the page is drawn meanwhile."""
+    records = data.records
+
+    def compute(_progress):
+        cell = records[
+            (records["model"] == model) & (records["condition"] == condition) & (records["source"] == source)
+        ]
+        return evaluate_policies(cell, lambdas=LAMBDAS)
+
+    return job_for(
+        ("policy report", data.key, model, condition, source),
+        f"Policy comparison of {model} under {condition}",
+        compute,
+        text=f"Comparing the acceptance policies of {model} under {condition} under every feasible pairing…",
+    )
 
 
 def _policies(data: PairedData, model: str, condition: str, source: str) -> None:
@@ -143,7 +157,17 @@ def _policies(data: PairedData, model: str, condition: str, source: str) -> None
         "Information level", ["I0", "Ik", "I5"], key="paired_level", persist_state="session", required=True
     )
     lam, level = float(st.session_state["paired_lambda"]), st.session_state["paired_level"]
-    report = _policy_report(data.key, model, condition, source, _records=data.records)
+    job = _policy_job(data, model, condition, source)
+    job.wait(foreground_wait_s())  # a report computed before shows at once
+    if not job.done:
+        st.info(
+            "The policies are being compared under every feasible pairing of this cell, in the background "
+            "(once per cell). This section fills in by itself; the rest of the page is ready.",
+            icon=":material/hourglass_top:",
+        )
+        progress_panel([job])
+        return
+    report = job.result()
     comparison = policy_comparison(report, level=level, lam=lam)
     matrix, regret, labels = comparison.matrix.matrix, comparison.matrix.regret, comparison.matrix.labels
     chosen = comparison.chosen

@@ -1,5 +1,9 @@
 """Audits computed in background threads, so a new audit never blocks the dashboard.
 
+Other long computations a page can draw around go the same way: a saved audit's model, read on
+the explorer's first visit (:mod:`ui.live_model`), and a cell's policy comparison on *Paired
+bounds*.
+
 A job is started once per audit key and lives in a registry held by ``st.cache_resource``
 (one per server process, shared by every session). The page that needs a running audit shows
 its progress in a fragment that polls the job every half second and reruns the app when the
