@@ -58,6 +58,13 @@ def _thresholds(key: str, *, _records: pd.DataFrame) -> pd.DataFrame:
     return development_thresholds(_records, _COVERAGES)
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def _model_thresholds(key: str, model: str, *, _records: pd.DataFrame) -> pd.DataFrame:
+    """:func:`_thresholds` of one model, from its records alone (a model's thresholds depend on
+    them only): the top of the page validates a tenth of the demo pool instead of all of it."""
+    return development_thresholds(_records[_records["model"] == model], _COVERAGES)
+
+
 @st.cache_data(show_spinner="Computing identified intervals for every cell…", max_entries=16)
 def _grid(key: str, coverage: float, fixed_tau: float | None, *, _records: pd.DataFrame) -> pd.DataFrame:
     """Intervals of every cell at each model's coverage threshold, or at ``fixed_tau`` for all models.
@@ -241,8 +248,7 @@ def _paired_body(data: PairedData) -> None:
         "images; a prediction is accepted when its max probability is ≥ τ (both sides).",
     )
     model, condition, coverage = (st.session_state[k] for k in ("paired_model", "paired_condition", "paired_coverage"))
-    thresholds = _thresholds(data.key, _records=records)
-    threshold = model_threshold(thresholds, model, coverage)
+    threshold = model_threshold(_model_thresholds(data.key, model, _records=records), model, coverage)
     tau = threshold.tau if fixed_tau is None else fixed_tau
     if fixed_tau is None and threshold.scope != "dev":
         st.caption(

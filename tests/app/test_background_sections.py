@@ -24,6 +24,11 @@ def _until(at, done, *, timeout_s: float = 600.0) -> None:
 
 @pytest.fixture
 def no_wait(monkeypatch):
+    """Nothing waited for, and nothing made yet: the job registry and the audits (their models)
+    are per process, and earlier tests of this process may have made them."""
+    import streamlit as st
+
+    st.cache_resource.clear()
     monkeypatch.setenv("AUDIT_FOREGROUND_WAIT_S", "0")
 
 

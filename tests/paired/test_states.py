@@ -156,6 +156,17 @@ def _with_split(rows, split, condition="c"):
     return _cell(rows, condition).assign(split=split)
 
 
+def test_a_models_thresholds_depend_on_its_own_records_only():
+    """Paired bounds computes the shown model's thresholds from its records alone."""
+    from core.paired.demo import load_demo_pool
+
+    records = load_demo_pool().records
+    every = development_thresholds(records, [0.6, 0.8, 1.0])
+    for model in records["model"].unique()[:3]:
+        alone = development_thresholds(records[records["model"] == model], [0.6, 0.8, 1.0])
+        pd.testing.assert_frame_equal(alone, every[every["model"] == model].reset_index(drop=True))
+
+
 def test_development_thresholds_deduplicate_and_check_clean_records():
     dev = [(i, 0, 0, s, s, 0, 0.5, 0.5) for i, s in enumerate([0.9, 0.8, 0.7, 0.6, 0.5])]
     records = pd.concat(
