@@ -48,7 +48,7 @@ import pandas as pd
 
 from core._rng import as_generator
 from core.atomic import atomic_path, atomic_write_bytes, atomic_write_text
-from core.paired.corruptions import CORRUPTIONS, NATURAL_TRANSFORMS
+from core.paired.corruptions import CORRUPTIONS, NATURAL_TRANSFORMS, motion_blur_image
 from core.paired.recapture_sim import SimulatedRecapture, recapture_conditions, simulate
 from core.resources import ASSETS_DIR
 
@@ -657,6 +657,10 @@ def _perturb(images01: np.ndarray, row, rng: np.random.Generator) -> np.ndarray:
     else:
         cond = SimulatedRecapture(str(row.medium), int(row.medium_level), int(row.capture_level))
         out = simulate(images01, cond, rng)
+    return _quantised(out)
+
+
+def _quantised(out: np.ndarray) -> np.ndarray:
     # Every model input is an 8-bit image, so any variant could be stored and reproduced.
     return np.rint(np.clip(out, 0.0, 1.0) * 255.0) / 255.0
 
@@ -708,7 +712,9 @@ def render_condition_image(images, index: int, condition: str, *, seed=0) -> np.
     corruptions: defocus, contrast, brightness, pixelate, JPEG) acts on every image by itself,
     so one image is rendered from that image alone (the page's probe view needs one image,
     not 1,500). Whether the condition drew is read from its random stream's state, not from a
-    list of names.
+    list of names. Motion blur draws one angle per image for the whole batch and streaks each
+    image by itself: the angles are drawn, one image streaked
+    (:func:`core.paired.corruptions.motion_blur_image`).
 
     Parameters
     ----------
@@ -724,16 +730,20 @@ def render_condition_image(images, index: int, condition: str, *, seed=0) -> np.
     Returns
     -------
     ndarray of uint8, shape (28, 28), or None
-        None when the condition draws at random (noise, motion blur, the simulated
-        recaptures): its draws are made for the whole batch, so render the whole pool with
-        :func:`render_condition` (and cache it).
+        None when the condition draws at random from the images' values (noise, the
+        simulated recaptures): its draws are made for the whole batch, so render the whole
+        pool with :func:`render_condition` (and cache it).
     """
     position, row, images = _condition_input(images, condition)
     if not 0 <= int(index) < len(images):
         raise ValueError(f"`index` must be in [0, {len(images)}); got {index!r}.")
     rng = _condition_streams(seed)[position]
-    before = rng.bit_generator.state
     index = int(index)
+    if row.source == "synthetic" and row.family == "motion_blur":
+        # One angle per image, drawn for the whole batch; the streak reads its own image only.
+        out = motion_blur_image(images.astype(np.float32) / 255.0, index, int(row.severity), rng)
+        return np.rint(_quantised(out) * 255.0).astype(np.uint8)
+    before = rng.bit_generator.state
     out = _perturb(images[index : index + 1].astype(np.float32) / 255.0, row, rng)
     if rng.bit_generator.state != before:
         return None

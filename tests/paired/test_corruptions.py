@@ -257,6 +257,16 @@ def test_motion_blur_of_a_large_batch_equals_each_image_blurred_alone(severity):
     assert batch.shape == images.shape
 
 
+def test_motion_blur_of_one_image_equals_its_image_in_the_batch():
+    images = np.random.default_rng(6).random((150, 10, 10))
+    whole = corruptions.motion_blur(images, 4, np.random.default_rng(7))
+    for index in (0, 1, 64, 149):
+        one = corruptions.motion_blur_image(images, index, 4, np.random.default_rng(7))
+        np.testing.assert_array_equal(one, whole[index])
+    with pytest.raises(ValueError, match=r"`index` in \[0, n\); got \(150, 10, 10\), 150"):
+        corruptions.motion_blur_image(images, 150, 4, np.random.default_rng(7))
+
+
 def test_homographies_map_the_source_corners_onto_the_targets():
     rng = np.random.default_rng(0)
     src = np.array([[0.0, 0.0], [31.0, 0.0], [31.0, 31.0], [0.0, 31.0]]) + rng.uniform(-3, 3, (5, 4, 2))

@@ -422,11 +422,13 @@ def test_one_image_rendered_alone_equals_its_image_in_the_whole_pools_render(shi
         for i in positions:
             got = first if i == positions[0] else render_condition_image(shipped.images, i, condition, seed=seed)
             np.testing.assert_array_equal(got, full[i], err_msg=f"{condition}, image {i}")
-    # Every natural transform and the five deterministic corruptions (two severities each) go alone;
-    # noise, motion blur and the simulated recaptures draw at random and need the whole batch.
+    # Every natural transform, the five deterministic corruptions and motion blur (its angles
+    # drawn for the batch, one image streaked; two severities each) go alone; noise and the
+    # simulated recaptures draw from the images' values and need the whole batch.
     families = set(demo_conditions().set_index("condition").loc[alone, "family"])
     assert families == set(NATURAL_TRANSFORMS) | {
         "defocus_blur",
+        "motion_blur",
         "contrast",
         "brightness",
         "pixelate",
