@@ -6,6 +6,7 @@ import warnings
 
 import pandas as pd
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from core.constants import COVERAGES
 from core.exceptions import UndefinedTargetWarning
@@ -143,7 +144,9 @@ def _policy_job(data: PairedData, model: str, condition: str, source: str) -> Au
     )
 
 
-def _policies(data: PairedData, model: str, condition: str, source: str) -> None:
+def _policies() -> DeltaGenerator:
+    """The policy section's heading and controls; returns the container its results go into
+    (:func:`_policy_results`, called last)."""
     st.subheader("Which perturbed-side acceptance policy is safest?")
     st.markdown(
         "Five policies accept a perturbed prediction when its max probability reaches the threshold that "
@@ -163,9 +166,15 @@ def _policies(data: PairedData, model: str, condition: str, source: str) -> None
     c2.segmented_control(
         "Information level", ["I0", "Ik", "I5"], key="paired_level", persist_state="session", required=True
     )
+    return st.container()
+
+
+def _policy_results(data: PairedData, model: str, condition: str, source: str) -> None:
+    """The comparison of the cell's policies at the chosen λ and level, or its progress."""
     lam, level = float(st.session_state["paired_lambda"]), st.session_state["paired_level"]
     job = _policy_job(data, model, condition, source)
-    job.wait(foreground_wait_s())  # a report computed before shows at once
+    # A cell's first report takes seconds: no wait unless a test asks for finished jobs.
+    job.wait(foreground_wait_s(default=0.0))
     if not job.done:
         st.info(
             "The policies are being compared under every feasible pairing of this cell, in the background "
@@ -296,7 +305,7 @@ def _paired_body(data: PairedData) -> None:
             column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("low", "high", "observed")},
         )
 
-    _policies(data, model, condition, st.session_state["paired_source"])
+    policy_slot = _policies()
 
     st.subheader("Across every model and condition")
     grid = _grid(data.key, coverage, fixed_tau, _records=records)
@@ -332,6 +341,10 @@ def _paired_body(data: PairedData) -> None:
         if fixed_tau is None
         else f"Every cell, target and level, at the fixed τ = {fixed_tau:g}.",
     )
+    # Last: a new cell's comparison is computed in a thread, which would otherwise slow the
+    # drawing of the grid above (they share one interpreter).
+    with policy_slot:
+        _policy_results(data, model, condition, st.session_state["paired_source"])
 
 
 def _unpaired_body(data: PairedData) -> None:
