@@ -25,7 +25,7 @@ import streamlit as st
 
 from core.reviews import TEAM_ENV_VAR, Team, TeamFileError, User, load_team
 
-__all__ = ["Access", "current_access", "gate", "server_team", "sign_in_configured", "team_path"]
+__all__ = ["Access", "current_access", "gate", "report_reviews", "server_team", "sign_in_configured", "team_path"]
 
 _LOG = logging.getLogger("reliability_audit.ui")
 
@@ -197,3 +197,13 @@ def server_team() -> Team | None:
     if not path:
         raise TeamFileError("sign-in is configured but no team file was given; nobody may write.")
     return _load(path)
+
+
+def report_reviews() -> dict:
+    """The report's review options for this visitor: the database for an admin (or in local mode);
+    for anyone else the decisions are left out, and the report says why (it shows every
+    reviewer's decisions, which a blind reviewer must not see)."""
+    access = current_access()
+    if access.can("admin"):
+        return {"reviews_db": st.session_state["reviews_db"]}
+    return {"reviews_db": None, "reviews_note": f"only an admin's report holds them (you are a {access.role})."}
