@@ -248,7 +248,7 @@ def queue_display(queue: pd.DataFrame, latest: pd.DataFrame, key: AuditKey) -> p
             reviewers_per_case=plan.reviewers_per_case,
         )
         out["opinions"] = keys.map(states["opinions"]).fillna(0).astype(int)
-        out["state"] = keys.map(states["state"]).fillna("open").map(CASE_STATES)
+        out["state"] = keys.map(states["state"]).astype(object).where(keys.isin(states.index), "open").map(CASE_STATES)
     return out
 
 
