@@ -25,7 +25,7 @@ from core.cfc.protocol import Protocol
 from core.reviews import default_db_path
 from core.tabular.datasets import DEFAULT_DATASET
 from core.views.uploads import LARGE_TABLE_ROWS
-from ui.auth import gate, team_path
+from ui.auth import Blocked, gate, team_path
 from ui.certificate import DEFAULT_TOP_GROUPS, PANEL_TABS
 from ui.own_model import default_audits_dir
 from ui.sidebar import render_sidebar
@@ -148,8 +148,14 @@ for _key, _value in DEFAULTS.items():
     if _key not in st.session_state:
         st.session_state[_key] = _value
 
-# With sign-in configured, nothing below runs before the visitor is signed in and has a role.
-gate(st.session_state["team_file"])
+# With sign-in configured, nothing below runs before the visitor is signed in and has a role:
+# until then the sign-in (or no-access) page is the only page, so no other can be opened.
+_access = gate(st.session_state["team_file"])
+if isinstance(_access, Blocked):
+    st.navigation(
+        [st.Page(_access.body, title=_access.title, url_path="sign-in", default=True)], position="hidden"
+    ).run()
+    st.stop()
 
 _pages = {
     "Tabular audit": [

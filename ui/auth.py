@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +26,16 @@ import streamlit as st
 
 from core.reviews import TEAM_ENV_VAR, Team, TeamFileError, User, load_team
 
-__all__ = ["Access", "current_access", "gate", "report_reviews", "server_team", "sign_in_configured", "team_path"]
+__all__ = [
+    "Access",
+    "Blocked",
+    "current_access",
+    "gate",
+    "report_reviews",
+    "server_team",
+    "sign_in_configured",
+    "team_path",
+]
 
 _LOG = logging.getLogger("reliability_audit.ui")
 
@@ -92,10 +102,19 @@ def _load(path: str) -> Team:
     return _team(path, mtime)
 
 
-def _page(title: str, body) -> None:
-    """Show only this page: a hidden one-page navigation, so no other page can be opened."""
-    st.navigation([st.Page(body, title=title, url_path="sign-in", default=True)], position="hidden").run()
-    st.stop()
+@dataclass(frozen=True, kw_only=True)
+class Blocked:
+    """The one page a visitor who may not see the dashboard gets (``app.py`` declares it alone).
+
+    Attributes
+    ----------
+    title : str
+    body : callable
+        Draws the page (the sign-in button, or why there is no access and a sign-out button).
+    """
+
+    title: str
+    body: Callable[[], None]
 
 
 def _sign_in_page() -> None:
@@ -104,17 +123,17 @@ def _sign_in_page() -> None:
     st.button("Sign in", key="auth_sign_in", type="primary", icon=":material/login:", on_click=st.login)
 
 
-def _no_access_page(text: str) -> None:
+def _no_access(text: str) -> Blocked:
     def body() -> None:
         st.title("Reliability audit")
         st.warning(text, icon=":material/lock:")
         st.button("Sign out", key="auth_sign_out", icon=":material/logout:", on_click=st.logout)
 
-    _page("No access", body)
+    return Blocked(title="No access", body=body)
 
 
-def gate(team_file: str | None) -> Access:
-    """Decide what the visitor may see; in team mode, stop at the sign-in or no-access page.
+def gate(team_file: str | None) -> Access | Blocked:
+    """Decide what the visitor may see.
 
     Parameters
     ----------
@@ -123,9 +142,10 @@ def gate(team_file: str | None) -> Access:
 
     Returns
     -------
-    Access
-        Only for a visitor who may see the dashboard (also stored in
-        ``st.session_state["access"]``).
+    Access or Blocked
+        :class:`Access` for a visitor who may see the dashboard (also stored in
+        ``st.session_state["access"]``); in team mode, :class:`Blocked` (the sign-in or the
+        no-access page) for anyone else: ``app.py`` then shows that page alone and stops.
     """
     if not sign_in_configured():
         note = (
@@ -139,9 +159,9 @@ def gate(team_file: str | None) -> Access:
         return access
     st.session_state["access"] = None
     if not st.user.get("is_logged_in"):
-        _page("Sign in", _sign_in_page)
+        return Blocked(title="Sign in", body=_sign_in_page)
     if team_file is None:
-        _no_access_page(
+        return _no_access(
             "Sign-in is configured but no team file was given (start the server with --team FILE or set "
             f"{TEAM_ENV_VAR}), so nobody has a role yet. Ask the person who runs this dashboard."
         )
@@ -149,19 +169,19 @@ def gate(team_file: str | None) -> Access:
         team = _load(team_file)
     except TeamFileError as exc:
         _LOG.error("team file: %s", exc)
-        _no_access_page(f"The team file cannot be used: {str(exc).replace(str(team_file), Path(team_file).name)}")
+        return _no_access(f"The team file cannot be used: {str(exc).replace(str(team_file), Path(team_file).name)}")
     try:
         user = User(email=str(st.user.get("email") or ""), name=str(st.user.get("name") or ""))
     except ValueError:
         user = None
     if user is None or not user.email:
-        _no_access_page(
+        return _no_access(
             "Your sign-in did not give an e-mail address, and roles are given per address. Ask the person "
             "who runs this dashboard to request the `email` scope from the identity provider."
         )
     role = team.role_of(user.email)
     if role is None:
-        _no_access_page(
+        return _no_access(
             f"You are signed in as {user.email}, which has no role in this dashboard's team. Ask an admin of "
             "the team to add you."
         )

@@ -40,16 +40,18 @@ def run_session(db: str, team_file: str, session: int, seconds: float, log_path:
     deadline = time.monotonic() + seconds
     with open(log_path, "a", buffering=1, encoding="utf-8") as log:
 
-        def submit(token: str, ids: list[int], decision: str, call) -> list:
-            log.write(f"intent {token} {','.join(map(str, ids))} {decision}\n")
+        def retrying(call) -> list:
             while True:
                 try:
-                    stored = call()
-                    break
+                    return call()
                 except ReviewStoreError as exc:  # locked longer than the timeout: retry, same id
                     if "lock" not in str(exc) and "busy" not in str(exc):
                         raise
                     counts["retries"] += 1
+
+        def submit(token: str, ids: list[int], decision: str, call) -> list:
+            log.write(f"intent {token} {','.join(map(str, ids))} {decision}\n")
+            stored = retrying(call)
             log.write(f"ack {token} {' '.join(str(r.review_id) for r in stored)}\n")
             return stored
 
@@ -80,16 +82,13 @@ def run_session(db: str, team_file: str, session: int, seconds: float, log_path:
                 )
             counts["submissions"] += 1
             if rng.random() < 0.1:  # the same click delivered twice
-                again = (
-                    store.record_many(
-                        "fp", [int(r.sample_id) for r in stored], reviewer=user, decision=decision, submission_id=token
+                ids = [int(r.sample_id) for r in stored]
+                again = retrying(
+                    lambda ids=ids, d=decision, t=token: (
+                        store.record_many("fp", ids, reviewer=user, decision=d, submission_id=t)
+                        if len(ids) > 1
+                        else [store.record("fp", ids[0], reviewer=user, decision=d, submission_id=t)]
                     )
-                    if len(stored) > 1
-                    else [
-                        store.record(
-                            "fp", int(stored[0].sample_id), reviewer=user, decision=decision, submission_id=token
-                        )
-                    ]
                 )
                 assert [r.review_id for r in again] == [r.review_id for r in stored], (token, again, stored)
                 counts["repeats"] += 1
