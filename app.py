@@ -148,15 +148,6 @@ for _key, _value in DEFAULTS.items():
     if _key not in st.session_state:
         st.session_state[_key] = _value
 
-# With sign-in configured, nothing below runs before the visitor is signed in and has a role:
-# until then the sign-in (or no-access) page is the only page, so no other can be opened.
-_access = gate(st.session_state["team_file"])
-if isinstance(_access, Blocked):
-    st.navigation(
-        [st.Page(_access.body, title=_access.title, url_path="sign-in", default=True)], position="hidden"
-    ).run()
-    st.stop()
-
 _pages = {
     "Tabular audit": [
         st.Page("pages/overview.py", title="Overview: data & protocol", icon=":material/dashboard:", default=True),
@@ -170,6 +161,17 @@ _pages = {
         st.Page("pages/recapture.py", title="Recapture queue", icon=":material/photo_camera:"),
     ],
 }
+# With sign-in configured, no page runs before the visitor is signed in and has a role: until
+# then the sign-in (or no-access) page answers every address, a deep link such as /triage too.
+_access = gate(st.session_state["team_file"])
+if isinstance(_access, Blocked):
+    _paths = [p.url_path for group in _pages.values() for p in group if p.url_path]
+    st.navigation(
+        [st.Page(_access.body, title=_access.title, url_path="sign-in", default=True)]
+        + [st.Page(_access.body, title=_access.title, url_path=path) for path in _paths],
+        position="hidden",
+    ).run()
+    st.stop()
 _page = st.navigation(_pages)
 render_sidebar(_page.url_path)
 _page.run()

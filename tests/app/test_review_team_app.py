@@ -52,7 +52,7 @@ def test_a_signed_out_visitor_sees_only_the_sign_in_page(reviews_db, team_file):
     assert [b.label for b in at.button] == ["Sign in"]
     assert not at.dataframe and not at.metric and not at.get("plotly_chart") and not at.sidebar.selectbox
     # Only the sign-in page is registered: no other page can be opened (the browser test opens a deep link).
-    with pytest.raises(ValueError, match=r"Known pages: \['Sign in'\]"):
+    with pytest.raises(ValueError, match=r"Could not find a navigation page for .*triage\.py"):
         at.switch_page(PAGE)
 
 

@@ -195,7 +195,7 @@ def test_a_review_team_signs_in_double_reviews_and_adjudicates(team_server, chro
     visitor.get_by_role("button", name="Sign in").wait_for(timeout=TIMEOUT_MS)
     settle(visitor, timeout_ms=TIMEOUT_MS)
     body = visitor.locator("body").inner_text()
-    for absent in ("Triage queue", "Audit selection", "Review database", "Raw data", "Overview"):
+    for absent in ("Triage queue", "Audit selection", "Review database", "Raw data", "Overview", "Page not found"):
         assert absent not in body, absent
     assert visitor.locator('[data-testid="stDataFrame"], [data-testid="stSidebarNav"], .js-plotly-plot').count() == 0
     visitor.context.close()
