@@ -292,8 +292,15 @@ def _flash(kind: str, text: str) -> None:
     st.session_state["review_flash"] = (kind, text)
 
 
-def _refused(what: str, exc: AccessRefused) -> None:
-    _flash("error", f"{what}: {exc} Your role is {exc.role}.")
+def _attempt(what: str, call):
+    """Run one store write; when the store refuses it (role, input), say so after ``what`` and return None."""
+    try:
+        return call()
+    except AccessRefused as exc:
+        _flash("error", f"{what}: {exc} Your role is {exc.role}.")
+    except ValueError as exc:
+        _flash("error", f"{what}: {exc}")
+    return None
 
 
 def _save(key: AuditKey, sample_id: int, token: str, order: Sequence[int], then_next: bool) -> None:
@@ -306,18 +313,16 @@ def _save(key: AuditKey, sample_id: int, token: str, order: Sequence[int], then_
         # click delivered twice (a double click racing the rerun), not a new decision.
         _flash("success", f"Already saved: sample {sample_id} — {DECISION_LABELS[decision]} by {_who_text()}.")
         return
-    try:
-        review = store().record(
-            key, sample_id, reviewer=actor, decision=decision, note=note, reasons=reasons, submission_id=token
-        )
-    except AccessRefused as exc:
-        _refused("Decision not saved", exc)
+    if decision is None and _who_text():
+        _flash("error", "Decision not saved: choose a decision first (Alt+1, Alt+2 or Alt+3).")
         return
-    except ValueError as exc:
-        if decision is None and _who_text():
-            _flash("error", "Decision not saved: choose a decision first (Alt+1, Alt+2 or Alt+3).")
-        else:
-            _flash("error", f"Decision not saved: {exc}")
+    review = _attempt(
+        "Decision not saved",
+        lambda: store().record(
+            key, sample_id, reviewer=actor, decision=decision, note=note, reasons=reasons, submission_id=token
+        ),
+    )
+    if review is None:
         return
     st.session_state["_review_last_saved"] = fingerprint
     _remember()
@@ -339,15 +344,13 @@ def _save(key: AuditKey, sample_id: int, token: str, order: Sequence[int], then_
 
 def _retract(key: AuditKey, token: str) -> None:
     """Undo the reviewer's latest saved decision in this audit, whichever case it was on."""
-    try:
-        review = store().retract(
+    review = _attempt(
+        "Nothing retracted",
+        lambda: store().retract(
             key, reviewer=who(), note=st.session_state.get("review_note") or "", submission_id=f"retract-{token}"
-        )
-    except AccessRefused as exc:
-        _refused("Nothing retracted", exc)
-        return
-    except ValueError as exc:
-        _flash("error", f"Nothing retracted: {exc}")
+        ),
+    )
+    if review is None:
         return
     st.session_state.pop("_review_last_saved", None)
     _remember()
@@ -378,8 +381,9 @@ def _bulk(key: AuditKey, sample_ids: Sequence[int], token: str) -> None:
     if decision is None:  # the button is disabled then; a stale click still records nothing
         _flash("error", "Bulk decision not saved: choose a decision first.")
         return
-    try:
-        stored = store().record_many(
+    stored = _attempt(
+        "Bulk decision not saved",
+        lambda: store().record_many(
             key,
             list(sample_ids),
             reviewer=who(),
@@ -388,12 +392,9 @@ def _bulk(key: AuditKey, sample_ids: Sequence[int], token: str) -> None:
             note=st.session_state.get("review_bulk_note") or "",
             submission_id=f"bulk-{token}",
             skip_identical=True,
-        )
-    except AccessRefused as exc:
-        _refused("Bulk decision not saved", exc)
-        return
-    except ValueError as exc:
-        _flash("error", f"Bulk decision not saved: {exc}")
+        ),
+    )
+    if stored is None:
         return
     st.session_state.pop("_review_last_saved", None)
     _remember()
@@ -623,20 +624,18 @@ def history_panel(key: AuditKey, sample_id: int) -> None:
 # The admin's side (team mode): the review plan, agreement, adjudication
 def _plan(key: AuditKey, queue_ids: Sequence[str]) -> None:
     assign = bool(st.session_state.get("review_plan_assign"))
-    try:
-        plan = store().plan(
+    plan = _attempt(
+        "Plan not saved",
+        lambda: store().plan(
             key,
             list(queue_ids) if assign else [],
             admin=who(),
             reviewers_per_case=int(st.session_state.get("review_plan_per_case") or 1),
             reviewers=list(st.session_state.get("review_plan_reviewers") or []) or None,
             assign=assign,
-        )
-    except AccessRefused as exc:
-        _refused("Plan not saved", exc)
-        return
-    except ValueError as exc:
-        _flash("error", f"Plan not saved: {exc}")
+        ),
+    )
+    if plan is None:
         return
     _flash("success", f"Plan saved: {plan_text(plan)}.")
 
@@ -731,20 +730,18 @@ def _adjudicate(key: AuditKey, sample_id: int, token: str) -> None:
     if decision is None:
         _flash("error", "Not adjudicated: choose the final decision first.")
         return
-    try:
-        review = store().adjudicate(
+    review = _attempt(
+        "Not adjudicated",
+        lambda: store().adjudicate(
             key,
             sample_id,
             reviewer=who(),
             decision=decision,
             note=st.session_state.get("adjudicate_note") or "",
             submission_id=f"adjudicate-{token}",
-        )
-    except AccessRefused as exc:
-        _refused("Not adjudicated", exc)
-        return
-    except ValueError as exc:
-        _flash("error", f"Not adjudicated: {exc}")
+        ),
+    )
+    if review is None:
         return
     st.session_state["adjudicate_decision"] = None
     st.session_state["adjudicate_note"] = ""

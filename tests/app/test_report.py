@@ -39,18 +39,6 @@ PAIRED_DEMO = ROOT / "assets" / "paired_demo"
 SECTIONS = ("protocol", "models", "fds", "triage", "examples", "paired")
 
 
-@pytest.fixture(scope="module")
-def audit(tmp_path_factory):
-    """(AuditResult, folder) of breast_cancer + logreg, seed 0."""
-    from core.tabular.audit import run_audit, write_audit
-
-    result = run_audit("breast_cancer", model="logreg", seed=0)
-    folder = tmp_path_factory.mktemp("audit") / "bc"
-    folder.mkdir()
-    write_audit(result, folder)
-    return result, folder
-
-
 @pytest.fixture(autouse=True)
 def _no_default_db(tmp_path, monkeypatch):
     # The CLI falls back to the dashboard's default database: point it at a file that does not exist.

@@ -1,6 +1,6 @@
 """The report's review sections against the store: counts from the store's own rows, agreement
 (Cohen's kappa per pair, Fleiss' kappa) and adjudicated decisions, and no path or user name of
-the serving machine anywhere in the HTML."""
+the serving machine anywhere in the HTML. The ``audit`` fixture is in ``conftest.py``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from core.reviews import DECISION_LABELS, DECISIONS, ReviewStore, Team, User
 
@@ -21,18 +20,6 @@ ANA = User(email="ana@example.org", name="Ana")
 BO = User(email="bo@example.org", name="Bo")
 CY = User(email="cy@example.org", name="Cy")
 TEAM = Team(members={"ana@example.org": "admin", "bo@example.org": "reviewer", "cy@example.org": "reviewer"})
-
-
-@pytest.fixture(scope="module")
-def audit(tmp_path_factory):
-    """(AuditResult, folder) of breast_cancer + logreg, seed 0."""
-    from core.tabular.audit import run_audit, write_audit
-
-    result = run_audit("breast_cancer", model="logreg", seed=0)
-    folder = tmp_path_factory.mktemp("audit") / "bc"
-    folder.mkdir()
-    write_audit(result, folder)
-    return result, folder
 
 
 def _queue(result, budget=0.1) -> list[str]:

@@ -28,10 +28,8 @@ from core.reviews import ReviewStore, agreement
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 from browser_kit import (  # noqa: E402
-    ChromiumMissingError,
     ServerStartError,
     free_port,
-    launch_chromium,
     settle,
     stop_server,
     wait_healthy,
@@ -130,22 +128,9 @@ def _env() -> dict:
     return {**env, "PYTHONUNBUFFERED": "1"}
 
 
-@pytest.fixture(scope="module")
-def chromium():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        try:
-            browser = launch_chromium(pw)
-        except ChromiumMissingError as exc:
-            pytest.fail(str(exc))
-        yield browser
-        browser.close()
-
-
-def _sign_in(chromium, url: str, email: str):
+def _sign_in(browser, url: str, email: str):
     """A fresh browser context (its own cookies) signed in as ``email``; returns its page."""
-    context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.goto(f"{url}/")
     page.get_by_role("button", name="Sign in").click(timeout=TIMEOUT_MS)
@@ -187,10 +172,10 @@ def _decide_five(page, decisions: list[str]) -> list[str]:
     return cases
 
 
-def test_a_review_team_signs_in_double_reviews_and_adjudicates(team_server, chromium):
+def test_a_review_team_signs_in_double_reviews_and_adjudicates(team_server, browser):
     url, db = team_server
     # A signed-out visitor of a deep link: the sign-in page and nothing else.
-    visitor = chromium.new_context().new_page()
+    visitor = browser.new_context().new_page()
     visitor.goto(f"{url}/triage")
     visitor.get_by_role("button", name="Sign in").wait_for(timeout=TIMEOUT_MS)
     settle(visitor, timeout_ms=TIMEOUT_MS)
@@ -201,7 +186,7 @@ def test_a_review_team_signs_in_double_reviews_and_adjudicates(team_server, chro
     visitor.context.close()
 
     # The admin plans a double review of the queue (round-robin over the two reviewers).
-    ana = _sign_in(chromium, url, "ana@example.org")
+    ana = _sign_in(browser, url, "ana@example.org")
     _triage(ana, url)
     ana.get_by_text("Review plan — one reviewer per case").first.click()
     ana.locator(".st-key-review_plan_per_case input").fill("2")
@@ -212,11 +197,11 @@ def test_a_review_team_signs_in_double_reviews_and_adjudicates(team_server, chro
     ana.get_by_text("Plan saved: 2 reviewers per case, blind").first.wait_for(timeout=TIMEOUT_MS)
 
     # Two reviewers decide the same five cases; cy is blind to bo's decisions until deciding.
-    bo = _sign_in(chromium, url, "bo@example.org")
+    bo = _sign_in(browser, url, "bo@example.org")
     _triage(bo, url)
     assert bo.locator(".st-key-review_reviewer").count() == 0  # no typed name with sign-in
     bo_cases = _decide_five(bo, BO)
-    cy = _sign_in(chromium, url, "cy@example.org")
+    cy = _sign_in(browser, url, "cy@example.org")
     _triage(cy, url)
     assert _case(cy) == bo_cases[0] and _history_count(cy) == 0  # bo's decision is not shown to cy
     cy_cases = _decide_five(cy, CY)
@@ -245,7 +230,7 @@ def test_a_review_team_signs_in_double_reviews_and_adjudicates(team_server, chro
     ana.get_by_text("Adjudication queue — 0 case(s)").wait_for(timeout=TIMEOUT_MS)
 
     # A viewer reads the queue but finds no decision control.
-    dee = _sign_in(chromium, url, "dee@example.org")
+    dee = _sign_in(browser, url, "dee@example.org")
     _triage(dee, url)
     dee.get_by_text("you can read the queue").wait_for(timeout=TIMEOUT_MS)
     for label in ("Save decision", "Save & next (Alt+S)", "Adjudicate"):
