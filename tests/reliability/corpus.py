@@ -1646,6 +1646,64 @@ def _probe_cases() -> list[Case]:
     ]
 
 
+_TEAM = '[members]\n"ana@example.org" = "admin"\n'
+
+
+def _team_cases() -> list[Case]:
+    """The review team's files: refused by the ``dashboard`` command before any server starts."""
+    dashboard = ("dashboard", "--team", "{t}/team.toml")
+    return [
+        Case(
+            "team-file-missing",
+            _noop,
+            dashboard,
+            match=(r"team\.toml", r"does not exist"),
+        ),
+        Case(
+            "team-file-unknown-role",
+            _write("team.toml", '[members]\n"ana@example.org" = "admin"\n"bo@example.org" = "boss"\n'),
+            dashboard,
+            match=(r"team\.toml", r"line 3", r"bo@example\.org", r"'boss'", r"admin.*reviewer.*viewer"),
+        ),
+        Case(
+            "team-file-not-an-address",
+            _write("team.toml", '[members]\n"ana" = "admin"\n'),
+            dashboard,
+            match=(r"team\.toml", r"line 2", r"'ana' is not an e-mail address"),
+        ),
+        Case(
+            "team-file-admin-default",
+            _write("team.toml", 'default_role = "admin"\n'),
+            dashboard,
+            match=(r"team\.toml", r"line 1", r"default_role", r"'admin'"),
+        ),
+        Case(
+            "team-file-not-toml",
+            _write("team.toml", "[members\n"),
+            dashboard,
+            match=(r"team\.toml", r"not valid TOML", r"line 1"),
+        ),
+        Case(
+            "team-secrets-without-auth",
+            _both(_write("team.toml", _TEAM), _write("secrets.toml", 'x = "y"\n')),
+            (*dashboard, "--secrets", "{t}/secrets.toml"),
+            match=(r"secrets\.toml", r"no \[auth\] section"),
+        ),
+        Case(
+            "team-secrets-without-team",
+            _write("secrets.toml", '[auth]\nredirect_uri = "http://x/oauth2callback"\n'),
+            ("dashboard", "--secrets", "{t}/secrets.toml"),
+            match=(r"--secrets", r"--team"),
+        ),
+        Case(
+            "team-api-twice",
+            _write("team.toml", '[members]\n"a@x.org" = "admin"\n"A@X.org" = "viewer"\n'),
+            call=lambda ctx: __import__("core.reviews", fromlist=["load_team"]).load_team(ctx / "team.toml"),
+            match=(r"team\.toml", r"line 3", r"listed twice"),
+        ),
+    ]
+
+
 def build_cases() -> list[Case]:
     cases = (
         _table_cases("audit", AUDIT)
@@ -1656,6 +1714,7 @@ def build_cases() -> list[Case]:
         + _grid_cases()
         + _synth_cases()
         + _review_cases()
+        + _team_cases()
         + _api_cases()
         + _probe_cases()
     )
