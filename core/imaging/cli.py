@@ -7,7 +7,7 @@
 ``IMAGES`` is a folder of PNG / JPEG files (names in ``LABELS.csv``, columns ``file,label``),
 a ``.zip`` of them or an ``.npz`` (``images``, ``labels``). Writes ``DIR/clean.parquet``,
 ``DIR/probes.parquet``, ``DIR/natural.parquet``, ``DIR/records.parquet`` and
-``DIR/manifest.json`` (:mod:`core.paired.probe`); then
+``DIR/manifest.json`` (:mod:`core.imaging.probe`); then
 
 ``python -m core paired --records DIR/records.parquet --probes DIR/probes.parquet DIR/natural.parquet``
 ``    --clean-outputs DIR/clean.parquet --tau 0.8 --out QUEUE``
@@ -70,8 +70,8 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     """Execute ``python -m core probe``; returns the exit code."""
-    from core.paired.images import open_images
-    from core.paired.probe import (
+    from core.imaging.images import open_images
+    from core.imaging.probe import (
         OnnxImageClassifier,
         parse_natural,
         parse_probes,

@@ -9,7 +9,7 @@ and soft-maxed.
 
 :func:`run_probes` produces, for every image, the clean outputs, the synthetic probes (the 9
 corruptions x 2 severities of SPEC B.5 by default, :data:`DEFAULT_PROBES`) and the natural
-transforms (the 18 of :data:`core.paired.corruptions.NATURAL_TRANSFORMS`, the TTA comparator),
+transforms (the 18 of :data:`core.imaging.corruptions.NATURAL_TRANSFORMS`, the TTA comparator),
 in the long schemas of ``docs/DEVELOPING.md`` read by ``python -m core paired --probes ...
 --clean-outputs ...`` and the Recapture page; and paired records (synthetic probes as
 conditions of source ``synthetic``, optionally real re-captures of source ``recapture``).
@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.paired.corruptions import CORRUPTIONS, NATURAL_TRANSFORMS
-from core.paired.images import ImageSet
+from core.imaging.corruptions import CORRUPTIONS, NATURAL_TRANSFORMS
+from core.imaging.images import ImageSet
 
 __all__ = [
     "DEFAULT_PROBES",
@@ -549,7 +549,7 @@ def run_probes(
         "seed": int(seed),
         "batch_size": int(batch_size),
         "note": "Corruption parameters follow ImageNet-C with spatial sizes scaled to 32 px "
-        "(core.paired.corruptions); every probe input is an 8-bit image.",
+        "(core.imaging.corruptions); every probe input is an 8-bit image.",
     }
     return ProbeResult(clean, probes_df, natural_df, records, manifest)
 
@@ -620,7 +620,7 @@ def probe_uploaded(
     ValueError
         Naming the uploaded file.
     """
-    from core.paired.images import open_zip_images
+    from core.imaging.images import open_zip_images
     from core.validation import check_upload_size
 
     files = [("model", model_file, ".onnx"), ("images", images_zip, ".zip")]

@@ -43,7 +43,7 @@ __all__ = [
     "RECAPTURE_LEVELS",
     "SEVERITY_PARAMETERS",
     "RecaptureCondition",
-    # building blocks shared with core.paired.recapture_sim
+    # building blocks shared with core.imaging.recapture_sim
     "batch_iv",
     "finish_batch",
     "homographies",
