@@ -31,7 +31,7 @@ def probed(folder, cnn, tmp_path_factory):
     code = main(
         [
             "probe",
-            "--model",
+            "--model-file",
             str(cnn[1]),
             "--images",
             str(folder / "images"),
@@ -212,7 +212,7 @@ def test_non_image_file_in_the_folder_is_named(tmp_path, data, cnn, capsys):
     (tmp_path / "imgs" / "notes.txt").write_text("not an image")
     code, err = run_cli(
         capsys,
-        "--model",
+        "--model-file",
         cnn[1],
         "--images",
         tmp_path / "imgs",
@@ -232,7 +232,7 @@ def test_image_count_that_differs_from_the_labels_is_named(tmp_path, data, cnn, 
     )
     code, err = run_cli(
         capsys,
-        "--model",
+        "--model-file",
         cnn[1],
         "--images",
         tmp_path / "imgs",
@@ -265,7 +265,7 @@ def test_model_whose_input_size_cannot_be_read_is_named(tmp_path, cnn, folder, c
     )
     code, err = run_cli(
         capsys,
-        "--model",
+        "--model-file",
         path,
         "--images",
         folder / "images",
@@ -287,7 +287,7 @@ def test_model_with_the_wrong_number_of_classes_is_named(tmp_path, data, cnn, ca
     write_pngs(tmp_path / "imgs", data[0][:4], labels)
     code, err = run_cli(
         capsys,
-        "--model",
+        "--model-file",
         cnn[1],
         "--images",
         tmp_path / "imgs",
@@ -318,12 +318,14 @@ def test_progress_counts_every_batch_of_every_variant(folder, cnn, capsys, tmp_p
     batches = -(-N_IMAGES // 4)
     total = batches * (1 + 3 + 2 + 1)
     assert [e[1] for e in events] == list(range(1, total + 1)) and {e[2] for e in events} == {total}
-    assert [e[0] for e in events[:batches]] == ["clean"] * batches and events[-1][0] == "screen"
+    # One batch at a time: its clean images, its probes and transforms, then its re-captures.
+    per_batch = ["clean", *(f"{c} s{s}" for c, s in DEFAULT_PROBES[:3]), "hflip", "gamma_0.8", "screen"]
+    assert [e[0] for e in events] == per_batch * batches
     # The command line shows it as a bar on stderr.
     code = main(
         [
             "probe",
-            "--model",
+            "--model-file",
             str(cnn[1]),
             "--images",
             str(folder / "images"),
@@ -338,3 +340,78 @@ def test_progress_counts_every_batch_of_every_variant(folder, cnn, capsys, tmp_p
         ]
     )
     assert code == 0 and "100%" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------
+# --model-file, and --model PATH kept for one release
+# ------------------------------------------------------------------------------------------
+def _probe_argv(flag, cnn, folder, out):
+    return [
+        "probe",
+        flag,
+        str(cnn[1]),
+        "--images",
+        str(folder / "images"),
+        "--labels",
+        str(folder / "images_labels.csv"),
+        "--out",
+        str(out),
+        "--probes",
+        "contrast:2,gaussian_noise:1",
+        "--natural",
+        "hflip",
+        "--no-progress",
+    ]
+
+
+def test_model_file_names_the_onnx_file_and_warns_nothing(cnn, folder, tmp_path, capsys):
+    assert main(_probe_argv("--model-file", cnn, folder, tmp_path / "new")) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert (tmp_path / "new" / "records.parquet").is_file()
+
+
+def test_model_path_still_works_with_one_deprecation_line(cnn, folder, tmp_path, capsys):
+    assert main(_probe_argv("--model-file", cnn, folder, tmp_path / "new")) == 0
+    capsys.readouterr()
+    assert main(_probe_argv("--model", cnn, folder, tmp_path / "old")) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert len(warned) == 1 and f"--model-file {cnn[1]}" in warned[0] and "next release" in warned[0]
+    for name in ("clean.parquet", "probes.parquet", "natural.parquet", "records.parquet", "manifest.json"):
+        assert (tmp_path / "old" / name).read_bytes() == (tmp_path / "new" / name).read_bytes()
+
+
+def test_model_path_raises_a_deprecation_warning_naming_model_file(cnn, folder, tmp_path):
+    from core.cli import build_parser
+
+    args = build_parser().parse_args(_probe_argv("--model", cnn, folder, tmp_path / "old"))
+    with pytest.warns(DeprecationWarning, match=r"--model-file"):
+        assert args.func(args) == 0
+
+
+def test_model_and_model_file_together_or_neither_are_refused(cnn, folder, tmp_path, capsys):
+    argv = _probe_argv("--model-file", cnn, folder, tmp_path / "o")
+    with pytest.raises(SystemExit) as both:
+        main([*argv, "--model", str(cnn[1])])
+    assert both.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as neither:
+        main(argv[:1] + argv[3:])
+    assert neither.value.code == 2 and "--model-file" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_bad_model_file_is_named_with_the_flag_given(tmp_path, folder, capsys):
+    (tmp_path / "m.pkl").write_bytes(b"x")
+    for flag in ("--model-file", "--model"):
+        code, err = run_cli(
+            capsys,
+            flag,
+            tmp_path / "m.pkl",
+            "--images",
+            folder / "images",
+            "--labels",
+            folder / "images_labels.csv",
+            "--out",
+            tmp_path / "out",
+        )
+        errors = [line for line in err if line.startswith("error:")]
+        assert code == 2 and len(errors) == 1 and f"{flag} " in errors[0] and "expected an .onnx file" in errors[0]
