@@ -581,6 +581,8 @@ def _store(out, model, raw, idx, v, offset, n_variants, m):
 def _one_blas_thread():
     """OpenBLAS (pixelate's and motion blur's products) on one thread while a probe runs.
 
+    The limit is process-wide for the duration of the run (a dashboard process shares it).
+
     Its worker threads spin between calls and took the model's core: with two BLAS threads
     the model ran 2-3x slower beside pixelate or motion blur (measured in one process). The
     products split the output among threads, never a sum, so the bits do not change

@@ -66,3 +66,28 @@ def test_png_data_uri_enlarges_to_a_readable_size(data):
     decoded = Image.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1])))
     assert decoded.size == (96, 96) and decoded.mode == "RGB"
     np.testing.assert_array_equal(np.asarray(decoded)[::6, ::6], data[0][0])
+
+
+def test_image_sets_travel_pickled_and_read_the_same_images(folder, data, tmp_path):
+    """Dask workers get the ImageSet inside their task and read their own images."""
+    import pickle
+
+    names = [f"img_{i:02d}.png" for i in range(N_IMAGES)]
+    members = {f"set/{n}": png(img) for n, img in zip(names, data[0])}
+    members["set/labels.csv"] = (folder / "images_labels.csv").read_bytes()
+    (tmp_path / "set.zip").write_bytes(zip_bytes(members))
+    np.savez(tmp_path / "set.npz", images=data[0], labels=data[1])
+    sources = {
+        "folder": open_images(folder / "images", folder / "images_labels.csv"),
+        "zip file": open_images(tmp_path / "set.zip"),
+        "uploaded zip": open_zip_images((tmp_path / "set.zip").read_bytes(), where="upload.zip"),
+        "npz": open_images(tmp_path / "set.npz"),
+    }
+    idx = np.arange(N_IMAGES)
+    for kind, images in sources.items():
+        payload = pickle.dumps(images)
+        copy = pickle.loads(payload)
+        np.testing.assert_array_equal(copy.read(idx, size=(SIZE, SIZE), channels=3), data[0], err_msg=kind)
+        assert copy.record_ids == images.record_ids and copy.where == images.where
+        if kind == "zip file":  # the path travels, not the archive
+            assert len(payload) < len(members["set/img_00.png"]) * N_IMAGES / 2

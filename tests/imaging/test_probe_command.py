@@ -415,3 +415,48 @@ def test_bad_model_file_is_named_with_the_flag_given(tmp_path, folder, capsys):
         )
         errors = [line for line in err if line.startswith("error:")]
         assert code == 2 and len(errors) == 1 and f"{flag} " in errors[0] and "expected an .onnx file" in errors[0]
+
+
+# ------------------------------------------------------------------------------------------
+# inputs prepared ahead of the model
+# ------------------------------------------------------------------------------------------
+def test_inputs_are_prepared_at_most_a_few_batches_ahead():
+    """Memory stays bounded by the batch size: the preparing thread runs at most depth + 1 ahead."""
+    import threading
+    import time
+
+    from core.imaging.probe import _prepared_ahead
+
+    produced = []
+
+    def items():
+        for i in range(30):
+            produced.append(i)
+            yield i
+
+    ahead = []
+    for i in _prepared_ahead(items(), depth=2):
+        time.sleep(0.005)  # a slow model: the preparing thread would run away if it could
+        ahead.append(len(produced) - 1 - i)
+    assert max(ahead) <= 3 and max(ahead) >= 1
+    assert not any(t.name == "probe-inputs" for t in threading.enumerate())
+
+
+def test_an_error_while_preparing_is_raised_and_leaving_early_stops_the_thread():
+    import threading
+
+    from core.imaging.probe import _prepared_ahead
+
+    def failing():
+        yield 1
+        raise ValueError("photo_07.png: could not be decoded as an image")
+
+    got = []
+    with pytest.raises(ValueError, match=r"photo_07\.png"):
+        for item in _prepared_ahead(failing()):
+            got.append(item)
+    assert got == [1]
+    endless = _prepared_ahead(iter(range(10**9)))
+    assert next(endless) == 0
+    endless.close()
+    assert not any(t.name == "probe-inputs" for t in threading.enumerate())
