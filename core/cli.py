@@ -20,7 +20,7 @@ from pathlib import Path
 _COMMAND_MODULES = (
     "core.tabular.cli",
     "core.paired.cli",
-    "core.paired.probe_cli",
+    "core.imaging.cli",
     "core.scale.cli",
     "core.reviews.cli",
     "core.report_cli",

@@ -331,8 +331,8 @@ def load_paired(directory: str | os.PathLike[str], *, coverage: float = _COVERAG
 
 
 def _paired_from_pool(path: Path, coverage: float) -> PairedInputs:
+    from core.imaging.demo import load_demo_pool
     from core.paired.bounds import identified_intervals
-    from core.paired.demo import load_demo_pool
     from core.paired.screening import recapture_queue, screening_scores
     from core.paired.states import development_thresholds
 

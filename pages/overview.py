@@ -286,7 +286,7 @@ def _data_section(dataset, label: str | None = None) -> None:
 
 def _report(result, **options) -> str:
     # Imported on click: plotly.io's HTML writer and the paired engine are not first-screen costs.
-    from core.paired.demo import DEFAULT_DIR as PAIRED_DEMO_DIR
+    from core.imaging.demo import DEFAULT_DIR as PAIRED_DEMO_DIR
     from core.report import report_for_result
 
     return report_for_result(result, paired_dir=os.environ.get("PAIRED_DEMO_DIR") or PAIRED_DEMO_DIR, **options)

@@ -30,10 +30,10 @@ from core.cli_options import (
 from core.constants import CLEAN_COVERAGE, COVERAGES
 from core.validation import check_input_file
 
-__all__ = ["register"]
+__all__ = ["add_execution_options", "cluster_from_args", "register"]
 
 
-def _execution_options(group) -> None:
+def add_execution_options(group) -> None:
     group.add_argument("--engine", choices=("local", "dask"), default="local")
     where = group.add_mutually_exclusive_group()
     where.add_argument("--workers", type=positive_int, help="dask: start a local cluster of N worker processes")
@@ -41,7 +41,7 @@ def _execution_options(group) -> None:
     group.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def _cluster(args):
+def cluster_from_args(args):
     """The Dask client context of --engine/--workers/--scheduler (a no-op for local runs)."""
     from contextlib import nullcontext
 
@@ -117,7 +117,7 @@ def register(subparsers) -> None:
         default=65_536,
         help="rows per predict_proba call when fitting here (memory only)",
     )
-    _execution_options(run)
+    add_execution_options(run)
     p.set_defaults(func=_certify)
 
     s = subparsers.add_parser(
@@ -156,14 +156,14 @@ def register(subparsers) -> None:
     g.add_argument("--lambdas", type=float_list, help="cost weights (default 0,0.1,...,1)")
     g.add_argument("--seed", type=int, default=0, help="seed of the I5 feasible-mean estimate (default 0)")
     g.add_argument("--cells-per-task", type=positive_int, default=16, help="cells per shard (default 16)")
-    _execution_options(g)
+    add_execution_options(g)
     g.set_defaults(func=_paired_grid)
 
 
 def _certify(args) -> int:
     from core.scale.certify import FitSpec, certify_dataset, load_certify_task
 
-    cluster = _cluster(args)
+    cluster = cluster_from_args(args)
     check_input_file(args.data, what="--data", allow_folder=True)
     _check_run_folder(args.out)
     if args.model_from:
@@ -288,7 +288,7 @@ def _paired_grid(args) -> int:
     from core.paired.policies import LAMBDAS
     from core.scale.paired_grid import paired_grid
 
-    cluster = _cluster(args)
+    cluster = cluster_from_args(args)
     check_input_file(args.records, what="--records", allow_folder=True)
     _check_run_folder(args.out)
     levels = args.levels

@@ -158,7 +158,7 @@ def test_triage_summary_with_reviewers_decisions(audit, tmp_path, capsys):
 
 
 def test_paired_demo_pool_section(audit, tmp_path, capsys):
-    from core.paired.demo import load_demo_pool
+    from core.imaging.demo import load_demo_pool
 
     out = tmp_path / "r.html"
     code, err = _run(["report", str(audit[1]), "--out", str(out), "--paired", str(PAIRED_DEMO)], capsys)
@@ -374,7 +374,7 @@ def test_multiclass_audit_reports_what_it_cannot_show(tmp_path):
 
 
 def test_paired_pool_cell_is_the_hardest_condition_of_the_first_model():
-    from core.paired.demo import load_demo_pool
+    from core.imaging.demo import load_demo_pool
     from core.views.paired import evaluation_records
 
     paired = load_paired(PAIRED_DEMO)

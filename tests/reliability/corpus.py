@@ -1503,7 +1503,7 @@ def _api_cases() -> list[Case]:
 
 PROBE = (
     "probe",
-    "--model",
+    "--model-file",
     "{t}/m.onnx",
     "--images",
     "{t}/imgs",
