@@ -137,7 +137,7 @@ def run(args) -> int:
 def _paired(args):
     from core.paired.bounds import accuracy_only_k, identified_intervals_grid
     from core.paired.policies import LAMBDAS, evaluate_policies
-    from core.paired.records import load_records, read_table
+    from core.paired.records import load_records
     from core.paired.states import five_state_counts, paired_targets, variance_ratios
     from core.paired.summary import grid_summary
 
@@ -187,7 +187,7 @@ def _paired(args):
             "threshold_scope": sorted(set(report.thresholds["scope"])),
         }
     if args.probes:
-        tables.update(_screening(args, records, read_table))
+        tables.update(_screening(args, records))
         manifest["screening"] = {
             "probes": [str(f) for f in args.probes],
             "clean_outputs": str(args.clean_outputs),
@@ -198,15 +198,17 @@ def _paired(args):
     return tables, manifest
 
 
-def _screening(args, records, read_table):
+def _screening(args, records):
+    from core.validation import read_table
+
     try:
         from core.paired.screening import recapture_queue, screening_scores
     except ImportError as exc:  # pragma: no cover - depends on the build
         raise ValueError(f"screening is not available in this build ({exc}).") from None
     import pandas as pd
 
-    probes = pd.concat([read_table(f)[0] for f in args.probes], ignore_index=True)
-    clean, _ = read_table(args.clean_outputs)
+    probes = pd.concat([read_table(f).frame for f in args.probes], ignore_index=True)
+    clean = read_table(args.clean_outputs).frame
     outcomes = None
     if args.outcome_source is not None:
         outcomes = records[records["source"] == args.outcome_source]

@@ -300,8 +300,9 @@ def _audit(args) -> int:
 def _audit_own(args) -> int:
     """``audit --model-file``: load the model safely, audit it, publish the folder atomically."""
     from core.tabular.audit import summary_markdown, write_audit
-    from core.tabular.model_files import load_model_file, read_feature_order, read_table
+    from core.tabular.model_files import load_model_file, read_feature_order
     from core.tabular.own_model import audit_model
+    from core.validation import read_table
 
     if args.datasets is not None or args.data is not None:
         raise ValueError("--model-file replaces --dataset/--data: give --train and --test instead.")
@@ -333,7 +334,7 @@ def _audit_own(args) -> int:
         from core.tabular.datasets import load_blocks
 
         blocks = load_blocks(args.blocks)
-    train, test = read_table(args.train), read_table(args.test)
+    train, test = read_table(args.train).frame, read_table(args.test).frame
     if args.target not in train.columns:
         raise ValueError(
             f"--target {args.target!r} is not a column of {args.train}; columns: {list(train.columns)[:20]}."
