@@ -171,7 +171,7 @@ def _bar_progress(bar):
 
 
 def _audit(args) -> int:
-    from core.tabular.audit import markdown_table, run_audit, run_sweep, summary_markdown, write_audit
+    from core.tabular.audit import AuditOptions, markdown_table, run_audit, run_sweep, summary_markdown, write_audit
     from core.tabular.datasets import DATASET_NAMES, load_blocks, load_user_data
     from core.tabular.models import MODEL_NAMES
 
@@ -206,15 +206,12 @@ def _audit(args) -> int:
     protocol = protocol_from_args(args)
     channel = _label_channel(args)
     blocks = load_blocks(args.blocks) if args.blocks else None
-    if args.data is not None:
-        datasets = [load_user_data(args.data, args.target, blocks=blocks)]
-        blocks = None  # already part of the loaded dataset
-    else:
-        datasets = args.datasets
-    options = dict(
+    options = AuditOptions(
+        model=args.models[0],
+        seed=args.seeds[0],
         protocol=protocol,
         label_channel=channel,
-        blocks=blocks,
+        blocks=None if args.data is not None else blocks,  # a user table carries its blocks (below)
         max_rows=args.max_rows,
         population=args.population,
         split=args.split,
@@ -225,6 +222,7 @@ def _audit(args) -> int:
         batch_size=args.batch_size,
         n_threads=args.threads or None,
     )
+    datasets = [load_user_data(args.data, args.target, blocks=blocks)] if args.data is not None else args.datasets
     sweep = len(datasets) * len(args.models) * len(args.seeds) > 1
 
     bar = None
@@ -252,7 +250,7 @@ def _audit(args) -> int:
                     n_resamples=args.bootstrap,
                     progress=None if bar is None else _bar_progress(bar),
                     on_result=on_result,
-                    **options,
+                    options=options,
                 )
                 table = markdown_table(result.table)
                 result.table.to_csv(tmp / "sweep_table.csv", index=False)
@@ -280,13 +278,7 @@ def _audit(args) -> int:
                     )
                 )
             else:
-                res = run_audit(
-                    datasets[0],
-                    model=args.models[0],
-                    seed=args.seeds[0],
-                    progress=None if bar is None else _bar_progress(bar),
-                    **options,
-                )
+                res = run_audit(datasets[0], options=options, progress=None if bar is None else _bar_progress(bar))
                 write_audit(res, tmp)
                 message = summary_markdown(res)
     finally:
