@@ -341,6 +341,11 @@ def save_certify_task(task: CertifyTask, path: str | Path) -> Path:
 
 def _task_file(path: str | Path) -> Path:
     path = Path(path)
+    if not path.exists():  # before the suffix: a missing nope.pkl is missing, not a legacy pickle
+        raise FileNotFoundError(
+            f"no saved task at {path}: it does not exist (expected the folder of an earlier audit or certify "
+            f"run, or its {TASK_FILE})."
+        )
     if path.is_dir():
         if (path / TASK_FILE).exists():
             return path / TASK_FILE

@@ -26,15 +26,25 @@ from pathlib import Path
 
 from core.atomic import atomic_folder, check_output_folder
 from core.cli_options import add_protocol_options, argument_type, float_list, names, positive_int, protocol_from_args
+from core.validation import check_seed
 
 __all__ = ["register"]
 
 
 _seeds = argument_type(
     lambda text: [int(v) for v in names(text)],
-    lambda seeds: bool(seeds) and min(seeds) >= 0,
+    lambda seeds: bool(seeds) and all(_is_seed(v) for v in seeds),
     expected="comma-separated non-negative integers",
+    number_list=True,  # "-1,2" reaches this check instead of reading as an option
 )
+
+
+def _is_seed(value: int) -> bool:
+    try:
+        check_seed(value)
+    except ValueError:
+        return False
+    return True
 
 
 def register(subparsers) -> None:
