@@ -10,7 +10,7 @@ Output folder (see :mod:`core.scale.store` for the guarantees)::
     OUT/_manifest.json       fingerprint, protocol, model identity, input identity, partitions
     OUT/_summary.json        totals over the held-out rows
     OUT/_task.zip            the fitted task (JSON + skops / native model files, no pickle),
-                             reused on resume and by --model-from
+                             reused on resume and by --audit
 
 ``pandas.read_parquet(OUT)`` reads the certificates of every row, in input order.
 

@@ -1071,7 +1071,7 @@ def write_audit(result: AuditResult, directory: str | Path) -> list[Path]:
     ``protocol.json`` (:func:`protocol_json`), ``summary.md`` (:func:`summary_markdown`),
     ``train.parquet`` / ``test.parquet`` (the raw rows) and ``_task.zip`` — the fitted
     preprocessing, model, groups, baseline and protocol in safe formats (skops, native model
-    files, JSON; :mod:`core.tabular.certify_task`), so that ``python -m core certify --model-from DIR
+    files, JSON; :mod:`core.tabular.certify_task`), so that ``python -m core certify --audit DIR
     --data BIG`` certifies a large table with this audit's model under this audit's
     fingerprint, and the dashboard can reopen the folder.
 

@@ -178,7 +178,7 @@ def task_from_audit(result) -> CertifyTask:
 
     Lets a model audited on a sample be certified on the full table: same preprocessing,
     model, groups, baseline and protocol, so the certificates share the audit's fingerprint.
-    Save it with :func:`save_certify_task` and pass the file to ``certify --model-from``.
+    Save it with :func:`save_certify_task` and pass the file to ``certify --audit``.
 
     Parameters
     ----------
@@ -326,7 +326,7 @@ def save_certify_task(task: CertifyTask, path: str | Path) -> Path:
     Members: ``task.json`` (classes, groups, baseline, protocol, identity, the preprocessor's
     layout, the model family), ``pre/transformer.skops`` (scikit-learn preprocessing) and
     ``model/...`` (:mod:`core.tabular.persist`: skops, XGBoost JSON, LightGBM text, torch
-    ``state_dict``, ONNX). For ``certify --model-from PATH``.
+    ``state_dict``, ONNX). For ``certify --audit PATH``.
     """
     if not isinstance(task, CertifyTask):
         raise ValueError(f"`task` must be a CertifyTask; got {type(task).__name__}.")
