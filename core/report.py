@@ -37,6 +37,7 @@ from core.atomic import atomic_write_text
 from core.cfc.stressors import LabelChannel
 from core.exceptions import UndefinedMetricWarning, UndefinedTargetWarning
 from core.reviews import DECISION_LABELS, ReviewStore
+from core.validation import check_budget
 from core.views.paired import evaluation_records
 from core.views.ranking import attach_decisions, capture_curves, rank_queue
 from core.views.tabular import flip_budget_shown
@@ -965,8 +966,7 @@ def build_report(
     audits = [audits] if isinstance(audits, AuditInputs) else list(audits)
     if not audits:
         raise ValueError("`audits` must hold at least one audit.")
-    if not 0 < budget <= 1:
-        raise ValueError(f"`budget` must be a fraction in (0, 1]; got {budget!r}.")
+    budget = check_budget(budget, name="budget")
     a = audits[0]
     ev = a.evaluation
     title = title or f"Fragility audit: {ev.get('dataset')} / {ev.get('model')} / seed {ev.get('seed')}"

@@ -16,7 +16,8 @@ a ``.zip`` of them or an ``.npz`` (``images``, ``labels``). Writes ``DIR/clean.p
 gives the bounds and the recapture queue. Everything is validated before the model runs;
 the output folder appears only when complete. Bad input exits with code 2 and one line.
 ``--model`` is a registry name across the product; ``--model PATH`` still works here for one
-release and says so in a ``warning:`` line. ``--engine dask`` computes the batches on a Dask
+release, as a renamed option (:func:`core.cli_options.add_renamed_option`) that says so in a
+``warning:`` line. ``--engine dask`` computes the batches on a Dask
 cluster (:mod:`core.scale.probe`) with outputs identical to the local run's.
 """
 
@@ -24,12 +25,19 @@ from __future__ import annotations
 
 import shutil
 import sys
-import warnings
 from pathlib import Path
 
 from core.atomic import check_output_folder
-from core.cli_options import argument_type, comma_floats, positive_int
-from core.scale.cli import add_execution_options, cluster_from_args
+from core.cli_options import (
+    add_execution_options,
+    add_renamed_option,
+    argument_type,
+    cluster_from_args,
+    comma_floats,
+    positive_int,
+    seed_int,
+    spelled,
+)
 from core.validation import check_input_file
 
 __all__ = ["register"]
@@ -50,7 +58,7 @@ def register(subparsers) -> None:
     )
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--model-file", metavar="MODEL.onnx", help="ONNX image classifier (NCHW or NHWC float input)")
-    which.add_argument("--model", metavar="MODEL.onnx", help="deprecated spelling of --model-file")
+    add_renamed_option(which, "--model", new="--model-file", dest="model_file")
     p.add_argument("--images", required=True, metavar="IMAGES", help="folder of PNG/JPEG, .zip of them, or .npz")
     p.add_argument("--labels", metavar="LABELS.csv", help="columns file,label (optional split); folders and zips")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder")
@@ -74,7 +82,7 @@ def register(subparsers) -> None:
         metavar="DIR2",
         help="the same images after a real re-capture (same file names); repeatable",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the random corruptions")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of the random corruptions")
     p.add_argument("--name", help="model name in the tables (default: the model file's stem)")
     add_execution_options(p.add_argument_group("execution"))
     p.set_defaults(func=run)
@@ -91,17 +99,7 @@ def run(args) -> int:
         write_probe_outputs,
     )
 
-    flag, given = ("--model-file", args.model_file) if args.model is None else ("--model", args.model)
-    if args.model is not None:
-        with warnings.catch_warnings():
-            # Python hides DeprecationWarning outside __main__; this one is for the user.
-            warnings.simplefilter("always", DeprecationWarning)
-            warnings.warn(
-                f"--model {args.model} names a model file here; say --model-file {args.model} "
-                "(--model PATH stops working in the next release; elsewhere --model is a registry name).",
-                DeprecationWarning,
-                stacklevel=2,
-            )
+    flag, given = spelled(args, "model_file", "--model-file"), args.model_file
     probes, natural = parse_probes(args.probes), parse_natural(args.natural)
     model_path = check_input_file(given, what=flag)
     if model_path.suffix.lower() != ".onnx":
