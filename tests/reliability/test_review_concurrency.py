@@ -75,7 +75,8 @@ def _verdict(intents, acks, stored) -> dict[str, int]:
         for t, rid in zip(_tokens(token, intents[token][0]), rids)
     )
     duplicated = sum(len(rids) - 1 for rids in stored.values())
-    phantom = sum(t not in {x for token, (ids, _) in intents.items() for x in _tokens(token, ids)} for t in stored)
+    intended = {x for token, (ids, _) in intents.items() for x in _tokens(token, ids)}
+    phantom = sum(t not in intended for t in stored)
     return {"lost": lost, "duplicated": duplicated, "phantom": phantom}
 
 
