@@ -3,11 +3,15 @@ local-mode note, and the ``dashboard`` command's ``--team`` / ``--secrets``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from app_checks import assert_ok
 
 from core.reviews import ReviewStore
 
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+TIMEOUT = 180  # the first run computes the default audit (as tests/app/conftest.py allows)
 PAGE = "pages/triage.py"
 AUTH = {
     "redirect_uri": "http://localhost:8501/oauth2callback",
@@ -33,7 +37,6 @@ def team_file(tmp_path, monkeypatch):
 
 
 def _session(email: str | None, name: str = ""):
-    from conftest import APP, TIMEOUT
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
