@@ -76,7 +76,7 @@ _CERT_COLUMNS = (
     "path_margins",
     "score_fds",
 )
-_EPS = 1e-8  # the collapse denominator's guard, as in core.cfc.certificate (SPEC A.3)
+_EPS = 1e-8  # the collapse denominator's guard, as in core.cfc.fds (SPEC A.3)
 _BUDGETS = np.arange(1, 101) / 100
 _COVERAGE = 0.8  # clean coverage that sets the paired acceptance threshold (the dashboard's default)
 

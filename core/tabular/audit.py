@@ -7,7 +7,7 @@
 2. preprocessing fitted on the training split only;
 3. evidence groups and baseline from the declared :class:`~core.cfc.protocol.Protocol`;
 4. the model, fitted on the training split;
-5. certificates of the validation and test splits (:func:`~core.cfc.certificate.certify`);
+5. certificates of the validation and test splits (:func:`~core.cfc.certify`);
 6. held-out brittle labels of the test split from the label channel
    (:mod:`core.cfc.stressors`), plus the naturalistic variant when the raw data has
    unavailable fields;
@@ -45,7 +45,8 @@ from core._rng import as_generator
 from core.atomic import atomic_folder, atomic_path, atomic_write_text
 from core.cfc.baselines import baseline_vector
 from core.cfc.calibration import CalibrationReport, calibration_report
-from core.cfc.certificate import CertificateSet, certify
+from core.cfc.certificate_set import CertificateSet
+from core.cfc.certification import certify
 from core.cfc.evaluation import (
     GroupImportance,
     GroupShap,

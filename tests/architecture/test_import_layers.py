@@ -373,7 +373,8 @@ MODULES_WITH_EXAMPLES = (
             "baselines",
             "operators",
             "search",
-            "certificate",
+            "certification",
+            "fds",
             "calibration",
             "evaluation",
         )
