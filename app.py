@@ -1,5 +1,10 @@
 """Reliability audit dashboard — entry point:
-``streamlit run app.py [-- --reviews-db PATH] [--audit DIR] [--audits-dir DIR]``.
+``streamlit run app.py [-- --reviews-db PATH] [--audit DIR] [--audits-dir DIR] [--team FILE]``.
+
+With an ``[auth]`` section in Streamlit's secrets (``.streamlit/secrets.toml``), the sign-in
+gate (:func:`ui.auth.gate`) runs before the navigation: a visitor sees nothing but the sign-in
+page until they sign in, and then gets the role the team file (``--team`` or ``AUDIT_TEAM``)
+gives their address. Without it, the app runs in single-user local mode.
 
 This file only declares the pages, gives every ``st.session_state`` key its default and draws
 the shared sidebar; each view lives in ``pages/`` and every computation in ``core/``.
@@ -20,6 +25,7 @@ from core.cfc.protocol import Protocol
 from core.reviews import default_db_path
 from core.tabular.datasets import DEFAULT_DATASET
 from core.views.uploads import LARGE_TABLE_ROWS
+from ui.auth import Blocked, gate, team_path
 from ui.certificate import DEFAULT_TOP_GROUPS, PANEL_TABS
 from ui.own_model import default_audits_dir
 from ui.sidebar import render_sidebar
@@ -30,6 +36,7 @@ def _cli_args() -> argparse.Namespace:
     parser.add_argument("--reviews-db", default=None)
     parser.add_argument("--audit", default=None, help="open this saved audit folder")
     parser.add_argument("--audits-dir", default=None, help="folder of saved audits offered in the sidebar")
+    parser.add_argument("--team", default=None, help="team file: roles per e-mail address (with sign-in)")
     args, _ = parser.parse_known_args(sys.argv[1:])
     return args
 
@@ -54,6 +61,9 @@ DEFAULTS: dict[str, object] = {
     "model": "hist_gb",
     "seed": 0,
     "reviews_db": _ARGS.reviews_db or str(default_db_path()),
+    # sign-in (ui/auth.py): the team file fixed at server start, and what the gate decided this run
+    "team_file": team_path(_ARGS.team),
+    "access": None,
     # your own model (sidebar "Your model"): None = the tool's models; see ui/own_model.py
     "own_audit": {"kind": "folder", "path": _ARGS.audit} if _ARGS.audit else None,
     "audits_dir": _ARGS.audits_dir or str(default_audits_dir()),
@@ -99,9 +109,18 @@ DEFAULTS: dict[str, object] = {
     "triage_scope": "high-confidence",
     "triage_table": {"selection": {"rows": [], "columns": [], "cells": []}},
     "triage_tab": PANEL_TABS[0],  # the open tab of the evidence panel (only it is drawn)
-    "review_reviewer": "",
-    "review_decision": "confirmed_brittle",
+    "review_reviewer": "",  # local mode only: with sign-in, the signed-in user decides
+    "review_decision": None,  # the form starts on the reviewer's own decision in force, none if unreviewed
+    "review_reasons": [],
     "review_note": "",
+    "review_bulk_decision": None,  # no default: a bulk decision is applied only once one is chosen
+    "review_bulk_reasons": [],
+    "review_bulk_note": "",
+    "review_plan_per_case": 1,  # admin's plan form (team mode): reviewers per case
+    "review_plan_assign": True,  # ... assign the queued cases round-robin
+    "review_plan_reviewers": [],  # ... to these addresses (empty: every reviewer of the team file)
+    "adjudicate_decision": None,  # admin's final decision on a case, none chosen at first
+    "adjudicate_note": "",
     "review_flash": None,  # (kind, message) shown once after saving a decision
     # model comparison
     "compare_models": ["logreg", "random_forest", "hist_gb"],
@@ -144,6 +163,17 @@ _pages = {
         st.Page("pages/recapture.py", title="Recapture queue", icon=":material/photo_camera:"),
     ],
 }
+# With sign-in configured, no page runs before the visitor is signed in and has a role: until
+# then the sign-in (or no-access) page answers every address, a deep link such as /triage too.
+_access = gate(st.session_state["team_file"])
+if isinstance(_access, Blocked):
+    _paths = [p.url_path for group in _pages.values() for p in group if p.url_path]
+    st.navigation(
+        [st.Page(_access.body, title=_access.title, url_path="sign-in", default=True)]
+        + [st.Page(_access.body, title=_access.title, url_path=path) for path in _paths],
+        position="hidden",
+    ).run()
+    st.stop()
 _page = st.navigation(_pages)
 render_sidebar(_page.url_path)
 _page.run()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from core.validation import check_seed
+
 
 def as_generator(seed: int | np.random.Generator | None) -> np.random.Generator:
     """Turn ``seed`` into a :class:`numpy.random.Generator`.
@@ -16,9 +18,7 @@ def as_generator(seed: int | np.random.Generator | None) -> np.random.Generator:
         return seed
     if seed is None:
         raise ValueError("`seed` must be an int or a numpy Generator; got None (results must be reproducible).")
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"`seed` must be a non-negative int; got {seed!r}.")
-    return np.random.default_rng(int(seed))
+    return np.random.default_rng(check_seed(seed))
 
 
 def keyed_generator(root: int, *parts: object) -> np.random.Generator:

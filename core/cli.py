@@ -1,9 +1,15 @@
 """Command line entry point: ``reliability-audit <command> ...`` (alias ``python -m core <command> ...``).
 
 Each sub-package that offers a command exposes ``register(subparsers)`` in its own ``cli``
-module; this file only wires them together, so adding a command never touches another one.
-Exit codes: 0 success, 2 bad input or an unwritable / full destination (one line on stderr,
-nothing written), 1 unexpected error.
+module; this file only wires them together, so adding a command never touches another one (the
+shared vocabulary of the commands is ``docs/cli.md``). An option whose argparse type parses a
+list of numbers (:func:`core.cli_options.takes_number_list`) may get a value starting with
+``-``; this file learns which options those are from the parsers, and names none itself.
+
+Exit codes: 0 success, 2 bad input — any ``ValueError`` a command raises, the one way user
+input is refused — or an unwritable / full destination (one line on stderr, nothing written),
+1 unexpected error. Warnings (a constant feature, an option under its old name) are printed as
+one ``warning: ...`` line each.
 """
 
 from __future__ import annotations
@@ -16,20 +22,19 @@ import sys
 import warnings
 from pathlib import Path
 
+from core.cli_options import takes_number_list
+from core.exceptions import DeprecatedOptionWarning
+
 # Modules that register sub-commands, in the order they appear in ``--help``.
 _COMMAND_MODULES = (
     "core.tabular.cli",
     "core.paired.cli",
-    "core.paired.probe_cli",
+    "core.imaging.cli",
     "core.scale.cli",
     "core.reviews.cli",
     "core.report_cli",
     "core.dashboard_cli",
 )
-
-
-class InputError(ValueError):
-    """Bad user input: reported as one line on stderr with exit code 2."""
 
 
 def _prog() -> str:
@@ -54,30 +59,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# Options whose value is a comma-separated list of numbers that may start with "-": argparse
-# would otherwise take "-1,1,1" for an option and answer "expected one argument".
-_NUMBER_LIST_OPTIONS = frozenset(
-    {
-        "--weights",
-        "--severities",
-        "--coverages",
-        "--lambdas",
-        "--masking-rates",
-        "--dropout-rates",
-        "--noise-scales",
-        "--mean",
-        "--std",
-    }
-)
+# A value that argparse would take for an option ("-1,1,1", "-inf"): argparse only accepts
+# plain negative numbers such as "-1" as values.
 _NUMBERS = re.compile(r"^-[0-9.,eE+\-\s]*$|^-(?:inf|nan)", re.IGNORECASE)
 
 
-def _join_number_lists(argv: list[str]) -> list[str]:
+def _number_list_options(parser: argparse.ArgumentParser) -> dict[str, frozenset[str]]:
+    """Per command, the option strings whose argparse type parses a list of numbers."""
+    options: dict[str, frozenset[str]] = {}
+    for action in parser._actions:  # argparse has no public way to list a parser's options
+        if isinstance(action, argparse._SubParsersAction):
+            for command, sub in action.choices.items():
+                options[command] = frozenset(
+                    flag for a in sub._actions if takes_number_list(a.type) for flag in a.option_strings
+                )
+    return options
+
+
+def _join_number_lists(argv: list[str], options: dict[str, frozenset[str]]) -> list[str]:
+    """``--weights -1,1,1`` as ``--weights=-1,1,1`` for the number-list options of the command in ``argv``."""
+    command = next((arg for arg in argv if arg in options), None)
+    wanted = options.get(command, frozenset())
     out: list[str] = []
     i = 0
     while i < len(argv):
         arg = argv[i]
-        if arg in _NUMBER_LIST_OPTIONS and i + 1 < len(argv) and _NUMBERS.match(argv[i + 1]):
+        if arg in wanted and i + 1 < len(argv) and _NUMBERS.match(argv[i + 1]):
             out.append(f"{arg}={argv[i + 1]}")
             i += 2
             continue
@@ -109,26 +116,26 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    argv = _join_number_lists(list(sys.argv[1:] if argv is None else argv))
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
-    shown = warnings.showwarning
-    warnings.showwarning = _show_warning
-    try:
-        return int(args.func(args) or 0)
-    except OSError as exc:
-        # FileNotFoundError raised by our checks carries a full sentence; OS-level errors
-        # (EACCES, ENOSPC, EFBIG, EISDIR, EROFS) carry errno and the path.
-        text = _os_error_line(exc, getattr(args, "out", None)) if exc.errno is not None else str(exc)
-        print(f"error: {text}", file=sys.stderr)
-        return 2
-    except (InputError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        warnings.showwarning = shown
+    argv = _join_number_lists(list(sys.argv[1:] if argv is None else argv), _number_list_options(parser))
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        # Python hides a DeprecationWarning raised outside __main__; an old option name must be seen.
+        warnings.simplefilter("always", DeprecatedOptionWarning)
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        try:
+            return int(args.func(args) or 0)
+        except OSError as exc:
+            # FileNotFoundError raised by our checks carries a full sentence; OS-level errors
+            # (EACCES, ENOSPC, EFBIG, EISDIR, EROFS) carry errno and the path.
+            text = _os_error_line(exc, getattr(args, "out", None)) if exc.errno is not None else str(exc)
+            print(f"error: {text}", file=sys.stderr)
+            return 2
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,24 +1,38 @@
 """Argument types and option groups shared by the ``python -m core`` commands.
 
-One definition of the protocol options, the list/number parsers and the atomic publication of
-an output folder, so ``audit``, ``certify`` and ``paired`` accept and write the same way.
+One definition of the protocol options, the execution options of the resumable runs, the
+list/number parsers and the atomic publication of an output folder, so ``audit``, ``certify``,
+``paired`` and ``paired-grid`` accept and write the same way (the vocabulary is ``docs/cli.md``).
+
+The argparse types check a value with the checks of :mod:`core.validation` (the one home of
+the scalar checks, shared with the Python API and the views) and answer ``expected …; got '…'``.
+A type built on :func:`comma_floats` takes a comma-separated list of numbers, which
+:mod:`core.cli` lets start with ``-`` (``--weights -1,1,1``). An option renamed in this release
+keeps its old spelling for one release through :func:`add_renamed_option`.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from core.atomic import publish_folder  # re-exported: the one atomic writer lives in core.atomic
 from core.constants import LEVELS
+from core.exceptions import DeprecatedOptionWarning
+from core.validation import check_budget, check_positive_int, check_seed, check_unit_interval
 
 __all__ = [
+    "add_execution_options",
     "add_protocol_options",
+    "add_renamed_option",
     "add_tau_levels_options",
     "argument_type",
+    "check_run_folder",
+    "cluster_from_args",
     "comma_floats",
     "float_list",
     "fraction",
@@ -27,6 +41,9 @@ __all__ = [
     "positive_int",
     "protocol_from_args",
     "publish_folder",
+    "seed_int",
+    "spelled",
+    "takes_number_list",
     "unit_float",
 ]
 
@@ -37,12 +54,16 @@ def argument_type(
     *,
     expected: str,
     refused: str | None = None,
+    number_list: bool | None = None,
 ) -> Callable[[str], Any]:
     """An argparse ``type=``: ``convert(text)``, kept when ``accept(value)`` holds.
 
     Bad text is refused with ``expected <expected>; got '<text>'`` (``<refused>`` instead of
     ``<expected>`` when the text converts but ``accept`` fails), the one wording of every
-    ``python -m core`` option.
+    ``python -m core`` option. ``number_list`` (default: ``convert`` is :func:`comma_floats`)
+    declares that the value is a list of numbers that may start with ``-``, which
+    :func:`core.cli.main` then passes as the option's value instead of taking it for an option
+    (:func:`takes_number_list`).
 
     Examples
     --------
@@ -63,7 +84,26 @@ def argument_type(
             raise argparse.ArgumentTypeError(f"expected {refused or expected}; got {text!r}")
         return value
 
+    parse.number_list = convert is comma_floats if number_list is None else number_list
     return parse
+
+
+def takes_number_list(type_: Any) -> bool:
+    """Whether an argparse ``type=`` parses a list of numbers (see :func:`argument_type`)."""
+    return bool(getattr(type_, "number_list", False))
+
+
+def _passes(check: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[Any], bool]:
+    """``accept`` of :func:`argument_type` from a :mod:`core.validation` check (which raises)."""
+
+    def accept(value: Any) -> bool:
+        try:
+            check(value, *args, **kwargs)
+        except ValueError:
+            return False
+        return True
+
+    return accept
 
 
 def comma_floats(text: str) -> tuple[float, ...]:
@@ -72,11 +112,13 @@ def comma_floats(text: str) -> tuple[float, ...]:
 
 
 #: argparse type: an integer >= 1.
-positive_int = argument_type(int, lambda v: v >= 1, expected="a positive integer")
+positive_int = argument_type(int, _passes(check_positive_int, "value"), expected="a positive integer")
+#: argparse type: a seed, an integer >= 0.
+seed_int = argument_type(int, _passes(check_seed), expected="a non-negative integer")
 #: argparse type: a number in [0, 1] (``nan`` refused).
-unit_float = argument_type(float, lambda v: not math.isnan(v) and 0 <= v <= 1, expected="a number in [0, 1]")
+unit_float = argument_type(float, _passes(check_unit_interval, "value"), expected="a number in [0, 1]")
 #: argparse type: a fraction in (0, 1], e.g. a review budget (``nan`` refused).
-fraction = argument_type(float, lambda v: 0 < v <= 1, expected="a fraction in (0, 1]")
+fraction = argument_type(float, _passes(check_budget), expected="a fraction in (0, 1]")
 #: argparse type: comma-separated finite numbers (empty items ignored).
 float_list = argument_type(
     comma_floats,
@@ -160,3 +202,80 @@ def protocol_from_args(args: argparse.Namespace):
     if args.weights is not None:
         kwargs["weights"] = args.weights
     return Protocol(**kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Options renamed in this release
+
+
+class _RenamedOption(argparse.Action):
+    """The old spelling of an option: stores into the new option's ``dest`` and warns."""
+
+    def __init__(self, option_strings, dest, *, new: str, **kwargs: Any) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        warnings.warn(
+            f"{option_string} is deprecated and will be removed in the next release; use {self.new} instead.",
+            DeprecatedOptionWarning,
+            stacklevel=2,
+        )
+        setattr(namespace, self.dest, values)
+        spellings = dict(getattr(namespace, "_spelled", {}))
+        spellings[self.dest] = option_string
+        setattr(namespace, "_spelled", spellings)
+
+
+def add_renamed_option(
+    group: argparse._ActionsContainer, old: str, *, new: str, dest: str, type: Callable[[str], Any] | None = None
+) -> None:
+    """Keep ``old`` working for one release as a hidden spelling of the option ``new`` (``dest``).
+
+    Using it stores the value as ``new`` would and emits a :class:`DeprecatedOptionWarning`
+    naming ``new`` (:func:`core.cli.main` prints it as one ``warning: ...`` line); messages
+    name the spelling the user typed through :func:`spelled`.
+    """
+    group.add_argument(
+        old, dest=dest, type=type, action=_RenamedOption, new=new, default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
+
+
+def spelled(args: argparse.Namespace, dest: str, flag: str) -> str:
+    """The option of ``dest`` as the user typed it: ``flag``, or its old spelling if that was used."""
+    return getattr(args, "_spelled", {}).get(dest, flag)
+
+
+# ---------------------------------------------------------------------------------------------
+# Execution of the resumable runs (``certify``, ``paired-grid``)
+
+
+def add_execution_options(group: argparse._ActionsContainer) -> None:
+    """``--engine``, ``--workers`` / ``--scheduler`` and ``--no-progress`` (read by :func:`cluster_from_args`)."""
+    group.add_argument("--engine", choices=("local", "dask"), default="local")
+    where = group.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=positive_int, help="dask: start a local cluster of N worker processes")
+    where.add_argument("--scheduler", metavar="ADDRESS", help="dask: address of an existing scheduler")
+    group.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def cluster_from_args(args: argparse.Namespace):
+    """The Dask client context of ``--engine`` / ``--workers`` / ``--scheduler`` (a no-op for local runs)."""
+    from contextlib import nullcontext
+
+    from core.scale.cluster import connect
+
+    if args.engine == "local" and (args.workers or args.scheduler):
+        raise ValueError("--workers / --scheduler only apply to --engine dask.")
+    if args.engine == "dask" and not (args.workers or args.scheduler):
+        raise ValueError("--engine dask needs --workers N (local cluster) or --scheduler ADDRESS.")
+    if args.engine == "local":
+        return nullcontext()
+    return connect(workers=args.workers, scheduler=args.scheduler)
+
+
+def check_run_folder(out: str) -> None:
+    """A resumable run's ``--out``: new, or a folder (an earlier run's, checked by its manifest)."""
+    path = Path(out).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"--out {out!r} exists and is not a folder.")

@@ -1,6 +1,7 @@
 """The ``dashboard`` command: start the installed dashboard from any folder.
 
-``reliability-audit dashboard [--audit DIR] [--reviews-db PATH] [--audits-dir DIR] [-- STREAMLIT OPTIONS]``
+``reliability-audit dashboard [--audit DIR] [--reviews-db PATH] [--audits-dir DIR] [--team FILE]
+[--secrets FILE] [-- STREAMLIT OPTIONS]``
 
 Runs ``streamlit run`` on the dashboard shipped with the package (:mod:`core.resources`), with
 the dashboard's own Streamlit settings (``.streamlit/config.toml`` beside ``app.py``; Streamlit
@@ -8,6 +9,12 @@ reads that file only from the working folder, so they are passed as options). Op
 ``--`` go to Streamlit and win over those settings, e.g. ``-- --server.port 8600
 --server.headless true``. Paths are checked first: a bad ``--audit`` exits with code 2 and one
 line, and no server starts.
+
+**A review team.** ``--team FILE`` gives the roles (:mod:`core.reviews.team`; checked here, so a
+bad file stops the start with its line and value) and ``--secrets FILE`` the sign-in settings
+(Streamlit's ``secrets.toml`` with an ``[auth]`` section), passed to Streamlit as
+``secrets.files``. Without ``--secrets``, Streamlit reads ``.streamlit/secrets.toml`` of the
+working folder (and ``~/.streamlit/secrets.toml``), as for any Streamlit app.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-__all__ = ["register", "streamlit_command"]
+__all__ = ["check_secrets", "register", "streamlit_command"]
 
 
 def register(subparsers) -> None:
@@ -27,13 +34,22 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "dashboard",
         help="open the dashboard (the bundled default audit, or a saved audit with --audit)",
-        usage="%(prog)s [--audit DIR] [--reviews-db PATH] [--audits-dir DIR] [-- STREAMLIT OPTIONS ...]",
+        usage="%(prog)s [--audit DIR] [--reviews-db PATH] [--audits-dir DIR] [--team FILE] [--secrets FILE] "
+        "[-- STREAMLIT OPTIONS ...]",
         description="Start the dashboard in your browser. Streamlit options go after `--`, e.g. "
         "`-- --server.port 8600 --server.headless true`.",
     )
     p.add_argument("--audit", metavar="DIR", help="open this saved audit folder (the output of `audit --out`)")
     p.add_argument("--reviews-db", metavar="PATH", help="the review decisions database (SQLite; created if missing)")
     p.add_argument("--audits-dir", metavar="DIR", help="folder of saved audits offered in the sidebar")
+    p.add_argument(
+        "--team", metavar="FILE", help="team file: admin / reviewer / viewer per e-mail address (needs sign-in)"
+    )
+    p.add_argument(
+        "--secrets",
+        metavar="FILE",
+        help="Streamlit secrets file with the [auth] sign-in settings (default: .streamlit/secrets.toml here)",
+    )
     p.add_argument("streamlit_options", nargs="*", help=argparse.SUPPRESS)
     p.set_defaults(func=run)
 
@@ -50,19 +66,52 @@ def _config_options(config: Path) -> list[str]:
     return options
 
 
+def check_secrets(path: str) -> Path:
+    """A Streamlit secrets file with a usable ``[auth]`` section, as an absolute path.
+
+    Raises
+    ------
+    ValueError
+        Naming the file and what is missing (the file, TOML syntax, ``[auth]``, a key).
+    """
+    file = Path(path).expanduser().resolve()
+    if not file.is_file():
+        raise ValueError(f"--secrets {path!r} does not exist or is not a file.")
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"--secrets {path!r} cannot be read as TOML: {exc}.") from None
+    auth = data.get("auth")
+    if not isinstance(auth, dict):
+        raise ValueError(f"--secrets {path!r} has no [auth] section; sign-in needs one (see docs/review_team.md).")
+    missing = [k for k in ("redirect_uri", "cookie_secret") if not auth.get(k)]
+    providers = [v for v in auth.values() if isinstance(v, dict)]
+    if not providers:
+        missing += [k for k in ("client_id", "client_secret", "server_metadata_url") if not auth.get(k)]
+    if missing:
+        raise ValueError(f"--secrets {path!r}: [auth] lacks {', '.join(missing)}.")
+    return file
+
+
 def streamlit_command(
     *,
     audit: str | None = None,
     reviews_db: str | None = None,
     audits_dir: str | None = None,
+    team: str | None = None,
+    secrets: str | None = None,
     streamlit_options: list[str] | tuple[str, ...] = (),
 ) -> list[str]:
     """The ``streamlit run`` command line that starts the dashboard.
 
     Parameters
     ----------
-    audit, reviews_db, audits_dir : str, optional
-        Passed to ``app.py`` as absolute paths (the server keeps the caller's working folder).
+    audit, reviews_db, audits_dir, team : str, optional
+        Passed to ``app.py`` as absolute paths (the server keeps the caller's working folder);
+        the team file is validated first (:func:`core.reviews.load_team`).
+    secrets : str, optional
+        Streamlit secrets file with the ``[auth]`` sign-in settings, passed as ``secrets.files``
+        (needs ``team``).
     streamlit_options : sequence of str
         Streamlit options, placed after the dashboard's own settings so that they win.
 
@@ -74,8 +123,9 @@ def streamlit_command(
     Raises
     ------
     ValueError
-        ``audit`` is not an audit folder, ``audits_dir`` is not a folder, or ``reviews_db``
-        is a folder or its parent folder does not exist.
+        ``audit`` is not an audit folder, ``audits_dir`` is not a folder, ``reviews_db``
+        is a folder or its parent folder does not exist, the team file or the secrets file
+        is unusable, or ``secrets`` is given without ``team``.
     """
     from core.resources import dashboard_app
 
@@ -97,7 +147,17 @@ def streamlit_command(
         if not folder.is_dir():
             raise ValueError(f"--audits-dir {audits_dir!r} does not exist or is not a folder.")
         app_args += ["--audits-dir", str(folder)]
-    options = [*_config_options(app.parent / ".streamlit" / "config.toml"), *streamlit_options]
+    if team is not None:
+        from core.reviews import load_team
+
+        load_team(team)  # a TeamFileError (a ValueError) names the file, line, key and value
+        app_args += ["--team", str(Path(team).expanduser().resolve())]
+    options = [*_config_options(app.parent / ".streamlit" / "config.toml")]
+    if secrets is not None:
+        if team is None:
+            raise ValueError("--secrets turns sign-in on, and then roles come from a team file: give --team FILE too.")
+        options.append(f"--secrets.files={check_secrets(secrets)}")
+    options += list(streamlit_options)
     return [sys.executable, "-m", "streamlit", "run", str(app), *options, "--", *app_args]
 
 
@@ -107,6 +167,8 @@ def run(args) -> int:
         audit=args.audit,
         reviews_db=args.reviews_db,
         audits_dir=args.audits_dir,
+        team=args.team,
+        secrets=args.secrets,
         streamlit_options=args.streamlit_options,
     )
     sys.stdout.flush()

@@ -20,6 +20,7 @@ __all__ = [
     "AuditWarning",
     "ConstantFeatureWarning",
     "DatasetNoteWarning",
+    "DeprecatedOptionWarning",
     "UndefinedMetricWarning",
     "UndefinedTargetWarning",
 ]
@@ -43,3 +44,11 @@ class DatasetNoteWarning(AuditWarning):
 
 class ConstantFeatureWarning(AuditWarning):
     """A feature column holds one value in every row (kept, but it cannot move any prediction)."""
+
+
+class DeprecatedOptionWarning(DeprecationWarning):
+    """A command-line option was given under its old name; the message names the new one.
+
+    The old name keeps working for one release; ``reliability-audit`` prints the warning as one
+    ``warning: ...`` line (not an :class:`AuditWarning`: it concerns the command, not the data).
+    """

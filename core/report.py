@@ -37,6 +37,7 @@ from core.atomic import atomic_write_text
 from core.cfc.stressors import LabelChannel
 from core.exceptions import UndefinedMetricWarning, UndefinedTargetWarning
 from core.reviews import DECISION_LABELS, ReviewStore
+from core.validation import check_budget
 from core.views.paired import evaluation_records
 from core.views.ranking import attach_decisions, capture_curves, rank_queue
 from core.views.tabular import flip_budget_shown
@@ -75,7 +76,7 @@ _CERT_COLUMNS = (
     "path_margins",
     "score_fds",
 )
-_EPS = 1e-8  # the collapse denominator's guard, as in core.cfc.certificate (SPEC A.3)
+_EPS = 1e-8  # the collapse denominator's guard, as in core.cfc.fds (SPEC A.3)
 _BUDGETS = np.arange(1, 101) / 100
 _COVERAGE = 0.8  # clean coverage that sets the paired acceptance threshold (the dashboard's default)
 
@@ -119,21 +120,42 @@ class AuditInputs:
 
 @dataclass(frozen=True, eq=False)
 class ReviewInputs:
-    """Review decisions of one audit.
+    """Review decisions of one audit, as the store holds them.
 
     Attributes
     ----------
     path : str
-        The review database.
+        The review database (the report shows its file name only, never its folder).
     latest : DataFrame
-        :meth:`core.reviews.ReviewStore.latest` of the audit's fingerprint.
-    n_decisions : int
-        Every stored decision of the audit (history length, all samples).
+        :meth:`core.reviews.ReviewStore.latest` of the audit: the decision in force per case.
+    history : DataFrame
+        :meth:`core.reviews.ReviewStore.history` of the audit: every entry, retractions included.
+    ratings : DataFrame
+        :meth:`core.reviews.ReviewStore.ratings`: each reviewer's decision in force per case.
+    reviewers_per_case : int, default=1
+        Of the audit's review plan in force.
     """
 
     path: str
     latest: pd.DataFrame
-    n_decisions: int
+    history: pd.DataFrame
+    ratings: pd.DataFrame
+    reviewers_per_case: int = 1
+
+    @property
+    def n_decisions(self) -> int:
+        """Stored decisions of the audit (adjudications included, retractions not)."""
+        return int((self.history["decision"] != "retracted").sum())
+
+    @property
+    def n_retractions(self) -> int:
+        """Stored retractions (undo entries) of the audit."""
+        return int((self.history["decision"] == "retracted").sum())
+
+    @property
+    def n_samples(self) -> int:
+        """Samples of the audit with at least one entry (whether or not a decision is still in force)."""
+        return int(self.history["sample_id"].nunique())
 
 
 @dataclass(frozen=True, eq=False)
@@ -275,11 +297,15 @@ def load_reviews(path: str | os.PathLike[str], fingerprint: str) -> ReviewInputs
         raise ValueError(f"review database {str(db)!r} does not exist.")
     try:
         store = ReviewStore(db)
-        latest = store.latest(fingerprint)
-        n = len(store.history(fingerprint))
+        return ReviewInputs(
+            str(db),
+            store.latest(fingerprint),
+            store.history(fingerprint),
+            store.ratings(fingerprint),
+            store.current_plan(fingerprint).reviewers_per_case,
+        )
     except Exception as exc:  # sqlite3.DatabaseError on a file that is not a database
         raise ValueError(f"cannot read the review database {str(db)!r}: {exc}") from None
-    return ReviewInputs(str(db), latest, n)
 
 
 def load_paired(directory: str | os.PathLike[str], *, coverage: float = _COVERAGE) -> PairedInputs:
@@ -306,8 +332,8 @@ def load_paired(directory: str | os.PathLike[str], *, coverage: float = _COVERAG
 
 
 def _paired_from_pool(path: Path, coverage: float) -> PairedInputs:
+    from core.imaging.demo import load_demo_pool
     from core.paired.bounds import identified_intervals
-    from core.paired.demo import load_demo_pool
     from core.paired.screening import recapture_queue, screening_scores
     from core.paired.states import development_thresholds
 
@@ -711,15 +737,22 @@ def _triage_section(a: AuditInputs, reviews: ReviewInputs | None, reviews_note: 
         decided = latest.assign(label=latest["decision"].map(lambda d: DECISION_LABELS.get(d, d)))
         counts = decided["label"].value_counts().rename_axis("decision").reset_index(name="samples")
         in_queue = decided["sample_id"].isin(queue["sample_id"].map(str))
+        n_adjudications = int(
+            ((reviews.history["kind"] == "adjudication") & (reviews.history["decision"] != "retracted")).sum()
+        )
         out.append(
-            f"<p>Review database <code>{_e(reviews.path)}</code>: {reviews.n_decisions:,} decision(s) on "
-            f"{len(latest):,} sample(s) of this audit; {int(in_queue.sum()):,} of the {len(queue):,} queued "
-            "cases are reviewed (latest decision per sample below).</p>"
+            f"<p>Review database <code>{_e(_name(reviews.path))}</code>: {len(reviews.history):,} entr{'y' if len(reviews.history) == 1 else 'ies'} on "
+            f"{reviews.n_samples:,} sample(s) of this audit — {reviews.n_decisions:,} decision(s)"
+            + (f" ({n_adjudications:,} of them adjudications)" if n_adjudications else "")
+            + f" and {reviews.n_retractions:,} retraction(s); {len(latest):,} sample(s) have a decision in force; "
+            f"{int(in_queue.sum()):,} of the {len(queue):,} queued cases are reviewed (the decision in force per "
+            "sample below).</p>"
         )
         if len(latest):
             out.append(_table(counts))
         else:
-            out.append(_missing("reviewers' decisions — the database holds none for this audit's fingerprint."))
+            out.append(_missing("reviewers' decisions — none is in force for this audit's fingerprint."))
+        out.append(_agreement_section(reviews))
         shown = attach_decisions(queue, latest).drop(columns=["u", "reviewed_at"])
         shown["decision"] = shown["decision"].astype(object).where(shown["decision"].notna(), "not reviewed")
     shown = flip_budget_shown(shown, depth=depth)
@@ -738,6 +771,78 @@ def _triage_section(a: AuditInputs, reviews: ReviewInputs | None, reviews_note: 
     )
     if len(shown) > limit:
         out.append(f"<p class='note'>First {limit} of {len(shown):,} queued cases.</p>")
+    return "".join(out)
+
+
+def _name(label: str) -> str:
+    """A file or folder as the report names it: its last part, never the machine's folders."""
+    return Path(str(label)).name or str(label)
+
+
+def _kappa(value: float) -> str:
+    return "undefined" if math.isnan(value) else f"{value:.3f}"
+
+
+def _agreement_section(reviews: ReviewInputs) -> str:
+    """Agreement between reviewers (Cohen's kappa per pair, Fleiss' kappa) and the adjudicated decisions."""
+    from core.reviews import agreement
+
+    ratings = reviews.ratings
+    out = ["<h3>Agreement between reviewers</h3>"]
+    if ratings.empty or ratings.groupby("sample_id")["rater"].nunique().max() < 2:
+        out.append(
+            f"<p class='note'>No case has decisions by two or more reviewers (the plan asks for "
+            f"{reviews.reviewers_per_case} per case), so there is no agreement to measure.</p>"
+        )
+    else:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", UndefinedMetricWarning)
+            result = agreement(ratings)
+        out.append(
+            f"<p>Each reviewer's decision in force per case ({reviews.reviewers_per_case} reviewer(s) per case "
+            f"planned; adjudications are not ratings). {result.multi_rated:,} case(s) have two or more decisions, "
+            f"{result.disagreements:,} of them disagree. Fleiss' kappa over all reviewers: "
+            f"<strong>{_kappa(result.fleiss)}</strong> on {result.fleiss_cases:,} case(s) decided by exactly "
+            f"{result.raters_per_case} reviewers. Kappa is 1 for perfect agreement and 0 at chance level.</p>"
+        )
+        if len(result.pairs):
+            out.append(
+                _table(
+                    result.pairs.assign(kappa=result.pairs["kappa"].map(_kappa)),
+                    headers={
+                        "rater_a": "reviewer",
+                        "rater_b": "reviewer",
+                        "cases": "cases both decided",
+                        "agreed": "same decision",
+                        "kappa": "Cohen's kappa",
+                    },
+                )
+            )
+        out += [
+            f"<p class='note'>{_e(w.message)}</p>" for w in caught if issubclass(w.category, UndefinedMetricWarning)
+        ]
+    final = reviews.latest[reviews.latest["kind"] == "adjudication"]
+    out.append("<h3>Adjudicated decisions</h3>")
+    if final.empty:
+        out.append("<p class='note'>No case is adjudicated.</p>")
+    else:
+        by_case = ratings.groupby("sample_id").apply(
+            lambda g: "; ".join(f"{r}: {DECISION_LABELS.get(d, d)}" for r, d in zip(g["reviewer"], g["decision"])),
+            include_groups=False,
+        )
+        table = pd.DataFrame(
+            {
+                "sample_id": final["sample_id"].to_numpy(),
+                "final decision": final["decision"].map(lambda d: DECISION_LABELS.get(d, d)).to_numpy(),
+                "adjudicated by": final["reviewer"].to_numpy(),
+                "reviewers' decisions": final["sample_id"].map(by_case).fillna("").to_numpy(),
+                "note": final["note"].to_numpy(),
+            }
+        )
+        out.append(
+            f"<p>{len(final):,} case(s) carry an admin's final decision, which overrides the reviewers'.</p>"
+            + _table(table, headers={"sample_id": "sample id"})
+        )
     return "".join(out)
 
 
@@ -795,7 +900,7 @@ def _paired_section(paired: PairedInputs | None, note: str, figure: _Figures) ->
     if paired is None:
         return out[0] + _missing(f"interval bars and the recapture queue — {note}")
     out.append(
-        f"<p>From <code>{_e(paired.label)}</code>. Identified intervals: every value of the transition "
+        f"<p>From <code>{_e(_name(paired.label))}</code>. Identified intervals: every value of the transition "
         "metrics (H harmful accepted flips, L lost acceptances, dM_k confidence drop) that some pairing "
         "consistent with the information level allows.</p>"
     )
@@ -861,15 +966,14 @@ def build_report(
     audits = [audits] if isinstance(audits, AuditInputs) else list(audits)
     if not audits:
         raise ValueError("`audits` must hold at least one audit.")
-    if not 0 < budget <= 1:
-        raise ValueError(f"`budget` must be a fraction in (0, 1]; got {budget!r}.")
+    budget = check_budget(budget, name="budget")
     a = audits[0]
     ev = a.evaluation
     title = title or f"Fragility audit: {ev.get('dataset')} / {ev.get('model')} / seed {ev.get('seed')}"
     figure = _Figures()
     body = [
         f"<h1>{_e(title)}</h1>",
-        f"<p class='note'>Built {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from <code>{_e(a.label)}</code>. "
+        f"<p class='note'>Built {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from <code>{_e(_name(a.label))}</code>. "
         f"{ev.get('n_test', len(a.certificates)):,} test predictions, {ev.get('n_high_confidence', 0):,} "
         f"high-confidence, {ev.get('n_brittle', 0):,} held-out brittle. This file is self-contained and works "
         "offline.</p>",
@@ -898,6 +1002,7 @@ def report_for_result(
     reviews_db: str | os.PathLike[str] | None = None,
     paired_dir: str | os.PathLike[str] | None = None,
     budget: float = 0.1,
+    reviews_note: str = "no review database is configured.",
 ) -> str:
     """The report of an in-memory audit (the dashboard's "Download report").
 
@@ -908,14 +1013,16 @@ def report_for_result(
         Review database; left out (and said so) when None or when the file does not exist yet.
     paired_dir : path, optional
         Demo pool or ``python -m core paired`` output folder.
+    reviews_note : str, optional
+        Why the decisions are left out when ``reviews_db`` is None.
     """
     audit = audit_inputs(result)
-    reviews, note = None, "no review database is configured."
+    reviews, note = None, reviews_note
     if reviews_db is not None:
         if Path(reviews_db).expanduser().is_file():
             reviews = load_reviews(reviews_db, audit.fingerprint)
         else:
-            note = f"the review database {str(reviews_db)!r} holds no decision yet (the file does not exist)."
+            note = f"the review database {_name(reviews_db)!r} holds no decision yet (the file does not exist)."
     paired = load_paired(paired_dir) if paired_dir is not None else None
     return build_report(
         audit,

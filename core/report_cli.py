@@ -97,7 +97,9 @@ def _report(args) -> int:
         if db.is_file():
             reviews = load_reviews(db, audits[0].fingerprint)
         else:
-            reviews_note = f"no review database was given (--reviews-db PATH) and none exists at {db}."
+            reviews_note = (
+                f"no review database was given (--reviews-db PATH) and the default one ({db.name}) does not exist."
+            )
     paired = load_paired(args.paired) if args.paired else None
     html = build_report(audits, reviews=reviews, reviews_note=reviews_note, paired=paired, budget=args.budget)
     if args.pdf is not None:  # printed first: a failed print leaves no half of the pair behind

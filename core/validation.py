@@ -1,11 +1,19 @@
-"""The validation layer shared by every entry point that reads a user's table or number.
+"""The validation layer: the one home of every check on what a user gives the tool.
 
-``audit`` (:func:`core.tabular.datasets.load_user_data`), ``certify``
-(:func:`core.scale.certify.fit_certify_task`), ``paired`` / ``paired-grid``
-(:mod:`core.paired.records`, :mod:`core.scale.paired_grid`) and the dashboard uploads (which go
-through the same loaders) call these checks, so one table gets one verdict everywhere. Each
-check runs before any output exists and raises ``ValueError`` (or ``FileNotFoundError``) with a
-message naming the file, the row, the column and the value, and what was expected.
+Every entry point — the commands of ``python -m core``, the Python API and the dashboard —
+validates here, so one input gets one verdict everywhere:
+
+- **tables**: :func:`read_table` is the one reader of a user's CSV / Parquet file (``audit``
+  and its ``--model-file`` tables, paired records, screening outputs, the dashboard uploads):
+  size limit, empty files, binary content renamed ``.csv`` (images, archives, pickles, Parquet),
+  NUL bytes, non-UTF-8 text, repeated header names, the format told by the suffix and checked
+  against the content; :func:`check_table` then checks an audit table's columns and cells;
+- **scalars**: :func:`check_seed`, :func:`check_positive_int` / :func:`check_batch_size`,
+  :func:`check_budget`, :func:`check_share`, :func:`check_unit_interval` / :func:`check_tau`,
+  used by the public functions, the views and (through :mod:`core.cli_options`) the CLI types.
+
+Each check runs before any output exists and raises ``ValueError`` (or ``FileNotFoundError``)
+with a message naming the file, the row, the column and the value, and what was expected.
 
 Semantics of degenerate but legal inputs (decided here, documented in ``docs/DEVELOPING.md``):
 
@@ -21,15 +29,20 @@ Semantics of degenerate but legal inputs (decided here, documented in ``docs/DEV
 
 from __future__ import annotations
 
+import bz2
 import csv
+import gzip
 import io
+import lzma
 import math
 import numbers
 import os
 import warnings
+import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Literal
 
 import numpy as np
 import pandas as pd
@@ -38,18 +51,32 @@ from core.exceptions import ConstantFeatureWarning
 
 __all__ = [
     "MAX_CLASSES",
+    "TABLE_SUFFIXES",
     "UPLOAD_LIMIT_MB",
     "ConstantFeatureWarning",
+    "TableOrigin",
+    "UserTable",
+    "check_batch_size",
+    "check_budget",
     "check_cells",
     "check_finite_features",
     "check_informative_features",
     "check_input_file",
+    "check_positive_int",
+    "check_seed",
+    "check_share",
     "check_table",
+    "check_table_content",
+    "check_tau",
     "check_text_table",
     "check_unique_columns",
     "check_unit_interval",
     "check_upload_size",
+    "csv_delimiter",
     "csv_header_duplicate",
+    "read_table",
+    "table_bytes",
+    "table_format",
     "warn_constant_features",
 ]
 
@@ -141,6 +168,115 @@ def check_unit_interval(value: Any, name: str) -> float:
     if math.isnan(v) or not 0.0 <= v <= 1.0:
         raise ValueError(f"`{name}` must be in [0, 1]; got {value!r}.")
     return v
+
+
+def check_tau(tau: Any, *, name: str = "tau") -> float:
+    """An acceptance threshold τ in [0, 1] (:func:`check_unit_interval`: ``'0.8'``, ``True``, NaN refused)."""
+    return check_unit_interval(tau, name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Scalars: one check per kind of number, shared by the Python API, the views and the CLI types
+
+
+def _shown(value: Any) -> str:
+    """repr of a value as the caller wrote it (numpy 2 would print ``np.float64(0.5)``)."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def check_seed(seed: Any, *, name: str = "seed", max_bits: int | None = None) -> int:
+    """``seed`` as a Python int: a non-negative integer (bools and floats refused).
+
+    ``max_bits=32`` also requires ``seed < 2**32`` (scikit-learn's ``random_state`` range).
+
+    Examples
+    --------
+    >>> check_seed(7)
+    7
+    >>> check_seed(-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: `seed` must be a non-negative int; got -1.
+    >>> check_seed(2**32, max_bits=32)
+    Traceback (most recent call last):
+    ...
+    ValueError: `seed` must be an int in [0, 2**32); got 4294967296.
+    """
+    if max_bits is not None:
+        if not _is_int(seed) or not 0 <= seed < 2**max_bits:
+            raise ValueError(f"`{name}` must be an int in [0, 2**{max_bits}); got {_shown(seed)}.")
+    elif not _is_int(seed) or seed < 0:
+        raise ValueError(f"`{name}` must be a non-negative int; got {_shown(seed)}.")
+    return int(seed)
+
+
+def check_positive_int(value: Any, name: str, *, allow_none: bool = False, what: str | None = None) -> int | None:
+    """``value`` as a Python int >= 1 (or None when ``allow_none``); bools and floats refused.
+
+    ``what`` says in the message what the number counts (``"rows per predict_proba call"``).
+
+    Examples
+    --------
+    >>> check_positive_int(3, "n_draws")
+    3
+    >>> check_positive_int(0, "workers")
+    Traceback (most recent call last):
+    ...
+    ValueError: `workers` must be a positive int; got 0.
+    """
+    if allow_none and value is None:
+        return None
+    if not _is_int(value) or value < 1:
+        kind = "a positive int" + (" or None" if allow_none else "") + (f" ({what})" if what else "")
+        raise ValueError(f"`{name}` must be {kind}; got {_shown(value)}.")
+    return int(value)
+
+
+def check_batch_size(batch_size: Any) -> int:
+    """Rows per model call: a positive int (bounds the memory of a batched ``predict_proba``)."""
+    return check_positive_int(batch_size, "batch_size", what="rows per predict_proba call")
+
+
+def check_budget(q: Any, *, name: str = "q") -> float:
+    """A review budget: a real fraction in (0, 1] (``True`` refused); returned as a float.
+
+    Examples
+    --------
+    >>> check_budget(0.2)
+    0.2
+    >>> check_budget(0, name="budget")
+    Traceback (most recent call last):
+    ...
+    ValueError: `budget` must be a fraction in (0, 1]; got 0.
+    """
+    if not _is_real(q) or not 0.0 < float(q) <= 1.0:
+        raise ValueError(f"`{name}` must be a fraction in (0, 1]; got {_shown(q)}.")
+    return float(q)
+
+
+def check_share(value: Any, name: str) -> float:
+    """A share of rows strictly between 0 and 1 (a validation or test part); returned as a float.
+
+    Examples
+    --------
+    >>> check_share(0.2, "val_size")
+    0.2
+    >>> check_share(1.5, "val_size")
+    Traceback (most recent call last):
+    ...
+    ValueError: `val_size` must be a share in (0, 1); got 1.5.
+    """
+    if not _is_real(value) or not 0.0 < float(value) < 1.0:
+        raise ValueError(f"`{name}` must be a share in (0, 1); got {_shown(value)}.")
+    return float(value)
 
 
 def check_cells(column: pd.Series, *, kind: str, noun: str, where: Callable[[int], str]) -> np.ndarray:
@@ -391,3 +527,325 @@ def check_upload_size(data: bytes, file_name: str, *, limit_mb: int = UPLOAD_LIM
             "Use the command line (`python -m core paired --help`, `python -m core audit --help`) "
             "for larger files."
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# The one reader of a user's table
+
+TableFormat = Literal["csv", "parquet"]
+
+#: Suffixes :func:`read_table` reads, by format; a CSV may also be compressed (``.csv.gz``,
+#: ``.csv.bz2``, ``.csv.xz``, ``.csv.zip``, likewise ``.tsv``).
+TABLE_SUFFIXES: dict[str, TableFormat] = {
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".txt": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+# Compression suffix -> (leading bytes, what the file is called in messages).
+_COMPRESSED = {
+    ".gz": (b"\x1f\x8b", "gzip"),
+    ".bz2": (b"BZh", "bzip2"),
+    ".xz": (b"\xfd7zXZ\x00", "xz"),
+    ".zip": (b"PK\x03\x04", "ZIP"),
+}
+_SUFFIX_HELP = (
+    "expected a .csv, .tsv, .txt or .parquet file (a CSV may be compressed: .csv.gz, .csv.bz2, .csv.xz, .csv.zip)"
+)
+# Delimiters tried, in order, when a CSV header holds no comma (spreadsheet exports in some locales).
+_OTHER_DELIMITERS = (";", "\t", "|")
+
+
+@dataclass(frozen=True)
+class TableOrigin:
+    """Where a table came from, to name rows the way the user sees them.
+
+    Rows are numbered from 1 in file order; a CSV row also gets its file line (the header is
+    line 1), a frame whose index is not its row position gets the index label.
+
+    Examples
+    --------
+    >>> TableOrigin("r.csv", csv=True).row(2)
+    'r.csv, row 3 (line 4)'
+    >>> TableOrigin("`records`").row(0, index="a")
+    "`records`, row 1 (index 'a')"
+    """
+
+    name: str
+    csv: bool = False
+    offset: int = 0  # rows of the file before this frame (a streamed batch)
+
+    def row(self, position: int, index=None) -> str:
+        where = f"{self.name}, row {self.offset + position + 1}"
+        if self.offset:
+            return where
+        if self.csv:
+            return f"{where} (line {position + 2})"
+        if index is not None and not (isinstance(index, (int, np.integer)) and int(index) == position):
+            return f"{where} (index {index!r})"
+        return where
+
+
+@dataclass(frozen=True, kw_only=True)
+class UserTable:
+    """A user's table as :func:`read_table` read it: raw cells, nothing typed or dropped.
+
+    Attributes
+    ----------
+    frame : DataFrame of shape (n_rows, n_columns)
+        Column names as ``str`` (unique), index ``0 .. n_rows - 1`` (the data row in the file).
+    name : str
+        How messages name the file (the path as given, or an upload's name).
+    format : {"csv", "parquet"}
+    delimiter : str or None
+        The CSV delimiter used (None for Parquet).
+    """
+
+    frame: pd.DataFrame
+    name: str
+    format: TableFormat
+    delimiter: str | None = None
+
+    @property
+    def origin(self) -> TableOrigin:
+        """How row messages name this table's rows (with the CSV line)."""
+        return TableOrigin(self.name, csv=self.format == "csv")
+
+
+def _suffixes(name: str) -> tuple[str, str | None]:
+    """(table suffix, compression suffix or None) of a file name, lower-cased."""
+    parts = [s.lower() for s in Path(name).suffixes]
+    if len(parts) >= 2 and parts[-1] in _COMPRESSED:
+        return parts[-2], parts[-1]
+    return (parts[-1] if parts else ""), None
+
+
+def table_format(name: str, *, file_format: Literal["auto", "csv", "parquet"] = "auto") -> TableFormat:
+    """The format of a table file from its name (``file_format`` overrides the suffix).
+
+    Examples
+    --------
+    >>> table_format("runs/records.csv.gz"), table_format("x.pq"), table_format("x.dat", file_format="csv")
+    ('csv', 'parquet', 'csv')
+    >>> table_format("book.xlsx")
+    Traceback (most recent call last):
+    ...
+    ValueError: 'book.xlsx': cannot tell the format from the suffix '.xlsx' (unknown file type); expected a .csv, .tsv, .txt or .parquet file (a CSV may be compressed: .csv.gz, .csv.bz2, .csv.xz, .csv.zip).
+    """
+    _check_file_format(file_format)
+    if file_format != "auto":
+        return file_format
+    suffix, compression = _suffixes(name)
+    fmt = TABLE_SUFFIXES.get(suffix)
+    if fmt is None or (compression is not None and fmt != "csv"):
+        shown = suffix + (compression or "")
+        told = f"from the suffix {shown!r}" if shown else "without a suffix"
+        raise ValueError(f"{name!r}: cannot tell the format {told} (unknown file type); {_SUFFIX_HELP}.")
+    return fmt
+
+
+def _check_file_format(file_format: Any) -> None:
+    if file_format not in ("auto", "csv", "parquet"):
+        raise ValueError(f"`file_format` must be 'auto', 'csv' or 'parquet'; got {file_format!r}.")
+
+
+def csv_delimiter(header: str, name: str = "") -> str:
+    """The delimiter of a CSV table from its header line: tab for ``.tsv``, else ``,`` unless the
+    header has no comma but a ``;``, tab or ``|`` (spreadsheet exports in some locales).
+
+    Examples
+    --------
+    >>> csv_delimiter("a;b;c"), csv_delimiter("a,b"), csv_delimiter("a\\tb", "x.tsv"), csv_delimiter("y")
+    (';', ',', '\\t', ',')
+    """
+    if _suffixes(name)[0] == ".tsv":
+        return "\t"
+    if "," in header:
+        return ","
+    return next((d for d in _OTHER_DELIMITERS if d in header), ",")
+
+
+def _decompress(raw: bytes, name: str, compression: str) -> bytes:
+    """The CSV inside a compressed file, refused unless the content is of the suffix's kind."""
+    magic, kind = _COMPRESSED[compression]
+    if not raw.startswith(magic):
+        raise ValueError(f"{name!r} is not a {kind} file (its suffix says so, its first bytes do not).")
+    try:
+        if compression == ".gz":
+            return gzip.decompress(raw)
+        if compression == ".bz2":
+            return bz2.decompress(raw)
+        if compression == ".xz":
+            return lzma.decompress(raw)
+        with zipfile.ZipFile(io.BytesIO(raw)) as zf:
+            members = [m for m in zf.infolist() if not m.is_dir()]
+            if len(members) != 1:
+                raise ValueError(f"{name!r} holds {len(members)} files; a zipped table must hold exactly one CSV file.")
+            return zf.read(members[0])
+    except (OSError, EOFError, lzma.LZMAError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"{name!r} could not be decompressed as {kind}: {exc}") from None
+
+
+def table_bytes(source: Any, *, name: str | None = None, max_bytes: int | None = None) -> tuple[bytes, str]:
+    """The bytes of a table (a path, bytes or a binary file object) and how messages name it.
+
+    A path must exist and be a file (``FileNotFoundError`` otherwise); a file object (e.g. a
+    Streamlit upload) is read from its start, named by its ``name`` attribute. ``max_bytes``
+    refuses a larger file before it is read. An empty file is refused.
+    """
+    if max_bytes is not None:
+        check_positive_int(max_bytes, "max_bytes")
+    if isinstance(source, (str, os.PathLike)):
+        path = check_input_file(source, what="table")
+        label = str(source) if name is None else name
+        _check_table_size(label, path.stat().st_size, max_bytes)
+        raw = path.read_bytes()
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        label = name or "uploaded table"
+        raw = bytes(source)
+    elif hasattr(source, "read"):
+        label = name or Path(str(getattr(source, "name", "") or "uploaded table")).name
+        if hasattr(source, "seek"):  # a Streamlit upload may have been read before
+            source.seek(0)
+        size = getattr(source, "size", None)
+        if _is_int(size):
+            _check_table_size(label, int(size), max_bytes)
+        raw = source.read() if max_bytes is None else source.read(max_bytes + 1)
+        if isinstance(raw, str):
+            raise ValueError(f"{label!r}: open the file in binary mode ('rb'); got a text stream.")
+        raw = bytes(raw)
+    else:
+        raise ValueError(f"`source` must be a path, bytes or a binary file object; got {type(source).__name__}.")
+    _check_table_size(label, len(raw), max_bytes)
+    return raw, label
+
+
+def _check_table_size(label: str, size: int, max_bytes: int | None) -> None:
+    if size == 0:
+        raise ValueError(f"{label!r} is empty (0 bytes).")
+    if max_bytes is not None and size > max_bytes:
+        raise ValueError(
+            f"{label!r} is {size / 1024**2:.1f} MiB, over the limit of {max_bytes / 1024**2:.1f} MiB "
+            "(`max_bytes`); sample the rows first or raise the limit."
+        )
+
+
+def check_table_content(raw: bytes, name: str, fmt: TableFormat) -> bytes:
+    """The bytes of a table of format ``fmt`` checked against its content (decompressed if the
+    name says so): Parquet must start with ``PAR1``; a CSV must be text
+    (:func:`check_text_table`) without a repeated header name. Returns the table's bytes."""
+    _, compression = _suffixes(name)
+    if compression is not None:
+        raw = _decompress(raw, name, compression)
+        if not raw:
+            raise ValueError(f"{name!r} holds an empty file.")
+    if fmt == "parquet":
+        if not raw.startswith(b"PAR1"):
+            raise ValueError(
+                f"{name!r} is not a Parquet file: it does not start with 'PAR1', so it could not be read as "
+                "Parquet. Is it a CSV?"
+            )
+        return raw
+    check_text_table(raw, name)
+    header = raw[:_HEAD].split(b"\n", 1)[0].decode("utf-8-sig", errors="replace")
+    dup = csv_header_duplicate(raw, csv_delimiter(header, name))
+    if dup is not None:
+        raise ValueError(
+            f"{name!r}: column name {dup!r} occurs more than once in the header; column names must be unique."
+        )
+    return raw
+
+
+def read_table(
+    source: str | os.PathLike[str] | bytes | BinaryIO,
+    *,
+    name: str | None = None,
+    file_format: Literal["auto", "csv", "parquet"] = "auto",
+    na_values: Sequence[str | float] | None = None,
+    max_bytes: int | None = None,
+) -> UserTable:
+    """Read a user's CSV or Parquet table, refusing anything that is not one, with the file named.
+
+    The one reader of every table a user gives the tool (``audit --data`` / ``--train`` /
+    ``--test``, paired records and screening outputs, the dashboard uploads). It refuses, naming
+    the file: a missing path or a folder, an empty file, a file over ``max_bytes``, an unknown
+    suffix, content of another kind than the suffix says (a PNG, PDF, ZIP / xlsx, gzip, pickle or
+    Parquet file renamed ``.csv``; a CSV renamed ``.parquet``), NUL bytes, text that is not UTF-8,
+    a column name that occurs twice (pandas would rename the second ``Time`` to ``Time.1``),
+    malformed CSV, and a table without data rows. Cells are kept as read (no typing).
+
+    Parameters
+    ----------
+    source : path, bytes or binary file object
+        ``.csv`` / ``.tsv`` / ``.txt`` (optionally ``.gz``, ``.bz2``, ``.xz``, ``.zip``) or
+        ``.parquet`` / ``.pq``. A file object (e.g. a Streamlit upload) is named by its ``name``.
+    name : str, optional
+        How messages name the file, and the name whose suffix tells the format; default the
+        path as given (the file object's base name; ``"uploaded table"`` for bare bytes).
+    file_format : {"auto", "csv", "parquet"}, default "auto"
+        ``"auto"`` tells the format from the suffix of ``name``.
+    na_values : sequence of str or float, optional
+        Extra values read as missing (e.g. a sentinel code such as ``99999999``).
+    max_bytes : int, optional
+        Largest file accepted (no limit by default).
+
+    Returns
+    -------
+    UserTable
+        The frame (column names as ``str``), its name, format and CSV delimiter.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``source`` is a path that does not exist.
+    ValueError
+        Everything else listed above; the message names the file and what was expected.
+
+    Examples
+    --------
+    >>> read_table(b"x;y\\n1;a\\n2;b\\n", name="t.csv").frame
+       x  y
+    0  1  a
+    1  2  b
+    >>> read_table(b"x,y,x\\n1,2,3\\n", name="t.csv")
+    Traceback (most recent call last):
+    ...
+    ValueError: 't.csv': column name 'x' occurs more than once in the header; column names must be unique.
+    """
+    _check_file_format(file_format)  # before the file is read
+    raw, label = table_bytes(source, name=name, max_bytes=max_bytes)
+    fmt = table_format(label, file_format=file_format)
+    raw = check_table_content(raw, label, fmt)
+    delimiter = None
+    if fmt == "parquet":
+        try:
+            frame = pd.read_parquet(io.BytesIO(raw))
+        except Exception as exc:  # pyarrow raises several unrelated types for corrupt files
+            raise ValueError(f"{label!r} could not be read as Parquet: {exc}") from None
+        check_unique_columns(frame.columns, repr(label))
+        if na_values:
+            frame = frame.replace(list(na_values), np.nan)
+    else:
+        header = raw[:_HEAD].split(b"\n", 1)[0].decode("utf-8-sig", errors="replace")
+        delimiter = csv_delimiter(header, label)
+        frame = _read_csv(raw, label, delimiter, [str(v) for v in na_values] if na_values else None)
+    frame.columns = [str(c) for c in frame.columns]
+    if frame.shape[0] == 0:
+        raise ValueError(f"{label!r} has a header but no data rows.")
+    return UserTable(frame=frame, name=label, format=fmt, delimiter=delimiter)
+
+
+def _read_csv(raw: bytes, label: str, sep: str, na_values: list[str] | None) -> pd.DataFrame:
+    try:
+        # utf-8-sig: spreadsheet exports often start with a byte-order mark, which would
+        # otherwise end up in the first column name.
+        return pd.read_csv(io.BytesIO(raw), sep=sep, na_values=na_values, low_memory=False, encoding="utf-8-sig")
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{label!r} is empty (no header, no rows).") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"{label!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8 CSV or Parquet."
+        ) from None
+    except pd.errors.ParserError as exc:
+        raise ValueError(f"{label!r} is not a well-formed CSV table: {exc}".rstrip()) from None

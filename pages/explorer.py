@@ -288,7 +288,7 @@ def _certificate(result, frame) -> None:
     )
     st.caption(
         f"Certificate fingerprint `{result.fingerprint}`. The file holds the protocol, groups, baseline and "
-        "every trajectory array, and can be re-checked with `core.cfc.certificate.verify` against the model."
+        "every trajectory array, and can be re-checked with `core.cfc.verify` against the model."
     )
 
 

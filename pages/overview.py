@@ -16,6 +16,7 @@ from core.views.formatting import parse_float_list
 from core.views.tabular import column_summary, flip_budget_shown, groups_table
 from core.views.uploads import CELL_BUDGET, LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, TableUpload, parse_blocks, table_columns
 from ui.audit_line import audit_line
+from ui.auth import report_reviews
 from ui.components import chart, guarded, page_header, preload_plotly, run_page, table
 from ui.data import audit_max_rows, current_audit, current_dataset, current_protocol, dataset_label
 from ui.entry import ensure_entrypoint
@@ -285,7 +286,7 @@ def _data_section(dataset, label: str | None = None) -> None:
 
 def _report(result, **options) -> str:
     # Imported on click: plotly.io's HTML writer and the paired engine are not first-screen costs.
-    from core.paired.demo import DEFAULT_DIR as PAIRED_DEMO_DIR
+    from core.imaging.demo import DEFAULT_DIR as PAIRED_DEMO_DIR
     from core.report import report_for_result
 
     return report_for_result(result, paired_dir=os.environ.get("PAIRED_DEMO_DIR") or PAIRED_DEMO_DIR, **options)
@@ -299,10 +300,10 @@ def _glance_section(progress_at=None) -> None:
     audit_line(result)
     st.subheader("The audit at a glance")
     # Built only on click (on Streamlit's download thread): the file inlines plotly.js (~5 MB).
-    db, budget = st.session_state["reviews_db"], st.session_state["triage_budget"] / 100
+    reviews, budget = report_reviews(), st.session_state["triage_budget"] / 100
     st.download_button(
         "Download report",
-        lambda: _report(result, reviews_db=db, budget=budget),
+        lambda: _report(result, budget=budget, **reviews),
         file_name=f"report_{result.dataset.name}_{result.model_name}_seed{result.seed}.html",
         mime="text/html",
         icon=":material/download:",

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core.paired.demo import render_condition, render_condition_image
-from core.paired.images import png_data_uri
-from core.paired.probe import parse_floats, probe_image, probe_uploaded
+from core.imaging.demo import render_condition, render_condition_image
+from core.imaging.images import png_data_uri
+from core.imaging.probe import parse_floats, probe_image, probe_uploaded
 from core.paired.screening import (
     recapture_queue,
     risk_column,

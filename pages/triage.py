@@ -14,19 +14,25 @@ from core.views.tabular import flip_budget_shown, prediction_table
 from ui.audit_line import audit_line
 from ui.certificate import certificate_panel, flip_budget_text, lambda_text
 from ui.components import cached_figure, figure, guarded, page_header, run_page
-from ui.data import current_audit, review_store
+from ui.data import current_audit
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
 from ui.review import (
+    adjudication_panel,
+    agreement_panel,
     bulk_form,
+    export_button,
     history_panel,
     key_of,
+    plan_form,
     prepare_case,
     queue_display,
     queue_filter,
     queue_table,
     review_form,
     seed_reviewer,
+    store,
+    viewer,
 )
 from ui.selection import (
     apply_table_selection,
@@ -133,16 +139,8 @@ def _review_panel(key, sample_id: int, queue, shown) -> None:
             )
     with right:
         history_panel(key, sample_id)
-        everything = review_store(st.session_state["reviews_db"]).export(audit_fingerprint=key.fingerprint)
-        st.download_button(
-            f"Export all {len(everything)} entries of this audit (CSV)",
-            everything.to_csv(index=False).encode("utf-8"),
-            file_name=f"reviews_{key.fingerprint[:12]}.csv",
-            mime="text/csv",
-            icon=":material/download:",
-            on_click="ignore",
-            key="triage_export_reviews",
-        )
+        export_button(key)
+    adjudication_panel(key, sample_id)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -262,7 +260,9 @@ def _queue_and_review(result, frame) -> None:
     with guarded("Review database"):
         key = key_of(result)
         seed_reviewer()
-        latest = review_store(st.session_state["reviews_db"]).latest(result.fingerprint)
+        latest = store().latest(result.fingerprint, viewer=viewer())
+        plan_form(key, [str(s) for s in queue["sample_id"]])
+        agreement_panel(key)
         criteria = queue_filter(latest)
         decided = queue_display(queue, latest, key)
         shown = filter_queue(decided, latest, criteria)
@@ -283,6 +283,8 @@ def _queue_and_review(result, frame) -> None:
                 "reasons",
                 "note",
                 "reviewed_at",
+                "opinions",
+                "state",
                 "elsewhere",
             )
             if c in shown.columns

@@ -5,7 +5,7 @@
 Computes :func:`core.paired.coverage_grid.coverage_grid` of the shipped demo pool
 (``assets/paired_demo``) at every coverage of :data:`core.constants.COVERAGES` and writes them,
 with one fingerprint per coverage, to ``assets/paired_demo_grid.parquet``; and the pool's
-screening scores (:func:`core.paired.demo_screening.demo_screening`) with their fingerprint to
+screening scores (:func:`core.imaging.demo_screening.demo_screening`) with their fingerprint to
 ``assets/paired_demo_screening.parquet`` (atomic writes). The Paired bounds and Recapture queue
 pages use a stored result only when its fingerprint matches the pool, the computing code and
 the library versions exactly. ``--check`` only says whether every stored result still matches
@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.constants import COVERAGES  # noqa: E402
 from core.exceptions import UndefinedTargetWarning  # noqa: E402
+from core.imaging.demo import DEFAULT_DIR, load_demo_pool  # noqa: E402
+from core.imaging.demo_screening import PRECOMPUTED_SCREENING, load_precomputed_screening, write_precomputed_screening  # noqa: E402
 from core.paired.coverage_grid import PRECOMPUTED_GRID, load_precomputed_grid, write_precomputed_grid  # noqa: E402
-from core.paired.demo import DEFAULT_DIR, load_demo_pool  # noqa: E402
-from core.paired.demo_screening import PRECOMPUTED_SCREENING, load_precomputed_screening, write_precomputed_screening  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

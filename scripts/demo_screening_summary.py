@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.paired.demo import DEFAULT_DIR, load_demo_pool  # noqa: E402
+from core.imaging.demo import DEFAULT_DIR, load_demo_pool  # noqa: E402
 from core.paired.screening import (  # noqa: E402
     condition_tiers,
     identity_ablation,

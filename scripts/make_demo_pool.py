@@ -1,7 +1,7 @@
 """Regenerate the shipped demo pool: ``python scripts/make_demo_pool.py [--source DIR] [--out DIR] [--seed N]``.
 
-A thin wrapper around :func:`core.paired.demo.build_demo_pool` and
-:func:`core.paired.demo.save_demo_pool`; see ``docs/screening.md``. Needs Fashion-MNIST
+A thin wrapper around :func:`core.imaging.demo.build_demo_pool` and
+:func:`core.imaging.demo.save_demo_pool`; see ``docs/screening.md``. Needs Fashion-MNIST
 (Debian's ``dataset-fashion-mnist``, default ``/usr/share/datasets/fashion-mnist``). Runs
 single-threaded (determinism; the machine may be shared).
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.paired.demo import DEFAULT_DIR, FASHION_MNIST_DIR, MODEL_SPECS, build_demo_pool, save_demo_pool  # noqa: E402
+from core.imaging.demo import DEFAULT_DIR, FASHION_MNIST_DIR, MODEL_SPECS, build_demo_pool, save_demo_pool  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

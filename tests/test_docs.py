@@ -33,12 +33,6 @@ ROOT = Path(__file__).resolve().parents[1]
 # Names of the folder beside the repository: its contract, style guide and the papers' text.
 OUTSIDE_MENTION = re.compile(r"\.\./shared\b|\bshared/(?:SPEC|STYLE|USERS|ARCHITECTURE)\.md|\bshared/seeds\b")
 
-# README.md is rewritten by the integrator; until then its introduction names the old contract
-# ("specified in `../shared/SPEC.md`"). Problems are compared without their line numbers, so
-# edits elsewhere in README do not matter; the test fails on any other problem (a second
-# mention included), and once this one is gone, so that the list is emptied.
-README_KNOWN_PROBLEMS = Counter({"mentions '../shared' (outside the repository)": 1})
-
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _INLINE_LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(\s*<?([^)\s>]*)>?(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
@@ -179,13 +173,17 @@ def test_docs_links_reach_existing_files_and_headings(page):
     assert broken_links(ROOT, page) == []
 
 
-def test_readme_links_resolve_and_only_its_known_outside_mention_remains():
+def test_readme_links_resolve_and_stay_inside_the_repository():
     readme = ROOT / "README.md"
     assert broken_links(ROOT, readme) == []
-    problems = Counter(p.split(": ", 1)[1] for p in outside_problems(ROOT, readme))
-    new, gone = problems - README_KNOWN_PROBLEMS, README_KNOWN_PROBLEMS - problems
-    assert not new, f"README.md points outside the repository: {sorted(new)}"
-    assert not gone, f"README.md no longer has {sorted(gone)}; empty README_KNOWN_PROBLEMS in tests/test_docs.py"
+    assert outside_problems(ROOT, readme) == []
+
+
+def test_readme_is_a_map_not_a_log():
+    """The README says what, how to start and where to go next; figures and details live in docs/."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) < 150, len(lines)
+    assert max(map(len, lines)) <= 200, max(lines, key=len)  # no wall of text in one table cell
 
 
 def test_method_page_has_every_section_the_code_cites():

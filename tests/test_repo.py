@@ -35,12 +35,12 @@ def test_torch_is_pinned():
     assert "torch==2.13.0" in [r.strip() for r in reqs]
 
 
-def test_readme_python_example_runs(tmp_path, monkeypatch):
-    text = (ROOT / "README.md").read_text()
+def test_the_engine_example_of_docs_cfc_runs(tmp_path, monkeypatch):
+    text = (ROOT / "docs" / "cfc.md").read_text()
     block = text.split("```python", 1)[1].split("```", 1)[0]
     monkeypatch.chdir(tmp_path)  # the example writes certs.json into the working directory
     namespace: dict = {}
-    exec(compile(block, "README.md", "exec"), namespace)
+    exec(compile(block, "docs/cfc.md", "exec"), namespace)
     assert len(namespace["cs"]) == len(namespace["split"].test)
     report = namespace["verify"]("certs.json", namespace["model"].predict_proba, namespace["X_test"])
     assert report.ok
@@ -84,7 +84,7 @@ def test_readme_own_model_example_runs(tmp_path, monkeypatch):
     import warnings
 
     text = (ROOT / "README.md").read_text()
-    section = text.split("## Audit your own model", 1)[1]
+    section = text.split("### 2. Your tabular model", 1)[1]
     block = section.split("```python", 1)[1].split("```", 1)[0]
     monkeypatch.chdir(tmp_path)  # the example saves my_audit into the working directory
     namespace: dict = {}

@@ -17,7 +17,7 @@ import streamlit as st
 
 from core.cfc.protocol import Protocol
 from core.reviews import ReviewStore
-from core.tabular.audit import AuditResult, run_audit
+from core.tabular.audit import AuditOptions, AuditResult, run_audit
 from core.tabular.datasets import DATASET_NAMES, Dataset, load_dataset, load_user_data
 from core.tabular.models import MODELS
 from core.tabular.shipped import shipped_audit
@@ -115,9 +115,8 @@ def _job(model: str) -> AuditResult | AuditJob:
             return shipped
 
     def compute(progress):
-        return run_audit(
-            dataset, model=model, seed=seed, protocol=Protocol.from_json(protocol), max_rows=max_rows, progress=progress
-        )
+        options = AuditOptions(model=model, seed=seed, protocol=Protocol.from_json(protocol), max_rows=max_rows)
+        return run_audit(dataset, options=options, progress=progress)
 
     job = job_for(
         ("audit", key, _dataset_digest(key), model, seed, protocol, max_rows),

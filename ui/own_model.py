@@ -32,9 +32,10 @@ from core.tabular.audit_folder import (
     reopen_audit,
     saved_result,
 )
-from core.tabular.model_files import load_model_bytes, read_table
+from core.tabular.model_files import load_model_bytes
 from core.tabular.own_model import audit_model
 from core.tabular.persist import UntrustedTypesError
+from core.validation import read_table
 from core.views.uploads import UPLOAD_LIMIT_MB, table_columns, upload_digest
 from ui.audit_jobs import foreground_wait_s, job_for, show_progress_and_stop
 from ui.errors import guarded
@@ -117,11 +118,11 @@ def _holdout(test, target: str):
 def _tables(files: dict, target: str):
     """The raw train and test rows of an upload (a stratified half of the test table as train
     when none was given)."""
-    test = read_table(files["test"][1], files["test"][0])
+    test = read_table(files["test"][1], name=files["test"][0]).frame
     if target not in test.columns:
         raise ValueError(f"target {target!r} is not a column of {files['test'][0]}.")
     if files.get("train") is not None:
-        return read_table(files["train"][1], files["train"][0]), test
+        return read_table(files["train"][1], name=files["train"][0]).frame, test
     return _holdout(test, target)
 
 

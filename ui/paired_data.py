@@ -17,8 +17,8 @@ import pandas as pd
 import streamlit as st
 
 from core.exceptions import AuditWarning
-from core.paired.demo import DEFAULT_DIR, DemoPool, load_demo_pool
-from core.paired.demo_screening import demo_outcomes, demo_screening, load_precomputed_screening
+from core.imaging.demo import DEFAULT_DIR, DemoPool, load_demo_pool
+from core.imaging.demo_screening import demo_outcomes, demo_screening, load_precomputed_screening
 from core.paired.records import UnpairedRecords
 from core.views.uploads import load_paired_upload, load_screening_upload, load_unpaired_upload, upload_digest
 

@@ -1,14 +1,25 @@
-"""The reviewer's side of the Triage page: queue filters, the review form, bulk decisions.
+"""The reviewer's side of the Triage page: queue filters, the review form, bulk decisions, and
+the admin's review plan, agreement figures and adjudication queue.
+
+Who decides comes from :mod:`ui.auth`: in team mode the signed-in user (no name is typed) with
+the role the team file gives them; in local mode a typed name. Every read and write goes
+through :func:`store`, a :class:`~core.reviews.ReviewStore` opened with the server's team, so
+the roles are enforced by the store, not by which widgets are drawn.
 
 State (``st.session_state``):
 
-- ``review_reviewer`` — the reviewer's name; seeded once per session from the name remembered
-  beside the database (:mod:`core.reviews.settings`) and remembered again on every change;
+- ``review_reviewer`` — local mode only: the reviewer's name; seeded once per session from the
+  name remembered beside the database (:mod:`core.reviews.settings`) and remembered again on
+  every change;
 - ``review_decision`` / ``review_reasons`` / ``review_note`` — the form; when the case under
   review changes they are reset to the case's latest decision and reasons (none when
   unreviewed) and an empty note;
 - ``review_token`` — one submission id per rendered form: a second click on the same rendered
-  button carries the same id and the store appends nothing (:meth:`ReviewStore.record`).
+  button carries the same id and the store appends nothing (:meth:`ReviewStore.record`);
+- ``review_bulk_decision`` / ``review_bulk_reasons`` / ``review_bulk_note`` — the bulk form (no
+  decision chosen at first: nothing is applied until one is);
+- ``review_plan_per_case`` / ``review_plan_assign`` / ``review_plan_reviewers`` — the admin's
+  plan form; ``adjudicate_decision`` / ``adjudicate_note`` — the adjudication form.
 
 The form is no ``st.form``: Enter in the reviewer field only commits the name, it never
 submits a decision. Keyboard shortcuts (:mod:`ui.shortcuts`) click the keyed buttons:
@@ -19,20 +30,28 @@ move to the next / previous case of the shown queue.
 from __future__ import annotations
 
 import uuid
+import warnings
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
+from core.exceptions import UndefinedMetricWarning
 from core.reviews import (
+    CASE_STATES,
     DECISION_LABELS,
     DECISIONS,
     ENTRY_LABELS,
     REASONS,
+    AccessRefused,
     AuditKey,
     QueueFilter,
     ReviewStore,
+    Team,
+    User,
     audit_key,
+    case_states,
     next_unreviewed,
     reason_labels,
     remember_reviewer,
@@ -40,7 +59,7 @@ from core.reviews import (
     step_case,
 )
 from core.reviews.queue import UNREVIEWED, minutes
-from ui.data import review_store
+from ui.auth import current_access, server_team
 from ui.layout import flow_columns
 from ui.selection import select_sample, selected_sample
 from ui.shortcuts import shortcuts
@@ -69,6 +88,8 @@ COLUMN_LABELS = {
     "note": "Note",
     "reviewed_at": "Reviewed (UTC)",
     "elsewhere": "Decisions under other audits of this data",
+    "opinions": "Reviewers",
+    "state": "Review state",
 }
 
 
@@ -89,12 +110,37 @@ def key_of(result) -> AuditKey:
     return _audit_key(result.fingerprint, id(result), result)
 
 
-def _store() -> ReviewStore:
-    return review_store(st.session_state["reviews_db"])
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _open_store(path: str, team_id: int, _team: Team | None) -> ReviewStore:
+    return ReviewStore(path, team=_team)
+
+
+def store() -> ReviewStore:
+    """The review store of this server, opened with its team (one object per database and team file)."""
+    team = server_team()
+    return _open_store(st.session_state["reviews_db"], id(team), team)
+
+
+def viewer() -> User | None:
+    """The reader passed to every store read: the signed-in user in team mode, None in local mode."""
+    return current_access().user
+
+
+def who() -> User | str:
+    """Who writes: the signed-in user in team mode, the typed reviewer name in local mode."""
+    access = current_access()
+    return access.user if access.team_mode else (st.session_state.get("review_reviewer") or "")
+
+
+def _who_text() -> str:
+    actor = who()
+    return actor.label if isinstance(actor, User) else actor.strip()
 
 
 def seed_reviewer() -> None:
-    """Once per session: start from the reviewer name remembered for this database."""
+    """Once per session (local mode): start from the reviewer name remembered for this database."""
+    if current_access().team_mode:
+        return
     if not st.session_state.get("_review_seeded"):
         st.session_state["_review_seeded"] = True
         if not st.session_state.get("review_reviewer"):
@@ -102,7 +148,8 @@ def seed_reviewer() -> None:
 
 
 def _remember() -> None:
-    remember_reviewer(st.session_state["reviews_db"], st.session_state.get("review_reviewer") or "")
+    if not current_access().team_mode:
+        remember_reviewer(st.session_state["reviews_db"], st.session_state.get("review_reviewer") or "")
 
 
 def _new_token() -> None:
@@ -110,11 +157,18 @@ def _new_token() -> None:
 
 
 def prepare_case(key: AuditKey, sample_id: int, latest: pd.DataFrame) -> None:
-    """Reset the form to the case's latest decision when the case under review changes."""
+    """Reset the form to the case's latest decision when the case under review changes (in team
+    mode: the signed-in reviewer's own decision in force on it)."""
     case = (key.fingerprint, int(sample_id))
     if st.session_state.get("_review_case") == case:
         return
     st.session_state["_review_case"] = case
+    access = current_access()
+    if access.team_mode:
+        mine = store().history(key.fingerprint, sample_id, viewer=access.user)
+        mine = mine[(mine["reviewer_email"] == access.user.email) & (mine["kind"] == "review")]
+        cancelled = set(mine["retracts"].dropna().astype(int))
+        latest = mine[(mine["decision"] != "retracted") & ~mine["review_id"].isin(cancelled)].tail(1)
     row = latest[latest["sample_id"] == str(sample_id)]
     if len(row):
         st.session_state["review_decision"] = row.iloc[0]["decision"]
@@ -159,7 +213,7 @@ def _elsewhere(queue: pd.DataFrame, key: AuditKey) -> pd.Series:
     empty = pd.Series("", index=queue.index)
     if not key.data_fingerprint:
         return empty
-    across = _store().latest_across(key.data_fingerprint)
+    across = store().latest_across(key.data_fingerprint, viewer=viewer(), audit=key.fingerprint)
     across = across[across["audit_fingerprint"] != key.fingerprint]
     if across.empty:
         return empty
@@ -186,6 +240,15 @@ def queue_display(queue: pd.DataFrame, latest: pd.DataFrame, key: AuditKey) -> p
     out["reasons"] = keys.map(latest_by["reasons"]).astype(object).fillna("").map(reason_labels)
     out["reviewed_at"] = minutes(out["reviewed_at"]).fillna("")
     out["elsewhere"] = _elsewhere(out, key)
+    plan = store().current_plan(key.fingerprint)
+    if plan.double or current_access().team_mode:
+        states = case_states(
+            store().ratings(key.fingerprint, viewer=viewer()),
+            latest[latest["kind"] == "adjudication"],  # what this reader may see (blind reviewers: their cases)
+            reviewers_per_case=plan.reviewers_per_case,
+        )
+        out["opinions"] = keys.map(states["opinions"]).fillna(0).astype(int)
+        out["state"] = keys.map(states["state"]).astype(object).where(keys.isin(states.index), "open").map(CASE_STATES)
     return out
 
 
@@ -229,26 +292,37 @@ def _flash(kind: str, text: str) -> None:
     st.session_state["review_flash"] = (kind, text)
 
 
+def _attempt(what: str, call):
+    """Run one store write; when the store refuses it (role, input), say so after ``what`` and return None."""
+    try:
+        return call()
+    except AccessRefused as exc:
+        _flash("error", f"{what}: {exc} Your role is {exc.role}.")
+    except ValueError as exc:
+        _flash("error", f"{what}: {exc}")
+    return None
+
+
 def _save(key: AuditKey, sample_id: int, token: str, order: Sequence[int], then_next: bool) -> None:
     """Submit callback (runs before the rerun, so it may reset the widgets)."""
-    store = _store()
     decision, reasons = st.session_state.get("review_decision"), list(st.session_state.get("review_reasons") or [])
-    note, who = st.session_state.get("review_note") or "", st.session_state.get("review_reviewer") or ""
-    fingerprint = (key.fingerprint, int(sample_id), decision, tuple(reasons), note.strip(), who.strip())
+    note, actor = st.session_state.get("review_note") or "", who()
+    fingerprint = (key.fingerprint, int(sample_id), decision, tuple(reasons), note.strip(), _who_text())
     if st.session_state.get("_review_last_saved") == fingerprint:
         # Identical to this session's previous save, with nothing stored or undone since: the same
         # click delivered twice (a double click racing the rerun), not a new decision.
-        _flash("success", f"Already saved: sample {sample_id} — {DECISION_LABELS[decision]} by {who.strip()}.")
+        _flash("success", f"Already saved: sample {sample_id} — {DECISION_LABELS[decision]} by {_who_text()}.")
         return
-    try:
-        review = store.record(
-            key, sample_id, reviewer=who, decision=decision, note=note, reasons=reasons, submission_id=token
-        )
-    except ValueError as exc:
-        if decision is None and who.strip():
-            _flash("error", "Decision not saved: choose a decision first (Alt+1, Alt+2 or Alt+3).")
-        else:
-            _flash("error", f"Decision not saved: {exc}")
+    if decision is None and _who_text():
+        _flash("error", "Decision not saved: choose a decision first (Alt+1, Alt+2 or Alt+3).")
+        return
+    review = _attempt(
+        "Decision not saved",
+        lambda: store().record(
+            key, sample_id, reviewer=actor, decision=decision, note=note, reasons=reasons, submission_id=token
+        ),
+    )
+    if review is None:
         return
     st.session_state["_review_last_saved"] = fingerprint
     _remember()
@@ -256,39 +330,40 @@ def _save(key: AuditKey, sample_id: int, token: str, order: Sequence[int], then_
     _new_token()
     text = f"Saved: sample {review.sample_id} — {DECISION_LABELS[review.decision]} by {review.reviewer}."
     if then_next:
-        reviewed = set(store.latest(key.fingerprint)["sample_id"])
-        target = next_unreviewed([str(s) for s in order], reviewed, str(sample_id))
+        ids = [str(s) for s in order]
+        waiting = set(store().to_review(key.fingerprint, ids, reviewer=actor))
+        target = next_unreviewed(ids, set(ids) - waiting, str(sample_id))
         if target is None:
-            text += " Every case of the queue is reviewed."
+            text += " No case of the queue is waiting for you any more."
         else:
             select_sample(int(target))
             clear_table_selection()
-            text += f" Next unreviewed: sample {target}."
+            text += f" Next case waiting for you: sample {target}."
     _flash("success", text)
 
 
-def _retract(key: AuditKey, sample_id: int, token: str) -> None:
-    try:
-        review = _store().retract(
-            key,
-            sample_id,
-            reviewer=st.session_state.get("review_reviewer") or "",
-            note=st.session_state.get("review_note") or "",
-            submission_id=f"retract-{token}",
-        )
-    except ValueError as exc:
-        _flash("error", f"Nothing retracted: {exc}")
+def _retract(key: AuditKey, token: str) -> None:
+    """Undo the reviewer's latest saved decision in this audit, whichever case it was on."""
+    review = _attempt(
+        "Nothing retracted",
+        lambda: store().retract(
+            key, reviewer=who(), note=st.session_state.get("review_note") or "", submission_id=f"retract-{token}"
+        ),
+    )
+    if review is None:
         return
     st.session_state.pop("_review_last_saved", None)
     _remember()
-    latest = _store().latest(key.fingerprint, [sample_id])
     st.session_state.pop("_review_case", None)  # the form takes the case's new latest decision
+    select_sample(int(review.sample_id))  # show the case whose decision was undone
+    latest = store().latest(key.fingerprint, [review.sample_id], viewer=viewer())
     now = (
-        f"its latest decision is again {DECISION_LABELS[latest.iloc[0]['decision']]}"
+        f"its decision is again {DECISION_LABELS[latest.iloc[0]['decision']]}"
         if len(latest)
         else "it is unreviewed again"
     )
-    _flash("success", f"Retracted decision #{review.retracts} of sample {sample_id}; {now}.")
+    _flash("success", f"Retracted your decision #{review.retracts} on sample {review.sample_id}; {now}.")
+    _new_token()
 
 
 def _pick(decision: str) -> None:
@@ -302,29 +377,42 @@ def _move(order: Sequence[int], delta: int) -> None:
 
 
 def _bulk(key: AuditKey, sample_ids: Sequence[int], token: str) -> None:
-    try:
-        stored = _store().record_many(
+    decision = st.session_state.get("review_bulk_decision")
+    if decision is None:  # the button is disabled then; a stale click still records nothing
+        _flash("error", "Bulk decision not saved: choose a decision first.")
+        return
+    stored = _attempt(
+        "Bulk decision not saved",
+        lambda: store().record_many(
             key,
             list(sample_ids),
-            reviewer=st.session_state.get("review_reviewer") or "",
-            decision=st.session_state.get("review_bulk_decision"),
+            reviewer=who(),
+            decision=decision,
             reasons=list(st.session_state.get("review_bulk_reasons") or []),
             note=st.session_state.get("review_bulk_note") or "",
             submission_id=f"bulk-{token}",
-        )
-    except ValueError as exc:
-        _flash("error", f"Bulk decision not saved: {exc}")
+            skip_identical=True,
+        ),
+    )
+    if stored is None:
         return
     st.session_state.pop("_review_last_saved", None)
     _remember()
-    st.session_state["review_bulk_note"] = ""
     st.session_state.pop("_review_case", None)
     clear_table_selection()
     _new_token()
+    label = DECISION_LABELS[decision]
+    same = len(sample_ids) - len(stored)
+    if not stored:
+        _flash(
+            "success",
+            f"Nothing new recorded: all {len(sample_ids)} cases already carry {label} by you, with these reasons and note.",
+        )
+        return
     _flash(
         "success",
-        f"Saved {DECISION_LABELS[stored[0].decision]} for {len(stored)} cases "
-        f"({', '.join(r.sample_id for r in stored)}) by {stored[0].reviewer}.",
+        f"Saved {label} for {len(stored)} cases ({', '.join(r.sample_id for r in stored)}) by {stored[0].reviewer}"
+        + (f"; {same} already carried this decision and were left as they were." if same else "."),
     )
 
 
@@ -334,55 +422,84 @@ def _shortcuts() -> None:
     shortcuts(SHORTCUTS)
 
 
+def _may_decide(key: AuditKey, sample_id: int) -> str:
+    """Why the visitor may not decide this case ("" when they may)."""
+    access = current_access()
+    if not access.team_mode:
+        return ""
+    if not access.can("reviewer"):
+        return f"You are a {access.role}: you can read the queue, the evidence and the decisions, not decide."
+    plan = store().current_plan(key.fingerprint)
+    if plan.assigned:
+        table = store().assignments(key.fingerprint)
+        mine = table[table["reviewer_email"] == access.user.email]
+        if str(sample_id) not in set(mine["sample_id"]):
+            owners = ", ".join(table.loc[table["sample_id"] == str(sample_id), "reviewer_email"]) or "nobody"
+            return f"Sample {sample_id} is assigned to {owners}, not to you; you have {len(mine)} assigned cases."
+    return ""
+
+
 def review_form(key: AuditKey, sample_id: int, *, queue_order: Sequence[int], shown_order: Sequence[int]) -> None:
-    """The review form of one case: reviewer, decision, reasons, note, save / save & next / undo."""
+    """The review form of one case: reviewer, decision, reasons, note, save / save & next / undo.
+
+    A viewer (and a reviewer on a case assigned to someone else) gets no decision control,
+    only the navigation.
+    """
     token = st.session_state["review_token"]
-    st.text_input(
-        "Reviewer",
-        key="review_reviewer",
-        placeholder="your name",
-        on_change=_remember,
-        help="Remembered for this review database (also after a restart).",
-    )
-    st.radio(
-        "Decision",
-        DECISIONS,
-        key="review_decision",
-        format_func=lambda d: f"{DECISION_LABELS[d]}  (Alt+{DECISIONS.index(d) + 1})",
-        help="Starts on the case's latest decision; none for an unreviewed case.",
-    )
-    with st.container(key="review_keys"):
-        for i, decision in enumerate(DECISIONS):
-            st.button(DECISION_LABELS[decision], key=f"review_pick_{i}", on_click=_pick, args=(decision,))
-    st.multiselect(
-        "Reasons",
-        list(REASONS),
-        key="review_reasons",
-        format_func=REASONS.get,
-        placeholder="structured reasons (any number)",
-    )
-    st.text_area("Note", key="review_note", placeholder="why — what did you check?", height=80)
-    # Rows that wrap instead of columns that shrink: in a 210 px form the labels read "Save d…"
-    # and "Save &…", and the navigation buttons lost their text.
-    b = flow_columns([1, 1], key="review_save_row", min_width=[130, 170], gap="small")
-    b[0].button(
-        "Save decision",
-        type="secondary",
-        key="review_save",
-        on_click=_save,
-        args=(key, sample_id, token, list(queue_order), False),
-        width="stretch",
-    )
-    b[1].button(
-        "Save & next (Alt+S)",
-        type="primary",
-        key="review_save_next",
-        on_click=_save,
-        args=(key, sample_id, token, list(queue_order), True),
-        width="stretch",
-        help="Save, then open the next unreviewed case in queue order (wrapping to the top).",
-    )
-    n = flow_columns(3, key="review_nav_row", min_width=[150, 130, 140], gap="small")
+    access = current_access()
+    refusal = _may_decide(key, sample_id)
+    if access.team_mode:
+        st.caption(f"Deciding as **{access.user.label}** ({access.role}).")
+    else:
+        st.text_input(
+            "Reviewer",
+            key="review_reviewer",
+            placeholder="your name",
+            on_change=_remember,
+            help="Remembered for this review database (also after a restart).",
+        )
+    if refusal:
+        st.info(refusal, icon=":material/visibility:")
+    else:
+        st.radio(
+            "Decision",
+            DECISIONS,
+            key="review_decision",
+            format_func=lambda d: f"{DECISION_LABELS[d]}  (Alt+{DECISIONS.index(d) + 1})",
+            help="Starts on your decision in force on this case; none when you have not decided it.",
+        )
+        with st.container(key="review_keys"):
+            for i, decision in enumerate(DECISIONS):
+                st.button(DECISION_LABELS[decision], key=f"review_pick_{i}", on_click=_pick, args=(decision,))
+        st.multiselect(
+            "Reasons",
+            list(REASONS),
+            key="review_reasons",
+            format_func=REASONS.get,
+            placeholder="structured reasons (any number)",
+        )
+        st.text_area("Note", key="review_note", placeholder="why — what did you check?", height=80)
+        # Rows that wrap instead of columns that shrink: in a 210 px form the labels read "Save d…"
+        # and "Save &…", and the navigation buttons lost their text.
+        b = flow_columns([1, 1], key="review_save_row", min_width=[130, 170], gap="small")
+        b[0].button(
+            "Save decision",
+            type="secondary",
+            key="review_save",
+            on_click=_save,
+            args=(key, sample_id, token, list(queue_order), False),
+            width="stretch",
+        )
+        b[1].button(
+            "Save & next (Alt+S)",
+            type="primary",
+            key="review_save_next",
+            on_click=_save,
+            args=(key, sample_id, token, list(queue_order), True),
+            width="stretch",
+            help="Save, then open the next case in queue order still waiting for your decision (wrapping to the top).",
+        )
+    n = flow_columns(3, key="review_nav_row", min_width=[150, 130, 170], gap="small")
     n[0].button(
         "Previous (Alt+P)",
         key="review_previous",
@@ -399,21 +516,30 @@ def review_form(key: AuditKey, sample_id: int, *, queue_order: Sequence[int], sh
         width="stretch",
         icon=":material/arrow_forward:",
     )
-    n[2].button(
-        "Retract latest",
-        key="review_retract",
-        on_click=_retract,
-        args=(key, sample_id, token),
-        width="stretch",
-        icon=":material/undo:",
-        help="Undo: appends a 'retracted' entry; the case's latest decision becomes the previous one "
-        "(or none). Nothing is deleted.",
-    )
-    _shortcuts()
+    if access.can("reviewer"):
+        actor = who()
+        undoable = store().retractable(key.fingerprint, reviewer=actor) if _who_text() else None
+        n[2].button(
+            f"Retract my latest (sample {undoable.sample_id})" if undoable is not None else "Retract my latest",
+            key="review_retract",
+            on_click=_retract,
+            args=(key, token),
+            width="stretch",
+            icon=":material/undo:",
+            disabled=undoable is None,
+            help="Undo your latest saved decision in this audit, whichever case it was on: appends a 'retracted' "
+            "entry, and that case's decision becomes the previous one (or none). Nothing is deleted."
+            if undoable is not None
+            else "Nothing to undo: you have no saved decision in force in this audit.",
+        )
+    if not refusal:
+        _shortcuts()
 
 
 def bulk_form(key: AuditKey, sample_ids: Sequence[int]) -> None:
-    """One decision for every selected row of the queue (one transaction)."""
+    """One decision for every selected row of the queue (one transaction); none chosen at first."""
+    if not current_access().can("reviewer"):
+        return
     token = st.session_state["review_token"]
     with st.container(border=True):
         st.markdown(
@@ -421,9 +547,16 @@ def bulk_form(key: AuditKey, sample_ids: Sequence[int]) -> None:
             f"({', '.join(str(s) for s in sample_ids[:12])}{' …' if len(sample_ids) > 12 else ''})"
         )
         c = flow_columns([2, 3, 3, 2], key="review_bulk_row", min_width=[200, 220, 200, 160], gap="small")
-        c[0].selectbox("Decision", DECISIONS, key="review_bulk_decision", format_func=DECISION_LABELS.get)
+        c[0].selectbox(
+            "Decision",
+            DECISIONS,
+            key="review_bulk_decision",
+            format_func=DECISION_LABELS.get,
+            placeholder="choose a decision",
+        )
         c[1].multiselect("Reasons", list(REASONS), key="review_bulk_reasons", format_func=REASONS.get)
         c[2].text_input("Note", key="review_bulk_note")
+        chosen = st.session_state.get("review_bulk_decision")
         c[3].button(
             f"Apply to {len(sample_ids)} cases",
             key="review_bulk_apply",
@@ -431,15 +564,17 @@ def bulk_form(key: AuditKey, sample_ids: Sequence[int]) -> None:
             on_click=_bulk,
             args=(key, list(sample_ids), token),
             width="stretch",
+            disabled=chosen is None,
+            help="Choose a decision first." if chosen is None else None,
         )
 
 
 def history_panel(key: AuditKey, sample_id: int) -> None:
     """Every entry about the case, under this audit and under other audits of the same data."""
-    store = _store()
-    frames = [store.history(key.fingerprint, sample_id)]
+    reader = viewer()
+    frames = [store().history(key.fingerprint, sample_id, viewer=reader)]
     if key.data_fingerprint:
-        frames.append(store.history_across(key.data_fingerprint, sample_id))
+        frames.append(store().history_across(key.data_fingerprint, sample_id, viewer=reader, audit=key.fingerprint))
     history = pd.concat(frames).drop_duplicates("review_id").sort_values("review_id")
     audit = [
         ("this audit" if a == key.fingerprint else f"{m or 'model ?'} · protocol {p[:8] or '?'}")
@@ -450,8 +585,10 @@ def history_panel(key: AuditKey, sample_id: int) -> None:
             "created_at": minutes(history["created_at"]).to_numpy(),
             "reviewer": history["reviewer"].to_numpy(),
             "decision": [
-                ENTRY_LABELS[d] + (f" #{int(r)}" if d == "retracted" else "")
-                for d, r in zip(history["decision"], history["retracts"])
+                ENTRY_LABELS[d]
+                + (f" #{int(r)}" if d == "retracted" else "")
+                + (" (adjudication)" if k == "adjudication" else "")
+                for d, r, k in zip(history["decision"], history["retracts"], history["kind"])
             ],
             "reasons": history["reasons"].map(reason_labels).to_numpy(),
             "note": history["note"].to_numpy(),
@@ -480,4 +617,208 @@ def history_panel(key: AuditKey, sample_id: int) -> None:
             "audit": st.column_config.Column("Made under"),
             "entry": st.column_config.NumberColumn("Entry #", format="%d"),
         },
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The admin's side (team mode): the review plan, agreement, adjudication
+def _plan(key: AuditKey, queue_ids: Sequence[str]) -> None:
+    assign = bool(st.session_state.get("review_plan_assign"))
+    plan = _attempt(
+        "Plan not saved",
+        lambda: store().plan(
+            key,
+            list(queue_ids) if assign else [],
+            admin=who(),
+            reviewers_per_case=int(st.session_state.get("review_plan_per_case") or 1),
+            reviewers=list(st.session_state.get("review_plan_reviewers") or []) or None,
+            assign=assign,
+        ),
+    )
+    if plan is None:
+        return
+    _flash("success", f"Plan saved: {plan_text(plan)}.")
+
+
+def plan_text(plan) -> str:
+    """The plan in words."""
+    per = (
+        "one reviewer per case"
+        if plan.reviewers_per_case == 1
+        else f"{plan.reviewers_per_case} reviewers per case, blind"
+    )
+    if not plan.assigned:
+        return f"{per}; no assignment (every reviewer may decide every case)"
+    return f"{per}; {plan.n_cases} queued cases assigned round-robin to {', '.join(plan.reviewers)}"
+
+
+def plan_form(key: AuditKey, queue_ids: Sequence[str]) -> None:
+    """Reviewers per case and round-robin assignment of the queued cases (admins only)."""
+    access = current_access()
+    if not (access.team_mode and access.can("admin")):
+        return
+    plan = store().current_plan(key.fingerprint)
+    with st.expander(f"Review plan — {plan_text(plan)}", icon=":material/group:"):
+        options = list(access.team.with_role("reviewer", "admin"))
+        if not st.session_state.get("review_plan_reviewers"):
+            st.session_state["review_plan_reviewers"] = list(plan.reviewers) or list(access.team.with_role("reviewer"))
+        c = flow_columns([1, 1, 3], key="review_plan_row", min_width=[160, 200, 260], gap="small")
+        c[0].number_input("Reviewers per case", min_value=1, max_value=max(1, len(options)), key="review_plan_per_case")
+        c[1].toggle("Assign the queued cases", key="review_plan_assign", help="Round-robin in queue order.")
+        c[2].multiselect("Deal the cases to", options, key="review_plan_reviewers")
+        st.button(
+            f"Apply the plan to the {len(queue_ids)} queued cases",
+            key="review_plan_apply",
+            on_click=_plan,
+            args=(key, list(queue_ids)),
+            icon=":material/assignment_ind:",
+            help="Stored as a new plan (the previous ones stay in the history). With assignment, a reviewer "
+            "decides only on their cases; with two or more reviewers per case they do not see each other's "
+            "decisions on a case before recording their own.",
+        )
+
+
+def _kappa_text(value: float) -> str:
+    return "undefined" if np.isnan(value) else f"{value:.3f}"
+
+
+def agreement_panel(key: AuditKey) -> None:
+    """Cohen's kappa per pair and Fleiss' kappa, with their case counts (not for blind reviewers)."""
+    from core.reviews import agreement
+
+    access = current_access()
+    plan = store().current_plan(key.fingerprint)
+    if access.team_mode and access.role == "reviewer" and plan.double:
+        return  # aggregate figures over cases a blind reviewer has not decided would leak their outcome
+    ratings = store().ratings(key.fingerprint, viewer=viewer())
+    if ratings.empty or ratings.groupby("sample_id")["rater"].nunique().max() < 2:
+        if plan.double:
+            st.caption("Agreement: no case has two reviewers' decisions yet.")
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UndefinedMetricWarning)
+        result = agreement(ratings)
+    st.markdown("**Agreement between reviewers** (kappa: 1 = perfect, 0 = chance level)")
+    m = flow_columns(3, key="review_agreement_metrics", min_width=180, gap="small")
+    m[0].metric(
+        "Fleiss' kappa (all reviewers)",
+        _kappa_text(result.fleiss),
+        help=f"On the {result.fleiss_cases} cases decided by exactly {result.raters_per_case} reviewers.",
+    )
+    m[1].metric("Cases with two or more decisions", f"{result.multi_rated}")
+    m[2].metric("Disagreements", f"{result.disagreements}")
+    if len(result.pairs):
+        st.dataframe(
+            result.pairs.assign(kappa=result.pairs["kappa"].map(_kappa_text)),
+            hide_index=True,
+            key="review_agreement_pairs",
+            column_config={
+                "rater_a": "Reviewer",
+                "rater_b": "Reviewer",
+                "cases": st.column_config.NumberColumn("Cases (both decided)", format="%d"),
+                "agreed": st.column_config.NumberColumn("Same decision", format="%d"),
+                "kappa": "Cohen's kappa",
+            },
+        )
+    for w in caught:
+        if issubclass(w.category, UndefinedMetricWarning):
+            st.caption(str(w.message))
+
+
+def _adjudicate(key: AuditKey, sample_id: int, token: str) -> None:
+    decision = st.session_state.get("adjudicate_decision")
+    if decision is None:
+        _flash("error", "Not adjudicated: choose the final decision first.")
+        return
+    review = _attempt(
+        "Not adjudicated",
+        lambda: store().adjudicate(
+            key,
+            sample_id,
+            reviewer=who(),
+            decision=decision,
+            note=st.session_state.get("adjudicate_note") or "",
+            submission_id=f"adjudicate-{token}",
+        ),
+    )
+    if review is None:
+        return
+    st.session_state["adjudicate_decision"] = None
+    st.session_state["adjudicate_note"] = ""
+    st.session_state.pop("_review_case", None)
+    _new_token()
+    _flash(
+        "success", f"Adjudicated sample {review.sample_id}: {DECISION_LABELS[review.decision]} is its final decision."
+    )
+
+
+def adjudication_panel(key: AuditKey, sample_id: int) -> None:
+    """The adjudication queue (cases whose reviewers disagree) and the final decision on the case
+    under review (admins only)."""
+    access = current_access()
+    if not (access.team_mode and access.can("admin")):
+        return
+    plan = store().current_plan(key.fingerprint)
+    ratings = store().ratings(key.fingerprint, viewer=access.user)
+    states = case_states(ratings, store().adjudications(key.fingerprint), reviewers_per_case=plan.reviewers_per_case)
+    waiting = states[states["state"] == "disagreement"]
+    st.markdown(f"**Adjudication queue** — {len(waiting)} case(s) whose reviewers disagree")
+    if len(waiting):
+        table = waiting.reset_index()[["sample_id", "decisions"]]
+        event = st.dataframe(
+            table,
+            key="adjudication_table",
+            on_select="rerun",
+            selection_mode="single-row",
+            hide_index=True,
+            column_config={"sample_id": "Sample", "decisions": "Reviewers' decisions"},
+        )
+        rows = list(((event or {}).get("selection") or {}).get("rows") or [])
+        if rows and rows[0] < len(table) and str(table.iloc[rows[0]]["sample_id"]) != str(sample_id):
+            select_sample(int(table.iloc[rows[0]]["sample_id"]))
+            st.rerun(scope="fragment")
+    mine = ratings[ratings["sample_id"] == str(sample_id)]
+    if mine.empty:
+        return
+    state = states["state"].get(str(sample_id), "open")
+    with st.container(border=True, key="adjudicate_box"):
+        st.markdown(
+            f"**Final decision on sample {sample_id}** ({CASE_STATES[state].lower()}; reviewers: "
+            + "; ".join(f"{r} — {DECISION_LABELS[d]}" for r, d in zip(mine["reviewer"], mine["decision"]))
+            + ")"
+        )
+        c = flow_columns([3, 3, 2], key="adjudicate_row", min_width=[200, 200, 150], gap="small")
+        c[0].selectbox(
+            "Final decision",
+            DECISIONS,
+            key="adjudicate_decision",
+            format_func=DECISION_LABELS.get,
+            placeholder="choose the final decision",
+        )
+        c[1].text_input("Note", key="adjudicate_note", placeholder="why")
+        c[2].button(
+            "Adjudicate",
+            key="adjudicate_apply",
+            type="primary",
+            on_click=_adjudicate,
+            args=(key, sample_id, st.session_state["review_token"]),
+            disabled=st.session_state.get("adjudicate_decision") is None,
+            width="stretch",
+        )
+
+
+def export_button(key: AuditKey) -> None:
+    """The CSV of every entry of this audit (admins only in team mode: it shows every decision)."""
+    access = current_access()
+    if access.team_mode and not access.can("admin"):
+        return
+    everything = store().export(audit_fingerprint=key.fingerprint, viewer=access.user)
+    st.download_button(
+        f"Export all {len(everything)} entries of this audit (CSV)",
+        everything.to_csv(index=False).encode("utf-8"),
+        file_name=f"reviews_{key.fingerprint[:12]}.csv",
+        mime="text/csv",
+        icon=":material/download:",
+        on_click="ignore",
+        key="triage_export_reviews",
     )

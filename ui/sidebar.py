@@ -1,6 +1,7 @@
-"""The sidebar shared by every page: the global dataset / model / seed selection and the
-review database location (fixed at server start, shown read-only). Values live in
-``st.session_state`` (defaults in ``app.py``).
+"""The sidebar shared by every page: who is signed in (or that the app runs in single-user
+local mode), the global dataset / model / seed selection and the review database location
+(fixed at server start, shown read-only). Values live in ``st.session_state`` (defaults in
+``app.py``).
 
 The image pages (paired bounds, recapture queue) have their own model selector; the tabular
 selection and *Your model* are not drawn there (a second "Model" beside the page's own would
@@ -9,10 +10,13 @@ suggest it matters). Its widgets keep their values across those pages (``persist
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from core.tabular.datasets import DATASET_NAMES
 from core.tabular.models import MODEL_NAMES
+from ui.auth import current_access
 from ui.components import guarded
 from ui.data import dataset_label, model_label, review_store
 from ui.own_model import render_own_model_sidebar
@@ -32,6 +36,7 @@ def dataset_options() -> list[str]:
 def render_sidebar(page_path: str = "") -> None:
     """Draw the sidebar for the page at url path ``page_path`` (``""`` = the default page)."""
     with st.sidebar:
+        _identity()
         if page_path in IMAGE_PAGES:
             st.caption(
                 "This page audits image models and has its own model selector; the tabular audit selection "
@@ -42,8 +47,11 @@ def render_sidebar(page_path: str = "") -> None:
         st.subheader("Review database")
         # Chosen when the server starts (`--reviews-db PATH` or AUDIT_REVIEWS_DB), never typed
         # here: a free-text path would let any visitor create files wherever the server can write.
+        # A team sees the file's name only: the server's folders are not theirs to know.
+        access = current_access()
+        shown = st.session_state["reviews_db"] if not access.team_mode else Path(st.session_state["reviews_db"]).name
         st.caption(
-            f"`{st.session_state['reviews_db']}`",
+            f"`{shown}`",
             help="Where triage decisions are stored (WAL mode, safe for concurrent sessions). Set it when "
             "starting the server: `streamlit run app.py -- --reviews-db PATH` or the AUDIT_REVIEWS_DB "
             "variable.",
@@ -51,6 +59,28 @@ def render_sidebar(page_path: str = "") -> None:
         if page_path not in DATABASE_PAGES:
             with guarded("Review database"):
                 review_store(st.session_state["reviews_db"])
+
+
+_ROLE_TEXT = {
+    "admin": "admin — assigns cases, adjudicates, exports",
+    "reviewer": "reviewer — decides on assigned cases",
+    "viewer": "viewer — reads only",
+}
+
+
+def _identity() -> None:
+    """The signed-in user and their role, or the single-user local mode."""
+    access = current_access()
+    if access.team_mode:
+        st.markdown(f"Signed in as **{access.user.name}**  \n{access.user.email} · {_ROLE_TEXT[access.role]}")
+        st.button("Sign out", key="auth_sign_out", icon=":material/logout:", on_click=st.logout, type="tertiary")
+    else:
+        st.caption(
+            "Single-user local mode: no sign-in; decisions carry the name typed on the Triage page. "
+            "To share it with a review team, configure sign-in (see 'Review team' in the documentation)."
+            + (f" {access.note}" if access.note else "")
+        )
+    st.divider()
 
 
 def _tabular_selection() -> None:

@@ -36,7 +36,8 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from core._rng import as_generator
-from core.cfc.certificate import CertificateSet, certify
+from core.cfc.certificate_set import CertificateSet
+from core.cfc.certification import certify
 from core.cfc.operators import GroupIndex, check_batch_size, check_features, predict_batched
 from core.cfc.protocol import Protocol
 from core.cfc.scores import clip_renormalize, predicted_class, risk_scores
@@ -429,14 +430,14 @@ def random_order_scores(
     """Random-group-order baseline: the certificate with a random global path, averaged.
 
     For each of ``n_orders`` random permutations of the groups, every sample is certified
-    with that fixed removal order (:func:`core.cfc.certificate.certify` with ``order=``); the
+    with that fixed removal order (:func:`core.cfc.certify` with ``order=``); the
     score is the mean of ``u`` (the monotone form of FDS) over the orders. The degradation term
     does not depend on the path, so this isolates what the per-sample greedy path adds.
 
     Parameters
     ----------
     predict_proba, X, groups, baseline, protocol
-        As in :func:`core.cfc.certificate.certify`.
+        As in :func:`core.cfc.certify`.
     n_orders : int, default=5
         Number ``R`` of random orders.
     seed : int or numpy.random.Generator

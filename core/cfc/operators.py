@@ -72,6 +72,29 @@ def check_baseline(baseline: ArrayLike, n_features: int) -> np.ndarray:
     return np.ascontiguousarray(b)
 
 
+def check_order(
+    order: Sequence[str] | None, gi: GroupIndex, depth: int
+) -> tuple[tuple[str, ...] | None, np.ndarray | None]:
+    """A fixed removal ``order`` as names and as the group indices of its first ``depth`` steps.
+
+    ``(None, None)`` when no order is given.
+    """
+    if order is None:
+        return None, None
+    if isinstance(order, str) or not isinstance(order, (Sequence, np.ndarray)):
+        raise ValueError(f"`order` must be a sequence of group names; got {order!r}.")
+    names = tuple(order)
+    lookup = {n: i for i, n in enumerate(gi.names)}
+    unknown = [n for n in names if n not in lookup]
+    if unknown:
+        raise ValueError(f"`order` names unknown group(s) {unknown}; groups are {list(gi.names)}.")
+    if len(set(names)) != len(names):
+        raise ValueError(f"`order` must not repeat a group; got {list(names)}.")
+    if len(names) < depth:
+        raise ValueError(f"`order` must list at least `depth` ({depth}) distinct group names; got {len(names)}.")
+    return names, np.array([lookup[n] for n in names[:depth]], dtype=np.intp)
+
+
 def check_batch_size(batch_size: int) -> int:
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise ValueError(f"`batch_size` must be a positive int (rows per predict_proba call); got {batch_size!r}.")

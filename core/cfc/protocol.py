@@ -7,7 +7,7 @@ protocol is a frozen, validated value object with a canonical JSON form and a st
 The protocol declares *rules* (grouping rule name, baseline rule name); the concrete groups
 and baseline vector are computed from the training split by :mod:`core.cfc.grouping` and
 :mod:`core.cfc.baselines` and enter the certificate set's own fingerprint (see
-:func:`core.cfc.certificate.certify`).
+:func:`core.cfc.certify`).
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from core.exceptions import UndefinedMetricWarning
+from core.validation import check_budget  # re-exported: the one home of the scalar checks
 
 __all__ = [
     "CoverageRows",
@@ -128,23 +129,6 @@ def check_ranking(
     return y, s, weight
 
 
-def check_budget(q, *, name: str = "q") -> float:
-    """Validate a review budget: a real fraction in (0, 1] (``True`` refused); return a float.
-
-    Examples
-    --------
-    >>> check_budget(0.2)
-    0.2
-    """
-    if (
-        isinstance(q, (bool, np.bool_))
-        or not isinstance(q, (int, float, np.integer, np.floating))
-        or not 0.0 < float(q) <= 1.0
-    ):
-        raise ValueError(f"`{name}` must be a fraction in (0, 1]; got {_py(q)!r}.")
-    return float(q)
-
-
 # ------------------------------------------------------------------------------------------
 # budget and tie blocks
 # ------------------------------------------------------------------------------------------
@@ -171,8 +155,7 @@ def review_budget(q: float, n: int) -> int:
     >>> review_budget(0.05, 30), review_budget(0.2, 7), review_budget(0.01, 10)
     (2, 1, 1)
     """
-    if not (isinstance(q, (float, int, np.floating, np.integer)) and 0.0 < float(q) <= 1.0):
-        raise ValueError(f"`q` must be a fraction in (0, 1]; got {_py(q)!r}.")
+    q = check_budget(q)
     if n < 1:
         raise ValueError(f"`n` must be at least 1; got {n}.")
     return int(min(n, budget_sizes(q, n)))

@@ -3,9 +3,10 @@
 Records and validation (:mod:`~core.paired.records`), five states and targets
 (:mod:`~core.paired.states`), identified intervals at I0 / Ik / I5 (:mod:`~core.paired.bounds`),
 rejection-policy comparisons (:mod:`~core.paired.policies`), the grid summary
-(:mod:`~core.paired.summary`), screening and the recapture queue (:mod:`~core.paired.screening`),
-and the seeded Fashion-MNIST demo pool (:mod:`~core.paired.demo`, :mod:`~core.paired.corruptions`,
-:mod:`~core.paired.recapture_sim`; torch and scikit-learn load lazily).
+(:mod:`~core.paired.summary`) and screening and the recapture queue (:mod:`~core.paired.screening`):
+numbers in, numbers out (numpy, pandas, scipy; scikit-learn lazily for ``g(S, U)``). The images
+that produce those numbers (corruptions, the demo pool, the ONNX probe) are :mod:`core.imaging`,
+one layer up.
 """
 
 from core.paired.bounds import (
@@ -16,26 +17,6 @@ from core.paired.bounds import (
     identified_intervals_grid,
     unpaired_intervals,
 )
-from core.paired.corruptions import (
-    CORRUPTIONS,
-    NATURAL_TRANSFORMS,
-    SEVERITY_PARAMETERS,
-    RecaptureCondition,
-    natural_transform,
-    recapture_grid,
-    simulate_recapture,
-)
-from core.paired.demo import (
-    DEFAULT_DIR,
-    MODEL_SPECS,
-    DemoPool,
-    build_demo_pool,
-    load_demo_models,
-    load_demo_pool,
-    reevaluate_demo_pool,
-    render_condition,
-    save_demo_pool,
-)
 from core.paired.policies import (
     COVERAGES,
     LAMBDAS,
@@ -44,7 +25,6 @@ from core.paired.policies import (
     policy_thresholds,
     select_policy,
 )
-from core.paired.recapture_sim import SimulatedRecapture, recapture_conditions, simulate
 from core.paired.records import (
     CELL_COLUMNS,
     PAIRED_COLUMNS,
@@ -86,31 +66,22 @@ from core.paired.summary import GridSummary, grid_summary
 
 __all__ = [
     "CELL_COLUMNS",
-    "CORRUPTIONS",
     "COVERAGES",
-    "DEFAULT_DIR",
-    "DemoPool",
     "FailureCoverage",
     "GridSummary",
     "LAMBDAS",
     "LEVELS",
-    "MODEL_SPECS",
-    "NATURAL_TRANSFORMS",
     "PAIRED_COLUMNS",
     "PolicyReport",
     "RISK_SIGN",
-    "RecaptureCondition",
     "SCORES",
-    "SEVERITY_PARAMETERS",
     "SIDE_COLUMNS",
     "STATES",
-    "SimulatedRecapture",
     "TARGETS",
     "TIERS",
     "UndefinedTargetWarning",
     "UnpairedRecords",
     "accuracy_only_k",
-    "build_demo_pool",
     "class_table",
     "condition_tiers",
     "coverage_threshold",
@@ -123,26 +94,16 @@ __all__ = [
     "identified_intervals",
     "identified_intervals_grid",
     "identity_ablation",
-    "load_demo_models",
-    "load_demo_pool",
     "load_records",
     "load_unpaired",
-    "natural_transform",
     "paired_targets",
     "policy_thresholds",
-    "recapture_conditions",
-    "recapture_grid",
     "recapture_queue",
-    "reevaluate_demo_pool",
-    "render_condition",
     "risk_column",
-    "save_demo_pool",
     "screening_difference",
     "screening_metrics",
     "screening_scores",
     "select_policy",
-    "simulate",
-    "simulate_recapture",
     "summarize_screening",
     "unpair",
     "unpaired_intervals",

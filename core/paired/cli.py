@@ -1,4 +1,4 @@
-"""The ``paired`` command: identified intervals, policy certificates and screening from files.
+"""The ``paired`` and ``paired-grid`` commands: identified intervals, policy certificates, screening.
 
 ``python -m core paired --records FILE --tau 0.8 --out DIR``
     Paired records (CSV / Parquet, schema in ``docs/DEVELOPING.md``) of any number of cells.
@@ -13,6 +13,9 @@
     ``recapture_queue.csv`` (:mod:`core.paired.screening`).
 ``python -m core paired --clean FILE --perturbed FILE [--counts FILE] --tau 0.8 --out DIR``
     One unpaired cell: intervals up to the level the counts allow (``intervals.csv``).
+``python -m core paired-grid --records records.parquet --tau 0.8 --out runs/grid``
+    The same intervals and policy certificates for a records table of any size, shard by shard
+    (:func:`core.scale.paired_grid.paired_grid`: bounded memory, resumable, optional Dask).
 
 Everything is validated before anything is written; output goes to a temporary folder beside
 ``--out`` that is renamed into place at the end. Bad input exits with code 2 and one line on
@@ -27,8 +30,17 @@ import warnings
 from pathlib import Path
 
 from core.atomic import atomic_folder, check_output_folder
-from core.cli_options import add_tau_levels_options, float_list
-from core.cli_options import unit_float as _unit_float
+from core.cli_options import (
+    add_execution_options,
+    add_tau_levels_options,
+    check_run_folder,
+    cluster_from_args,
+    float_list,
+    fraction,
+    positive_int,
+    seed_int,
+    unit_float,
+)
 from core.constants import CLEAN_COVERAGE, COVERAGES
 from core.validation import check_input_file
 
@@ -36,7 +48,7 @@ __all__ = ["register"]
 
 
 def register(subparsers) -> None:
-    """Add the ``paired`` command to ``python -m core``."""
+    """Add the ``paired`` and ``paired-grid`` commands to ``python -m core``."""
     p = subparsers.add_parser(
         "paired",
         help="paired evaluations: identified intervals, policy certificates, screening queue",
@@ -65,10 +77,12 @@ def register(subparsers) -> None:
         help="clean-development coverages of the perturbed-side policies",
     )
     pol.add_argument(
-        "--clean-coverage", type=float, default=CLEAN_COVERAGE, help="coverage of the fixed clean threshold"
+        "--clean-coverage", type=unit_float, default=CLEAN_COVERAGE, help="coverage of the fixed clean threshold"
     )
     pol.add_argument("--lambdas", type=float_list, default=None, help="cost weights (default 0,0.1,...,1)")
-    pol.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo I5 feasible mean (large classes)")
+    pol.add_argument(
+        "--seed", type=seed_int, default=0, help="seed of the Monte Carlo I5 feasible mean (large classes)"
+    )
     scr = p.add_argument_group("screening (optional)")
     scr.add_argument(
         "--probes",
@@ -84,8 +98,35 @@ def register(subparsers) -> None:
         help="source of --records whose conditions are the real outcomes (fits g(S,U), fills the queue)",
     )
     scr.add_argument("--score", default="U", help="screening score ranking the recapture queue (default U)")
-    scr.add_argument("--budget", type=_unit_float, default=0.1, help="share of images to re-test (default 0.1)")
+    scr.add_argument("--budget", type=fraction, default=0.1, help="share of images to re-test (default 0.1)")
     p.set_defaults(func=run)
+    _register_grid(subparsers)
+
+
+def _register_grid(subparsers) -> None:
+    g = subparsers.add_parser(
+        "paired-grid",
+        help="identified intervals and policy certificates of every paired cell, partitioned (resumable, optional Dask)",
+        description=(
+            "The paired identification grid (I0/Ik/I5 intervals of H, L, dM_k) and the policy report "
+            "(costs, shared-correspondence certificates D+, selections) of every model x condition x "
+            "source cell of a Parquet records table, shard by shard. Output: OUT/intervals/, "
+            "OUT/policy_costs/, OUT/policy_differences/, OUT/policy_selection/ (partitioned Parquet), "
+            "OUT/_manifest.json, OUT/_summary.json. Rerun the same command to resume."
+        ),
+    )
+    g.add_argument("--records", required=True, help="paired records: a Parquet file or folder of files")
+    g.add_argument("--out", required=True, help="output folder (new, or an earlier run to resume)")
+    add_tau_levels_options(g, tau_help="acceptance threshold of the intervals, in [0, 1]")
+    g.add_argument(
+        "--coverages", type=float_list, help=f"policy coverages (default {','.join(f'{c:g}' for c in COVERAGES)})"
+    )
+    g.add_argument("--clean-coverage", type=unit_float, default=CLEAN_COVERAGE)
+    g.add_argument("--lambdas", type=float_list, help="cost weights (default 0,0.1,...,1)")
+    g.add_argument("--seed", type=seed_int, default=0, help="seed of the I5 feasible-mean estimate (default 0)")
+    g.add_argument("--cells-per-task", type=positive_int, default=16, help="cells per shard (default 16)")
+    add_execution_options(g)
+    g.set_defaults(func=_paired_grid)
 
 
 def _check_args(args) -> None:
@@ -137,7 +178,7 @@ def run(args) -> int:
 def _paired(args):
     from core.paired.bounds import accuracy_only_k, identified_intervals_grid
     from core.paired.policies import LAMBDAS, evaluate_policies
-    from core.paired.records import load_records, read_table
+    from core.paired.records import load_records
     from core.paired.states import five_state_counts, paired_targets, variance_ratios
     from core.paired.summary import grid_summary
 
@@ -187,7 +228,7 @@ def _paired(args):
             "threshold_scope": sorted(set(report.thresholds["scope"])),
         }
     if args.probes:
-        tables.update(_screening(args, records, read_table))
+        tables.update(_screening(args, records))
         manifest["screening"] = {
             "probes": [str(f) for f in args.probes],
             "clean_outputs": str(args.clean_outputs),
@@ -198,15 +239,17 @@ def _paired(args):
     return tables, manifest
 
 
-def _screening(args, records, read_table):
+def _screening(args, records):
+    from core.validation import read_table
+
     try:
         from core.paired.screening import recapture_queue, screening_scores
     except ImportError as exc:  # pragma: no cover - depends on the build
         raise ValueError(f"screening is not available in this build ({exc}).") from None
     import pandas as pd
 
-    probes = pd.concat([read_table(f)[0] for f in args.probes], ignore_index=True)
-    clean, _ = read_table(args.clean_outputs)
+    probes = pd.concat([read_table(f).frame for f in args.probes], ignore_index=True)
+    clean = read_table(args.clean_outputs).frame
     outcomes = None
     if args.outcome_source is not None:
         outcomes = records[records["source"] == args.outcome_source]
@@ -250,3 +293,48 @@ def _summary_text(tables, manifest) -> str:
     )
     head = f"{manifest.get('n_cells', 1)} cell(s), τ = {manifest['tau']:g}; mean interval width:"
     return head + "\n" + widths.to_string(float_format=lambda v: f"{v:.4f}")
+
+
+def _paired_grid(args) -> int:
+    from core.paired.policies import LAMBDAS
+    from core.scale.paired_grid import paired_grid  # the CLI layer may import the scale layer
+
+    cluster = cluster_from_args(args)
+    check_input_file(args.records, what="--records", allow_folder=True)
+    check_run_folder(args.out)
+    bar = None
+    if not args.no_progress:
+        from tqdm import tqdm
+
+        bar = tqdm(desc="paired grid", unit="record", unit_scale=True, file=sys.stderr)
+    try:
+        with cluster as client:
+            run = paired_grid(
+                args.records,
+                args.out,
+                tau=args.tau,
+                levels=args.levels,
+                coverages=args.coverages if args.coverages is not None else COVERAGES,
+                clean_coverage=args.clean_coverage,
+                lambdas=args.lambdas if args.lambdas is not None else LAMBDAS,
+                seed=args.seed,
+                cells_per_task=args.cells_per_task,
+                engine=args.engine,
+                client=client,
+                progress=(lambda info: bar.update(info.rows)) if bar is not None else None,
+            )
+    except KeyboardInterrupt:
+        print(
+            f"\ninterrupted; finished shards are kept in {args.out}. Run the same command to resume.", file=sys.stderr
+        )
+        return 130
+    finally:
+        if bar is not None:
+            bar.close()
+    r = run.result
+    print(
+        f"{run.summary['n_cells']} cells, {r.n_rows} records in {r.n_partitions} shards "
+        f"({r.computed} computed now, {r.reused} reused) -> {r.out}"
+    )
+    print(json.dumps(run.summary["policy_pairs_at_lambda_0.5"], indent=1))
+    return 0

@@ -288,7 +288,11 @@ def _threshold_arrays(thresholds: pd.DataFrame):
 
 
 class _Engine:
-    """Per-group counts for one set of records and thresholds; evaluates every cost."""
+    """Per-group counts for one set of records and thresholds, and the steps that turn them
+    into a :class:`PolicyReport`: the sharp count intervals (:meth:`count_intervals`), the
+    five-state flip ranges and feasible means (:meth:`flip_range`, :meth:`mean_flips_inside`),
+    the costs of one (level, λ) (:meth:`costs`), the shared-correspondence differences
+    (:meth:`differences`), then the selection and the long frames (:meth:`report`)."""
 
     def __init__(self, table: ClassTable, taus: np.ndarray, tau_clean: np.ndarray, rng, n_draws, max_placements):
         self.table = table
@@ -308,17 +312,24 @@ class _Engine:
         self.v = [g(pc & ~acc) for acc in self.accept]  # correct, rejected by j
         self.t = [g(~pc & acc) for acc in self.accept]  # wrong, accepted by j
         self.E = [table.per_cell(t) / self.N for t in self.t]
-        self.band_c, self.band_w = {}, {}
-        for j in range(self.P):
-            for l in range(j + 1, self.P):
-                band = self.accept[j] ^ self.accept[l]
-                self.band_c[j, l] = g(pc & band)
-                self.band_w[j, l] = g(~pc & band)
+        self.pairs = [(j, l) for j in range(self.P) for l in range(self.P) if j != l]
+        self.band_c, self.band_w = self._band_counts()
         # One draw from the caller's stream keys every class's own Monte Carlo stream.
         self.stream_key = int(rng.integers(2**63))
         self.n_draws, self.max_placements = n_draws, max_placements
         self._ranges = {}
         self._means = None
+
+    def _band_counts(self) -> tuple[dict, dict]:
+        """Per group, the correct and the wrong perturbed records accepted by exactly one of
+        the policies ``j < l``, keyed by ``(j, l)``."""
+        band_c, band_w = {}, {}
+        for j in range(self.P):
+            for l in range(j + 1, self.P):
+                band = self.accept[j] ^ self.accept[l]
+                band_c[j, l] = self.table.per_group(self.pc & band)
+                band_w[j, l] = self.table.per_group(~self.pc & band)
+        return band_c, band_w
 
     # -- five-state extremes, computed once per record subset
     def flip_range(self, key) -> tuple[np.ndarray, np.ndarray]:
@@ -381,6 +392,12 @@ class _Engine:
             out[grp] = float(np.sum(mean * np.where(d > 0, d_in / np.maximum(d, 1), 0.0)))
         return out
 
+    def mean_method(self, level) -> np.ndarray:
+        """How each cell's feasible mean was found: ``closed form``, ``exact`` or ``estimate``."""
+        if level == "I5":
+            return np.where(self.table.per_cell(self._i5_flip_means()[1]) > 0, "estimate", "exact").astype(object)
+        return np.full(self.table.n_cells, "closed form", dtype=object)
+
     def _group_stream(self, grp: int) -> np.random.Generator:
         """A generator for class ``grp`` keyed by (caller's seed, model, condition, source, label)."""
         cell = self.table.cells.iloc[int(self.table.group_cell[grp])]
@@ -427,135 +444,159 @@ class _Engine:
         self._means = (per_label, estimated)
         return self._means
 
-    # -- assemble
-    def report(self, thresholds, taus_cells, cov_cells, lam, levels, *, nominal) -> PolicyReport:
-        table, P, N = self.table, self.P, self.N
-        n_cells = table.n_cells
-        per_cell = table.per_cell
-        obs = [self.observed_counts(j) for j in range(P)]
-        pairs = [(j, l) for j in range(P) for l in range(P) if j != l]
-        jj, ll = np.array(pairs).T
-        lo_hi = [(min(p), max(p)) for p in pairs]
-        mixed = np.stack([(per_cell(self.band_c[key]) > 0) & (per_cell(self.band_w[key]) > 0) for key in lo_hi], axis=1)
+    # -- the costs of one (level, λ)
+    def costs(self, level, x, intervals, inside, observed) -> dict[str, np.ndarray]:
+        """``J`` (separate interval, feasible mean, observed) and ``J′`` of every policy: arrays
+        of shape (n_cells, P), shares of the cell's pairs."""
+        per_cell, N, P = self.table.per_cell, self.N, self.P
+        ca_share = np.where(self.a > 0, self.u / np.maximum(self.a, 1), 0.0)
+        cost = {
+            name: np.full((self.table.n_cells, P), np.nan)
+            for name in ("J_low", "J_high", "J_mean", "J_observed", "Jp_low", "Jp_high", "Jp_observed")
+        }
+        for j in range(P):
+            (h_lo, h_hi), (l_lo, l_hi) = intervals[j]
+            cost["J_high"][:, j] = per_cell(_lemma1(h_lo, h_hi, l_lo, l_hi, self.u, x)) / N
+            cost["J_low"][:, j] = -per_cell(self._best(level, -(1 - x), self.v[j], -x, self.t[j], j)) / N
+            if level == "I0":
+                mean_h, mean_l = self.u * self.t[j] / self.n, self.u * self.v[j] / self.n
+            else:
+                mean_h = ca_share * inside[j]
+                mean_l = ca_share * self.v[j] * self.k / np.maximum(self.b, 1)
+            cost["J_mean"][:, j] = per_cell(x * mean_h + (1 - x) * mean_l) / N
+            cost["Jp_low"][:, j] = x * self.E[j] + (1 - x) * per_cell(l_lo) / N
+            cost["Jp_high"][:, j] = x * self.E[j] + (1 - x) * per_cell(l_hi) / N
+            if self.table.paired:
+                cost["J_observed"][:, j] = per_cell(x * observed[j][0] + (1 - x) * observed[j][1]) / N
+                cost["Jp_observed"][:, j] = x * self.E[j] + (1 - x) * per_cell(observed[j][1]) / N
+        return cost
+
+    def differences(self, level, x) -> tuple[np.ndarray, np.ndarray]:
+        """``D⁺_jl`` and its ``J′`` twin for every ordered pair: arrays of shape (n_cells, P, P)
+        (zero on the diagonal)."""
+        per_cell, N = self.table.per_cell, self.N
         # sign[g, j, l] = +1 if τ_j < τ_l: policy j accepts records that l rejects.
         sign = np.sign(self.taus_group[:, None, :] - self.taus_group[:, :, None])
-        ca_share = np.where(self.a > 0, self.u / np.maximum(self.a, 1), 0.0)
+        D = np.zeros((self.table.n_cells, self.P, self.P))
+        Dp = np.zeros((self.table.n_cells, self.P, self.P))
+        for j, l in self.pairs:
+            key = (min(j, l), max(j, l))
+            sg = sign[:, j, l]
+            corr_value = -(1 - x) * sg
+            D[:, j, l] = per_cell(self._best(level, corr_value, self.band_c[key], x * sg, self.band_w[key], key)) / N
+            # J′ charges accepted errors through the marginal E_τ: only L moves with π.
+            Dp[:, j, l] = (
+                x * (self.E[j] - self.E[l])
+                + per_cell(self._best(level, corr_value, self.band_c[key], 0.0, 0, None)) / N
+            )
+        return D, Dp
+
+    def mixed_switch(self) -> np.ndarray:
+        """(n_cells, n_pairs) bool: the records accepted by exactly one policy of a pair include
+        correct and wrong ones."""
+        per_cell = self.table.per_cell
+        keys = [(min(p), max(p)) for p in self.pairs]
+        return np.stack([(per_cell(self.band_c[key]) > 0) & (per_cell(self.band_w[key]) > 0) for key in keys], axis=1)
+
+    # -- assemble
+    def report(self, thresholds, taus_cells, cov_cells, lam, levels, *, nominal) -> PolicyReport:
+        cells = self.table.cells
+        observed = [self.observed_counts(j) for j in range(self.P)]
+        mixed = self.mixed_switch()
         blocks = {"costs": [], "differences": [], "selection": []}
         for level in levels:
-            intervals = [self.count_intervals(level, j) for j in range(P)]
-            inside = [self.mean_flips_inside(level, j) for j in range(P)]
-            if level == "I5":
-                method = np.where(per_cell(self._i5_flip_means()[1]) > 0, "estimate", "exact").astype(object)
-            else:
-                method = np.full(n_cells, "closed form", dtype=object)
+            intervals = [self.count_intervals(level, j) for j in range(self.P)]
+            inside = [self.mean_flips_inside(level, j) for j in range(self.P)]
+            method = self.mean_method(level)
             for x in lam:
-                cost = {
-                    name: np.full((n_cells, P), np.nan)
-                    for name in ("J_low", "J_high", "J_mean", "J_observed", "Jp_low", "Jp_high", "Jp_observed")
-                }
-                for j in range(P):
-                    (h_lo, h_hi), (l_lo, l_hi) = intervals[j]
-                    cost["J_high"][:, j] = per_cell(_lemma1(h_lo, h_hi, l_lo, l_hi, self.u, x)) / N
-                    cost["J_low"][:, j] = -per_cell(self._best(level, -(1 - x), self.v[j], -x, self.t[j], j)) / N
-                    if level == "I0":
-                        mean_h, mean_l = self.u * self.t[j] / self.n, self.u * self.v[j] / self.n
-                    else:
-                        mean_h = ca_share * inside[j]
-                        mean_l = ca_share * self.v[j] * self.k / np.maximum(self.b, 1)
-                    cost["J_mean"][:, j] = per_cell(x * mean_h + (1 - x) * mean_l) / N
-                    cost["Jp_low"][:, j] = x * self.E[j] + (1 - x) * per_cell(l_lo) / N
-                    cost["Jp_high"][:, j] = x * self.E[j] + (1 - x) * per_cell(l_hi) / N
-                    if table.paired:
-                        cost["J_observed"][:, j] = per_cell(x * obs[j][0] + (1 - x) * obs[j][1]) / N
-                        cost["Jp_observed"][:, j] = x * self.E[j] + (1 - x) * per_cell(obs[j][1]) / N
-                D = np.zeros((n_cells, P, P))
-                Dp = np.zeros((n_cells, P, P))
-                for (j, l), key in zip(pairs, lo_hi):
-                    sg = sign[:, j, l]
-                    corr_value = -(1 - x) * sg
-                    D[:, j, l] = (
-                        per_cell(self._best(level, corr_value, self.band_c[key], x * sg, self.band_w[key], key)) / N
-                    )
-                    # J′ charges accepted errors through the marginal E_τ: only L moves with π.
-                    Dp[:, j, l] = (
-                        x * (self.E[j] - self.E[l])
-                        + per_cell(self._best(level, corr_value, self.band_c[key], 0.0, 0, None)) / N
-                    )
-                regret = D.max(axis=2)
-                minimax = _select(regret, cov_cells, nominal)
-                mean_pick = _select(cost["J_mean"], cov_cells, nominal)
-                rows = np.arange(n_cells)
-                selection = {
-                    "minimax_policy": minimax,
-                    "minimax_coverage": cov_cells[rows, minimax],
-                    "worst_case_regret": regret[rows, minimax],
-                    "mean_policy": mean_pick,
-                    "mean_coverage": cov_cells[rows, mean_pick],
-                    "mean_method": method,
-                    "best_observed_policy": np.full(n_cells, -1),
-                    "observed_regret_minimax": np.full(n_cells, np.nan),
-                    "observed_regret_mean": np.full(n_cells, np.nan),
-                }
-                if table.paired:
-                    floor = cost["J_observed"].min(axis=1)
-                    selection["best_observed_policy"] = _select(cost["J_observed"], cov_cells, nominal)
-                    selection["observed_regret_minimax"] = cost["J_observed"][rows, minimax] - floor
-                    selection["observed_regret_mean"] = cost["J_observed"][rows, mean_pick] - floor
-                gap = cost["J_high"][:, jj] - cost["J_low"][:, ll]
-                d_plus, dp_plus = D[:, jj, ll], Dp[:, jj, ll]
-                blocks["costs"].append(
-                    self._frame(
-                        level,
-                        x,
-                        P,
-                        {
-                            "policy": np.arange(P),
-                            "coverage": cov_cells,
-                            "tau": taus_cells,
-                            **cost,
-                            "mean_method": np.repeat(method[:, None], P, axis=1),
-                            "E_tau": np.stack(self.E, axis=1),
-                        },
-                    )
-                )
+                cost = self.costs(level, x, intervals, inside, observed)
+                D, Dp = self.differences(level, x)
+                selection = _selection(cost, D, cov_cells, method, nominal, paired=self.table.paired)
+                blocks["costs"].append(_cost_frame(cells, level, x, cost, taus_cells, cov_cells, method, self.E))
                 blocks["differences"].append(
-                    self._frame(
-                        level,
-                        x,
-                        len(pairs),
-                        {
-                            "policy": jj,
-                            "versus": ll,
-                            "coverage": cov_cells[:, jj],
-                            "versus_coverage": cov_cells[:, ll],
-                            "D_plus": d_plus,
-                            "separate_gap": gap,
-                            "certified": d_plus < -TOL,
-                            "certified_separately": gap < -TOL,
-                            "missed_by_separate": (d_plus < -TOL) & ~(gap < -TOL),
-                            "mixed_switch": mixed,
-                            "Dp_plus": dp_plus,
-                            "certified_prime": dp_plus < -TOL,
-                        },
-                    )
+                    _difference_frame(cells, level, x, self.pairs, cost, D, Dp, cov_cells, mixed)
                 )
-                blocks["selection"].append(self._frame(level, x, 1, {k: v[:, None] for k, v in selection.items()}))
+                blocks["selection"].append(_frame(cells, level, x, 1, {k: v[:, None] for k, v in selection.items()}))
         return PolicyReport(
             thresholds=thresholds.reset_index(drop=True),
             **{name: pd.concat(parts, ignore_index=True) for name, parts in blocks.items()},
         )
 
-    def _frame(self, level, x, width, columns: dict) -> pd.DataFrame:
-        """Long frame of (n_cells, width) arrays, cell-major; 1-D arrays repeat for every cell."""
-        n_cells = self.table.n_cells
-        cell_idx = np.repeat(np.arange(n_cells), width)
-        out = {c: self.table.cells[c].to_numpy()[cell_idx] for c in CELL_COLUMNS}
-        out["level"] = np.full(n_cells * width, level)
-        out["lambda"] = np.full(n_cells * width, x)
-        for name, values in columns.items():
-            values = np.asarray(values)
-            out[name] = np.tile(values, n_cells) if values.ndim == 1 else values.reshape(-1)
-        return pd.DataFrame(out)
+
+def _selection(cost, D, cov_cells, method, nominal, *, paired) -> dict[str, np.ndarray]:
+    """Minimax-regret and least-mean-cost policies of every cell (and, with a recorded pairing,
+    the best observed one and the regrets of both picks against it): arrays of shape (n_cells,)."""
+    regret = D.max(axis=2)
+    minimax = _select(regret, cov_cells, nominal)
+    mean_pick = _select(cost["J_mean"], cov_cells, nominal)
+    n_cells = len(regret)
+    rows = np.arange(n_cells)
+    selection = {
+        "minimax_policy": minimax,
+        "minimax_coverage": cov_cells[rows, minimax],
+        "worst_case_regret": regret[rows, minimax],
+        "mean_policy": mean_pick,
+        "mean_coverage": cov_cells[rows, mean_pick],
+        "mean_method": method,
+        "best_observed_policy": np.full(n_cells, -1),
+        "observed_regret_minimax": np.full(n_cells, np.nan),
+        "observed_regret_mean": np.full(n_cells, np.nan),
+    }
+    if paired:
+        floor = cost["J_observed"].min(axis=1)
+        selection["best_observed_policy"] = _select(cost["J_observed"], cov_cells, nominal)
+        selection["observed_regret_minimax"] = cost["J_observed"][rows, minimax] - floor
+        selection["observed_regret_mean"] = cost["J_observed"][rows, mean_pick] - floor
+    return selection
+
+
+def _cost_frame(cells, level, x, cost, taus_cells, cov_cells, method, E) -> pd.DataFrame:
+    """The rows of :attr:`PolicyReport.costs` of one (level, λ)."""
+    P = cov_cells.shape[1]
+    columns = {
+        "policy": np.arange(P),
+        "coverage": cov_cells,
+        "tau": taus_cells,
+        **cost,
+        "mean_method": np.repeat(method[:, None], P, axis=1),
+        "E_tau": np.stack(E, axis=1),
+    }
+    return _frame(cells, level, x, P, columns)
+
+
+def _difference_frame(cells, level, x, pairs, cost, D, Dp, cov_cells, mixed) -> pd.DataFrame:
+    """The rows of :attr:`PolicyReport.differences` of one (level, λ)."""
+    jj, ll = np.array(pairs).T
+    gap = cost["J_high"][:, jj] - cost["J_low"][:, ll]
+    d_plus, dp_plus = D[:, jj, ll], Dp[:, jj, ll]
+    columns = {
+        "policy": jj,
+        "versus": ll,
+        "coverage": cov_cells[:, jj],
+        "versus_coverage": cov_cells[:, ll],
+        "D_plus": d_plus,
+        "separate_gap": gap,
+        "certified": d_plus < -TOL,
+        "certified_separately": gap < -TOL,
+        "missed_by_separate": (d_plus < -TOL) & ~(gap < -TOL),
+        "mixed_switch": mixed,
+        "Dp_plus": dp_plus,
+        "certified_prime": dp_plus < -TOL,
+    }
+    return _frame(cells, level, x, len(pairs), columns)
+
+
+def _frame(cells: pd.DataFrame, level, x, width, columns: dict) -> pd.DataFrame:
+    """Long frame of (n_cells, width) arrays, cell-major; 1-D arrays repeat for every cell."""
+    n_cells = len(cells)
+    cell_idx = np.repeat(np.arange(n_cells), width)
+    out = {c: cells[c].to_numpy()[cell_idx] for c in CELL_COLUMNS}
+    out["level"] = np.full(n_cells * width, level)
+    out["lambda"] = np.full(n_cells * width, x)
+    for name, values in columns.items():
+        values = np.asarray(values)
+        out[name] = np.tile(values, n_cells) if values.ndim == 1 else values.reshape(-1)
+    return pd.DataFrame(out)
 
 
 def _select(values: np.ndarray, coverages: np.ndarray, nominal: float, tol: float = TOL) -> np.ndarray:

@@ -14,8 +14,9 @@ pairing, optionally a per-class counts table ``true_label, k`` (level Ik) or
 ``true_label, h, r, s, w, k`` (level I5). Counts that no bijection can realise are rejected with
 the class and the violated constraint.
 
-Every check raises :class:`ValueError` naming the file (or table), the row (1-based data row;
-for CSV also the file line) and the column, the bad value and what was expected. Validation is
+Files are read by :func:`core.validation.read_table`, the one reader of a user's table. Every
+check raises :class:`ValueError` naming the file (or table), the row (1-based data row; for CSV
+also the file line) and the column, the bad value and what was expected. Validation is
 vectorised; only the first offending row is reported.
 """
 
@@ -29,7 +30,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from core.validation import check_cells, check_unique_columns, csv_header_duplicate
+from core.validation import TableOrigin, check_cells, read_table
 
 __all__ = [
     "CELL_COLUMNS",
@@ -40,7 +41,6 @@ __all__ = [
     "UnpairedRecords",
     "load_records",
     "load_unpaired",
-    "read_table",
     "unpair",
     "validate_records",
     "validate_records_at",
@@ -67,65 +67,15 @@ SPLITS = ("dev", "eval")
 PROB_TOL = 1e-6
 
 
-# ---------------------------------------------------------------------------------------------
-# Locating rows in messages
-
-
 def _show(value) -> str:
     """repr of a cell value as the user wrote it (numpy 2 would print ``np.float64(1.2)``)."""
     return repr(value.item() if isinstance(value, np.generic) else value)
 
 
-@dataclass(frozen=True)
-class TableOrigin:
-    """Where a table came from, to name rows the way the user sees them."""
-
-    name: str
-    csv: bool = False
-    offset: int = 0  # rows of the file before this frame (a streamed batch)
-
-    def row(self, position: int, index=None) -> str:
-        where = f"{self.name}, row {self.offset + position + 1}"
-        if self.offset:
-            return where
-        if self.csv:
-            return f"{where} (line {position + 2})"
-        if index is not None and not (isinstance(index, (int, np.integer)) and int(index) == position):
-            return f"{where} (index {index!r})"
-        return where
-
-
-def read_table(path: str | Path) -> tuple[pd.DataFrame, TableOrigin]:
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file.")
-    if path.is_dir():
-        raise ValueError(f"{path}: is a folder; expected a .csv or .parquet file.")
-    suffixes = "".join(path.suffixes).lower()
-    try:
-        if suffixes.endswith((".parquet", ".pq")):
-            frame = pd.read_parquet(path)
-            check_unique_columns(frame.columns, str(path))
-            return frame, TableOrigin(str(path))
-        if suffixes == ".csv" or suffixes.endswith(".csv"):
-            with open(path, "rb") as fh:
-                head = fh.read(1 << 16)
-            if b"\x00" in head[:8192]:
-                raise ValueError("binary content, not a text table")
-            dup = csv_header_duplicate(head)
-            if dup is not None:
-                raise ValueError(
-                    f"column name {dup!r} occurs more than once in the header; column names must be unique"
-                )
-        if suffixes.endswith((".csv", ".csv.gz", ".csv.bz2", ".csv.zip", ".csv.xz")):
-            return pd.read_csv(path, keep_default_na=True), TableOrigin(str(path), csv=True)
-    except UnicodeDecodeError as exc:
-        raise ValueError(
-            f"{path}: is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8 CSV or Parquet."
-        ) from None
-    except (ValueError, OSError, pd.errors.ParserError) as exc:
-        raise ValueError(f"{path}: could not be read as a table ({exc}).") from exc
-    raise ValueError(f"{path}: unknown file type {suffixes or '(none)'!r}; expected .csv or .parquet.")
+def _read(path: str | Path) -> tuple[pd.DataFrame, TableOrigin]:
+    # The one table reader (core.validation): the file named as given, rows with their CSV line.
+    table = read_table(path)
+    return table.frame, table.origin
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,7 +272,7 @@ def load_records(path: str | Path, *, labels: Iterable[int] | None = None) -> pd
     DataFrame
         The validated, normalised records.
     """
-    frame, origin = read_table(path)
+    frame, origin = _read(path)
     return validate_records_at(frame, origin, _known_labels(labels))
 
 
@@ -518,9 +468,9 @@ def load_unpaired(
     labels: Iterable[int] | None = None,
 ) -> UnpairedRecords:
     """Read and validate an unpaired cell from CSV / Parquet files (see :func:`validate_unpaired`)."""
-    clean, o_clean = read_table(clean_path)
-    perturbed, o_pert = read_table(perturbed_path)
-    counts, o_counts = (None, TableOrigin("counts")) if counts_path is None else read_table(counts_path)
+    clean, o_clean = _read(clean_path)
+    perturbed, o_pert = _read(perturbed_path)
+    counts, o_counts = (None, TableOrigin("counts")) if counts_path is None else _read(counts_path)
     return _validate_unpaired(clean, perturbed, counts, o_clean, o_pert, o_counts, _known_labels(labels))
 
 

@@ -28,7 +28,7 @@ import pandas as pd
 from core.exceptions import UndefinedTargetWarning
 from core.paired.grouped import ClassTable
 from core.paired.records import CELL_COLUMNS, UnpairedRecords, validate_records
-from core.validation import check_unit_interval
+from core.validation import check_tau  # re-exported: the one home of the scalar checks
 
 __all__ = [
     "STATES",
@@ -268,11 +268,6 @@ def _unpaired_table(unpaired: UnpairedRecords) -> ClassTable:
 
 # ---------------------------------------------------------------------------------------------
 # Counts and targets
-
-
-def check_tau(tau) -> float:
-    # Type-strict: '0.8' and True are refused, not coerced (core.validation).
-    return check_unit_interval(tau, "tau")
 
 
 def five_state_counts(records: pd.DataFrame, tau: float | None = None) -> pd.DataFrame:

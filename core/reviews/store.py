@@ -38,6 +38,25 @@ Retracting an unreviewed case is refused.
 the same submission twice returns the stored entry instead of appending a second one, so a
 double click, a resent request or a rerun never duplicates a decision.
 
+Schema version 4 adds the team: every entry records the signed-in ``reviewer_email`` and its
+``kind`` (``"review"``, or ``"adjudication"``: an admin's final decision on a case), and three
+append-only tables hold the review plans (``review_plans``: reviewers per case, whether cases
+are assigned), the assignments (``assignments``) and every refused write (``access_refusals``).
+A version-3 file gains the two columns (empty address, kind ``review``) and the tables in place.
+
+**A team.** Opened with a :class:`~core.reviews.team.Team` (``ReviewStore(path, team=team)``),
+the store checks every write against the writer's role and refuses it with
+:class:`~core.reviews.team.AccessRefused`, recording the attempt in ``access_refusals`` and on
+the ``reliability_audit.reviews`` logger: a viewer decides nothing; a reviewer decides on the
+cases assigned to them (every case when the audit's plan assigns none) and retracts only their
+own decisions; only an admin plans, adjudicates and exports. Reads take the reader
+(``viewer=``): under a double review (two or more reviewers per case) a reviewer sees the other
+reviewers' entries on a case only once they have recorded their own. Without a team the store
+is single-user (local mode): every write is allowed and the reviewer is a typed name.
+
+**The decision of a case** (:meth:`ReviewStore.latest`) is its most recent adjudication in
+force, else its most recent decision in force.
+
 Concurrency: the database runs in WAL mode (readers never block the writer), every connection
 waits up to ``timeout`` seconds on a lock (``busy_timeout``), and each write is one
 ``BEGIN IMMEDIATE`` transaction. A connection is opened per operation, so one store object is
@@ -46,6 +65,7 @@ safe to share between threads (Streamlit serves every browser session from its o
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sqlite3
@@ -60,8 +80,11 @@ from typing import Literal, get_args
 import pandas as pd
 
 from core.atomic import atomic_path
+from core.reviews.assignment import ReviewPlan, round_robin
+from core.reviews.team import AccessRefused, Team, User
 
 __all__ = [
+    "ADJUDICATION",
     "APPLICATION_ID",
     "DECISIONS",
     "DECISION_LABELS",
@@ -69,6 +92,7 @@ __all__ = [
     "ENV_VAR",
     "REASONS",
     "RETRACTED",
+    "REVIEW",
     "REVIEW_COLUMNS",
     "AuditKey",
     "Decision",
@@ -92,6 +116,10 @@ DECISION_LABELS: dict[str, str] = {
 RETRACTED = "retracted"
 #: Labels of every kind of stored entry: the decisions plus retractions.
 ENTRY_LABELS: dict[str, str] = {**DECISION_LABELS, RETRACTED: "Retracted (undo)"}
+#: ``kind`` of an ordinary decision (and of its retraction).
+REVIEW = "review"
+#: ``kind`` of an admin's final decision on a case (and of its retraction).
+ADJUDICATION = "adjudication"
 #: Structured reason codes a reviewer may attach to a decision (any number of them, plus a
 #: free note), in the order they are offered.
 REASONS: dict[str, str] = {
@@ -120,6 +148,8 @@ REVIEW_COLUMNS: tuple[str, ...] = (
     "model",
     "protocol_fingerprint",
     "submission_id",
+    "reviewer_email",
+    "kind",
 )
 # The columns of versions 1 and 2 (copied verbatim by the migration).
 _V1_COLUMNS: tuple[str, ...] = REVIEW_COLUMNS[:7]
@@ -131,8 +161,9 @@ APPLICATION_ID = 0x52417564
 _MARKER_TABLE = "reliability_audit_marker"
 _MARKER = "reliability-audit review store"
 #: Version 1: the table only (files from before the marker); version 2: marker + triggers;
-#: version 3: reasons, retractions, audit context, submission ids (see the module docstring).
-_SCHEMA_VERSION = 3
+#: version 3: reasons, retractions, audit context, submission ids; version 4: the team (see the
+#: module docstring).
+_SCHEMA_VERSION = 4
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _ENTRY_KINDS = ", ".join(f"'{d}'" for d in (*DECISIONS, RETRACTED))
 
@@ -152,8 +183,19 @@ CREATE TABLE {name} (
     data_fingerprint     TEXT    NOT NULL DEFAULT '',
     model                TEXT    NOT NULL DEFAULT '',
     protocol_fingerprint TEXT    NOT NULL DEFAULT '',
-    submission_id        TEXT
+    submission_id        TEXT,
+    reviewer_email       TEXT    NOT NULL DEFAULT '',
+    kind                 TEXT    NOT NULL DEFAULT '{REVIEW}' CHECK (kind IN ('{REVIEW}', '{ADJUDICATION}'))
 );
+"""
+
+
+def _append_only(table: str) -> str:
+    return f"""
+CREATE TRIGGER IF NOT EXISTS {table}_append_only_update BEFORE UPDATE ON {table}
+BEGIN SELECT RAISE(ABORT, '{table} are append-only: record a new entry instead of updating one'); END;
+CREATE TRIGGER IF NOT EXISTS {table}_append_only_delete BEFORE DELETE ON {table}
+BEGIN SELECT RAISE(ABORT, '{table} are append-only: entries cannot be deleted'); END;
 """
 
 
@@ -173,16 +215,52 @@ CREATE TRIGGER IF NOT EXISTS reviews_retraction_target BEFORE INSERT ON reviews 
 BEGIN SELECT RAISE(ABORT, 'a retraction must name an earlier decision of the same case') WHERE NOT EXISTS (
     SELECT 1 FROM reviews WHERE review_id = NEW.retracts AND audit_fingerprint = NEW.audit_fingerprint
     AND sample_id = NEW.sample_id AND decision != '{RETRACTED}'); END;
+CREATE INDEX IF NOT EXISTS reviews_by_reviewer ON reviews (audit_fingerprint, reviewer_email, review_id);
+CREATE TABLE IF NOT EXISTS review_plans (
+    plan_id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at         TEXT    NOT NULL,
+    audit_fingerprint  TEXT    NOT NULL CHECK (length(audit_fingerprint) > 0),
+    admin              TEXT    NOT NULL,
+    admin_email        TEXT    NOT NULL DEFAULT '',
+    reviewers_per_case INTEGER NOT NULL CHECK (reviewers_per_case >= 1),
+    assigned           INTEGER NOT NULL CHECK (assigned IN (0, 1)),
+    reviewers          TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS review_plans_by_audit ON review_plans (audit_fingerprint, plan_id);
+CREATE TABLE IF NOT EXISTS assignments (
+    plan_id        INTEGER NOT NULL REFERENCES review_plans (plan_id),
+    position       INTEGER NOT NULL CHECK (position >= 0),
+    sample_id      TEXT    NOT NULL CHECK (length(sample_id) > 0),
+    reviewer_email TEXT    NOT NULL CHECK (length(reviewer_email) > 0),
+    PRIMARY KEY (plan_id, sample_id, reviewer_email)
+);
+CREATE TABLE IF NOT EXISTS access_refusals (
+    refusal_id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at        TEXT NOT NULL,
+    user_email        TEXT NOT NULL,
+    user_name         TEXT NOT NULL,
+    role              TEXT NOT NULL,
+    action            TEXT NOT NULL,
+    audit_fingerprint TEXT NOT NULL,
+    sample_id         TEXT NOT NULL,
+    reason            TEXT NOT NULL
+);
+{_append_only("review_plans")}{_append_only("assignments")}{_append_only("access_refusals")}
 PRAGMA application_id = {APPLICATION_ID};
 PRAGMA user_version = {_SCHEMA_VERSION};
 """
-# Versions 1 and 2 -> 3: the CHECK on `decision` must admit retractions, and SQLite cannot
+# Versions 1 and 2 -> 4: the CHECK on `decision` must admit retractions, and SQLite cannot
 # alter a CHECK, so the table is rebuilt: rows copied verbatim (same review_id), the old table
 # (and its triggers) dropped, the new one renamed. All inside the caller's transaction.
 _MIGRATE = (
     _table_sql("reviews_v3")
     + f"INSERT INTO reviews_v3 ({', '.join(_V1_COLUMNS)}) SELECT {', '.join(_V1_COLUMNS)} FROM reviews"
     " ORDER BY review_id;\nDROP TABLE reviews;\nALTER TABLE reviews_v3 RENAME TO reviews;\n"
+)
+# Version 3 -> 4: two columns added in place (ALTER TABLE fires no trigger); rows keep their ids.
+_MIGRATE_V3 = (
+    "ALTER TABLE reviews ADD COLUMN reviewer_email TEXT NOT NULL DEFAULT '';\n"
+    f"ALTER TABLE reviews ADD COLUMN kind TEXT NOT NULL DEFAULT '{REVIEW}' CHECK (kind IN ('{REVIEW}', '{ADJUDICATION}'));\n"
 )
 _V1_TABLES = {"reviews", "sqlite_sequence"}
 _COLUMNS = ", ".join(REVIEW_COLUMNS)
@@ -272,6 +350,11 @@ class Review:
         The :class:`AuditKey` context (empty for entries from before schema version 3).
     submission_id : str or None
         The submission that stored the entry (unique), if given.
+    reviewer_email : str
+        The signed-in address of the reviewer; empty in local mode (and before schema version 4).
+    kind : {"review", "adjudication"}
+        An ordinary decision, or an admin's final decision on the case (a retraction takes
+        the kind of the entry it cancels).
     """
 
     review_id: int
@@ -287,6 +370,8 @@ class Review:
     model: str = ""
     protocol_fingerprint: str = ""
     submission_id: str | None = None
+    reviewer_email: str = ""
+    kind: str = REVIEW
 
     @classmethod
     def _from_row(cls, row: tuple) -> Review:
@@ -358,6 +443,9 @@ class ReviewStore:
         :func:`default_db_path`.
     timeout : float, default=10.0
         Seconds a connection waits for a lock held by another writer before failing.
+    team : Team, optional
+        The team whose roles every write is checked against (see the module docstring);
+        None = single-user local mode, every write allowed.
 
     Examples
     --------
@@ -371,9 +459,14 @@ class ReviewStore:
     2
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = 10.0) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str] | None = None, *, timeout: float = 10.0, team: Team | None = None
+    ) -> None:
         if not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0):
             raise ValueError(f"`timeout` must be a positive number of seconds; got {timeout!r}.")
+        if team is not None and not isinstance(team, Team):
+            raise ValueError(f"`team` must be a core.reviews.Team or None; got {type(team).__name__}.")
+        self.team = team
         self.path = Path(path).expanduser() if path is not None else default_db_path()
         self.timeout = float(timeout)
         if self.path.is_dir():
@@ -384,7 +477,7 @@ class ReviewStore:
             version = self._inspect() if self.path.exists() and self.path.stat().st_size > 0 else 0
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._enable_wal()
-            if version < _SCHEMA_VERSION:  # a new file, or ours at version 1 or 2: upgrade in one transaction
+            if version < _SCHEMA_VERSION:  # a new file, or ours at version 1 to 3: upgrade in one transaction
                 with self._transaction() as conn:
                     self._upgrade(conn)
         except ReviewStoreError:
@@ -403,7 +496,13 @@ class ReviewStore:
         if version >= _SCHEMA_VERSION:
             return
         has_table = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'reviews'").fetchone()
-        script = (_MIGRATE if has_table else _table_sql("reviews")) + _UPGRADE
+        if not has_table:
+            script = _table_sql("reviews")
+        elif version == 3:
+            script = _MIGRATE_V3
+        else:  # version 1 or 2: rebuilt at the current layout
+            script = _MIGRATE
+        script += _UPGRADE
         for statement in _statements(script):
             conn.execute(statement)
 
@@ -529,13 +628,122 @@ class ReviewStore:
         # Nullable ints: a column of None must not turn into floats (17.0) in exports.
         return frame.astype({"retracts": "Int64"})
 
+    def _rows(self, sql: str, params: Iterable[object] = ()) -> list[tuple]:
+        try:
+            with closing(self._connect()) as conn:
+                return conn.execute(sql, tuple(params)).fetchall()
+        except sqlite3.Error as exc:
+            raise self._error(exc, "reading") from exc
+
+    # ------------------------------------------------------------------------------------
+    # Who acts, and what their role allows
+    def _user(self, reviewer: str | User) -> User:
+        """The acting user: a :class:`User`, or (local mode only) a typed reviewer name."""
+        if isinstance(reviewer, User):
+            user = reviewer
+        elif self.team is not None:
+            raise ValueError(
+                "With a team, a write names the signed-in user (a core.reviews.User with an e-mail address); "
+                f"got {type(reviewer).__name__} {reviewer!r}."
+            )
+        else:
+            user = User(name=_text_iv(reviewer, "reviewer", max_len=_MAX_REVIEWER, allow_empty=False))
+        if self.team is not None and not user.email:
+            raise ValueError(f"With a team, the acting user needs an e-mail address; got {user.name!r} without one.")
+        return user
+
+    def _role(self, user: User) -> str:
+        if self.team is None:
+            return "local"
+        return self.team.role_of(user.email) or "none"
+
+    def _why_refused(self, conn: sqlite3.Connection, user: User, action: str, fingerprint: str, ids: list[str]) -> str:
+        """Why ``user`` may not do ``action`` (empty when allowed); read inside the write lock."""
+        if self.team is None:
+            return ""
+        role = self.team.role_of(user.email)
+        if role is None:
+            return "has no access to this review database (not in the team file)"
+        need = _NEEDS[action]
+        if not self.team.allows(user.email, need):
+            return f"is a {role}; to {action} needs the {need} role"
+        if action == "decide":
+            plan = self._plan(conn, fingerprint)
+            if plan.assigned:
+                mine = {
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT sample_id FROM assignments WHERE plan_id = ? AND reviewer_email = ?",
+                        (plan.plan_id, user.email),
+                    )
+                }
+                missing = [sid for sid in ids if sid not in mine]
+                if missing:
+                    shown = ", ".join(missing[:10]) + (" …" if len(missing) > 10 else "")
+                    return f"is not assigned sample(s) {shown} of this audit"
+        return ""
+
+    def _refuse(self, user: User, action: str, fingerprint: str, ids: Iterable[str], reason: str) -> AccessRefused:
+        """Record a refused attempt (``access_refusals`` and the log) and return the exception to raise."""
+        role = self._role(user)
+        samples = ",".join(ids)
+        _LOG.warning(
+            "refused: %s (%s) tried to %s on audit %s sample(s) [%s]: %s",
+            user.email or user.name,
+            role,
+            action,
+            fingerprint[:12],
+            samples[:200],
+            reason,
+        )
+        try:
+            with self._transaction() as conn:
+                conn.execute(
+                    "INSERT INTO access_refusals (created_at, user_email, user_name, role, action, audit_fingerprint,"
+                    " sample_id, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (_now(), user.email, user.name, role, action, fingerprint, samples, reason),
+                )
+        except sqlite3.Error:  # the log line above still records it; the refusal stands either way
+            _LOG.exception("could not record the refused attempt in %s", self.path)
+        return AccessRefused(f"{user.label} {reason}: nothing was stored.", user=user, role=role, action=action)
+
+    def _reader(self, viewer: User | None, fingerprint: str) -> frozenset[str] | None:
+        """The samples on which a blind reader may see other reviewers' entries (None: no blinding).
+
+        With a team, a read names its reader; a reviewer under a double-review plan sees others'
+        entries only on the cases where they have recorded an entry of their own.
+        """
+        if self.team is None:
+            return None
+        if not isinstance(viewer, User):
+            raise ValueError(
+                f"With a team, a read names its reader (`viewer`, the signed-in core.reviews.User); got {viewer!r}."
+            )
+        role = self.team.role_of(viewer.email)
+        if role is None:
+            raise self._refuse(viewer, "read", fingerprint, [], "has no access to this review database")
+        if role != "reviewer" or not self.current_plan(fingerprint).double:
+            return None
+        rows = self._rows(
+            "SELECT DISTINCT sample_id FROM reviews WHERE audit_fingerprint = ? AND reviewer_email = ?",
+            (fingerprint, viewer.email),
+        )
+        return frozenset(r[0] for r in rows)
+
+    @staticmethod
+    def _hide(frame: pd.DataFrame, seen: frozenset[str] | None, viewer: User | None) -> pd.DataFrame:
+        if seen is None:
+            return frame
+        keep = (frame["reviewer_email"] == viewer.email) | frame["sample_id"].isin(seen)
+        return frame[keep.to_numpy()].reset_index(drop=True)
+
     # ------------------------------------------------------------------------------------
     def record(
         self,
         audit: str | AuditKey,
         sample_id: str | int,
         *,
-        reviewer: str,
+        reviewer: str | User,
         decision: Decision,
         note: str = "",
         reasons: Iterable[str] = (),
@@ -550,8 +758,9 @@ class ReviewStore:
             the data fingerprint, the model and the protocol fingerprint.
         sample_id : str or int
             Stable sample id within the audit; integers are stored as their decimal text.
-        reviewer : str
-            Reviewer name (non-empty, at most 200 characters).
+        reviewer : str or User
+            Who decides: the signed-in :class:`User` (required with a team), or in local mode a
+            typed name (non-empty, at most 200 characters).
         decision : {"confirmed_brittle", "acceptable", "needs_reacquisition"}
             The decision.
         note : str, default=""
@@ -566,6 +775,12 @@ class ReviewStore:
         -------
         Review
             The stored row, with its ``review_id`` and ``created_at``.
+
+        Raises
+        ------
+        AccessRefused
+            With a team: the user is not a reviewer (or admin), or the audit's plan assigns
+            cases and this one is not assigned to them. The attempt is recorded.
         """
         return self.record_many(
             audit,
@@ -582,11 +797,12 @@ class ReviewStore:
         audit: str | AuditKey,
         sample_ids: Iterable[str | int],
         *,
-        reviewer: str,
+        reviewer: str | User,
         decision: Decision,
         note: str = "",
         reasons: Iterable[str] = (),
         submission_id: str | None = None,
+        skip_identical: bool = False,
     ) -> list[Review]:
         """Append the same decision for several samples in one transaction (all or none).
 
@@ -594,11 +810,17 @@ class ReviewStore:
         repeated id is stored once). With ``submission_id``, each sample of a batch of several
         is stored under ``"{submission_id}#{sample_id}"`` (a batch of one under
         ``submission_id`` itself, as :meth:`record`), so resubmitting the batch appends nothing.
+        With a team, one refused sample refuses the whole batch.
+
+        skip_identical : bool, default=False
+            Leave out the samples whose decision in force by this reviewer already has this
+            decision, these reasons and this note (re-applying a bulk decision stores nothing).
 
         Returns
         -------
         list of Review
-            One stored entry per distinct sample id, in the order given.
+            One stored entry per distinct sample id, in the order given (with
+            ``skip_identical``, only those appended or already stored under the submission id).
         """
         key = _key_iv(audit)
         ids = list(
@@ -608,7 +830,7 @@ class ReviewStore:
         )
         if not ids:
             raise ValueError("`sample_ids` must name at least one sample; got none.")
-        who = _text_iv(reviewer, "reviewer", max_len=_MAX_REVIEWER, allow_empty=False)
+        user = self._user(reviewer)
         if decision not in DECISIONS:
             raise ValueError(f"`decision` must be one of {list(DECISIONS)}; got {decision!r}.")
         text = _text_iv(note, "note", max_len=_MAX_NOTE, allow_empty=True)
@@ -621,54 +843,144 @@ class ReviewStore:
         )
         try:
             with self._transaction() as conn:
-                return [
-                    self._append(conn, key, sid, who, decision, text, codes, None, tok) for sid, tok in zip(ids, tokens)
-                ]
+                refused = self._why_refused(conn, user, "decide", key.fingerprint, ids)
+                if not refused:
+                    out = []
+                    for sid, tok in zip(ids, tokens):
+                        if (
+                            skip_identical
+                            and (tok is None or self._submitted(conn, tok) is None)
+                            and self._in_force(conn, key.fingerprint, sid, user) == (decision, codes, text)
+                        ):
+                            continue
+                        out.append(self._append(conn, key, sid, user, decision, text, codes, None, tok, REVIEW))
+                    return out
         except sqlite3.Error as exc:
             raise self._error(exc, "storing the decision") from exc
+        raise self._refuse(user, "decide", key.fingerprint, ids, refused)
 
-    def retract(
+    @staticmethod
+    def _in_force(conn: sqlite3.Connection, fingerprint: str, sid: str, user: User) -> tuple[str, str, str] | None:
+        """(decision, reasons, note) of ``user``'s review decision in force on the case, if any."""
+        rater, value = ("reviewer_email", user.email) if user.email else ("reviewer", user.name)
+        row = conn.execute(
+            f"SELECT decision, reasons, note FROM reviews WHERE audit_fingerprint = ? AND sample_id = ? AND {rater} = ?"
+            f" AND kind = '{REVIEW}' AND {_ACTIVE} ORDER BY review_id DESC LIMIT 1",
+            (fingerprint, sid, value),
+        ).fetchone()
+        return None if row is None else tuple(row)
+
+    def adjudicate(
         self,
         audit: str | AuditKey,
         sample_id: str | int,
         *,
-        reviewer: str,
+        reviewer: str | User,
+        decision: Decision,
+        note: str = "",
+        reasons: Iterable[str] = (),
+        submission_id: str | None = None,
+    ) -> Review:
+        """Append an admin's final decision on a case (kind ``"adjudication"``).
+
+        While in force it is the case's decision (:meth:`latest`), whatever the reviewers
+        decided before or after; it can be retracted like any entry. Parameters are those of
+        :meth:`record`.
+
+        Raises
+        ------
+        AccessRefused
+            With a team, when ``reviewer`` is not an admin (the attempt is recorded).
+        """
+        key = _key_iv(audit)
+        sid = _sample_id_iv(sample_id)
+        user = self._user(reviewer)
+        if decision not in DECISIONS:
+            raise ValueError(f"`decision` must be one of {list(DECISIONS)}; got {decision!r}.")
+        text = _text_iv(note, "note", max_len=_MAX_NOTE, allow_empty=True)
+        codes = _reasons_iv(reasons)
+        token = _submission_iv(submission_id)
+        try:
+            with self._transaction() as conn:
+                refused = self._why_refused(conn, user, "adjudicate", key.fingerprint, [sid])
+                if not refused:
+                    return self._append(conn, key, sid, user, decision, text, codes, None, token, ADJUDICATION)
+        except sqlite3.Error as exc:
+            raise self._error(exc, "storing the adjudication") from exc
+        raise self._refuse(user, "adjudicate", key.fingerprint, [sid], refused)
+
+    def retract(
+        self,
+        audit: str | AuditKey,
+        sample_id: str | int | None = None,
+        *,
+        reviewer: str | User,
         note: str = "",
         submission_id: str | None = None,
     ) -> Review:
-        """Undo the latest decision of a case by appending a ``"retracted"`` entry.
+        """Undo a decision by appending a ``"retracted"`` entry naming it.
 
-        The entry names (``retracts``) the case's most recent decision that no earlier
-        retraction names; the case's latest decision becomes the one before it, or none
-        (unreviewed). Nothing is removed.
+        The entry cancels the most recent decision in force (review or adjudication) of
+        ``reviewer`` — with a team, of that signed-in user only; in local mode, of anyone —
+        on the case ``sample_id``, or, when ``sample_id`` is None, on whichever case of the
+        audit it was. Nothing is removed.
 
         Raises
         ------
         ValueError
-            When the case has no decision left to retract.
+            When there is no decision left to retract.
+        AccessRefused
+            With a team, when ``reviewer`` is not a reviewer or admin (the attempt is recorded).
         """
         key = _key_iv(audit)
-        sid = _sample_id_iv(sample_id)
-        who = _text_iv(reviewer, "reviewer", max_len=_MAX_REVIEWER, allow_empty=False)
+        sid = None if sample_id is None else _sample_id_iv(sample_id)
+        user = self._user(reviewer)
         text = _text_iv(note, "note", max_len=_MAX_NOTE, allow_empty=True)
         token = _submission_iv(submission_id)
+        where, params = ["audit_fingerprint = ?", _ACTIVE], [key.fingerprint]
+        if sid is not None:
+            where.append("sample_id = ?")
+            params.append(sid)
+        if self.team is not None:
+            where.append("reviewer_email = ?")
+            params.append(user.email)
         try:
             with self._transaction() as conn:
                 if token is not None and (done := self._submitted(conn, token)) is not None:
                     return done
-                # Under the write lock: two sessions undoing at once retract two decisions in turn.
-                target = conn.execute(
-                    f"SELECT review_id FROM reviews WHERE audit_fingerprint = ? AND sample_id = ? AND {_ACTIVE}"
-                    " ORDER BY review_id DESC LIMIT 1",
-                    (key.fingerprint, sid),
-                ).fetchone()
-                if target is None:
-                    raise _NothingToRetract(
-                        f"Sample {sid} of audit {key.fingerprint[:12]}… has no decision to retract (it is unreviewed)."
+                refused = self._why_refused(conn, user, "retract", key.fingerprint, [] if sid is None else [sid])
+                if not refused:
+                    # Under the write lock: two sessions undoing at once retract two decisions in turn.
+                    target = conn.execute(
+                        f"SELECT review_id, sample_id, kind FROM reviews WHERE {' AND '.join(where)}"
+                        " ORDER BY review_id DESC LIMIT 1",
+                        params,
+                    ).fetchone()
+                    if target is None:
+                        whose = f"{user.label} has" if self.team is not None else "there is"
+                        what = f"sample {sid}" if sid is not None else "this audit"
+                        raise _NothingToRetract(
+                            f"Sample {sid} of audit {key.fingerprint[:12]}… has no decision to retract (it is unreviewed)."
+                            if sid is not None and self.team is None
+                            else f"Nothing to retract: {whose} no decision to retract in force on {what}."
+                        )
+                    return self._append(
+                        conn, key, target[1], user, RETRACTED, text, "", int(target[0]), token, target[2]
                     )
-                return self._append(conn, key, sid, who, RETRACTED, text, "", int(target[0]), token)
         except sqlite3.Error as exc:
             raise self._error(exc, "storing the retraction") from exc
+        raise self._refuse(user, "retract", key.fingerprint, [] if sid is None else [sid], refused)
+
+    def retractable(self, audit_fingerprint: str, *, reviewer: str | User) -> Review | None:
+        """The decision :meth:`retract` without a sample would cancel now, or None (nothing to undo)."""
+        fingerprint = _text_iv(audit_fingerprint, "audit_fingerprint", max_len=512, allow_empty=False)
+        user = self._user(reviewer)
+        where, params = f"audit_fingerprint = ? AND {_ACTIVE}", [fingerprint]
+        if self.team is not None:
+            where += " AND reviewer_email = ?"
+            params.append(user.email)
+        rows = self._rows(f"SELECT {_COLUMNS} FROM reviews WHERE {where} ORDER BY review_id DESC LIMIT 1", params)
+        return Review._from_row(rows[0]) if rows else None
 
     @staticmethod
     def _submitted(conn: sqlite3.Connection, token: str) -> Review | None:
@@ -680,18 +992,19 @@ class ReviewStore:
         conn: sqlite3.Connection,
         key: AuditKey,
         sid: str,
-        who: str,
+        user: User,
         decision: str,
         note: str,
         reasons: str,
         retracts: int | None,
         token: str | None,
+        kind: str,
     ) -> Review:
         if token is not None and (done := self._submitted(conn, token)) is not None:
             return done
         # Inside the write lock: the clock is read in review_id order, and never earlier than
         # the previous row (a clock stepped back must not reorder the history).
-        created = datetime.now(UTC).isoformat(timespec="microseconds")
+        created = _now()
         last = conn.execute("SELECT created_at FROM reviews ORDER BY review_id DESC LIMIT 1").fetchone()
         if last is not None and last[0] > created:
             created = last[0]
@@ -699,7 +1012,7 @@ class ReviewStore:
             created,
             key.fingerprint,
             sid,
-            who,
+            user.name,
             decision,
             note,
             reasons,
@@ -708,16 +1021,184 @@ class ReviewStore:
             key.model,
             key.protocol_fingerprint,
             token,
+            user.email,
+            kind,
         )
         cursor = conn.execute(f"INSERT INTO reviews ({_COLUMNS_NO_ID}) VALUES ({', '.join('?' * len(values))})", values)
         return Review(int(cursor.lastrowid), *values[:6], _split_reasons(reasons), *values[7:])
 
-    def latest(self, audit_fingerprint: str, sample_ids: Iterable[str | int] | None = None) -> pd.DataFrame:
-        """Latest decision of every reviewed sample of one audit.
+    # ------------------------------------------------------------------------------------
+    # Review plans and assignments
+    def plan(
+        self,
+        audit: str | AuditKey,
+        sample_ids: Iterable[str | int] = (),
+        *,
+        admin: str | User,
+        reviewers_per_case: int = 1,
+        reviewers: Iterable[str] | None = None,
+        assign: bool = True,
+    ) -> ReviewPlan:
+        """Store a new review plan for an audit: reviewers per case and, optionally, assignments.
 
-        The latest decision of a case is its most recent decision that no retraction names
-        (see the module docstring); a case whose decisions are all retracted is absent, as an
-        unreviewed one.
+        Parameters
+        ----------
+        audit : str or AuditKey
+        sample_ids : iterable of str or int
+            The queued cases in queue order; with ``assign`` they are dealt round-robin
+            (:func:`core.reviews.assignment.round_robin`), ``reviewers_per_case`` each.
+        admin : str or User
+            Who plans (an admin, with a team).
+        reviewers_per_case : int, default=1
+            1 = single review; 2 or more = double review (blind until one's own decision).
+        reviewers : iterable of str, optional
+            The addresses to deal the cases to, in order; default: every ``reviewer`` of the
+            team, in the team file's order. Each must have at least the reviewer role.
+        assign : bool, default=True
+            False turns assignment off: every reviewer may decide every case.
+
+        Returns
+        -------
+        ReviewPlan
+            The plan now in force (the latest of the audit).
+
+        Raises
+        ------
+        AccessRefused
+            With a team, when ``admin`` is not an admin (the attempt is recorded).
+        """
+        key = _key_iv(audit)
+        user = self._user(admin)
+        if not isinstance(assign, bool):
+            raise ValueError(f"`assign` must be True or False; got {assign!r}.")
+        if isinstance(reviewers_per_case, bool) or not isinstance(reviewers_per_case, int) or reviewers_per_case < 1:
+            raise ValueError(f"`reviewers_per_case` must be a whole number >= 1; got {reviewers_per_case!r}.")
+        ids = list(dict.fromkeys(_sample_id_iv(s) for s in sample_ids))
+        if reviewers is None:
+            if self.team is None:
+                pool = []
+            else:
+                pool = list(self.team.with_role("reviewer"))
+        else:
+            pool = [_text_iv(r, "reviewers", max_len=_MAX_REVIEWER, allow_empty=False) for r in reviewers]
+            if self.team is not None:
+                pool = [r.lower() for r in pool]
+                unfit = [r for r in pool if not self.team.allows(r, "reviewer")]
+                if unfit:
+                    raise ValueError(
+                        f"`reviewers` must be team members with the reviewer or admin role; got {unfit!r}."
+                    )
+        triples = []
+        if assign:
+            if not ids:
+                raise ValueError("Assigning cases needs the queued cases (`sample_ids`); got none.")
+            triples = round_robin(ids, pool, reviewers_per_case)
+        try:
+            with self._transaction() as conn:
+                refused = self._why_refused(conn, user, "assign", key.fingerprint, [])
+                if not refused:
+                    cursor = conn.execute(
+                        "INSERT INTO review_plans (created_at, audit_fingerprint, admin, admin_email, "
+                        "reviewers_per_case, assigned, reviewers) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            _now(),
+                            key.fingerprint,
+                            user.name,
+                            user.email,
+                            reviewers_per_case,
+                            int(assign),
+                            ",".join(pool) if assign else "",
+                        ),
+                    )
+                    conn.executemany(
+                        "INSERT INTO assignments (plan_id, position, sample_id, reviewer_email) VALUES (?, ?, ?, ?)",
+                        [(cursor.lastrowid, *t) for t in triples],
+                    )
+                    return self._plan(conn, key.fingerprint)
+        except sqlite3.Error as exc:
+            raise self._error(exc, "storing the review plan") from exc
+        raise self._refuse(user, "assign", key.fingerprint, [], refused)
+
+    @staticmethod
+    def _plan(conn: sqlite3.Connection, fingerprint: str) -> ReviewPlan:
+        row = conn.execute(
+            "SELECT plan_id, created_at, admin, reviewers_per_case, assigned, reviewers FROM review_plans"
+            " WHERE audit_fingerprint = ? ORDER BY plan_id DESC LIMIT 1",
+            (fingerprint,),
+        ).fetchone()
+        if row is None:
+            return ReviewPlan(audit_fingerprint=fingerprint)
+        n = conn.execute("SELECT COUNT(DISTINCT sample_id) FROM assignments WHERE plan_id = ?", (row[0],)).fetchone()[0]
+        return ReviewPlan(
+            audit_fingerprint=fingerprint,
+            plan_id=int(row[0]),
+            created_at=row[1],
+            admin=row[2],
+            reviewers_per_case=int(row[3]),
+            assigned=bool(row[4]),
+            reviewers=tuple(r for r in row[5].split(",") if r),
+            n_cases=int(n),
+        )
+
+    def current_plan(self, audit_fingerprint: str) -> ReviewPlan:
+        """The plan in force for an audit (the default plan — 1 reviewer, no assignment — when none is stored)."""
+        fingerprint = _text_iv(audit_fingerprint, "audit_fingerprint", max_len=512, allow_empty=False)
+        try:
+            with closing(self._connect()) as conn:
+                return self._plan(conn, fingerprint)
+        except sqlite3.Error as exc:
+            raise self._error(exc, "reading") from exc
+
+    def assignments(self, audit_fingerprint: str) -> pd.DataFrame:
+        """The assignments of the plan in force: columns ``position, sample_id, reviewer_email``, in queue order."""
+        plan = self.current_plan(audit_fingerprint)
+        rows = (
+            self._rows(
+                "SELECT position, sample_id, reviewer_email FROM assignments WHERE plan_id = ? ORDER BY position, rowid",
+                (plan.plan_id,),
+            )
+            if plan.plan_id is not None
+            else []
+        )
+        return pd.DataFrame(rows, columns=["position", "sample_id", "reviewer_email"])
+
+    def to_review(self, audit_fingerprint: str, sample_ids: Iterable[str | int], *, reviewer: str | User) -> list[str]:
+        """The cases among ``sample_ids`` (order kept) still waiting for this reviewer's decision.
+
+        A case waits when the reviewer may decide it (assigned to them, or any case when the
+        plan assigns none), has no decision of theirs in force, is not adjudicated and — without
+        assignment — has fewer reviewers with a decision in force than the plan wants. In
+        local mode with the default plan: the cases without a decision in force.
+        """
+        fingerprint = _text_iv(audit_fingerprint, "audit_fingerprint", max_len=512, allow_empty=False)
+        user = self._user(reviewer)
+        ids = [_sample_id_iv(s) for s in sample_ids]
+        plan = self.current_plan(fingerprint)
+        ratings = self.ratings(fingerprint)
+        me = user.email or user.name
+        mine = set(ratings.loc[ratings["rater"] == me, "sample_id"]) if self.team is not None else set()
+        raters = ratings.groupby("sample_id")["rater"].nunique().to_dict()
+        settled = set(self.adjudications(fingerprint)["sample_id"])
+        if plan.assigned:
+            table = self.assignments(fingerprint)
+            allowed = set(table.loc[table["reviewer_email"] == user.email, "sample_id"])
+            return [s for s in ids if s in allowed and s not in mine and s not in settled]
+        return [s for s in ids if s not in mine and s not in settled and raters.get(s, 0) < plan.reviewers_per_case]
+
+    # ------------------------------------------------------------------------------------
+    # Reads
+    def latest(
+        self,
+        audit_fingerprint: str,
+        sample_ids: Iterable[str | int] | None = None,
+        *,
+        viewer: User | None = None,
+    ) -> pd.DataFrame:
+        """The decision of every reviewed sample of one audit.
+
+        The decision of a case is its most recent adjudication in force, else its most recent
+        decision in force (one that no retraction names; see the module docstring); a case
+        whose decisions are all retracted is absent, as an unreviewed one.
 
         Parameters
         ----------
@@ -725,6 +1206,9 @@ class ReviewStore:
             The audit.
         sample_ids : iterable of str or int, optional
             Restrict to these samples (unreviewed ones are simply absent).
+        viewer : User, optional
+            The reader (required with a team): under a double review a reviewer does not see
+            the cases they have not decided themselves.
 
         Returns
         -------
@@ -733,14 +1217,20 @@ class ReviewStore:
             ``sample_id``.
         """
         fingerprint = _text_iv(audit_fingerprint, "audit_fingerprint", max_len=512, allow_empty=False)
-        frame = self._latest("audit_fingerprint = ?", (fingerprint,), order="r.sample_id")
+        seen = self._reader(viewer, fingerprint)
+        frame = self._hide(self._latest("audit_fingerprint = ?", (fingerprint,), order="r.sample_id"), seen, viewer)
         if sample_ids is not None:
             wanted = {_sample_id_iv(s) for s in sample_ids}
             frame = frame[frame["sample_id"].isin(wanted)].reset_index(drop=True)
         return frame
 
-    def latest_across(self, data_fingerprint: str) -> pd.DataFrame:
-        """Latest decision of every (audit, sample) of the audits of one dataset.
+    def latest_across(
+        self, data_fingerprint: str, *, viewer: User | None = None, audit: str | None = None
+    ) -> pd.DataFrame:
+        """Decision of every (audit, sample) of the audits of one dataset.
+
+        With a team, ``viewer`` and ``audit`` (the audit being reviewed, whose plan decides
+        the blinding) are required.
 
         Returns
         -------
@@ -749,18 +1239,62 @@ class ReviewStore:
             ``sample_id``), ordered by sample then audit.
         """
         data = _text_iv(data_fingerprint, "data_fingerprint", max_len=512, allow_empty=False)
-        return self._latest("data_fingerprint = ?", (data,), order="r.sample_id, r.audit_fingerprint")
+        seen = self._reader(viewer, audit) if self.team is not None else None
+        frame = self._latest("data_fingerprint = ?", (data,), order="r.sample_id, r.audit_fingerprint")
+        return self._hide(frame, seen, viewer)
 
     def _latest(self, where: str, params: tuple, *, order: str) -> pd.DataFrame:
         return self._query(
             f"SELECT {_COLUMNS_R} FROM reviews r JOIN ("
-            f"  SELECT MAX(review_id) AS review_id FROM reviews WHERE {where} AND {_ACTIVE}"
+            f"  SELECT COALESCE(MAX(CASE WHEN kind = '{ADJUDICATION}' THEN review_id END), MAX(review_id))"
+            f"  AS review_id FROM reviews WHERE {where} AND {_ACTIVE}"
             f"  GROUP BY audit_fingerprint, sample_id) last USING (review_id) ORDER BY {order}",
             params,
         )
 
-    def history(self, audit_fingerprint: str, sample_id: str | int | None = None) -> pd.DataFrame:
+    def ratings(self, audit_fingerprint: str, *, viewer: User | None = None) -> pd.DataFrame:
+        """Each reviewer's decision in force on each case (adjudications excluded): the ratings
+        agreement is measured on.
+
+        Returns
+        -------
+        DataFrame
+            Columns ``sample_id, rater, reviewer, reviewer_email, decision, review_id``: one
+            row per (case, rater), where ``rater`` is the address (the name in local mode),
+            ordered by sample then ``review_id``.
+        """
+        fingerprint = _text_iv(audit_fingerprint, "audit_fingerprint", max_len=512, allow_empty=False)
+        seen = self._reader(viewer, fingerprint) if viewer is not None else None
+        rows = self._rows(
+            "SELECT r.sample_id, CASE WHEN r.reviewer_email != '' THEN r.reviewer_email ELSE r.reviewer END,"
+            " r.reviewer, r.reviewer_email, r.decision, r.review_id FROM reviews r JOIN ("
+            "  SELECT MAX(review_id) AS review_id FROM reviews"
+            f"  WHERE audit_fingerprint = ? AND kind = '{REVIEW}' AND {_ACTIVE}"
+            "  GROUP BY sample_id, CASE WHEN reviewer_email != '' THEN reviewer_email ELSE reviewer END"
+            ") last USING (review_id) ORDER BY r.sample_id, r.review_id",
+            (fingerprint,),
+        )
+        frame = pd.DataFrame(
+            rows, columns=["sample_id", "rater", "reviewer", "reviewer_email", "decision", "review_id"]
+        )
+        return self._hide(frame.astype({"review_id": "int64"}), seen, viewer)
+
+    def adjudications(self, audit_fingerprint: str) -> pd.DataFrame:
+        """The adjudication in force of every adjudicated case: columns :data:`REVIEW_COLUMNS`, by sample."""
+        fingerprint = _text_iv(audit_fingerprint, "audit_fingerprint", max_len=512, allow_empty=False)
+        return self._query(
+            f"SELECT {_COLUMNS_R} FROM reviews r JOIN (SELECT MAX(review_id) AS review_id FROM reviews"
+            f" WHERE audit_fingerprint = ? AND kind = '{ADJUDICATION}' AND {_ACTIVE} GROUP BY sample_id)"
+            " last USING (review_id) ORDER BY r.sample_id",
+            (fingerprint,),
+        )
+
+    def history(
+        self, audit_fingerprint: str, sample_id: str | int | None = None, *, viewer: User | None = None
+    ) -> pd.DataFrame:
         """Every entry (decisions and retractions) of one audit or one of its samples, oldest first.
+
+        ``viewer`` is the reader (required with a team; see :meth:`latest`).
 
         Returns
         -------
@@ -768,20 +1302,26 @@ class ReviewStore:
             Columns :data:`REVIEW_COLUMNS`, ordered by ``review_id``.
         """
         fingerprint = _text_iv(audit_fingerprint, "audit_fingerprint", max_len=512, allow_empty=False)
+        seen = self._reader(viewer, fingerprint)
         if sample_id is None:
-            return self._query(
+            frame = self._query(
                 f"SELECT {_COLUMNS} FROM reviews WHERE audit_fingerprint = ? ORDER BY review_id", (fingerprint,)
             )
-        return self._query(
-            f"SELECT {_COLUMNS} FROM reviews WHERE audit_fingerprint = ? AND sample_id = ? ORDER BY review_id",
-            (fingerprint, _sample_id_iv(sample_id)),
-        )
+        else:
+            frame = self._query(
+                f"SELECT {_COLUMNS} FROM reviews WHERE audit_fingerprint = ? AND sample_id = ? ORDER BY review_id",
+                (fingerprint, _sample_id_iv(sample_id)),
+            )
+        return self._hide(frame, seen, viewer)
 
-    def history_across(self, data_fingerprint: str, sample_id: str | int) -> pd.DataFrame:
+    def history_across(
+        self, data_fingerprint: str, sample_id: str | int, *, viewer: User | None = None, audit: str | None = None
+    ) -> pd.DataFrame:
         """Every entry about one sample of a dataset, under any audit of it, oldest first.
 
         Entries from before schema version 3 carry no data fingerprint and are only found
-        through :meth:`history` of their own audit.
+        through :meth:`history` of their own audit. With a team, ``viewer`` and ``audit`` (as
+        in :meth:`latest_across`) are required.
 
         Returns
         -------
@@ -789,13 +1329,37 @@ class ReviewStore:
             Columns :data:`REVIEW_COLUMNS`, ordered by ``review_id``.
         """
         data = _text_iv(data_fingerprint, "data_fingerprint", max_len=512, allow_empty=False)
-        return self._query(
+        seen = self._reader(viewer, audit) if self.team is not None else None
+        frame = self._query(
             f"SELECT {_COLUMNS} FROM reviews WHERE data_fingerprint = ? AND sample_id = ? ORDER BY review_id",
             (data, _sample_id_iv(sample_id)),
         )
+        return self._hide(frame, seen, viewer)
+
+    def refusals(self) -> pd.DataFrame:
+        """Every refused attempt, oldest first: ``refusal_id, created_at, user_email, user_name, role, action,
+        audit_fingerprint, sample_id, reason`` (``sample_id`` comma-joined for a batch)."""
+        columns = [
+            "refusal_id",
+            "created_at",
+            "user_email",
+            "user_name",
+            "role",
+            "action",
+            "audit_fingerprint",
+            "sample_id",
+            "reason",
+        ]
+        return pd.DataFrame(
+            self._rows(f"SELECT {', '.join(columns)} FROM access_refusals ORDER BY refusal_id"), columns=columns
+        )
 
     def export(
-        self, dest: str | os.PathLike[str] | None = None, *, audit_fingerprint: str | None = None
+        self,
+        dest: str | os.PathLike[str] | None = None,
+        *,
+        audit_fingerprint: str | None = None,
+        viewer: User | None = None,
     ) -> pd.DataFrame:
         """Full history (all audits, or one), optionally written to a CSV file.
 
@@ -806,6 +1370,8 @@ class ReviewStore:
             the previous export stays byte-identical. A folder or a device is refused.
         audit_fingerprint : str, optional
             Restrict to one audit.
+        viewer : User, optional
+            Who exports; with a team it must be an admin (else :class:`AccessRefused`, recorded).
 
         Returns
         -------
@@ -814,10 +1380,22 @@ class ReviewStore:
             (``"; "``-joined), ordered by ``review_id``. Retractions are rows with
             ``decision == "retracted"`` and ``retracts`` = the cancelled ``review_id``.
         """
-        if audit_fingerprint is None:
-            frame = self._query(f"SELECT {_COLUMNS} FROM reviews ORDER BY review_id")
-        else:
-            frame = self.history(audit_fingerprint)
+        if self.team is not None:
+            if not isinstance(viewer, User):
+                raise ValueError(f"With a team, an export names who exports (`viewer`); got {viewer!r}.")
+            if not self.team.allows(viewer.email, "admin"):
+                role = self.team.role_of(viewer.email) or "none"
+                raise self._refuse(
+                    viewer, "export", audit_fingerprint or "", [], f"is a {role}; to export needs the admin role"
+                )
+        frame = self._query(
+            f"SELECT {_COLUMNS} FROM reviews"
+            + (" WHERE audit_fingerprint = ?" if audit_fingerprint is not None else "")
+            + " ORDER BY review_id",
+            ()
+            if audit_fingerprint is None
+            else (_text_iv(audit_fingerprint, "audit_fingerprint", max_len=512, allow_empty=False),),
+        )
         frame = frame.assign(
             decision_label=frame["decision"].map(ENTRY_LABELS), reason_labels=frame["reasons"].map(reason_labels)
         )
@@ -825,6 +1403,15 @@ class ReviewStore:
             with atomic_path(dest) as tmp:
                 frame.to_csv(tmp, index=False)
         return frame
+
+
+#: The least role each write needs.
+_NEEDS = {"decide": "reviewer", "retract": "reviewer", "adjudicate": "admin", "assign": "admin", "export": "admin"}
+_LOG = logging.getLogger("reliability_audit.reviews")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 class _NothingToRetract(ValueError):

@@ -10,7 +10,7 @@ Output folder (see :mod:`core.scale.store` for the guarantees)::
     OUT/_manifest.json       fingerprint, protocol, model identity, input identity, partitions
     OUT/_summary.json        totals over the held-out rows
     OUT/_task.zip            the fitted task (JSON + skops / native model files, no pickle),
-                             reused on resume and by --model-from
+                             reused on resume and by --audit
 
 ``pandas.read_parquet(OUT)`` reads the certificates of every row, in input order.
 
@@ -74,7 +74,7 @@ from core.tabular.certify_task import (
     task_from_audit,
     task_from_bytes,
 )
-from core.validation import check_table
+from core.validation import check_seed, check_table
 
 __all__ = [
     "DEFAULT_CHUNK_ROWS",
@@ -144,8 +144,7 @@ class FitSpec:
             )
         if isinstance(self.fit_rows, bool) or not isinstance(self.fit_rows, int) or self.fit_rows < 2:
             raise ValueError(f"`fit_rows` must be an int >= 2; got {self.fit_rows!r}.")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"`seed` must be a non-negative int; got {self.seed!r}.")
+        check_seed(self.seed)
         if not isinstance(self.protocol, Protocol):
             raise ValueError(f"`protocol` must be a Protocol; got {type(self.protocol).__name__}.")
         if self.id_column is not None and self.id_column == self.target:

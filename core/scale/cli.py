@@ -1,66 +1,41 @@
-"""Commands for large audits: ``certify`` and ``paired-grid`` (streaming / Dask, resumable), ``synth``.
+"""Commands for large tabular audits: ``certify`` (streaming / Dask, resumable) and ``synth``.
 
 ``python -m core certify --data big.parquet --target Status --out runs/big``
     Fits preprocessing + model on the first ``--fit-rows`` rows, then certifies every row in
     partitions of ``--chunk-rows`` rows, writing ``runs/big/part-*.parquet``, ``_manifest.json``
     and ``_summary.json``. Rerunning the same command after an interruption resumes it.
+``python -m core certify --audit runs/audit --data big.parquet --out runs/big``
+    Certifies with the model, preprocessing and protocol of an earlier audit (or certify run)
+    folder instead of fitting (``--model-from``, its old name, works for one release).
 ``python -m core certify ... --engine dask --workers 4``   (local Dask cluster)
 ``python -m core certify ... --engine dask --scheduler tcp://host:8786``   (existing cluster)
-``python -m core paired-grid --records records.parquet --tau 0.8 --out runs/grid``
-    Intervals and policy certificates of every paired cell, shard by shard.
 ``python -m core synth --rows 1000000 --out big.parquet``
     A seeded synthetic table resembling a bundled dataset (default credit_data).
+
+``paired-grid``, the resumable run of the paired grid, is a command of :mod:`core.paired.cli`.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from core.atomic import check_output_file
 from core.cli_options import (
+    add_execution_options,
     add_protocol_options,
-    add_tau_levels_options,
-    float_list,
+    add_renamed_option,
+    check_run_folder,
+    cluster_from_args,
+    names,
     positive_int,
     protocol_from_args,
-    unit_float,
+    seed_int,
+    spelled,
 )
-from core.constants import CLEAN_COVERAGE, COVERAGES
 from core.validation import check_input_file
 
 __all__ = ["register"]
-
-
-def _execution_options(group) -> None:
-    group.add_argument("--engine", choices=("local", "dask"), default="local")
-    where = group.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=positive_int, help="dask: start a local cluster of N worker processes")
-    where.add_argument("--scheduler", metavar="ADDRESS", help="dask: address of an existing scheduler")
-    group.add_argument("--no-progress", action="store_true", help="no progress bar")
-
-
-def _cluster(args):
-    """The Dask client context of --engine/--workers/--scheduler (a no-op for local runs)."""
-    from contextlib import nullcontext
-
-    from core.scale.cluster import connect
-
-    if args.engine == "local" and (args.workers or args.scheduler):
-        raise ValueError("--workers / --scheduler only apply to --engine dask.")
-    if args.engine == "dask" and not (args.workers or args.scheduler):
-        raise ValueError("--engine dask needs --workers N (local cluster) or --scheduler ADDRESS.")
-    if args.engine == "local":
-        return nullcontext()
-    return connect(workers=args.workers, scheduler=args.scheduler)
-
-
-def _check_run_folder(out: str) -> None:
-    """A resumable run's folder: new, or a folder (an earlier run's, checked by its manifest)."""
-    path = Path(out).expanduser()
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"--out {out!r} exists and is not a folder.")
 
 
 def register(subparsers) -> None:
@@ -80,28 +55,30 @@ def register(subparsers) -> None:
     p.add_argument("--data", required=True, help="Parquet file, directory of Parquet files, or CSV file")
     p.add_argument("--out", required=True, help="output folder (new, or an earlier run to resume)")
     model = p.add_argument_group("model (fit here, or load an earlier run's task)")
-    model.add_argument("--target", help="label column (required unless --model-from)")
-    model.add_argument("--model", default="hist_gb", help="model name to fit (default hist_gb)")
+    model.add_argument("--target", help="label column (required unless --audit)")
+    model.add_argument("--model", default="hist_gb", help="registry name of the model to fit (default hist_gb)")
     model.add_argument(
         "--fit-rows",
         type=positive_int,
         default=20_000,
         help="fit preprocessing and model on the first N rows (default 20000)",
     )
-    model.add_argument("--seed", type=int, default=0, help="model seed (default 0)")
+    model.add_argument("--seed", type=seed_int, default=0, help="model seed (default 0)")
     model.add_argument(
-        "--model-from",
-        metavar="PATH",
-        help="_task.zip (or the folder) of an earlier audit or certify run; skips fitting",
+        "--audit",
+        metavar="DIR",
+        help="an earlier audit folder (or certify run, or its _task.zip): certify with its model; skips fitting",
     )
+    add_renamed_option(model, "--model-from", new="--audit", dest="audit")
     model.add_argument(
         "--trust",
-        default="",
+        type=names,
+        default=[],
         metavar="TYPE[,TYPE...]",
         help="skops types outside the trusted set that the saved model may contain",
     )
     model.add_argument("--id-column", help="column copied to the output, not used as a feature")
-    proto = p.add_argument_group("protocol (ignored with --model-from, which carries its own)")
+    proto = p.add_argument_group("protocol (not with --audit, which carries its own)")
     add_protocol_options(proto)
     proto.add_argument("--blocks", metavar="FILE", help="domain blocks (YAML/JSON) for --grouping domain_block")
     run = p.add_argument_group("execution")
@@ -117,7 +94,7 @@ def register(subparsers) -> None:
         default=65_536,
         help="rows per predict_proba call when fitting here (memory only)",
     )
-    _execution_options(run)
+    add_execution_options(run)
     p.set_defaults(func=_certify)
 
     s = subparsers.add_parser(
@@ -131,42 +108,19 @@ def register(subparsers) -> None:
     s.add_argument("--out", required=True, help="output .parquet or .csv file")
     s.add_argument("--rows", type=positive_int, required=True)
     s.add_argument("--dataset", default="credit_data", help="bundled dataset to imitate (default credit_data)")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--seed", type=seed_int, default=0)
     s.add_argument("--row-group-rows", type=positive_int, default=65_536)
     s.set_defaults(func=_synth)
-
-    g = subparsers.add_parser(
-        "paired-grid",
-        help="identified intervals and policy certificates of every paired cell, partitioned (resumable, optional Dask)",
-        description=(
-            "The paired identification grid (I0/Ik/I5 intervals of H, L, dM_k) and the policy report "
-            "(costs, shared-correspondence certificates D+, selections) of every model x condition x "
-            "source cell of a Parquet records table, shard by shard. Output: OUT/intervals/, "
-            "OUT/policy_costs/, OUT/policy_differences/, OUT/policy_selection/ (partitioned Parquet), "
-            "OUT/_manifest.json, OUT/_summary.json. Rerun the same command to resume."
-        ),
-    )
-    g.add_argument("--records", required=True, help="paired records: a Parquet file or folder of files")
-    g.add_argument("--out", required=True, help="output folder (new, or an earlier run to resume)")
-    add_tau_levels_options(g, tau_help="acceptance threshold of the intervals, in [0, 1]")
-    g.add_argument(
-        "--coverages", type=float_list, help=f"policy coverages (default {','.join(f'{c:g}' for c in COVERAGES)})"
-    )
-    g.add_argument("--clean-coverage", type=unit_float, default=CLEAN_COVERAGE)
-    g.add_argument("--lambdas", type=float_list, help="cost weights (default 0,0.1,...,1)")
-    g.add_argument("--seed", type=int, default=0, help="seed of the I5 feasible-mean estimate (default 0)")
-    g.add_argument("--cells-per-task", type=positive_int, default=16, help="cells per shard (default 16)")
-    _execution_options(g)
-    g.set_defaults(func=_paired_grid)
 
 
 def _certify(args) -> int:
     from core.scale.certify import FitSpec, certify_dataset, load_certify_task
 
-    cluster = _cluster(args)
+    cluster = cluster_from_args(args)
     check_input_file(args.data, what="--data", allow_folder=True)
-    _check_run_folder(args.out)
-    if args.model_from:
+    check_run_folder(args.out)
+    if args.audit:
+        audit_flag = spelled(args, "audit", "--audit")
         fitting = [
             flag
             for flag, given in (
@@ -185,15 +139,15 @@ def _certify(args) -> int:
         ]
         if fitting:
             raise ValueError(
-                f"{', '.join(fitting)} cannot be combined with --model-from: the saved task "
+                f"{', '.join(fitting)} cannot be combined with {audit_flag}: the saved task "
                 "carries its own protocol and columns."
             )
-        model = load_certify_task(args.model_from, trusted=[t.strip() for t in args.trust.split(",") if t.strip()])
+        model = load_certify_task(args.audit, trusted=args.trust)
         if args.target and args.target != model.target:
             raise ValueError(f"--target {args.target!r} differs from the saved task's target {model.target!r}.")
     else:
         if not args.target:
-            raise ValueError("--target is required unless --model-from is given.")
+            raise ValueError("--target is required unless --audit is given (an earlier audit whose model is reused).")
         blocks = None
         if args.blocks:
             from core.tabular.datasets import load_blocks
@@ -281,50 +235,4 @@ def _synth(args) -> int:
     table = fit_synthetic(load_dataset(args.dataset))
     write_synthetic(table, out, args.rows, seed=args.seed, format=fmt, row_group_rows=args.row_group_rows)
     print(f"wrote {args.rows} rows resembling {args.dataset} (seed {args.seed}) to {out}")
-    return 0
-
-
-def _paired_grid(args) -> int:
-    from core.paired.policies import LAMBDAS
-    from core.scale.paired_grid import paired_grid
-
-    cluster = _cluster(args)
-    check_input_file(args.records, what="--records", allow_folder=True)
-    _check_run_folder(args.out)
-    levels = args.levels
-    bar = None
-    if not args.no_progress:
-        from tqdm import tqdm
-
-        bar = tqdm(desc="paired grid", unit="record", unit_scale=True, file=sys.stderr)
-    try:
-        with cluster as client:
-            run = paired_grid(
-                args.records,
-                args.out,
-                tau=args.tau,
-                levels=levels,
-                coverages=args.coverages if args.coverages is not None else COVERAGES,
-                clean_coverage=args.clean_coverage,
-                lambdas=args.lambdas if args.lambdas is not None else LAMBDAS,
-                seed=args.seed,
-                cells_per_task=args.cells_per_task,
-                engine=args.engine,
-                client=client,
-                progress=(lambda info: bar.update(info.rows)) if bar is not None else None,
-            )
-    except KeyboardInterrupt:
-        print(
-            f"\ninterrupted; finished shards are kept in {args.out}. Run the same command to resume.", file=sys.stderr
-        )
-        return 130
-    finally:
-        if bar is not None:
-            bar.close()
-    r = run.result
-    print(
-        f"{run.summary['n_cells']} cells, {r.n_rows} records in {r.n_partitions} shards "
-        f"({r.computed} computed now, {r.reused} reused) -> {r.out}"
-    )
-    print(json.dumps(run.summary["policy_pairs_at_lambda_0.5"], indent=1))
     return 0

@@ -13,6 +13,8 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from core.validation import check_positive_int
+
 __all__ = ["check_worker_paths", "connect"]
 
 
@@ -23,8 +25,8 @@ def _validate(scheduler: str | None, workers: int | None, timeout: float) -> Non
             f"tcp://10.0.0.5:8786) and `workers` (size of a local cluster); got scheduler="
             f"{scheduler!r}, workers={workers!r}."
         )
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise ValueError(f"`workers` must be a positive int; got {workers!r}.")
+    if workers is not None:
+        check_positive_int(workers, "workers")
     if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):
         raise ValueError(f"`scheduler` must be an address such as tcp://host:8786; got {scheduler!r}.")
     if not timeout > 0:

@@ -58,7 +58,7 @@ from core.scale.cluster import check_worker_paths
 from core.scale.runner import Engine, RunResult, run_partitions
 from core.scale.sources import PartitionReadError, file_identity
 from core.scale.store import PartitionInfo, RunStore
-from core.validation import check_unique_columns, check_unit_interval
+from core.validation import check_positive_int, check_seed, check_tau, check_unique_columns, check_unit_interval
 
 __all__ = ["CellSource", "PairedGridRun", "PairedGridTask", "paired_grid", "scan_records"]
 
@@ -372,11 +372,9 @@ def paired_grid(
     -------
     PairedGridRun
     """
-    if isinstance(cells_per_task, bool) or not isinstance(cells_per_task, int) or cells_per_task < 1:
-        raise ValueError(f"`cells_per_task` must be a positive int; got {cells_per_task!r}.")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"`seed` must be a non-negative int; got {seed!r}.")
-    tau = check_unit_interval(tau, "tau")  # before anything touches `out` (no manifest left behind)
+    cells_per_task = check_positive_int(cells_per_task, "cells_per_task")
+    seed = check_seed(seed)
+    tau = check_tau(tau)  # before anything touches `out` (no manifest left behind)
     clean_coverage = check_unit_interval(clean_coverage, "clean_coverage")
     bad = [v for v in levels if v not in LEVELS] if not isinstance(levels, str) else [levels]
     if bad or not levels:

@@ -41,6 +41,7 @@ import pyarrow as pa
 
 from core.scale.sources import PartitionReadError, Source
 from core.scale.store import MAX_PARTITIONS, PartitionInfo, RunStore, write_partition
+from core.validation import check_positive_int
 
 __all__ = ["Engine", "PartitionTask", "RunResult", "run_partitions"]
 
@@ -88,8 +89,7 @@ def _compute_partition(
 
 
 def _validate(chunk_rows: int, engine: str, client) -> None:
-    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
-        raise ValueError(f"`chunk_rows` must be a positive int; got {chunk_rows!r}.")
+    check_positive_int(chunk_rows, "chunk_rows")
     if engine not in ("local", "dask"):
         raise ValueError(f"`engine` must be 'local' or 'dask'; got {engine!r}.")
     if engine == "dask" and client is None:

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from core.validation import check_text_table, check_unique_columns
+from core.validation import check_positive_int, check_text_table, check_unique_columns
 
 __all__ = [
     "ColumnKind",
@@ -98,9 +98,7 @@ def _select_columns(available: Sequence[str], columns: Sequence[str] | None, whe
 
 
 def _validate_chunk_rows(chunk_rows: int) -> int:
-    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
-        raise ValueError(f"`chunk_rows` must be a positive int; got {chunk_rows!r}.")
-    return chunk_rows
+    return check_positive_int(chunk_rows, "chunk_rows")
 
 
 def _rebatch(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:

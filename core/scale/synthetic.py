@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 
 from core._rng import as_generator
 from core.atomic import atomic_path
+from core.validation import check_positive_int
 
 __all__ = ["ATOM_SHARE", "BLOCK_ROWS", "SyntheticTable", "fit_synthetic", "write_synthetic"]
 
@@ -256,8 +257,7 @@ def write_synthetic(
     """
     if format not in ("parquet", "csv"):
         raise ValueError(f"`format` must be 'parquet' or 'csv'; got {format!r}.")
-    if isinstance(row_group_rows, bool) or not isinstance(row_group_rows, int) or row_group_rows < 1:
-        raise ValueError(f"`row_group_rows` must be a positive int; got {row_group_rows!r}.")
+    check_positive_int(row_group_rows, "row_group_rows")
     path = Path(path)
     # Written beside ``path`` under a temporary name and renamed when complete: a failure
     # (disk full, ``ulimit -f``, a kill) leaves the previous file byte-identical.

@@ -7,7 +7,7 @@
 2. preprocessing fitted on the training split only;
 3. evidence groups and baseline from the declared :class:`~core.cfc.protocol.Protocol`;
 4. the model, fitted on the training split;
-5. certificates of the validation and test splits (:func:`~core.cfc.certificate.certify`);
+5. certificates of the validation and test splits (:func:`~core.cfc.certify`);
 6. held-out brittle labels of the test split from the label channel
    (:mod:`core.cfc.stressors`), plus the naturalistic variant when the raw data has
    unavailable fields;
@@ -33,6 +33,7 @@ import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from os import PathLike
 from pathlib import Path
 from typing import Any, Literal
 
@@ -44,7 +45,8 @@ from core._rng import as_generator
 from core.atomic import atomic_folder, atomic_path, atomic_write_text
 from core.cfc.baselines import baseline_vector
 from core.cfc.calibration import CalibrationReport, calibration_report
-from core.cfc.certificate import CertificateSet, certify
+from core.cfc.certificate_set import CertificateSet
+from core.cfc.certification import certify
 from core.cfc.evaluation import (
     GroupImportance,
     GroupShap,
@@ -79,8 +81,10 @@ from core.tabular.datasets import (
 from core.tabular.metrics import NOMINAL_METRICS, nominal_metrics
 from core.tabular.models import MODEL_NAMES, MODELS, make_model
 from core.tabular.preprocessing import FittedPreprocessor, detect_unavailable_fields, fit_preprocessor
+from core.validation import check_batch_size, check_positive_int, check_seed, check_share
 
 __all__ = [
+    "AuditOptions",
     "AuditResult",
     "AuditStages",
     "SweepResult",
@@ -103,6 +107,130 @@ SplitRule = Literal["stratified", "official"]
 
 # Child streams of as_generator(seed); the position of a name never changes.
 _STREAMS = ("label_channel", "random_order", "permutation", "shap_background")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditOptions:
+    """How :func:`run_audit` audits: the model, the seed, the declared protocol and the extras.
+
+    Validated when built (each message names the option and echoes the bad value), so a
+    command line, a page or a script refuses bad options before any data is read. A changed
+    copy is ``dataclasses.replace(options, seed=1)`` (validated again).
+
+    Attributes
+    ----------
+    model : str, default "hist_gb"
+        Registry name (:data:`core.tabular.models.MODEL_NAMES`).
+    seed : int, default 0
+        Non-negative. Drives the split, the model and (through child streams) every
+        stochastic evaluation.
+    protocol : Protocol, default ``Protocol()``
+        Declared certificate protocol.
+    label_channel : LabelChannel, default ``LabelChannel()``
+        Declared held-out label channel.
+    blocks : mapping raw column -> block name, or a YAML / JSON file, optional
+        Domain blocks (replace the dataset's own); needed for ``grouping="domain_block"`` on
+        data that ships none. Either form of :func:`core.tabular.datasets.with_blocks`.
+    max_rows : int, optional
+        Stratified subsample of the dataset before splitting (keeps audits of big tables fast).
+    split : {"stratified", "official"}, default "stratified"
+        ``"stratified"``: :func:`~core.tabular.datasets.split_dataset`. ``"official"``: the
+        source's own test part (Adult's adult.test, after any ``max_rows`` subsample) and a
+        stratified ``val_size`` share of its training part
+        (:func:`~core.tabular.datasets.official_split`).
+    val_size, test_size : float, default 0.2
+        Split shares, each in (0, 1) (``test_size`` only applies to the stratified split).
+    model_params : mapping, optional
+        Overrides of the model's defaults (see :func:`core.tabular.models.make_model`).
+    search : {"none", "exact", "beam", "both"}, default "none"
+        Opt-in exact / beam flip search on the test split, summarised in ``AuditResult.search``.
+    sensitivity : bool, default False
+        Opt-in: recompute the certificate under every other baseline and grouping rule.
+    order_baselines : bool, default False
+        Opt-in: the random-order (``n_random_orders`` orders) and permutation-importance-order
+        baselines (each costs a few certificate passes).
+    shap : bool, default False
+        Opt-in: group-SHAP concentration (fast explainers only; NaN with a note otherwise).
+    n_random_orders : int, default 5
+        Orders of the random-order baseline.
+    population : {"high_confidence", "all"}, default "high_confidence"
+        Test rows on which the scores are evaluated: ``p̂ ≥ τ_p`` (SPEC default) or all.
+    batch_size : int, default 65536
+        Rows per model call (bounds memory).
+    n_threads : int or None, default 1
+        Threads of the OpenMP / BLAS pools (``threadpoolctl``) during the audit; None keeps the
+        libraries' defaults. One thread is the default because the audit is many mid-sized
+        model calls: on a busy 2-core machine threaded histogram boosting ran the default
+        audit 8x slower than single-threaded (``tests/bench/bench_audit.py``), and the suite's
+        other libraries (XGBoost, LightGBM, forests) already run with one thread.
+
+    Examples
+    --------
+    >>> AuditOptions(model="logreg", seed=3).seed
+    3
+    >>> AuditOptions(search="greedy")
+    Traceback (most recent call last):
+    ...
+    ValueError: `search` must be one of ('none', 'exact', 'beam', 'both'); got 'greedy'.
+    """
+
+    model: str = "hist_gb"
+    seed: int = 0
+    protocol: Protocol = dataclasses.field(default_factory=Protocol)
+    label_channel: LabelChannel = dataclasses.field(default_factory=LabelChannel)
+    blocks: Mapping[str, Any] | str | PathLike[str] | None = None
+    max_rows: int | None = None
+    split: SplitRule = "stratified"
+    val_size: float = 0.2
+    test_size: float = 0.2
+    model_params: Mapping[str, Any] | None = None
+    search: SearchOption = "none"
+    sensitivity: bool = False
+    order_baselines: bool = False
+    shap: bool = False
+    n_random_orders: int = 5
+    population: Population = "high_confidence"
+    batch_size: int = 65536
+    n_threads: int | None = 1
+
+    def __post_init__(self) -> None:
+        if self.model not in MODELS:
+            raise ValueError(f"`model` must be one of {list(MODEL_NAMES)}; got {self.model!r}.")
+        object.__setattr__(self, "seed", check_seed(self.seed))
+        if not isinstance(self.protocol, Protocol):
+            raise ValueError(f"`protocol` must be a Protocol; got {type(self.protocol).__name__}.")
+        if not isinstance(self.label_channel, LabelChannel):
+            raise ValueError(f"`label_channel` must be a LabelChannel; got {type(self.label_channel).__name__}.")
+        if self.blocks is not None and not isinstance(self.blocks, (Mapping, str, PathLike)):
+            raise ValueError(
+                f"`blocks` must be a mapping raw column -> block, a YAML / JSON file or None; "
+                f"got {type(self.blocks).__name__}."
+            )
+        check_positive_int(self.max_rows, "max_rows", allow_none=True)
+        _check_choice(self.split, "split", ("stratified", "official"))
+        check_share(self.val_size, "val_size")
+        check_share(self.test_size, "test_size")
+        if self.model_params is not None and not isinstance(self.model_params, Mapping):
+            raise ValueError(f"`model_params` must be a mapping or None; got {type(self.model_params).__name__}.")
+        _check_choice(self.search, "search", ("none", "exact", "beam", "both"))
+        for name in ("sensitivity", "order_baselines", "shap"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f"`{name}` must be True or False; got {getattr(self, name)!r}.")
+        check_positive_int(self.n_random_orders, "n_random_orders")
+        _check_choice(self.population, "population", ("high_confidence", "all"))
+        check_batch_size(self.batch_size)
+        check_positive_int(self.n_threads, "n_threads", allow_none=True)
+        # Copies: a caller's later change to its dict must not change these frozen options.
+        for name in ("blocks", "model_params"):
+            value = getattr(self, name)
+            if isinstance(value, Mapping):
+                object.__setattr__(self, name, dict(value))
+
+
+def _check_choice(value: Any, name: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        shown = f"{choices[0]!r} or {choices[1]!r}" if len(choices) == 2 else repr(choices)
+        raise ValueError(f"`{name}` must be {'' if len(choices) == 2 else 'one of '}{shown}; got {value!r}.")
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -482,26 +610,10 @@ def _variants(
 def run_audit(
     data: str | Dataset | pd.DataFrame = "credit_data",
     *,
+    options: AuditOptions | None = None,
     target: str | None = None,
-    model: str = "hist_gb",
-    seed: int = 0,
-    protocol: Protocol | None = None,
-    label_channel: LabelChannel | None = None,
-    blocks: Mapping[str, str] | None = None,
-    max_rows: int | None = None,
-    val_size: float = 0.2,
-    test_size: float = 0.2,
-    model_params: Mapping[str, Any] | None = None,
-    search: SearchOption = "none",
-    sensitivity: bool = False,
-    order_baselines: bool = False,
-    shap: bool = False,
-    n_random_orders: int = 5,
-    population: Population = "high_confidence",
-    batch_size: int = 65536,
-    n_threads: int | None = 1,
-    split: SplitRule = "stratified",
     progress: Progress | None = None,
+    **fields: Any,
 ) -> AuditResult:
     """Run a complete, deterministic fragility audit of one model on one dataset.
 
@@ -510,52 +622,18 @@ def run_audit(
     data : str, Dataset or DataFrame, default="credit_data"
         A bundled dataset name (:data:`core.tabular.datasets.DATASET_NAMES`), a loaded
         dataset, or a raw frame (then ``target`` is required).
+    options : AuditOptions, optional
+        How to audit (model, seed, protocol, label channel, split, extras); default
+        ``AuditOptions()``. Built and validated by the caller: the ``audit`` command and the
+        dashboard build one.
     target : str, optional
         Target column of a DataFrame.
-    model : str, default="hist_gb"
-        Registry name (:data:`core.tabular.models.MODEL_NAMES`).
-    seed : int, default=0
-        Drives the split, the model and (through child streams) every stochastic evaluation.
-    protocol : Protocol, optional
-        Declared certificate protocol; default ``Protocol()``.
-    label_channel : LabelChannel, optional
-        Declared held-out label channel; default ``LabelChannel()``.
-    blocks : mapping raw column -> block name, optional
-        Domain blocks (replace the dataset's own); needed for ``grouping="domain_block"`` on
-        data that ships none.
-    max_rows : int, optional
-        Stratified subsample of the dataset before splitting (keeps audits of big tables fast).
-    val_size, test_size : float, default=0.2
-        Split shares (``test_size`` only applies to the stratified split).
-    split : {"stratified", "official"}, default="stratified"
-        ``"stratified"``: :func:`~core.tabular.datasets.split_dataset`. ``"official"``: the
-        source's own test part (Adult's adult.test, after any ``max_rows`` subsample) and a
-        stratified ``val_size`` share of its training part
-        (:func:`~core.tabular.datasets.official_split`).
-    model_params : mapping, optional
-        Overrides of the model's defaults (see :func:`core.tabular.models.make_model`).
-    search : {"none", "exact", "beam", "both"}, default="none"
-        Opt-in exact / beam flip search on the test split, summarised in ``search``.
-    sensitivity : bool, default=False
-        Opt-in: recompute the certificate under every other baseline and grouping rule.
-    order_baselines : bool, default=False
-        Opt-in: the random-order (``n_random_orders`` orders) and permutation-importance-order
-        baselines (each costs a few certificate passes).
-    shap : bool, default=False
-        Opt-in: group-SHAP concentration (fast explainers only; NaN with a note otherwise).
-    n_random_orders : int, default=5
-    population : {"high_confidence", "all"}, default="high_confidence"
-        Test rows on which the scores are evaluated: ``p̂ ≥ τ_p`` (SPEC default) or all.
-    batch_size : int, default=65536
-        Rows per model call.
-    n_threads : int or None, default=1
-        Threads of the OpenMP / BLAS pools (``threadpoolctl``) during the audit; None keeps the
-        libraries' defaults. One thread is the default because the audit is many mid-sized
-        model calls: on a busy 2-core machine threaded histogram boosting ran the default
-        audit 8x slower than single-threaded (``tests/bench/bench_audit.py``), and the suite's
-        other libraries (XGBoost, LightGBM, forests) already run with one thread.
     progress : callable(stage, done, total), optional
         Progress of every stage (``done``/``total`` in rows where known, else 0/1 then 1/1).
+    **fields
+        Fields of :class:`AuditOptions` by name, a shorthand for
+        ``options=AuditOptions(model=..., seed=...)`` (on top of ``options`` when both are given):
+        ``run_audit("credit_data", model="logreg", seed=1)``.
 
     Returns
     -------
@@ -564,106 +642,56 @@ def run_audit(
     Raises
     ------
     ValueError
-        Unknown dataset or model, a missing target, an invalid protocol for this data (e.g.
-        ``depth`` above the number of groups, domain blocks without a mapping).
+        Unknown dataset or model, a missing target, an invalid option (see
+        :class:`AuditOptions`), an invalid protocol for this data (e.g. ``depth`` above the
+        number of groups, domain blocks without a mapping).
+    TypeError
+        A keyword that is no field of :class:`AuditOptions`.
     """
-    if model not in MODELS:
-        raise ValueError(f"`model` must be one of {list(MODEL_NAMES)}; got {model!r}.")
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"`seed` must be a non-negative int; got {seed!r}.")
-    protocol = Protocol() if protocol is None else protocol
-    if not isinstance(protocol, Protocol):
-        raise ValueError(f"`protocol` must be a Protocol; got {type(protocol).__name__}.")
-    label_channel = LabelChannel() if label_channel is None else label_channel
-    if search not in ("none", "exact", "beam", "both"):
-        raise ValueError(f"`search` must be one of ('none', 'exact', 'beam', 'both'); got {search!r}.")
-    seed = int(seed)
-    if split not in ("stratified", "official"):
-        raise ValueError(f"`split` must be 'stratified' or 'official'; got {split!r}.")
-    if population not in ("high_confidence", "all"):
-        raise ValueError(f"`population` must be 'high_confidence' or 'all'; got {population!r}.")
-    if not isinstance(label_channel, LabelChannel):
-        raise ValueError(f"`label_channel` must be a LabelChannel; got {type(label_channel).__name__}.")
-    if n_threads is not None and (
-        isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)) or n_threads < 1
-    ):
-        raise ValueError(f"`n_threads` must be a positive int or None; got {n_threads!r}.")
-    with threadpool_limits(limits=n_threads):
-        return _run_audit(
-            data,
-            target=target,
-            model=model,
-            seed=int(seed),
-            protocol=protocol,
-            label_channel=label_channel,
-            blocks=blocks,
-            max_rows=max_rows,
-            val_size=val_size,
-            test_size=test_size,
-            model_params=model_params,
-            search=search,
-            sensitivity=sensitivity,
-            order_baselines=order_baselines,
-            shap=shap,
-            n_random_orders=n_random_orders,
-            population=population,
-            batch_size=batch_size,
-            split=split,
-            progress=progress,
-        )
+    unknown = sorted(set(fields) - {f.name for f in dataclasses.fields(AuditOptions)})
+    if unknown:
+        raise TypeError(f"run_audit() got an unexpected keyword argument {unknown[0]!r}.")
+    if options is None:
+        options = AuditOptions(**fields)
+    elif not isinstance(options, AuditOptions):
+        raise ValueError(f"`options` must be an AuditOptions; got {type(options).__name__}.")
+    elif fields:
+        options = dataclasses.replace(options, **fields)
+    with threadpool_limits(limits=options.n_threads):
+        return _run_audit(data, options, target=target, progress=progress)
 
 
 def _run_audit(
-    data,
-    *,
-    target,
-    model,
-    seed,
-    protocol,
-    label_channel,
-    blocks,
-    max_rows,
-    val_size,
-    test_size,
-    model_params,
-    search,
-    sensitivity,
-    order_baselines,
-    shap,
-    n_random_orders,
-    population,
-    batch_size,
-    split,
-    progress,
+    data: str | Dataset | pd.DataFrame, options: AuditOptions, *, target: str | None, progress: Progress | None
 ) -> AuditResult:
     """The pipeline of :func:`run_audit` on validated options."""
     stages = AuditStages(progress)
-    streams = dict(zip(_STREAMS, as_generator(seed).spawn(len(_STREAMS))))
+    streams = dict(zip(_STREAMS, as_generator(options.seed).spawn(len(_STREAMS))))
     notes: list[str] = []
 
     # 1–2. Data, split, preprocessing (training split only).
-    dataset = stages.run("load data", _resolve_dataset, data, target, blocks)
-    if max_rows is not None:
-        dataset = subsample_dataset(dataset, max_rows, seed=seed)
-    if split == "official":
-        split = official_split(dataset, seed=seed, val_size=val_size)
+    dataset = stages.run("load data", _resolve_dataset, data, target, options.blocks)
+    if options.max_rows is not None:
+        dataset = subsample_dataset(dataset, options.max_rows, seed=options.seed)
+    if options.split == "official":
+        split = official_split(dataset, seed=options.seed, val_size=options.val_size)
     else:
-        split = split_dataset(dataset, seed=seed, val_size=val_size, test_size=test_size)
+        split = split_dataset(dataset, seed=options.seed, val_size=options.val_size, test_size=options.test_size)
     pre = stages.run("preprocess", fit_preprocessor, split.train, dataset.numeric, dataset.categorical)
     X_train, X_val, X_test = (pre.transform(part) for part in (split.train, split.val, split.test))
     y_train, y_val, y_test = split.y_train, split.y_val, split.y_test
 
     # 3. Groups and baseline from the declared rules.
-    groups = _groups_for(protocol.grouping, pre, X_train, dataset, protocol.merge_threshold)
-    protocol.resolved_depth(len(groups))  # refuse an impossible depth before the model is fitted
-    baseline = baseline_vector(X_train, groups, protocol.baseline)
+    groups = _groups_for(options.protocol.grouping, pre, X_train, dataset, options.protocol.merge_threshold)
+    options.protocol.resolved_depth(len(groups))  # refuse an impossible depth before the model is fitted
+    baseline = baseline_vector(X_train, groups, options.protocol.baseline)
 
     # 4. Model.
-    params = dict(model_params or {})
-    if model == "fr_resmlp":
+    params = dict(options.model_params or {})
+    if options.model == "fr_resmlp":
         params.setdefault("groups", groups)
         params.setdefault("baseline", baseline)
-    estimator = make_model(model, seed=seed, **params)
+    estimator = make_model(options.model, seed=options.seed, **params)
     stages.run("fit model", estimator.fit, X_train, y_train)
     predict = estimator.predict_proba
     P_val, P_test = np.asarray(predict(X_val), dtype=float), np.asarray(predict(X_test), dtype=float)
@@ -677,13 +705,21 @@ def _run_audit(
         test_frame,
         groups,
         baseline,
-        protocol,
-        search=search,
-        batch_size=batch_size,
+        options.protocol,
+        search=options.search,
+        batch_size=options.batch_size,
         rows=True,
     )
     cert_val = stages.run(
-        "certify validation", certify, predict, X_val, groups, baseline, protocol, batch_size=batch_size, rows=True
+        "certify validation",
+        certify,
+        predict,
+        X_val,
+        groups,
+        baseline,
+        options.protocol,
+        batch_size=options.batch_size,
+        rows=True,
     )
 
     # 6. Held-out labels: the label channel sees the model and the inputs, never the certificate.
@@ -694,24 +730,24 @@ def _run_audit(
         X_test,
         groups,
         baseline,
-        channel=label_channel,
+        channel=options.label_channel,
         noise_scale=noise_scale(X_train),
         seed=streams["label_channel"],
-        batch_size=batch_size,
+        batch_size=options.batch_size,
     )
     unavailable = detect_unavailable_fields(
         dataset.frame, dataset.features, markers=dataset.markers, real_values=dataset.real_values
     )
     unavailable_groups = _unavailable_groups(pre, groups, unavailable["column"].tolist())
     natural = naturalistic_stage(
-        stages, predict, X_test, groups, baseline, unavailable_groups, label_channel, batch_size, notes
+        stages, predict, X_test, groups, baseline, unavailable_groups, options.label_channel, options.batch_size, notes
     )
 
     # 7. Scores and their evaluation.
     scores = certificate_scores(cert) | confidence_scores(P_test)
     score_notes: dict[str, str] = {}
     importance = shap_result = None
-    if order_baselines:
+    if options.order_baselines:
         scores["random_order"] = stages.run(
             "random-order baseline",
             random_order_scores,
@@ -719,10 +755,10 @@ def _run_audit(
             X_test,
             groups,
             baseline,
-            protocol,
-            n_orders=n_random_orders,
+            options.protocol,
+            n_orders=options.n_random_orders,
             seed=streams["random_order"],
-            batch_size=batch_size,
+            batch_size=options.batch_size,
         )
         importance = stages.run(
             "permutation importance",
@@ -732,7 +768,7 @@ def _run_audit(
             y_val,
             groups,
             seed=streams["permutation"],
-            batch_size=batch_size,
+            batch_size=options.batch_size,
         )
         perm_cert = stages.run(
             "permutation-order baseline",
@@ -741,35 +777,37 @@ def _run_audit(
             X_test,
             groups,
             baseline,
-            protocol,
+            options.protocol,
             order=importance.order,
-            batch_size=batch_size,
+            batch_size=options.batch_size,
             rows=True,
         )
         scores["perm_order"] = perm_cert.table["u"].to_numpy(dtype=float)
-    if shap:
+    if options.shap:
         shap_result = stages.run(
             "group SHAP",
             group_shap_concentration,
             estimator,
             X_test,
             groups,
-            explainer=MODELS[model].shap_explainer,
+            explainer=MODELS[options.model].shap_explainer,
             background=X_train,
             seed=streams["shap_background"],
         )
         scores["group_shap"] = shap_result.scores
         if shap_result.note:
             score_notes["group_shap"] = shap_result.note
-            notes.append(f"group SHAP not computed for {model}: {shap_result.note}")
-    evaluation = evaluate_scores(scores, labels, y_test, population=population, notes=score_notes)
+            notes.append(f"group SHAP not computed for {options.model}: {shap_result.note}")
+    evaluation = evaluate_scores(scores, labels, y_test, population=options.population, notes=score_notes)
     natural_eval = (
-        None if natural is None else evaluate_scores(scores, natural, y_test, population=population, notes=score_notes)
+        None
+        if natural is None
+        else evaluate_scores(scores, natural, y_test, population=options.population, notes=score_notes)
     )
 
     sens = None
-    if sensitivity:
-        variants = _variants(protocol, pre, X_train, dataset, groups)
+    if options.sensitivity:
+        variants = _variants(options.protocol, pre, X_train, dataset, groups)
         sens = stages.run(
             "sensitivity",
             protocol_sensitivity,
@@ -778,10 +816,10 @@ def _run_audit(
             variants,
             labels,
             scores["fds"],
-            population=population,
-            batch_size=batch_size,
+            population=options.population,
+            batch_size=options.batch_size,
         )
-    search_table = None if search == "none" else search_diagnostics(cert)
+    search_table = None if options.search == "none" else search_diagnostics(cert)
 
     with warnings.catch_warnings():
         # An undefined AUROC / AP (one class in a small test split) is reported as NaN.
@@ -802,15 +840,15 @@ def _run_audit(
     return AuditResult(
         dataset=dataset,
         split=split,
-        seed=seed,
-        model_name=model,
+        seed=options.seed,
+        model_name=options.model,
         model=estimator,
         preprocessor=pre,
         groups=dict(groups),
         baseline=baseline,
-        protocol=protocol,
+        protocol=options.protocol,
         fingerprint=cert.fingerprint,
-        label_channel=label_channel,
+        label_channel=options.label_channel,
         raw_test=split.test,
         X_test=X_test,
         y_test=y_test,
@@ -1034,7 +1072,7 @@ def write_audit(result: AuditResult, directory: str | Path) -> list[Path]:
     ``protocol.json`` (:func:`protocol_json`), ``summary.md`` (:func:`summary_markdown`),
     ``train.parquet`` / ``test.parquet`` (the raw rows) and ``_task.zip`` — the fitted
     preprocessing, model, groups, baseline and protocol in safe formats (skops, native model
-    files, JSON; :mod:`core.tabular.certify_task`), so that ``python -m core certify --model-from DIR
+    files, JSON; :mod:`core.tabular.certify_task`), so that ``python -m core certify --audit DIR
     --data BIG`` certifies a large table with this audit's model under this audit's
     fingerprint, and the dashboard can reopen the folder.
 
@@ -1140,6 +1178,7 @@ def run_sweep(
     bootstrap_seed: int = 0,
     progress: Progress | None = None,
     on_result: Callable[[AuditResult], object] | None = None,
+    options: AuditOptions | None = None,
     **audit_options: Any,
 ) -> SweepResult:
     """Audit every dataset × model × seed and summarise (paper-style table, bootstrap).
@@ -1160,9 +1199,12 @@ def run_sweep(
     on_result : callable(AuditResult), optional
         Called with every unit's full result (e.g. to write it out); the sweep itself keeps
         only the summaries, so memory does not grow with the number of units.
+    options : AuditOptions, optional
+        The options of every unit (``protocol``, ``label_channel``, ``max_rows``,
+        ``order_baselines``, ``shap``, …); its ``model`` and ``seed`` are set per unit.
     **audit_options
-        Passed to :func:`run_audit` (``protocol``, ``label_channel``, ``max_rows``,
-        ``order_baselines``, ``shap``, …).
+        Fields of :class:`AuditOptions` by name (on top of ``options``), except ``model`` and
+        ``seed``.
 
     Returns
     -------
@@ -1177,6 +1219,12 @@ def run_sweep(
     for key in ("data", "model", "seed"):
         if key in audit_options:
             raise ValueError(f"`{key}` is set by the sweep itself; it cannot be passed through.")
+    unknown = sorted(set(audit_options) - {f.name for f in dataclasses.fields(AuditOptions)})
+    if unknown:
+        raise TypeError(f"run_sweep() got an unexpected keyword argument {unknown[0]!r}.")
+    if options is not None and not isinstance(options, AuditOptions):
+        raise ValueError(f"`options` must be an AuditOptions; got {type(options).__name__}.")
+    base = dataclasses.replace(AuditOptions() if options is None else options, **audit_options)
     loaded = [load_dataset(d) if isinstance(d, str) else d for d in datasets]  # fail fast on a bad name
     total = len(loaded) * len(models) * len(seeds)
     units, runs = [], []
@@ -1188,7 +1236,7 @@ def run_sweep(
                     progress(f"{ds.name} / {m} / seed {s}", i, total)
                 i += 1
                 start = time.perf_counter()
-                res = run_audit(ds, model=m, seed=s, **audit_options)
+                res = run_audit(ds, options=dataclasses.replace(base, model=m, seed=s))
                 if on_result is not None:
                     on_result(res)
                 key = {"dataset": ds.name, "model": m, "seed": s}

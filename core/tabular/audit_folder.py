@@ -425,7 +425,7 @@ def saved_result(saved: SavedAudit, *, dataset: Any = None, lazy_model: bool = F
     import numpy as np
 
     from core.cfc.calibration import BATS, CalibrationReport
-    from core.cfc.certificate import CertificateSet
+    from core.cfc.certificate_set import CertificateSet
     from core.cfc.protocol import Protocol
     from core.cfc.stressors import LabelChannel
     from core.tabular.audit import AuditResult

@@ -84,7 +84,7 @@ def write_view(result: Any, directory: str | Path) -> list[Path]:
     channel, nominal metrics, calibration fit, notes), ``arrays.npz`` (transformed test rows,
     labels, probabilities, baseline, split positions; plain arrays, read with
     ``allow_pickle=False``), ``certificates.json.gz`` (the full certificate bundle of
-    :meth:`~core.cfc.certificate.CertificateSet.to_bundle`, gzip without a time stamp, so the
+    :meth:`~core.cfc.certificate_set.CertificateSet.to_bundle`, gzip without a time stamp, so the
     same audit gives the same bytes) and one Parquet file per table (evaluation, calibration,
     scores, ...). Each file goes through the atomic writer.
 

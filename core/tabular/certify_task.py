@@ -178,7 +178,7 @@ def task_from_audit(result) -> CertifyTask:
 
     Lets a model audited on a sample be certified on the full table: same preprocessing,
     model, groups, baseline and protocol, so the certificates share the audit's fingerprint.
-    Save it with :func:`save_certify_task` and pass the file to ``certify --model-from``.
+    Save it with :func:`save_certify_task` and pass the file to ``certify --audit``.
 
     Parameters
     ----------
@@ -326,7 +326,7 @@ def save_certify_task(task: CertifyTask, path: str | Path) -> Path:
     Members: ``task.json`` (classes, groups, baseline, protocol, identity, the preprocessor's
     layout, the model family), ``pre/transformer.skops`` (scikit-learn preprocessing) and
     ``model/...`` (:mod:`core.tabular.persist`: skops, XGBoost JSON, LightGBM text, torch
-    ``state_dict``, ONNX). For ``certify --model-from PATH``.
+    ``state_dict``, ONNX). For ``certify --audit PATH``.
     """
     if not isinstance(task, CertifyTask):
         raise ValueError(f"`task` must be a CertifyTask; got {type(task).__name__}.")
@@ -341,6 +341,11 @@ def save_certify_task(task: CertifyTask, path: str | Path) -> Path:
 
 def _task_file(path: str | Path) -> Path:
     path = Path(path)
+    if not path.exists():  # before the suffix: a missing nope.pkl is missing, not a legacy pickle
+        raise FileNotFoundError(
+            f"no saved task at {path}: it does not exist (expected the folder of an earlier audit or certify "
+            f"run, or its {TASK_FILE})."
+        )
     if path.is_dir():
         if (path / TASK_FILE).exists():
             return path / TASK_FILE

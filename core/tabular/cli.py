@@ -26,15 +26,25 @@ from pathlib import Path
 
 from core.atomic import atomic_folder, check_output_folder
 from core.cli_options import add_protocol_options, argument_type, float_list, names, positive_int, protocol_from_args
+from core.validation import check_seed
 
 __all__ = ["register"]
 
 
 _seeds = argument_type(
     lambda text: [int(v) for v in names(text)],
-    lambda seeds: bool(seeds) and min(seeds) >= 0,
+    lambda seeds: bool(seeds) and all(_is_seed(v) for v in seeds),
     expected="comma-separated non-negative integers",
+    number_list=True,  # "-1,2" reaches this check instead of reading as an option
 )
+
+
+def _is_seed(value: int) -> bool:
+    try:
+        check_seed(value)
+    except ValueError:
+        return False
+    return True
 
 
 def register(subparsers) -> None:
@@ -171,7 +181,7 @@ def _bar_progress(bar):
 
 
 def _audit(args) -> int:
-    from core.tabular.audit import markdown_table, run_audit, run_sweep, summary_markdown, write_audit
+    from core.tabular.audit import AuditOptions, markdown_table, run_audit, run_sweep, summary_markdown, write_audit
     from core.tabular.datasets import DATASET_NAMES, load_blocks, load_user_data
     from core.tabular.models import MODEL_NAMES
 
@@ -206,15 +216,12 @@ def _audit(args) -> int:
     protocol = protocol_from_args(args)
     channel = _label_channel(args)
     blocks = load_blocks(args.blocks) if args.blocks else None
-    if args.data is not None:
-        datasets = [load_user_data(args.data, args.target, blocks=blocks)]
-        blocks = None  # already part of the loaded dataset
-    else:
-        datasets = args.datasets
-    options = dict(
+    options = AuditOptions(
+        model=args.models[0],
+        seed=args.seeds[0],
         protocol=protocol,
         label_channel=channel,
-        blocks=blocks,
+        blocks=None if args.data is not None else blocks,  # a user table carries its blocks (below)
         max_rows=args.max_rows,
         population=args.population,
         split=args.split,
@@ -225,6 +232,7 @@ def _audit(args) -> int:
         batch_size=args.batch_size,
         n_threads=args.threads or None,
     )
+    datasets = [load_user_data(args.data, args.target, blocks=blocks)] if args.data is not None else args.datasets
     sweep = len(datasets) * len(args.models) * len(args.seeds) > 1
 
     bar = None
@@ -252,7 +260,7 @@ def _audit(args) -> int:
                     n_resamples=args.bootstrap,
                     progress=None if bar is None else _bar_progress(bar),
                     on_result=on_result,
-                    **options,
+                    options=options,
                 )
                 table = markdown_table(result.table)
                 result.table.to_csv(tmp / "sweep_table.csv", index=False)
@@ -280,13 +288,7 @@ def _audit(args) -> int:
                     )
                 )
             else:
-                res = run_audit(
-                    datasets[0],
-                    model=args.models[0],
-                    seed=args.seeds[0],
-                    progress=None if bar is None else _bar_progress(bar),
-                    **options,
-                )
+                res = run_audit(datasets[0], options=options, progress=None if bar is None else _bar_progress(bar))
                 write_audit(res, tmp)
                 message = summary_markdown(res)
     finally:
@@ -300,8 +302,9 @@ def _audit(args) -> int:
 def _audit_own(args) -> int:
     """``audit --model-file``: load the model safely, audit it, publish the folder atomically."""
     from core.tabular.audit import summary_markdown, write_audit
-    from core.tabular.model_files import load_model_file, read_feature_order, read_table
+    from core.tabular.model_files import load_model_file, read_feature_order
     from core.tabular.own_model import audit_model
+    from core.validation import read_table
 
     if args.datasets is not None or args.data is not None:
         raise ValueError("--model-file replaces --dataset/--data: give --train and --test instead.")
@@ -333,7 +336,7 @@ def _audit_own(args) -> int:
         from core.tabular.datasets import load_blocks
 
         blocks = load_blocks(args.blocks)
-    train, test = read_table(args.train), read_table(args.test)
+    train, test = read_table(args.train).frame, read_table(args.test).frame
     if args.target not in train.columns:
         raise ValueError(
             f"--target {args.target!r} is not a column of {args.train}; columns: {list(train.columns)[:20]}."

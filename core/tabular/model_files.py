@@ -1,21 +1,19 @@
-"""Reading a user's model file and tables for ``audit --model-file`` and the dashboard.
+"""Reading a user's model file for ``audit --model-file`` and the dashboard.
 
 Only formats that cannot run code when read are accepted: ``.skops`` (:mod:`skops.io`, types
 outside skops' trusted set refused unless named in ``trust``) and ``.onnx`` (onnxruntime).
-Pickle and joblib files are refused by name, never opened.
+Pickle and joblib files are refused by name, never opened. The tables that go with the model
+are read by :func:`core.validation.read_table`, the one reader of a user's table.
 """
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-__all__ = ["MODEL_SUFFIXES", "load_model_bytes", "load_model_file", "read_feature_order", "read_table"]
+__all__ = ["MODEL_SUFFIXES", "load_model_bytes", "load_model_file", "read_feature_order"]
 
 #: Model file suffixes the tool reads.
 MODEL_SUFFIXES = (".skops", ".onnx")
@@ -98,27 +96,3 @@ def read_feature_order(path: str | Path) -> list[str]:
     if not names or not all(isinstance(n, str) for n in names):
         raise ValueError(f"{path}: expected column names (one a line or a JSON list); got {names!r}.")
     return names
-
-
-def read_table(source: str | Path | bytes, name: str | None = None) -> pd.DataFrame:
-    """A raw CSV or Parquet table as it is (no typing, no column dropped)."""
-    label = name or str(source)
-    suffix = Path(label).suffix.lower()
-    if isinstance(source, (str, Path)):
-        path = Path(source)
-        if not path.is_file():
-            raise FileNotFoundError(f"table {str(path)!r} does not exist.")
-        source = path.read_bytes()
-    buffer = io.BytesIO(source)
-    try:
-        if suffix == ".csv":
-            frame = pd.read_csv(buffer)
-        elif suffix in (".parquet", ".pq"):
-            frame = pd.read_parquet(buffer)
-        else:
-            raise ValueError(f"{label}: expected a .csv or .parquet table; got {suffix or 'no suffix'!r}.")
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
-        raise ValueError(f"{label} could not be read as {suffix[1:]} ({exc}).") from exc
-    if len(frame) == 0:
-        raise ValueError(f"{label} has no rows.")
-    return frame

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
-import numpy as np
+from core.validation import check_seed
 
 __all__ = ["MODELS", "MODEL_NAMES", "ModelName", "ModelSpec", "make_model"]
 
@@ -261,8 +261,7 @@ def make_model(name: ModelName, *, seed: int, **params: Any) -> Any:
     """
     if name not in MODELS:
         raise ValueError(f"`name` must be one of {list(MODEL_NAMES)}; got {name!r}.")
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
-        raise ValueError(f"`seed` must be an int in [0, 2**32); got {seed!r}.")
+    seed = check_seed(seed, max_bits=32)  # scikit-learn's random_state range
     spec = MODELS[name]
     if "random_state" in params:
         raise ValueError("Pass the seed as `seed`, not as `random_state`.")

@@ -38,7 +38,7 @@ import pandas as pd
 from core._rng import as_generator
 from core.cfc.baselines import baseline_vector
 from core.cfc.calibration import calibration_report
-from core.cfc.certificate import certify
+from core.cfc.certification import certify
 from core.cfc.evaluation import Population, certificate_scores, confidence_scores, evaluate_scores
 from core.cfc.grouping import build_groups, domain_block_groups, redundancy_merged_groups
 from core.cfc.operators import stack_removals

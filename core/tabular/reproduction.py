@@ -2,7 +2,7 @@
 
 An audit's brittle label is ``b = 1[p̂ ≥ τ_p] ∧ (some draw flipped ∨ max_draws κ ≥ τ_κ)``
 (:mod:`core.cfc.stressors`), and its FDS is ``u = w1·RCMA + w2/k* + w3·degradation``
-(:func:`core.cfc.certificate.fds_from_components`), where RCMA, k*, degradation and the
+(:func:`core.cfc.fds.fds_from_components`), where RCMA, k*, degradation and the
 greedy path do not depend on the weights. So one stored record per test sample — ``p̂``, the
 share of flipped draws, the largest κ and the three components — is enough to re-evaluate
 the same audits under every ``(τ_p, τ_κ)`` pair of the sensitivity grid and every weight

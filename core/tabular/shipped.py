@@ -186,7 +186,7 @@ class RefitModel(LazyModel):
         import numpy as np
         from threadpoolctl import threadpool_limits
 
-        from core.cfc.certificate import certify
+        from core.cfc.certification import certify
         from core.tabular.models import make_model
         from core.tabular.preprocessing import fit_preprocessor
 
@@ -200,7 +200,7 @@ class RefitModel(LazyModel):
             estimator = make_model(r.model_name, seed=r.seed, **params).fit(pre.transform(split.train), split.y_train)
             probe = certify(estimator.predict_proba, r.baseline[None, :], r.groups, r.baseline, r.protocol)
         expected = r.certificates.probe_proba
-        # The rule of core.cfc.certificate.verify: the same fingerprint, or probe probabilities
+        # The rule of core.cfc.verify: the same fingerprint, or probe probabilities
         # within its default tolerances (another CPU's kernels may round the 6-decimal hash apart).
         if probe.fingerprint != r.fingerprint and not (
             expected is not None

@@ -290,7 +290,8 @@ def unpaired_class_summary(unpaired: UnpairedRecords, tau: float) -> pd.DataFram
         correct and rejected), ``t`` (perturbed wrong and accepted), then the uploaded counts
         (``k``, or ``h, r, s, w, k``) when there are any.
     """
-    from core.paired.states import check_tau, class_table
+    from core.paired.states import class_table
+    from core.validation import check_tau
 
     tau = check_tau(tau)
     table = class_table(unpaired)

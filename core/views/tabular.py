@@ -15,7 +15,7 @@ from core.views.formatting import is_missing, rounded_text
 # No import of core.tabular.audit, even for typing: AuditResult delegates its notebook views to
 # core.views.notebook, which uses this module (docs/DEVELOPING.md, "Layers").
 if TYPE_CHECKING:
-    from core.cfc.certificate import CertificateSet, SampleCertificate
+    from core.cfc.certificate_set import CertificateSet, SampleCertificate
     from core.cfc.search import FlipSearchResult
     from core.tabular.datasets import Dataset
 
@@ -178,13 +178,13 @@ def sample_bundle(
 
     The bundle carries the protocol, the certificate fingerprint, the groups and baseline and
     every trajectory array of that one sample, so it can be stored and re-checked with
-    :func:`core.cfc.certificate.verify` against the model and the sample's features. It is
+    :func:`core.cfc.verify` against the model and the sample's features. It is
     ``certificates.take([position]).with_search(search)`` without the model probe, written by
-    :meth:`~core.cfc.certificate.CertificateSet.to_bundle` (schema: :mod:`core.cfc.bundle`).
+    :meth:`~core.cfc.certificate_set.CertificateSet.to_bundle` (schema: :mod:`core.cfc.bundle`).
 
     Parameters
     ----------
-    certificates : core.cfc.certificate.CertificateSet
+    certificates : core.cfc.certificate_set.CertificateSet
     position : int
         Row of the sample in the set (0-based).
     search : core.cfc.search.FlipSearchResult, optional
@@ -263,7 +263,7 @@ def removal_steps_table(certificate: SampleCertificate, classes: Sequence[object
 
     Parameters
     ----------
-    certificate : core.cfc.certificate.SampleCertificate
+    certificate : core.cfc.certificate_set.SampleCertificate
         ``path`` (K group names) and the step arrays ``preds``, ``proba`` and ``path_margins``
         of shape (K+1, ...) with step 0 the intact input.
     classes : sequence

@@ -21,9 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-import numpy as np
-
-from core.validation import UPLOAD_LIMIT_MB, check_text_table, check_upload_size
+from core.validation import (
+    UPLOAD_LIMIT_MB,
+    check_positive_int,
+    check_table_content,
+    check_upload_size,
+    csv_delimiter,
+    table_format,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -84,10 +89,8 @@ def interactive_sample_rows(n_rows: int, n_groups: int) -> int:
     >>> interactive_sample_rows(5_000, 5), interactive_sample_rows(50_000, 5), interactive_sample_rows(20_000, 500)
     (5000, 20000, 200)
     """
-    for name, value in (("n_rows", n_rows), ("n_groups", n_groups)):
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"`{name}` must be a positive int; got {value!r}.")
-    return int(min(n_rows, LARGE_TABLE_ROWS, max(MIN_SAMPLE_ROWS, CELL_BUDGET // int(n_groups))))
+    n_rows, n_groups = check_positive_int(n_rows, "n_rows"), check_positive_int(n_groups, "n_groups")
+    return int(min(n_rows, LARGE_TABLE_ROWS, max(MIN_SAMPLE_ROWS, CELL_BUDGET // n_groups)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -216,33 +219,29 @@ def table_columns(data: bytes, file_name: str) -> list[str]:
     """Column names of an uploaded CSV / TSV / Parquet table, read from its header only.
 
     Used to offer the target column before the full validation of
-    :func:`core.tabular.datasets.load_user_data`. The CSV delimiter is sniffed among
-    ``, ; TAB |``.
+    :func:`core.tabular.datasets.load_user_data`; the format, content and header checks are
+    those of :func:`core.validation.read_table` (an image renamed ``.csv`` is refused here,
+    before any column is offered), the CSV delimiter is :func:`core.validation.csv_delimiter`'s.
 
     Examples
     --------
     >>> table_columns(b"a;b;c\\n1;2;3\\n", "x.csv")
     ['a', 'b', 'c']
     """
-    suffix = Path(file_name).suffix.lower()
-    if suffix in (".parquet", ".pq"):
+    fmt = table_format(file_name)
+    raw = check_table_content(data, file_name, fmt)
+    if fmt == "parquet":
         import pyarrow.parquet as pq
 
         try:
-            return [str(c) for c in pq.ParquetFile(io.BytesIO(data)).schema_arrow.names]
+            return [str(c) for c in pq.ParquetFile(io.BytesIO(raw)).schema_arrow.names]
         except Exception as exc:  # pyarrow raises several unrelated types for corrupt files
             raise ValueError(f"{file_name!r} could not be read as Parquet: {exc}") from None
-    if suffix not in (".csv", ".tsv", ".txt"):
-        raise ValueError(f"{file_name!r}: expected a .csv, .tsv or .parquet file; got suffix {suffix!r}.")
-    check_text_table(data, file_name)  # an image renamed .csv is refused here, before any column is offered
-    head = data[:65536].decode("utf-8-sig", errors="replace").splitlines()
+    head = raw[:65536].decode("utf-8-sig", errors="replace").splitlines()
     if not head or not head[0].strip():
         raise ValueError(f"{file_name!r} has no header line.")
-    try:
-        dialect = csv.Sniffer().sniff(head[0], delimiters=",;\t|")
-    except csv.Error:
-        dialect = csv.excel_tab if suffix == ".tsv" else csv.excel
-    return [c.strip() for c in next(csv.reader([head[0]], dialect))]
+    delimiter = csv_delimiter(head[0], file_name)
+    return [c.strip() for c in next(csv.reader([head[0]], delimiter=delimiter))]
 
 
 def parse_blocks(data: bytes, file_name: str) -> BlockFile:
@@ -408,15 +407,16 @@ def load_screening_upload(
         Too large, unreadable, or failing validation; the message names the file (and which of
         the two tables it is), the row (and CSV line) and the column.
     """
-    from core.paired.records import read_table
     from core.paired.screening import screening_scores
+    from core.validation import read_table
 
     labels = {"probes": "{name} (per-probe outputs)", "clean": "{name} (clean outputs)"}
 
     def load(paths: dict[str, Path | None]) -> pd.DataFrame:
         frames, origins = {}, {}
         for role, path in paths.items():
-            frames[role], origins[role] = read_table(path)
+            table = read_table(path)
+            frames[role], origins[role] = table.frame, table.origin
         try:
             return screening_scores(frames["probes"], frames["clean"], outcomes=outcomes)
         except ValueError as exc:

@@ -169,7 +169,7 @@ def test_demo_pool_inspector_shows_probe_images_with_probabilities(app):
     assert any(c.startswith("#1 · ") for c in captions)
     model = app.selectbox(key="recap_model").value
     record = app.selectbox(key="recap_inspect").value
-    from core.paired.demo import load_demo_pool
+    from core.imaging.demo import load_demo_pool
 
     probes = load_demo_pool().probes
     mine = probes[(probes["model"] == model) & (probes["record_id"] == record)]

@@ -39,18 +39,6 @@ PAIRED_DEMO = ROOT / "assets" / "paired_demo"
 SECTIONS = ("protocol", "models", "fds", "triage", "examples", "paired")
 
 
-@pytest.fixture(scope="module")
-def audit(tmp_path_factory):
-    """(AuditResult, folder) of breast_cancer + logreg, seed 0."""
-    from core.tabular.audit import run_audit, write_audit
-
-    result = run_audit("breast_cancer", model="logreg", seed=0)
-    folder = tmp_path_factory.mktemp("audit") / "bc"
-    folder.mkdir()
-    write_audit(result, folder)
-    return result, folder
-
-
 @pytest.fixture(autouse=True)
 def _no_default_db(tmp_path, monkeypatch):
     # The CLI falls back to the dashboard's default database: point it at a file that does not exist.
@@ -154,7 +142,10 @@ def test_triage_summary_with_reviewers_decisions(audit, tmp_path, capsys):
     assert code == 0, err
     text = out.read_text(encoding="utf-8")
     triage = text[text.index("id='triage'") : text.index("id='examples'")]
-    assert f"4 decision(s) on 3 sample(s) of this audit; 2 of the {len(queue)} queued cases are reviewed" in triage
+    assert (
+        "<code>reviews.sqlite3</code>: 4 entries on 3 sample(s) of this audit — 4 decision(s) and 0 retraction(s); "
+        f"3 sample(s) have a decision in force; 2 of the {len(queue)} queued cases are reviewed"
+    ) in triage
     rows = re.findall(r"<tr><td class=num>(\d+)</td><td>(\d+)</td>(.*?)</tr>", triage)
     assert [r[1] for r in rows] == queue  # the queue, in rank order
     decisions = {sid: rest for _, sid, rest in rows}
@@ -167,7 +158,7 @@ def test_triage_summary_with_reviewers_decisions(audit, tmp_path, capsys):
 
 
 def test_paired_demo_pool_section(audit, tmp_path, capsys):
-    from core.paired.demo import load_demo_pool
+    from core.imaging.demo import load_demo_pool
 
     out = tmp_path / "r.html"
     code, err = _run(["report", str(audit[1]), "--out", str(out), "--paired", str(PAIRED_DEMO)], capsys)
@@ -383,7 +374,7 @@ def test_multiclass_audit_reports_what_it_cannot_show(tmp_path):
 
 
 def test_paired_pool_cell_is_the_hardest_condition_of_the_first_model():
-    from core.paired.demo import load_demo_pool
+    from core.imaging.demo import load_demo_pool
     from core.views.paired import evaluation_records
 
     paired = load_paired(PAIRED_DEMO)
@@ -424,7 +415,7 @@ def test_download_report_button_serves_the_report(tmp_path):
     assert "Fragility audit: credit_data / hist_gb / seed 0" in text
     assert "Recapture queue" in text  # the shipped demo pool
     # The sidebar opened (created) the fresh database; it holds no decision of this audit.
-    assert "the database holds none for this audit's fingerprint" in text
+    assert "none is in force for this audit's fingerprint" in text
 
 
 def test_default_review_database_is_found_and_can_be_left_out(audit, tmp_path, monkeypatch, capsys):
@@ -434,7 +425,8 @@ def test_default_review_database_is_found_and_can_be_left_out(audit, tmp_path, m
     monkeypatch.setenv("AUDIT_REVIEWS_DB", str(db))
     out = tmp_path / "r.html"
     assert _run(["report", str(folder), "--out", str(out)], capsys)[0] == 0
-    assert f"Review database <code>{db}</code>: 1 decision(s) on 1 sample(s)" in out.read_text(encoding="utf-8")
+    text = out.read_text(encoding="utf-8")
+    assert "Review database <code>default.sqlite3</code>: 1 entry on 1 sample(s)" in text and str(db) not in text
     assert _run(["report", str(folder), "--out", str(out), "--no-reviews"], capsys)[0] == 0
     text = out.read_text(encoding="utf-8")
     assert "left out on request (--no-reviews)" in text and str(db) not in text

@@ -1,5 +1,6 @@
-"""Triage queue management in the app: save & next, retract, bulk, filters, double submission,
-the default decision, decisions across audits of the same data, and a restart."""
+"""Triage queue management in the app: save & next, retract (the reviewer's latest decision,
+whichever case it was on), bulk (no default decision; re-applying records nothing new), filters,
+double submission, the default decision, decisions across audits of the same data, and a restart."""
 
 from __future__ import annotations
 
@@ -67,11 +68,15 @@ def test_reviewer_walks_the_queue_and_finds_it_again_after_a_restart(new_app, re
     assert app.session_state["selected_sample"] == int(ids[1])
     assert app.radio(key="review_decision").value == "confirmed_brittle"
 
-    # Retract: an appended entry; the case is unreviewed again and the form follows.
-    _button(app, "Retract latest").click().run()
+    # Retract undoes the reviewer's latest saved decision (named on the button), whichever case is
+    # on screen: from ids[2] it still retracts the decision on ids[1] and opens that case.
+    _button(app, "Next (Alt+N)").click().run()
+    assert app.session_state["selected_sample"] == int(ids[2])
+    _button(app, f"Retract my latest (sample {ids[1]})").click().run()
     assert_ok(app)
     assert _stored(reviews_db)[-1] == (ids[1], "ana", "retracted")
     assert len(_stored(reviews_db)) == 3
+    assert app.session_state["selected_sample"] == int(ids[1])
     assert app.radio(key="review_decision").value is None
     assert _history(app)["decision"].tolist() == ["Confirmed brittle", "Retracted (undo) #2"]
     row = _queue(app).set_index("sample_id").loc[int(ids[1])]
@@ -81,12 +86,24 @@ def test_reviewer_walks_the_queue_and_finds_it_again_after_a_restart(new_app, re
     app.session_state["triage_table"] = {"selection": {"rows": [3, 4, 5], "columns": [], "cells": []}}
     app.run()
     assert_ok(app)
+    # No decision is pre-set: nothing can be applied until one is chosen.
+    assert app.selectbox(key="review_bulk_decision").value is None
+    assert _button(app, "Apply to 3 cases").disabled
     app.selectbox(key="review_bulk_decision").set_value("needs_reacquisition")
     app.multiselect(key="review_bulk_reasons").select("missing_field")
+    app.run()
+    assert not _button(app, "Apply to 3 cases").disabled
     _button(app, "Apply to 3 cases").click().run()
     assert_ok(app)
     assert _stored(reviews_db)[3:] == [(ids[i], "ana", "needs_reacquisition") for i in (3, 4, 5)]
     assert not [b for b in app.button if b.label.startswith("Apply to")]
+    # The same bulk decision applied again records nothing new, and says so.
+    app.session_state["triage_table"] = {"selection": {"rows": [3, 4, 5], "columns": [], "cells": []}}
+    app.run()
+    _button(app, "Apply to 3 cases").click().run()
+    assert_ok(app)
+    assert len(_stored(reviews_db)) == 6
+    assert any("Nothing new recorded" in s.value for s in app.success)
 
     # Filters.
     shown = _queue(app)

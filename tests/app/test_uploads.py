@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 from app_checks import assert_ok, metric, only_error
 
+from core.imaging.demo import DEFAULT_DIR, load_demo_pool
 from core.paired.bounds import identified_intervals
-from core.paired.demo import DEFAULT_DIR, load_demo_pool
 from core.paired.records import unpair
 from core.paired.states import coverage_threshold
 from core.views.uploads import FilesUpload

@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, tuple[str, ...], bool]] = [
         True,
     ),
     ("engines", ("core.cfc", "core.cfc.*", "core.paired", "core.paired.*", "core.reviews", "core.reviews.*"), False),
+    ("imaging", ("core.imaging", "core.imaging.*"), False),
     ("tabular", ("core.tabular", "core.tabular.*"), False),
     ("scale", ("core.scale", "core.scale.*"), False),
     ("views", ("core.viz", "core.viz.*", "core.views", "core.views.*"), True),
@@ -58,7 +59,12 @@ ALLOWED_UPWARD: set[tuple[str, str]] = {("core.tabular.audit", "core.views.noteb
 ACCEPTED_CYCLES: set[tuple[str, ...]] = set()
 #: The command-line modules of every package sit in the cli layer: they parse arguments and
 #: call their package, and share ``core.cli_options``.
-CLI_MODULES = ("core.*.cli", "core.*.*_cli")
+CLI_MODULES = ("core.*.cli", "core.*_cli")
+#: Libraries a package may not load, by its own imports or through any project module it
+#: imports (lazy ones included): the paired maths stays numbers in, numbers out, so that the
+#: bounds, the CLI's ``paired`` and the pages that only show numbers never load an image or
+#: model library. The image wing that needs them is ``core.imaging``, one layer up.
+FORBIDDEN_LIBRARIES: dict[str, tuple[str, ...]] = {"core.paired": ("torch", "PIL", "onnxruntime", "skops")}
 
 
 def module_files(root: Path = ROOT) -> dict[str, Path]:
@@ -71,11 +77,19 @@ def module_files(root: Path = ROOT) -> dict[str, Path]:
     return out
 
 
-def import_graph(files: dict[str, Path]) -> dict[str, dict[str, int]]:
-    """``{module: {imported module: first line}}`` over the project's own modules."""
+def import_graph(
+    files: dict[str, Path], libraries: dict[str, dict[str, int]] | None = None
+) -> dict[str, dict[str, int]]:
+    """``{module: {imported module: first line}}`` over the project's own modules.
+
+    ``libraries``, when given, is filled with ``{module: {top-level library: first line}}``
+    for every import that is not a project module (the standard library included).
+    """
     graph: dict[str, dict[str, int]] = {}
+    own = {n.partition(".")[0] for n in files}
     for name, path in files.items():
         edges: dict[str, int] = {}
+        outside: dict[str, int] = {}
         is_package = path.name == "__init__.py"
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
             targets: list[str] = []
@@ -94,11 +108,16 @@ def import_graph(files: dict[str, Path]) -> dict[str, dict[str, int]]:
                     sub = f"{module}.{a.name}"
                     targets.append(sub if sub in files else module)
             for t in targets:
+                if t.partition(".")[0] not in own:
+                    outside.setdefault(t.partition(".")[0], node.lineno)
+                    continue
                 while t and t not in files:  # import core.tabular.metrics.x -> the nearest module
                     t = t.rpartition(".")[0]
                 if t and t != name:
                     edges.setdefault(t, node.lineno)
         graph[name] = edges
+        if libraries is not None:
+            libraries[name] = outside
     return graph
 
 
@@ -125,6 +144,43 @@ def upward_imports(graph: dict[str, dict[str, int]], files: dict[str, Path], roo
             where = files[mod].relative_to(root)
             kind = "upward" if lj > li else "sideways"
             bad.append(f"{where}:{line}: {mod} ({LAYERS[li][0]}) imports {dep} ({LAYERS[lj][0]}): {kind} import")
+    return bad
+
+
+def forbidden_libraries(
+    graph: dict[str, dict[str, int]],
+    libraries: dict[str, dict[str, int]],
+    files: dict[str, Path],
+    root: Path = ROOT,
+    rules: dict[str, tuple[str, ...]] = FORBIDDEN_LIBRARIES,
+) -> list[str]:
+    """Every module of a package in ``rules`` that reaches a library refused to it.
+
+    A direct import names the module's ``file:line``; one through other project modules names
+    the chain of imports and the ``file:line`` where the library is imported.
+    """
+    bad = []
+    for package, refused in rules.items():
+        for mod in sorted(m for m in graph if m == package or m.startswith(package + ".")):
+            # Breadth-first, so the chain reported is a shortest one.
+            parent: dict[str, str | None] = {mod: None}
+            queue = [mod]
+            for here in queue:
+                for dep in sorted(graph[here]):
+                    if dep not in parent:
+                        parent[dep] = here
+                        queue.append(dep)
+            for here in queue:
+                for lib in refused:
+                    if lib not in libraries.get(here, {}):
+                        continue
+                    chain, step = [], here
+                    while step is not None:
+                        chain.append(step)
+                        step = parent[step]
+                    where = f"{files[here].relative_to(root)}:{libraries[here][lib]}"
+                    via = "" if here == mod else f" through {' -> '.join(reversed(chain))}"
+                    bad.append(f"{where}: {mod} imports {lib}{via}; {package} may not load {', '.join(refused)}")
     return bad
 
 
@@ -175,8 +231,10 @@ def _cycle_text(graph, comp):
 
 def check(root: Path = ROOT) -> list[str]:
     files = module_files(root)
-    graph = import_graph(files)
+    libraries: dict[str, dict[str, int]] = {}
+    graph = import_graph(files, libraries)
     problems = upward_imports(graph, files, root)
+    problems += forbidden_libraries(graph, libraries, files, root)
     # A package's __init__ re-exporting its modules, and those modules importing a sibling
     # through the package, is the usual Python shape; only cycles between modules are refused.
     found = cycles(graph)
@@ -241,6 +299,52 @@ def test_a_planted_sideways_import_and_a_package_cycle_are_caught(tmp_path):
     assert "cycle: core.paired.a -> core.paired.b (line 1); core.paired.b -> core.paired.a (line 1)" in problems
 
 
+def test_a_planted_image_library_in_the_paired_maths_is_caught(tmp_path):
+    _write(tmp_path, "core/__init__.py", "")
+    _write(tmp_path, "core/validation.py", "import numpy as np\nfrom PIL import Image\n")
+    _write(tmp_path, "core/paired/__init__.py", "")
+    _write(
+        tmp_path,
+        "core/paired/bounds.py",
+        """
+        import numpy as np
+
+        def f():
+            import torch.nn  # lazy, still loaded when f runs
+            return torch.nn
+    """,
+    )
+    _write(tmp_path, "core/paired/records.py", "from core.validation import check_cells\n")
+    _write(tmp_path, "core/paired/summary.py", "from core.paired.records import x\n")
+    _write(tmp_path, "core/imaging/__init__.py", "")
+    _write(tmp_path, "core/imaging/probe.py", "import onnxruntime\nfrom PIL import Image\nimport torch\n")
+    (tmp_path / "app.py").write_text("")
+    problems = check(tmp_path)
+    refused = "core.paired may not load torch, PIL, onnxruntime, skops"
+    assert f"core/paired/bounds.py:5: core.paired.bounds imports torch; {refused}" in problems, problems
+    assert (
+        "core/validation.py:2: core.paired.summary imports PIL through core.paired.summary -> "
+        f"core.paired.records -> core.validation; {refused}"
+    ) in problems, problems
+    assert not any("numpy" in p or "core.imaging" in p for p in problems), problems  # allowed there
+
+
+def test_a_planted_import_of_the_image_wing_from_below_is_caught(tmp_path):
+    _write(tmp_path, "core/__init__.py", "")
+    _write(tmp_path, "core/paired/__init__.py", "")
+    _write(tmp_path, "core/paired/screening.py", "def f():\n    from core.imaging.demo import DemoPool\n")
+    _write(tmp_path, "core/imaging/__init__.py", "")
+    _write(tmp_path, "core/imaging/demo.py", "from core.paired.screening import f\n")
+    _write(tmp_path, "core/scale/__init__.py", "")
+    _write(tmp_path, "core/scale/probe.py", "from core.imaging.demo import DemoPool\n")
+    (tmp_path / "app.py").write_text("")
+    problems = check(tmp_path)
+    assert (
+        "core/paired/screening.py:2: core.paired.screening (engines) imports core.imaging.demo (imaging): upward import"
+    ) in problems, problems
+    assert not any(p.startswith("core/scale/") or p.startswith("core/imaging/") for p in problems), problems
+
+
 if __name__ == "__main__":  # python tests/architecture/test_import_layers.py: print the verdict
     found = check(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT)
     print("\n".join(found) if found else "layers ok: no upward import, no cycle")
@@ -269,12 +373,13 @@ MODULES_WITH_EXAMPLES = (
             "baselines",
             "operators",
             "search",
-            "certificate",
+            "certification",
+            "fds",
             "calibration",
             "evaluation",
         )
     ),
-    "core.paired.corruptions",
+    "core.imaging.corruptions",
     "core.paired.screening",
     "core.reviews.store",
     *(f"core.views.{m}" for m in ("formatting", "uploads", "tabular", "ranking", "paired")),

@@ -15,8 +15,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from core.imaging.demo import load_demo_pool  # noqa: E402
 from core.paired import screening  # noqa: E402
-from core.paired.demo import load_demo_pool  # noqa: E402
 
 
 def _timed(fn, repeat=3):

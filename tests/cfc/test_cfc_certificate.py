@@ -411,9 +411,14 @@ def test_model_calls_are_batched_not_per_sample():
     # fingerprint probe, one stacked round, one path round — independent of n.
     assert len(sizes) == 3
     G, L, K = 4, 10, 4
-    assert sizes[1:] == [200 * (1 + G + L * (G + 1)), 200 * (K - 1)]
+    # At λ = 1 an attenuation is a removal (G rows per sample) or x̄ (one row for the call), and
+    # the last path state (K = G) is x̄: those rows are not evaluated again (test_cfc_row_reuse).
+    assert sizes[1:] == [200 * (1 + G + (L - 1) * (G + 1)) + 1, 200 * (K - 2)]
     sizes.clear()
     certify(counting, X, groups, xbar, Protocol(path="adaptive"))
+    assert sizes[1:] == [200 * (1 + G + (L - 1) * (G + 1)) + 1] + [200 * (G - k + 1) for k in range(2, K)]
+    sizes.clear()
+    certify(counting, X, groups, xbar, Protocol(path="adaptive"), _reuse_equal_rows=False)  # SPEC's count
     assert sizes[1:] == [200 * (1 + G + L * (G + 1))] + [200 * (G - k + 1) for k in range(2, K + 1)]
 
 

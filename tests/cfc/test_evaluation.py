@@ -15,7 +15,7 @@ from scipy.stats import spearmanr
 from sklearn.metrics import roc_auc_score
 
 from core._rng import as_generator
-from core.cfc.certificate import certify
+from core.cfc.certification import certify
 from core.cfc.evaluation import (
     EVALUATION_COLUMNS,
     SCORES,

@@ -116,7 +116,7 @@ def test_fingerprint_names_code_and_library_versions():
 
 
 def _demo_records() -> pd.DataFrame:
-    from core.paired.demo import load_demo_pool
+    from core.imaging.demo import load_demo_pool
 
     return load_demo_pool().records
 

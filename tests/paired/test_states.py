@@ -158,7 +158,7 @@ def _with_split(rows, split, condition="c"):
 
 def test_a_models_thresholds_depend_on_its_own_records_only():
     """Paired bounds computes the shown model's thresholds from its records alone."""
-    from core.paired.demo import load_demo_pool
+    from core.imaging.demo import load_demo_pool
 
     records = load_demo_pool().records
     every = development_thresholds(records, [0.6, 0.8, 1.0])

@@ -347,6 +347,19 @@ CERTIFY = (
     "--no-progress",
 )
 PAIRED = ("paired", "--records", "{t}/records.csv", "--tau", "0.8", "--out", "{t}/out", "--lambdas", "0,1")
+OWN_MODEL = (
+    "audit",
+    "--model-file",
+    "{t}/m.skops",
+    "--train",
+    "{t}/train.csv",
+    "--test",
+    "{t}/data.csv",
+    "--target",
+    "y",
+    "--out",
+    "{t}/out",
+)
 GRID = (
     "paired-grid",
     "--records",
@@ -366,6 +379,10 @@ def _replace(argv: tuple[str, ...], flag: str, value: str) -> tuple[str, ...]:
     out = list(argv)
     out[out.index(flag) + 1] = value
     return tuple(out)
+
+
+def _replace_flag(argv: tuple[str, ...], flag: str, new: str) -> tuple[str, ...]:
+    return tuple(new if a == flag else a for a in argv)
 
 
 def _drop(argv: tuple[str, ...], flag: str) -> tuple[str, ...]:
@@ -588,11 +605,63 @@ def _audit_only() -> list[Case]:
             state=has_files("out", "certificates.csv"),
         ),
         Case("audit-good-table", good_table, AUDIT, code=0, state=has_files("out", "certificates.csv", "summary.md")),
+        Case(
+            "audit-model-file-train-png",
+            _both(good_table, _write("train.csv", b"\x89PNG\r\n\x1a\n" + bytes(64))),
+            OWN_MODEL,
+            match=(r"train\.csv", r"PNG image", r"not a text table"),
+            state=absent(),
+        ),
+        Case(
+            "audit-model-file-test-duplicate-header",
+            _both(_frame("train.csv", table), _write("data.csv", _dup_header_csv())),
+            OWN_MODEL,
+            match=(r"data\.csv", r"'x1'", r"more than once"),
+            state=absent(),
+        ),
+        Case(
+            "audit-gzip-table",
+            lambda ctx: ctx.text("data.csv.gz", __import__("gzip").compress(table().to_csv(index=False).encode())),
+            _replace(AUDIT, "--data", "{t}/data.csv.gz"),
+            code=0,
+            state=has_files("out", "certificates.csv"),
+        ),
     ]
 
 
 def _certify_only() -> list[Case]:
+    audit_missing = (
+        "certify",
+        "--data",
+        "{t}/data.csv",
+        "--audit",
+        "{t}/nope.pkl",
+        "--out",
+        "{t}/out",
+        "--no-progress",
+    )
     return [
+        Case(
+            "certify-audit-pkl-missing",
+            good_table,
+            audit_missing,
+            match=(r"nope\.pkl", r"does not exist"),
+            state=absent(),
+        ),
+        Case(
+            "certify-model-from-pkl-missing",
+            good_table,
+            _replace_flag(audit_missing, "--audit", "--model-from"),
+            match=(r"nope\.pkl", r"does not exist", r"warning: --model-from is deprecated.*use --audit instead"),
+            state=absent(),
+        ),
+        Case(
+            "certify-audit-folder-without-task",
+            _both(good_table, lambda ctx: (ctx / "runs").mkdir()),
+            _replace(audit_missing, "--audit", "{t}/runs"),
+            match=(r"runs", r"no saved task", r"_task\.zip"),
+            state=absent(),
+        ),
         Case(
             "certify-model-from-missing",
             good_table,
@@ -698,6 +767,20 @@ def _paired_cases() -> list[Case]:
             state=absent(),
         ),
         Case("paired-records-empty", _write("records.csv", ""), PAIRED, match=(r"records\.csv",), state=absent()),
+        Case(
+            "paired-records-semicolons-ok",
+            lambda ctx: ctx.text("records.csv", records().to_csv(index=False, sep=";")),
+            PAIRED,
+            code=0,
+            state=has_files("out", "intervals.csv"),
+        ),
+        Case(
+            "paired-records-gz-not-gzip",
+            lambda ctx: ctx.text("records.csv.gz", records().to_csv(index=False)),
+            _replace(PAIRED, "--records", "{t}/records.csv.gz"),
+            match=(r"records\.csv\.gz", r"not a gzip file"),
+            state=absent(),
+        ),
         Case(
             "paired-records-binary",
             _write("records.csv", b"\x00\x01\x02\x03"),
@@ -1273,6 +1356,13 @@ def _review_cases() -> list[Case]:
             code=0,
         ),
         Case(
+            "reviews-reviews-db-missing",
+            _noop,
+            ("reviews", "export", "--reviews-db", "{t}/r.sqlite3", "--fingerprint", "abc", "--out", "{t}/e.csv"),
+            match=(r"r\.sqlite3", r"does not exist", r"pass --reviews-db PATH"),
+            state=absent("e.csv"),
+        ),
+        Case(
             "store-api-foreign",
             _foreign_db,
             call=_open("other.db"),
@@ -1503,7 +1593,7 @@ def _api_cases() -> list[Case]:
 
 PROBE = (
     "probe",
-    "--model",
+    "--model-file",
     "{t}/m.onnx",
     "--images",
     "{t}/imgs",
@@ -1646,6 +1736,64 @@ def _probe_cases() -> list[Case]:
     ]
 
 
+_TEAM = '[members]\n"ana@example.org" = "admin"\n'
+
+
+def _team_cases() -> list[Case]:
+    """The review team's files: refused by the ``dashboard`` command before any server starts."""
+    dashboard = ("dashboard", "--team", "{t}/team.toml")
+    return [
+        Case(
+            "team-file-missing",
+            _noop,
+            dashboard,
+            match=(r"team\.toml", r"does not exist"),
+        ),
+        Case(
+            "team-file-unknown-role",
+            _write("team.toml", '[members]\n"ana@example.org" = "admin"\n"bo@example.org" = "boss"\n'),
+            dashboard,
+            match=(r"team\.toml", r"line 3", r"bo@example\.org", r"'boss'", r"admin.*reviewer.*viewer"),
+        ),
+        Case(
+            "team-file-not-an-address",
+            _write("team.toml", '[members]\n"ana" = "admin"\n'),
+            dashboard,
+            match=(r"team\.toml", r"line 2", r"'ana' is not an e-mail address"),
+        ),
+        Case(
+            "team-file-admin-default",
+            _write("team.toml", 'default_role = "admin"\n'),
+            dashboard,
+            match=(r"team\.toml", r"line 1", r"default_role", r"'admin'"),
+        ),
+        Case(
+            "team-file-not-toml",
+            _write("team.toml", "[members\n"),
+            dashboard,
+            match=(r"team\.toml", r"not valid TOML", r"line 1"),
+        ),
+        Case(
+            "team-secrets-without-auth",
+            _both(_write("team.toml", _TEAM), _write("secrets.toml", 'x = "y"\n')),
+            (*dashboard, "--secrets", "{t}/secrets.toml"),
+            match=(r"secrets\.toml", r"no \[auth\] section"),
+        ),
+        Case(
+            "team-secrets-without-team",
+            _write("secrets.toml", '[auth]\nredirect_uri = "http://x/oauth2callback"\n'),
+            ("dashboard", "--secrets", "{t}/secrets.toml"),
+            match=(r"--secrets", r"--team"),
+        ),
+        Case(
+            "team-api-twice",
+            _write("team.toml", '[members]\n"a@x.org" = "admin"\n"A@X.org" = "viewer"\n'),
+            call=lambda ctx: __import__("core.reviews", fromlist=["load_team"]).load_team(ctx / "team.toml"),
+            match=(r"team\.toml", r"line 3", r"listed twice"),
+        ),
+    ]
+
+
 def build_cases() -> list[Case]:
     cases = (
         _table_cases("audit", AUDIT)
@@ -1656,6 +1804,7 @@ def build_cases() -> list[Case]:
         + _grid_cases()
         + _synth_cases()
         + _review_cases()
+        + _team_cases()
         + _api_cases()
         + _probe_cases()
     )

@@ -93,7 +93,7 @@ def test_bad_command_lines_exit_2(tmp_path, big, capsys, extra, message):
 
 def test_target_is_required_without_model_from(tmp_path, big, capsys):
     assert main(["certify", "--data", str(big), "--out", str(tmp_path / "o")]) == 2
-    assert "--target is required unless --model-from" in capsys.readouterr().err
+    assert "--target is required unless --audit" in capsys.readouterr().err
 
 
 def test_model_from_an_earlier_run_on_an_existing_dask_cluster(tmp_path, big, clean, dask_client):

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from core.cli import main
+from core.imaging.demo import load_demo_pool
 from core.paired.bounds import identified_intervals_grid
-from core.paired.demo import load_demo_pool
 from core.paired.policies import evaluate_policies, policy_thresholds
 from core.scale.paired_grid import TABLES, paired_grid, scan_records
 

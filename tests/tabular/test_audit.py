@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import core.tabular.audit as audit_module
-from core.cfc.certificate import CertificateSet
+from core.cfc.certificate_set import CertificateSet
 from core.cfc.evaluation import EVALUATION_COLUMNS, auroc, capture_at
 from core.cfc.protocol import Protocol
 from core.cfc.stressors import LabelChannel

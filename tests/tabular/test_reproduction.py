@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.cfc.certificate import fds_from_components
+from core.cfc.fds import fds_from_components
 from core.cfc.protocol import Protocol
 from core.cfc.stressors import LabelChannel
 from core.cli import main

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from scipy.stats import rankdata
 
-from core.cfc.certificate import verify
 from core.cfc.evaluation import evaluate_scores
 from core.cfc.protocol import Protocol
+from core.cfc.verification import verify
 from core.tabular import shipped as shipped_module
 from core.tabular.audit import run_audit
 from core.tabular.datasets import DEFAULT_DATASET, load_dataset

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from view_data import MODELS
 
-from core.paired.demo import DEFAULT_DIR, load_demo_pool
+from core.imaging.demo import DEFAULT_DIR, load_demo_pool
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ def test_prediction_table_lines_up_with_the_certificates(small_audit):
 def test_sample_bundle_is_strict_json_and_verifies_against_the_model(small_audit):
     import json
 
-    from core.cfc.certificate import CertificateSet, verify
+    from core.cfc import CertificateSet, verify
     from core.cfc.search import flip_search
     from core.views.tabular import sample_bundle
 
@@ -103,7 +103,7 @@ def test_whatif_probabilities_removes_the_chosen_groups_only():
 
 @pytest.mark.filterwarnings("ignore:Exact flip search stopped")  # the cap leaves NaN k_exact: compared as such
 def test_with_search_writes_the_columns_certify_writes(small_audit):
-    from core.cfc.certificate import certify
+    from core.cfc import certify
     from core.cfc.search import flip_search
 
     r = small_audit

@@ -40,8 +40,8 @@ def test_paired_upload_reads_parquet_and_strips_client_paths(records):
     bad = records.head(5).drop(columns="pert_pred").to_parquet(index=False)
     with pytest.raises(ValueError, match=r"^mine\.parquet: missing column\(s\) \['pert_pred'\]"):
         load_paired_upload("C:\\Users\\ana\\mine.parquet", bad)
-    with pytest.raises(ValueError, match=r"mine\.txt.*unknown file type"):
-        load_paired_upload("mine.txt", b"a,b\n1,2\n")
+    with pytest.raises(ValueError, match=r"mine\.xlsx.*cannot tell the format from the suffix"):
+        load_paired_upload("mine.xlsx", b"a,b\n1,2\n")
 
 
 def test_probe_upload_glue_names_parquet_rows_and_missing_columns(probe_outputs):

@@ -7,8 +7,8 @@ import pytest
 from PIL import Image
 from scipy import ndimage
 
-import core.paired.corruptions as corruptions
-from core.paired.corruptions import (
+import core.imaging.corruptions as corruptions
+from core.imaging.corruptions import (
     CORRUPTIONS,
     NATURAL_TRANSFORMS,
     SEVERITY_PARAMETERS,
@@ -17,7 +17,7 @@ from core.paired.corruptions import (
     recapture_grid,
     simulate_recapture,
 )
-from core.paired.demo import digit_images
+from core.imaging.demo import digit_images
 
 RANDOM = {"gaussian_noise", "shot_noise", "impulse_noise", "motion_blur"}
 

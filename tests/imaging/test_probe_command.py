@@ -4,122 +4,25 @@ The reference outputs are torch's own forward passes on images decoded independe
 Pillow; ONNX Runtime and torch run different kernels, so they are compared within 1e-5.
 """
 
-import io
 import json
-import warnings
-import zipfile
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 from PIL import Image
+from probe_kit import MEAN, N_CLASSES, N_IMAGES, SIZE, STD, TOL, export, make_net, torch_probs, write_pngs
 
 from core.cli import main
-from core.paired import corruptions
-from core.paired.images import open_images, open_zip_images, png_data_uri
-from core.paired.probe import (
+from core.imaging import corruptions
+from core.imaging.images import open_images
+from core.imaging.probe import (
     DEFAULT_PROBES,
     OnnxImageClassifier,
     parse_probes,
     probe_image,
     run_probes,
 )
-
-SIZE, N_CLASSES, N_IMAGES = 16, 4, 14
-MEAN, STD = (0.5, 0.4, 0.3), (0.2, 0.25, 0.3)
-TOL = 1e-5  # torch vs onnxruntime float32 kernels
-
-
-class Net(torch.nn.Module):
-    def __init__(self, *, nhwc=False, softmax=False, channels=3):
-        super().__init__()
-        self.nhwc, self.softmax = nhwc, softmax
-        self.body = torch.nn.Sequential(
-            torch.nn.Conv2d(channels, 6, 3, padding=1),
-            torch.nn.ReLU(),
-            torch.nn.MaxPool2d(2),
-            torch.nn.Conv2d(6, 8, 3, padding=1),
-            torch.nn.ReLU(),
-            torch.nn.AdaptiveAvgPool2d(2),
-            torch.nn.Flatten(),
-            torch.nn.Linear(32, N_CLASSES),
-        )
-
-    def forward(self, x):
-        if self.nhwc:
-            x = x.permute(0, 3, 1, 2)
-        out = self.body(x) * 4.0  # spread the logits so that the classes differ
-        return torch.softmax(out, dim=1) if self.softmax else out
-
-
-def export(net, path, *, shape, dynamic=None):
-    torch.manual_seed(0)
-    net.eval()
-    with warnings.catch_warnings():
-        # torch 2.13's default exporter needs onnxscript; the TorchScript exporter does not.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        torch.onnx.export(
-            net,
-            (torch.zeros(shape),),
-            str(path),
-            dynamo=False,
-            input_names=["x"],
-            output_names=["out"],
-            dynamic_axes=dynamic or {"x": {0: "n"}, "out": {0: "n"}},
-        )
-    return path
-
-
-def make_net(**kwargs):
-    torch.manual_seed(0)
-    return Net(**kwargs).eval()
-
-
-def torch_probs(net, images_u8, *, nhwc=False):
-    """torch's probabilities on uint8 images (n, H, W, C), normalised as the probe command does."""
-    x = (images_u8.astype(np.float64) / 255.0 - np.array(MEAN)) / np.array(STD)
-    x = torch.from_numpy(x.astype(np.float32))
-    with torch.no_grad():
-        out = net(x if nhwc else x.permute(0, 3, 1, 2))
-        return (out if net.softmax else torch.softmax(out.double(), dim=1)).numpy()
-
-
-def write_pngs(folder, images, labels, *, csv=True):
-    folder.mkdir(parents=True, exist_ok=True)
-    names = [f"img_{i:02d}.png" for i in range(len(images))]
-    for name, img in zip(names, images):
-        Image.fromarray(img).save(folder / name)
-    if csv:
-        pd.DataFrame({"file": names, "label": labels}).to_csv(folder.parent / f"{folder.name}_labels.csv", index=False)
-    return names
-
-
-@pytest.fixture(scope="module")
-def data():
-    rng = np.random.default_rng(3)
-    base = rng.integers(0, 256, size=(N_CLASSES, SIZE, SIZE, 3))
-    labels = np.arange(N_IMAGES) % N_CLASSES
-    noise = rng.integers(-40, 41, size=(N_IMAGES, SIZE, SIZE, 3))
-    images = np.clip(base[labels] + noise, 0, 255).astype(np.uint8)
-    return images, labels
-
-
-@pytest.fixture(scope="module")
-def folder(tmp_path_factory, data):
-    images, labels = data
-    root = tmp_path_factory.mktemp("probe")
-    write_pngs(root / "images", images, labels)
-    # A "re-capture": darker, blurred copies under the same names.
-    dark = np.clip(images.astype(float) * 0.6, 0, 255).astype(np.uint8)
-    write_pngs(root / "screen", dark, labels, csv=False)
-    return root
-
-
-@pytest.fixture(scope="module")
-def cnn(folder):
-    net = make_net()
-    return net, export(net, folder / "cnn.onnx", shape=(1, 3, SIZE, SIZE))
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +31,7 @@ def probed(folder, cnn, tmp_path_factory):
     code = main(
         [
             "probe",
-            "--model",
+            "--model-file",
             str(cnn[1]),
             "--images",
             str(folder / "images"),
@@ -155,7 +58,7 @@ def test_clean_outputs_equal_torch_within_tolerance(probed, cnn, folder, data, c
     net, _ = cnn
     clean = pd.read_parquet(probed / "clean.parquet")
     names = pd.read_csv(folder / "images_labels.csv")["file"]
-    # Decode the PNGs independently of core.paired.images.
+    # Decode the PNGs independently of core.imaging.images.
     decoded = np.stack([np.asarray(Image.open(folder / "images" / n).convert("RGB")) for n in names])
     np.testing.assert_array_equal(decoded, data[0])
     expected = torch_probs(net, decoded)
@@ -309,7 +212,7 @@ def test_non_image_file_in_the_folder_is_named(tmp_path, data, cnn, capsys):
     (tmp_path / "imgs" / "notes.txt").write_text("not an image")
     code, err = run_cli(
         capsys,
-        "--model",
+        "--model-file",
         cnn[1],
         "--images",
         tmp_path / "imgs",
@@ -322,13 +225,6 @@ def test_non_image_file_in_the_folder_is_named(tmp_path, data, cnn, capsys):
     assert not (tmp_path / "out").exists()
 
 
-def test_a_png_that_is_not_an_image_is_named(tmp_path, data):
-    write_pngs(tmp_path / "imgs", data[0][:4], data[1][:4])
-    (tmp_path / "imgs" / "img_02.png").write_bytes(b"GIF89a not really")
-    with pytest.raises(ValueError, match=r"img_02\.png: is not a readable PNG or JPEG image"):
-        open_images(tmp_path / "imgs", tmp_path / "imgs_labels.csv")
-
-
 def test_image_count_that_differs_from_the_labels_is_named(tmp_path, data, cnn, capsys):
     write_pngs(tmp_path / "imgs", data[0][:5], data[1][:5])
     pd.DataFrame({"file": [f"img_{i:02d}.png" for i in range(4)], "label": data[1][:4]}).to_csv(
@@ -336,7 +232,7 @@ def test_image_count_that_differs_from_the_labels_is_named(tmp_path, data, cnn, 
     )
     code, err = run_cli(
         capsys,
-        "--model",
+        "--model-file",
         cnn[1],
         "--images",
         tmp_path / "imgs",
@@ -369,7 +265,7 @@ def test_model_whose_input_size_cannot_be_read_is_named(tmp_path, cnn, folder, c
     )
     code, err = run_cli(
         capsys,
-        "--model",
+        "--model-file",
         path,
         "--images",
         folder / "images",
@@ -391,7 +287,7 @@ def test_model_with_the_wrong_number_of_classes_is_named(tmp_path, data, cnn, ca
     write_pngs(tmp_path / "imgs", data[0][:4], labels)
     code, err = run_cli(
         capsys,
-        "--model",
+        "--model-file",
         cnn[1],
         "--images",
         tmp_path / "imgs",
@@ -403,71 +299,6 @@ def test_model_with_the_wrong_number_of_classes_is_named(tmp_path, data, cnn, ca
     assert code == 2 and len(err) == 1
     assert "cnn.onnx: outputs 4 classes" in err[0] and "img_02.png has label 7" in err[0]
     assert not (tmp_path / "out").exists()
-
-
-def zip_bytes(members):
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for name, payload in members.items():
-            zf.writestr(name, payload)
-    return buffer.getvalue()
-
-
-def png(img):
-    buffer = io.BytesIO()
-    Image.fromarray(img).save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
-def test_zip_with_labels_inside_reads_like_the_folder(folder, data):
-    names = [f"img_{i:02d}.png" for i in range(N_IMAGES)]
-    members = {f"set/{n}": png(img) for n, img in zip(names, data[0])}
-    members["set/labels.csv"] = (folder / "images_labels.csv").read_bytes()
-    members["__MACOSX/._img_00.png"] = b"resource fork"
-    zipped = open_zip_images(zip_bytes(members), where="upload.zip")
-    plain = open_images(folder / "images", folder / "images_labels.csv")
-    assert zipped.record_ids == plain.record_ids
-    idx = np.arange(N_IMAGES)
-    np.testing.assert_array_equal(
-        zipped.read(idx, size=(SIZE, SIZE), channels=3), plain.read(idx, size=(SIZE, SIZE), channels=3)
-    )
-
-
-def test_zip_slip_and_non_images_in_zips_are_refused(data):
-    good = {"labels.csv": b"file,label\na.png,0\n", "a.png": png(data[0][0])}
-    with pytest.raises(ValueError, match=r"upload\.zip: member '\.\./evil\.png' points outside the archive's root"):
-        open_zip_images(zip_bytes({**good, "../evil.png": png(data[0][1])}), where="upload.zip")
-    with pytest.raises(ValueError, match=r"member '/etc/evil\.png' points outside"):
-        open_zip_images(zip_bytes({**good, "/etc/evil.png": png(data[0][1])}), where="upload.zip")
-    with pytest.raises(ValueError, match=r"upload\.zip/readme\.md: is not an image file"):
-        open_zip_images(zip_bytes({**good, "readme.md": b"# hi"}), where="upload.zip")
-    with pytest.raises(ValueError, match=r"holds 0 \.csv file"):
-        open_zip_images(zip_bytes({"a.png": png(data[0][0])}), where="upload.zip")
-    bomb = zip_bytes({"labels.csv": b"file,label\na.png,0\n", "a.png": b"\0" * 5_000_000})
-    with pytest.raises(ValueError, match=r"zip bomb"):
-        open_zip_images(bomb, where="upload.zip")
-
-
-def test_labels_table_errors_name_row_and_column(tmp_path, data):
-    write_pngs(tmp_path / "imgs", data[0][:2], data[1][:2])
-    for text, message in [
-        ("name,label\na,0\n", r"missing column\(s\) \['file'\]"),
-        ("file,label\nimg_00.png,cat\nimg_01.png,1\n", r"row 1, column 'label': 'cat'"),
-        ("file,label\nimg_00.png,0\nimg_00.png,1\n", r"row 2, column 'file': 'img_00.png' is listed twice"),
-        ("file,label\n../img_00.png,0\n", r"row 1, column 'file': '\.\./img_00\.png' is not a relative"),
-    ]:
-        (tmp_path / "l.csv").write_text(text)
-        with pytest.raises(ValueError, match=message):
-            open_images(tmp_path / "imgs", tmp_path / "l.csv")
-
-
-def test_png_data_uri_enlarges_to_a_readable_size(data):
-    import base64
-
-    uri = png_data_uri(data[0][0], min_side=96)
-    decoded = Image.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1])))
-    assert decoded.size == (96, 96) and decoded.mode == "RGB"
-    np.testing.assert_array_equal(np.asarray(decoded)[::6, ::6], data[0][0])
 
 
 def test_progress_counts_every_batch_of_every_variant(folder, cnn, capsys, tmp_path):
@@ -487,12 +318,14 @@ def test_progress_counts_every_batch_of_every_variant(folder, cnn, capsys, tmp_p
     batches = -(-N_IMAGES // 4)
     total = batches * (1 + 3 + 2 + 1)
     assert [e[1] for e in events] == list(range(1, total + 1)) and {e[2] for e in events} == {total}
-    assert [e[0] for e in events[:batches]] == ["clean"] * batches and events[-1][0] == "screen"
+    # One batch at a time: its clean images, its probes and transforms, then its re-captures.
+    per_batch = ["clean", *(f"{c} s{s}" for c, s in DEFAULT_PROBES[:3]), "hflip", "gamma_0.8", "screen"]
+    assert [e[0] for e in events] == per_batch * batches
     # The command line shows it as a bar on stderr.
     code = main(
         [
             "probe",
-            "--model",
+            "--model-file",
             str(cnn[1]),
             "--images",
             str(folder / "images"),
@@ -507,3 +340,125 @@ def test_progress_counts_every_batch_of_every_variant(folder, cnn, capsys, tmp_p
         ]
     )
     assert code == 0 and "100%" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------
+# --model-file, and --model PATH kept for one release
+# ------------------------------------------------------------------------------------------
+def _probe_argv(flag, cnn, folder, out):
+    return [
+        "probe",
+        flag,
+        str(cnn[1]),
+        "--images",
+        str(folder / "images"),
+        "--labels",
+        str(folder / "images_labels.csv"),
+        "--out",
+        str(out),
+        "--probes",
+        "contrast:2,gaussian_noise:1",
+        "--natural",
+        "hflip",
+        "--no-progress",
+    ]
+
+
+def test_model_file_names_the_onnx_file_and_warns_nothing(cnn, folder, tmp_path, capsys):
+    assert main(_probe_argv("--model-file", cnn, folder, tmp_path / "new")) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert (tmp_path / "new" / "records.parquet").is_file()
+
+
+def test_model_path_still_works_with_one_deprecation_line(cnn, folder, tmp_path, capsys):
+    assert main(_probe_argv("--model-file", cnn, folder, tmp_path / "new")) == 0
+    capsys.readouterr()
+    assert main(_probe_argv("--model", cnn, folder, tmp_path / "old")) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert warned == [
+        "warning: --model is deprecated and will be removed in the next release; use --model-file instead."
+    ]
+    for name in ("clean.parquet", "probes.parquet", "natural.parquet", "records.parquet", "manifest.json"):
+        assert (tmp_path / "old" / name).read_bytes() == (tmp_path / "new" / name).read_bytes()
+
+
+def test_model_path_raises_a_deprecation_warning_naming_model_file(cnn, folder, tmp_path):
+    from core.cli import build_parser
+
+    with pytest.warns(DeprecationWarning, match=r"use --model-file instead"):
+        args = build_parser().parse_args(_probe_argv("--model", cnn, folder, tmp_path / "old"))
+    assert args.func(args) == 0
+
+
+def test_model_and_model_file_together_or_neither_are_refused(cnn, folder, tmp_path, capsys):
+    argv = _probe_argv("--model-file", cnn, folder, tmp_path / "o")
+    with pytest.raises(SystemExit) as both:
+        main([*argv, "--model", str(cnn[1])])
+    assert both.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as neither:
+        main(argv[:1] + argv[3:])
+    assert neither.value.code == 2 and "--model-file" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_bad_model_file_is_named_with_the_flag_given(tmp_path, folder, capsys):
+    (tmp_path / "m.pkl").write_bytes(b"x")
+    for flag in ("--model-file", "--model"):
+        code, err = run_cli(
+            capsys,
+            flag,
+            tmp_path / "m.pkl",
+            "--images",
+            folder / "images",
+            "--labels",
+            folder / "images_labels.csv",
+            "--out",
+            tmp_path / "out",
+        )
+        errors = [line for line in err if line.startswith("error:")]
+        assert code == 2 and len(errors) == 1 and f"{flag} " in errors[0] and "expected an .onnx file" in errors[0]
+
+
+# ------------------------------------------------------------------------------------------
+# inputs prepared ahead of the model
+# ------------------------------------------------------------------------------------------
+def test_inputs_are_prepared_at_most_a_few_batches_ahead():
+    """Memory stays bounded by the batch size: the preparing thread runs at most depth + 1 ahead."""
+    import threading
+    import time
+
+    from core.imaging.probe import _prepared_ahead
+
+    produced = []
+
+    def items():
+        for i in range(30):
+            produced.append(i)
+            yield i
+
+    ahead = []
+    for i in _prepared_ahead(items(), depth=2):
+        time.sleep(0.005)  # a slow model: the preparing thread would run away if it could
+        ahead.append(len(produced) - 1 - i)
+    assert max(ahead) <= 3 and max(ahead) >= 1
+    assert not any(t.name == "probe-inputs" for t in threading.enumerate())
+
+
+def test_an_error_while_preparing_is_raised_and_leaving_early_stops_the_thread():
+    import threading
+
+    from core.imaging.probe import _prepared_ahead
+
+    def failing():
+        yield 1
+        raise ValueError("photo_07.png: could not be decoded as an image")
+
+    got = []
+    with pytest.raises(ValueError, match=r"photo_07\.png"):
+        for item in _prepared_ahead(failing()):
+            got.append(item)
+    assert got == [1]
+    endless = _prepared_ahead(iter(range(10**9)))
+    assert next(endless) == 0
+    endless.close()
+    assert not any(t.name == "probe-inputs" for t in threading.enumerate())

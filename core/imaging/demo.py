@@ -6,10 +6,10 @@ pixels) on a class-balanced subsample of Fashion-MNIST's training set (read from
 ``dataset-fashion-mnist``, :data:`FASHION_MNIST_DIR`), then records their outputs on a
 class-balanced subset of its test set (development and evaluation images) under
 
-* 18 synthetic corruptions (9 types x severities 2 and 4, :mod:`core.paired.corruptions`),
+* 18 synthetic corruptions (9 types x severities 2 and 4, :mod:`core.imaging.corruptions`),
   source ``"synthetic"``;
 * 18 natural transforms (the TTA comparator), per-probe outputs only;
-* 18 **simulated** screen and print re-capture conditions (:mod:`core.paired.recapture_sim`),
+* 18 **simulated** screen and print re-capture conditions (:mod:`core.imaging.recapture_sim`),
   source ``"simulated-recapture"``. They stand in for physical recaptures, which this demo
   does not have.
 
@@ -48,8 +48,8 @@ import pandas as pd
 
 from core._rng import as_generator
 from core.atomic import atomic_path, atomic_write_bytes, atomic_write_text
-from core.paired.corruptions import CORRUPTIONS, NATURAL_TRANSFORMS, motion_blur_image
-from core.paired.recapture_sim import SimulatedRecapture, recapture_conditions, simulate
+from core.imaging.corruptions import CORRUPTIONS, NATURAL_TRANSFORMS, motion_blur_image
+from core.imaging.recapture_sim import SimulatedRecapture, recapture_conditions, simulate
 from core.resources import ASSETS_DIR
 
 __all__ = [
@@ -609,7 +609,7 @@ def demo_conditions() -> pd.DataFrame:
     ``condition`` : str
         Name used in the ``condition`` / ``probe`` columns: ``"<corruption> s<severity>"``,
         the natural-transform name, or ``"sim-recapture screen d<i> c<j>"`` /
-        ``"sim-recapture print p<i> c<j>"`` (:mod:`core.paired.recapture_sim`).
+        ``"sim-recapture print p<i> c<j>"`` (:mod:`core.imaging.recapture_sim`).
     ``source`` : str
         ``"synthetic"`` (corruptions), ``"transform"`` (natural transforms, probes only) or
         ``"simulated-recapture"``.
@@ -714,7 +714,7 @@ def render_condition_image(images, index: int, condition: str, *, seed=0) -> np.
     not 1,500). Whether the condition drew is read from its random stream's state, not from a
     list of names. Motion blur draws one angle per image for the whole batch and streaks each
     image by itself: the angles are drawn, one image streaked
-    (:func:`core.paired.corruptions.motion_blur_image`).
+    (:func:`core.imaging.corruptions.motion_blur_image`).
 
     Parameters
     ----------
@@ -896,7 +896,7 @@ def reevaluate_demo_pool(
     The inputs are the shipped held-out images (``images.npz``, checked against the manifest's
     digest), so Fashion-MNIST itself is not needed. Images, splits, record ids and every
     condition's inputs are reproducible on any machine; model outputs then differ from the shipped ones only by floating-point kernel noise. This is
-    how the shipped pool is checked elsewhere (``tests/paired/test_demo_pool.py``).
+    how the shipped pool is checked elsewhere (``tests/imaging/test_demo_pool.py``).
 
     Parameters
     ----------
@@ -1080,13 +1080,13 @@ def _record_pool(
     cond = cond.assign(dev_accuracy=cond["condition"].map(dev_acc))
     manifest = {
         "seed": int(seed),
-        "generator": "core.paired.demo.build_demo_pool (scripts/make_demo_pool.py)",
+        "generator": "core.imaging.demo.build_demo_pool (scripts/make_demo_pool.py)",
         "dataset": (
             f"Fashion-MNIST (Debian dataset-fashion-mnist): models trained on {N_TRAIN_PER_CLASS} "
             "training images per class; record_id = index in the 10,000 test images"
         ),
         "simulated": "Conditions with source 'simulated-recapture' are simulations of showing on a "
-        "screen or printing, then photographing (core.paired.recapture_sim.simulate), not "
+        "screen or printing, then photographing (core.imaging.recapture_sim.simulate), not "
         "physical recaptures.",
         "probability_vectors": "prob_0 .. prob_9 rounded to 1e-6; in probes only for clean-correct "
         "evaluation images (NaN elsewhere). pred, max_prob, true_prob and the "

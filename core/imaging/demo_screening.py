@@ -23,7 +23,7 @@ import pandas as pd
 
 from core.digests import code_sha256, frame_sha256, read_signature, write_signed_parquet
 from core.exceptions import AuditWarning
-from core.paired.demo import DemoPool
+from core.imaging.demo import DemoPool
 from core.paired.screening import screening_scores
 from core.resources import ASSETS_DIR
 
@@ -46,7 +46,7 @@ _META_KEY = b"demo_screening_fingerprint"
 # The modules whose code decides the scores (every project module they import, lazily too;
 # a test walks the imports): an edit to any of them retires the file.
 _CODE = (
-    "core.paired.demo_screening",
+    "core.imaging.demo_screening",
     "core.paired.screening",
     "core.paired.records",
     "core.paired._fivestate",

@@ -1,28 +1,43 @@
 """``python -m core probe``: run a user's ONNX image classifier on clean, corrupted and transformed images.
 
-``python -m core probe --model MODEL.onnx --images IMAGES [--labels LABELS.csv] --out DIR``
+``python -m core probe --model-file MODEL.onnx --images IMAGES [--labels LABELS.csv] --out DIR``
 ``    [--probes default] [--natural default] [--mean M,... --std S,...] [--batch-size 256]``
 ``    [--perturbed DIR2 ...] [--seed 0] [--name NAME] [--force] [--no-progress]``
+``    [--engine dask --workers N | --scheduler ADDRESS]``
 
 ``IMAGES`` is a folder of PNG / JPEG files (names in ``LABELS.csv``, columns ``file,label``),
 a ``.zip`` of them or an ``.npz`` (``images``, ``labels``). Writes ``DIR/clean.parquet``,
 ``DIR/probes.parquet``, ``DIR/natural.parquet``, ``DIR/records.parquet`` and
-``DIR/manifest.json`` (:mod:`core.paired.probe`); then
+``DIR/manifest.json`` (:mod:`core.imaging.probe`); then
 
 ``python -m core paired --records DIR/records.parquet --probes DIR/probes.parquet DIR/natural.parquet``
 ``    --clean-outputs DIR/clean.parquet --tau 0.8 --out QUEUE``
 
 gives the bounds and the recapture queue. Everything is validated before the model runs;
 the output folder appears only when complete. Bad input exits with code 2 and one line.
+``--model`` is a registry name across the product; ``--model PATH`` still works here for one
+release, as a renamed option (:func:`core.cli_options.add_renamed_option`) that says so in a
+``warning:`` line. ``--engine dask`` computes the batches on a Dask
+cluster (:mod:`core.scale.probe`) with outputs identical to the local run's.
 """
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
 from core.atomic import check_output_folder
-from core.cli_options import argument_type, comma_floats, positive_int
+from core.cli_options import (
+    add_execution_options,
+    add_renamed_option,
+    argument_type,
+    cluster_from_args,
+    comma_floats,
+    positive_int,
+    seed_int,
+    spelled,
+)
 from core.validation import check_input_file
 
 __all__ = ["register"]
@@ -41,9 +56,9 @@ def register(subparsers) -> None:
         "ONNX image classifier, in the tables `python -m core paired --probes ... --clean-outputs ...` "
         "and the dashboard's Recapture page read.",
     )
-    p.add_argument(
-        "--model", required=True, metavar="MODEL.onnx", help="ONNX image classifier (NCHW or NHWC float input)"
-    )
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--model-file", metavar="MODEL.onnx", help="ONNX image classifier (NCHW or NHWC float input)")
+    add_renamed_option(which, "--model", new="--model-file", dest="model_file")
     p.add_argument("--images", required=True, metavar="IMAGES", help="folder of PNG/JPEG, .zip of them, or .npz")
     p.add_argument("--labels", metavar="LABELS.csv", help="columns file,label (optional split); folders and zips")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder")
@@ -54,7 +69,12 @@ def register(subparsers) -> None:
     p.add_argument("--natural", default="default", help="'default' (18 natural transforms), 'none', or names")
     p.add_argument("--mean", type=_floats, default=None, help="per-channel mean subtracted after scaling to [0, 1]")
     p.add_argument("--std", type=_floats, default=None, help="per-channel std divided by after the mean")
-    p.add_argument("--batch-size", type=positive_int, default=256, help="images per model call (bounds memory)")
+    p.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=256,
+        help="images per model call (bounds memory); with --engine dask, images per task",
+    )
     p.add_argument(
         "--perturbed",
         action="append",
@@ -62,16 +82,16 @@ def register(subparsers) -> None:
         metavar="DIR2",
         help="the same images after a real re-capture (same file names); repeatable",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the random corruptions")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of the random corruptions")
     p.add_argument("--name", help="model name in the tables (default: the model file's stem)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_execution_options(p.add_argument_group("execution"))
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     """Execute ``python -m core probe``; returns the exit code."""
-    from core.paired.images import open_images
-    from core.paired.probe import (
+    from core.imaging.images import open_images
+    from core.imaging.probe import (
         OnnxImageClassifier,
         parse_natural,
         parse_probes,
@@ -79,11 +99,13 @@ def run(args) -> int:
         write_probe_outputs,
     )
 
+    flag, given = spelled(args, "model_file", "--model-file"), args.model_file
     probes, natural = parse_probes(args.probes), parse_natural(args.natural)
-    model_path = check_input_file(args.model, what="--model")
+    model_path = check_input_file(given, what=flag)
     if model_path.suffix.lower() != ".onnx":
-        raise ValueError(f"--model {args.model!r}: expected an .onnx file (nothing else is read: no pickles).")
+        raise ValueError(f"{flag} {given!r}: expected an .onnx file (nothing else is read: no pickles).")
     check_output_folder(args.out, force=args.force)
+    cluster = cluster_from_args(args)
     model = OnnxImageClassifier(model_path.read_bytes(), where=str(model_path), mean=args.mean, std=args.std)
     images = open_images(args.images, args.labels)
     perturbed = {}
@@ -107,22 +129,31 @@ def run(args) -> int:
         bar.n = done
         bar.set_description(label)
 
+    settings = dict(
+        model_name=args.name or model_path.stem,
+        probes=probes,
+        natural=natural,
+        perturbed=perturbed,
+        batch_size=args.batch_size,
+        seed=args.seed,
+        progress=None if bar is None else progress,
+    )
+    work = None
     try:
-        result = run_probes(
-            model,
-            images,
-            model_name=args.name or model_path.stem,
-            probes=probes,
-            natural=natural,
-            perturbed=perturbed,
-            batch_size=args.batch_size,
-            seed=args.seed,
-            progress=None if bar is None else progress,
-        )
+        if args.engine == "local":
+            result = run_probes(model, images, **settings)
+        else:
+            from core.scale.probe import probe_on_dask, work_folder
+
+            work = work_folder(args.out)
+            with cluster as client:
+                result = probe_on_dask(model, images, work=work, client=client, **settings)
     finally:
         if bar is not None:
             bar.close()
     write_probe_outputs(result, args.out)
+    if work is not None:  # published: the partitions are no longer needed for a resume
+        shutil.rmtree(work, ignore_errors=True)
     m = result.manifest
     print(
         f"{m['n_images']} images, {m['n_classes']} classes, input {m['input']['layout']} "

@@ -77,6 +77,8 @@ class ImageSet:
     where: str
     channels: int
     _open: Callable[[int], Image.Image] = field(repr=False, compare=False)
+    # The openers below are plain picklable objects, so an ImageSet travels to Dask workers
+    # (core.scale.probe), which read their own images.
 
     def __len__(self) -> int:
         return len(self.record_ids)
@@ -258,7 +260,7 @@ def open_images(images, labels=None) -> ImageSet:
         if labels is not None:
             lpath = check_input_file(labels, what="--labels")
             extra = (lpath.read_bytes(), str(lpath))
-        return open_zip_images(path.read_bytes(), where=str(path), labels=extra)
+        return open_zip_images(path.read_bytes(), where=str(path), labels=extra, path=path)
     raise ValueError(
         f"--images {str(images)!r}: expected a folder of PNG/JPEG files, a .zip or an .npz; "
         f"got a {suffix or 'suffix-less'} file."
@@ -287,8 +289,49 @@ def _folder_images(root: Path, table: pd.DataFrame, labels_where: str, *, skip: 
         _splits(table),
         where,
         max(channels),
-        lambda i: Image.open(root / listed[i]),
+        _FolderOpener(root, tuple(listed)),
     )
+
+
+@dataclass(frozen=True)
+class _FolderOpener:
+    root: Path
+    files: tuple[str, ...]
+
+    def __call__(self, i: int) -> Image.Image:
+        return Image.open(self.root / self.files[i])
+
+
+@dataclass(frozen=True)
+class _ArrayOpener:
+    images: np.ndarray
+
+    def __call__(self, i: int) -> Image.Image:
+        return Image.fromarray(self.images[i])
+
+
+class _ZipOpener:
+    """Members of a zip archive, by position; the archive is re-opened lazily after unpickling.
+
+    Holds the archive's path when it came from a file (a worker re-reads it there) and its
+    bytes otherwise (an upload).
+    """
+
+    def __init__(self, members: tuple[str, ...], *, data: bytes | None = None, path: Path | None = None):
+        self.members, self.data, self.path = members, data, path
+        self._archive: zipfile.ZipFile | None = None
+
+    def __getstate__(self) -> dict:
+        return {"members": self.members, "data": self.data if self.path is None else None, "path": self.path}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["members"], data=state["data"], path=state["path"])
+
+    def __call__(self, i: int) -> Image.Image:
+        if self._archive is None:
+            source = io.BytesIO(self.data) if self.data is not None else io.BytesIO(Path(self.path).read_bytes())
+            self._archive = zipfile.ZipFile(source)
+        return Image.open(io.BytesIO(self._archive.read(self.members[i])))
 
 
 def _splits(table: pd.DataFrame):
@@ -342,7 +385,7 @@ def _npz_images(path: Path) -> ImageSet:
         None,
         where,
         channels,
-        lambda i: Image.fromarray(images[i]),
+        _ArrayOpener(images),
     )
 
 
@@ -354,6 +397,7 @@ def open_zip_images(
     max_members: int = ZIP_LIMITS["max_members"],
     max_bytes: int = ZIP_LIMITS["max_bytes"],
     max_ratio: int = ZIP_LIMITS["max_ratio"],
+    path: Path | None = None,
 ) -> ImageSet:
     """Validate a zip archive of labelled images and read its members in place.
 
@@ -368,6 +412,9 @@ def open_zip_images(
     max_members, max_bytes, max_ratio : int
         Refuse archives with more members, more uncompressed bytes in total, or a member
         compressed more than ``max_ratio`` : 1 (zip bombs).
+    path : Path, optional
+        The file ``data`` was read from; a pickled ImageSet then carries the path, not the
+        bytes (Dask workers re-read the archive there).
 
     Returns
     -------
@@ -441,9 +488,8 @@ def open_zip_images(
         return Image.open(io.BytesIO(archive.read(members[prefix + rel])))
 
     channels = {_check_image(lambda f=f: opener(f), f"{where}/{prefix}{f}") for f in listed}
-    return ImageSet(
-        tuple(listed), table["label"].to_numpy(), _splits(table), where, max(channels), lambda i: opener(listed[i])
-    )
+    positions = _ZipOpener(tuple(members[prefix + f].filename for f in listed), data=data, path=path)
+    return ImageSet(tuple(listed), table["label"].to_numpy(), _splits(table), where, max(channels), positions)
 
 
 def png_data_uri(image: np.ndarray, *, min_side: int = 96) -> str:

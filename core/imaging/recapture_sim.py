@@ -38,7 +38,7 @@ from typing import Literal, Mapping
 
 import numpy as np
 
-from core.paired.corruptions import batch_iv, finish_batch, homographies, jpeg_roundtrip
+from core.imaging.corruptions import batch_iv, finish_batch, homographies, jpeg_roundtrip
 
 __all__ = [
     "CAPTURE_LEVELS",

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from core.paired.corruptions import CORRUPTIONS, NATURAL_TRANSFORMS, natural_transform
+from core.imaging.corruptions import CORRUPTIONS, NATURAL_TRANSFORMS, natural_transform
 
 DETERMINISTIC = ("defocus_blur", "contrast", "pixelate")
 

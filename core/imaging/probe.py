@@ -9,7 +9,7 @@ and soft-maxed.
 
 :func:`run_probes` produces, for every image, the clean outputs, the synthetic probes (the 9
 corruptions x 2 severities of SPEC B.5 by default, :data:`DEFAULT_PROBES`) and the natural
-transforms (the 18 of :data:`core.paired.corruptions.NATURAL_TRANSFORMS`, the TTA comparator),
+transforms (the 18 of :data:`core.imaging.corruptions.NATURAL_TRANSFORMS`, the TTA comparator),
 in the long schemas of ``docs/DEVELOPING.md`` read by ``python -m core paired --probes ...
 --clean-outputs ...`` and the Recapture page; and paired records (synthetic probes as
 conditions of source ``synthetic``, optionally real re-captures of source ``recapture``).
@@ -18,12 +18,22 @@ Every variant the model sees is an 8-bit image (corruptions are quantised), so
 :func:`probe_image` re-draws exactly what the model saw for one image: each (corruption,
 severity, image) has its own random stream ``SeedSequence(seed, spawn_key=(type, severity,
 position))``, so outputs do not depend on the batch size or on the other images.
+
+Speed: the model (onnxruntime, one thread) runs while a second thread prepares the next
+variants, and an 8-bit image becomes the model's input by one table look-up per channel
+(:meth:`OnnxImageClassifier.model_input`), so a probe takes about as long as its model passes
+alone (``tests/bench/bench_probe.py``). The work is cut into batches of ``batch_size`` images
+(:class:`ProbePlan`, :func:`probe_raw`), which :mod:`core.scale.probe` spreads over Dask
+workers; :func:`assemble_probe_result` turns the raw outputs of all batches into the tables,
+whichever engine computed them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import queue
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,20 +41,27 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.paired.corruptions import CORRUPTIONS, NATURAL_TRANSFORMS
-from core.paired.images import ImageSet
+from core.imaging.corruptions import CORRUPTIONS, NATURAL_TRANSFORMS
+from core.imaging.images import ImageSet
 
 __all__ = [
     "DEFAULT_PROBES",
     "UPLOAD_UNPACKED_MB",
     "ModelInput",
     "OnnxImageClassifier",
+    "ProbePlan",
     "ProbeResult",
+    "assemble_probe_result",
+    "check_classes",
+    "check_perturbed",
+    "output_count",
     "parse_floats",
     "parse_natural",
     "parse_probes",
     "probe_image",
     "probe_name",
+    "probe_plan",
+    "probe_raw",
     "probe_uploaded",
     "run_probes",
     "write_probe_outputs",
@@ -178,6 +195,7 @@ class OnnxImageClassifier:
         self.std = self._norm(std, 1.0, "--std", c)
         if (self.std <= 0).any():
             raise ValueError(f"--std must be positive; got {self.std.tolist()}.")
+        self._levels: np.ndarray | None = None
 
     def _read_input(self) -> ModelInput:
         inputs = self._session.get_inputs()
@@ -231,12 +249,40 @@ class OnnxImageClassifier:
             )
         return arr
 
+    def model_input(self, levels: np.ndarray) -> np.ndarray:
+        """The model's input for 8-bit images ``(b, H, W, C)``: scaled to [0, 1], normalised, in its layout.
+
+        Every probe input is an 8-bit image, so this is one table look-up per channel: the
+        256 values of ``((k / 255) - mean) / std`` in the input's dtype, computed as the
+        arithmetic would compute them pixel by pixel (``k / 255`` rounded to float32 first).
+        """
+        if self._levels is None:
+            k = np.arange(256, dtype=np.uint8)
+            scaled = (k / np.float32(255.0)).astype(np.float64)
+            self._levels = ((scaled[None, :] - self.mean[:, None]) / self.std[:, None]).astype(self.input.dtype)
+        table = self._levels
+        b, h, w, c = levels.shape
+        if self.input.layout == "NCHW":
+            out = np.empty((b, c, h, w), dtype=table.dtype)
+            for ch in range(c):
+                np.take(table[ch], levels[..., ch], out=out[:, ch])
+        else:
+            out = np.empty((b, h, w, c), dtype=table.dtype)
+            for ch in range(c):
+                out[..., ch] = np.take(table[ch], levels[..., ch])
+        return out
+
     def raw_outputs(self, images01: np.ndarray) -> np.ndarray:
         """Model outputs on a batch of [0, 1] images ``(b, H, W, C)``; returns ``(b, n_out)`` float64."""
         spec = self.input
         x = ((images01.astype(np.float64) - self.mean) / self.std).astype(spec.dtype)
         if spec.layout == "NCHW":
             x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+        return np.asarray(self.run(x), dtype=np.float64)
+
+    def run(self, x: np.ndarray) -> np.ndarray:
+        """Model outputs ``(b, n_out)`` on a prepared input batch (:meth:`model_input`), in the output's dtype."""
+        spec = self.input
         b = x.shape[0]
         step = spec.batch or b
         parts = []
@@ -249,8 +295,8 @@ class OnnxImageClassifier:
                 out = self._session.run([self._output], {spec.name: chunk})[0]
             except Exception as exc:  # onnxruntime's own error types
                 raise ValueError(f"{self.where}: failed on a batch of shape {chunk.shape}: {exc}") from None
-            parts.append(np.asarray(out, dtype=np.float64)[: chunk.shape[0] - pad])
-        out = np.concatenate(parts)
+            parts.append(np.asarray(out)[: chunk.shape[0] - pad])
+        out = np.concatenate(parts) if len(parts) > 1 else parts[0]
         if out.ndim != 2 or out.shape[0] != b:
             raise ValueError(f"{self.where}: returned shape {out.shape} for {b} images; expected ({b}, n_classes).")
         return out
@@ -276,47 +322,6 @@ def _stream(seed: int, corruption: str, severity: int, position: int) -> np.rand
     return np.random.default_rng(
         np.random.SeedSequence(int(seed), spawn_key=(_CORRUPTION_INDEX[corruption], int(severity), int(position)))
     )
-
-
-def _quantise(x: np.ndarray) -> np.ndarray:
-    return (np.rint(np.clip(x, 0.0, 1.0) * 255.0) / 255.0).astype(np.float32)
-
-
-def _corrupt(x01: np.ndarray, positions: np.ndarray, corruption: str, severity: int, seed: int) -> np.ndarray:
-    f = CORRUPTIONS[corruption]
-    return _quantise(
-        np.concatenate(
-            [f(x01[j : j + 1], int(severity), _stream(seed, corruption, severity, p)) for j, p in enumerate(positions)]
-        )
-    )
-
-
-def probe_image(image: np.ndarray, probe: str, *, position: int, seed: int = 0) -> np.ndarray:
-    """Re-draw what the model saw for one image under one probe or natural transform.
-
-    Parameters
-    ----------
-    image : ndarray of uint8, shape (H, W, C)
-        The image at the model's input size (:meth:`ImageSet.read`).
-    probe : str
-        A ``probe`` value: ``"<corruption> s<severity>"`` or a natural-transform name.
-    position : int
-        The image's position in its :class:`ImageSet` (it keys the random stream).
-    seed : int
-
-    Returns
-    -------
-    ndarray of uint8, shape (H, W, C)
-    """
-    x = np.asarray(image)[None].astype(np.float32) / 255.0
-    if probe in NATURAL_TRANSFORMS:
-        out = _quantise(NATURAL_TRANSFORMS[probe](x.astype(np.float64)))
-    else:
-        name, _, sev = probe.rpartition(" s")
-        if name not in CORRUPTIONS or not sev.isdigit():
-            raise ValueError(f"`probe` must be '<corruption> s<severity>' or a natural transform; got {probe!r}.")
-        out = _corrupt(x, np.array([position]), name, int(sev), seed)
-    return np.rint(out[0] * 255.0).astype(np.uint8)
 
 
 @dataclass(frozen=True)
@@ -353,7 +358,15 @@ def _columns(probs: np.ndarray, labels: np.ndarray) -> dict[str, np.ndarray]:
     return {"pred": pred.astype(np.int64), "max_prob": probs[rows, pred], "true_prob": probs[rows, labels]}
 
 
-def _check_classes(model: OnnxImageClassifier, images: ImageSet, n_out: int) -> None:
+def _prob_columns(probs: np.ndarray) -> dict[str, np.ndarray]:
+    # One column per class, given to the DataFrame constructor at once: assigning a thousand
+    # columns to an existing frame inserts them one by one (minutes, and pandas' fragmentation
+    # warning per column).
+    return {f"prob_{c}": probs[:, c] for c in range(probs.shape[1])}
+
+
+def check_classes(model: OnnxImageClassifier, images: ImageSet, n_out: int) -> None:
+    """Every label has a model output (``0 .. n_out - 1``); else a ValueError naming the image."""
     over = np.flatnonzero(images.labels >= n_out)
     if over.size:
         i = int(over[0])
@@ -361,6 +374,279 @@ def _check_classes(model: OnnxImageClassifier, images: ImageSet, n_out: int) -> 
             f"{model.where}: outputs {n_out} classes (labels 0..{n_out - 1}), but image "
             f"{images.name(i)} has label {int(images.labels[i])}; the model and the labels do not match."
         )
+
+
+def _levels(x: np.ndarray) -> np.ndarray:
+    """The 8-bit image a probe input is: ``rint(255 clip(x, 0, 1))`` in ``x``'s own dtype, as uint8."""
+    return np.rint(np.clip(x, 0.0, 1.0) * 255.0).astype(np.uint8)
+
+
+def _corrupt(x01: np.ndarray, positions: np.ndarray, corruption: str, severity: int, seed: int) -> np.ndarray:
+    """The 8-bit corrupted images ``(b, H, W, C)``, each from its own random stream."""
+    f = CORRUPTIONS[corruption]
+    out = np.empty(x01.shape, dtype=np.uint8)
+    for j, p in enumerate(positions):
+        out[j] = _levels(f(x01[j : j + 1], int(severity), _stream(seed, corruption, severity, p)))[0]
+    return out
+
+
+def probe_image(image: np.ndarray, probe: str, *, position: int, seed: int = 0) -> np.ndarray:
+    """Re-draw what the model saw for one image under one probe or natural transform.
+
+    Parameters
+    ----------
+    image : ndarray of uint8, shape (H, W, C)
+        The image at the model's input size (:meth:`ImageSet.read`).
+    probe : str
+        A ``probe`` value: ``"<corruption> s<severity>"`` or a natural-transform name.
+    position : int
+        The image's position in its :class:`ImageSet` (it keys the random stream).
+    seed : int
+
+    Returns
+    -------
+    ndarray of uint8, shape (H, W, C)
+    """
+    x = np.asarray(image)[None].astype(np.float32) / np.float32(255.0)
+    if probe in NATURAL_TRANSFORMS:
+        return _levels(NATURAL_TRANSFORMS[probe](x.astype(np.float64)))[0]
+    name, _, sev = probe.rpartition(" s")
+    if name not in CORRUPTIONS or not sev.isdigit():
+        raise ValueError(f"`probe` must be '<corruption> s<severity>' or a natural transform; got {probe!r}.")
+    return _corrupt(x, np.array([position]), name, int(sev), seed)[0]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbePlan:
+    """What every image goes through, in the order of the model calls.
+
+    Attributes
+    ----------
+    probes : tuple of (corruption, severity)
+    natural : tuple of str
+        Natural-transform names.
+    recaptures : tuple of str
+        Condition names of the re-capture image sets, in the order given.
+    batch_size : int
+        Images per model call: batch ``i`` is images ``i * batch_size`` up to the next one,
+        whatever engine runs it, so the outputs do not depend on the engine.
+    seed : int
+        Seed of the random corruptions.
+    """
+
+    probes: tuple[tuple[str, int], ...]
+    natural: tuple[str, ...]
+    recaptures: tuple[str, ...]
+    batch_size: int
+    seed: int
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        """Labels of the model calls on one batch: ``clean``, the probes, the transforms, the re-captures."""
+        return ("clean", *(probe_name(c, s) for c, s in self.probes), *self.natural, *self.recaptures)
+
+    def n_batches(self, n_images: int) -> int:
+        return -(-int(n_images) // self.batch_size)
+
+
+def _batch_inputs(model: OnnxImageClassifier, images: ImageSet, perturbed: Sequence[ImageSet], plan: ProbePlan, idx):
+    """Yield ``(label, model input)`` of every variant of the images ``idx``, in ``plan.variants`` order."""
+    spec = model.input
+    size = (spec.height, spec.width)
+    clean = images.read(idx, size=size, channels=spec.channels)
+    yield "clean", model.model_input(clean)
+    x01 = clean.astype(np.float32) / np.float32(255.0)
+    for c, s in plan.probes:
+        yield probe_name(c, s), model.model_input(_corrupt(x01, idx, c, s, plan.seed))
+    if plan.natural:
+        x64 = x01.astype(np.float64)
+        for t in plan.natural:
+            yield t, model.model_input(_levels(NATURAL_TRANSFORMS[t](x64)))
+    for cond, other in zip(plan.recaptures, perturbed):
+        yield cond, model.model_input(other.read(idx, size=size, channels=spec.channels))
+
+
+_DONE = object()
+
+
+def _prepared_ahead(items, depth: int = 2):
+    """Iterate ``items`` while a second thread computes the next ``depth`` of them.
+
+    The model (onnxruntime, one thread) and the image arithmetic (numpy, scipy.ndimage and
+    Pillow, which release the GIL in their loops) then run on two cores at once. At most
+    ``depth + 1`` prepared batches exist beyond the one the model holds, so memory stays
+    bounded by the batch size. An error in the preparing thread is raised here; leaving the
+    loop early stops that thread.
+    """
+    box: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        box.put((item, None), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            box.put((_DONE, None))
+        except BaseException as exc:  # handed to the consumer, which raises it
+            box.put((_DONE, exc))
+
+    worker = threading.Thread(target=produce, name="probe-inputs", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item, error = box.get()
+            if item is _DONE:
+                if error is not None:
+                    raise error
+                return
+            yield item
+    finally:
+        stop.set()
+        while worker.is_alive():  # unblock a producer waiting on a full queue
+            try:
+                box.get_nowait()
+            except queue.Empty:
+                worker.join(0.05)
+
+
+def probe_raw(
+    model: OnnxImageClassifier,
+    images: ImageSet,
+    perturbed: Sequence[ImageSet],
+    plan: ProbePlan,
+    batches: Sequence[int],
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> np.ndarray:
+    """Raw model outputs of every variant of the images of ``batches`` (SPEC B.5 probes).
+
+    Parameters
+    ----------
+    model : OnnxImageClassifier
+    images : ImageSet
+    perturbed : sequence of ImageSet
+        The re-capture sets, in the order of ``plan.recaptures``.
+    plan : ProbePlan
+    batches : sequence of int
+        Batch indices, ascending: batch ``i`` is images ``i * plan.batch_size`` up to
+        ``(i + 1) * plan.batch_size`` (fewer for the last).
+    progress : callable(label), optional
+        Called after every model call with the variant's label.
+
+    Returns
+    -------
+    ndarray, shape (len(plan.variants), n_batch_images, n_out)
+        In the dtype of the model's output; variant axis in ``plan.variants`` order.
+    """
+    n = len(images)
+    size = plan.batch_size
+    ranges = [np.arange(b * size, min((b + 1) * size, n)) for b in batches]
+    m = sum(len(r) for r in ranges)
+    out = None
+    n_variants = len(plan.variants)
+
+    def inputs():
+        for idx in ranges:
+            for v, (label, x) in enumerate(_batch_inputs(model, images, perturbed, plan, idx)):
+                yield idx, v, label, x
+
+    offset = {int(r[0]): sum(len(q) for q in ranges[:i]) for i, r in enumerate(ranges)}
+    with _one_blas_thread():
+        for idx, v, label, x in _prepared_ahead(inputs()):
+            out = _store(out, model, model.run(x), idx, v, offset, n_variants, m)
+            if progress is not None:
+                progress(label)
+    return out
+
+
+def _store(out, model, raw, idx, v, offset, n_variants, m):
+    """Put one model call's outputs in place (the array is made at the first call)."""
+    if out is None:
+        out = np.empty((n_variants, m, raw.shape[1]), dtype=raw.dtype)
+    elif raw.shape[1] != out.shape[2]:
+        raise ValueError(
+            f"{model.where}: returned {raw.shape[1]} outputs per image, {out.shape[2]} on an earlier batch."
+        )
+    start = offset[int(idx[0])]
+    out[v, start : start + len(idx)] = raw
+    return out
+
+
+def _one_blas_thread():
+    """OpenBLAS (pixelate's and motion blur's products) on one thread while a probe runs.
+
+    The limit is process-wide for the duration of the run (a dashboard process shares it).
+
+    Its worker threads spin between calls and took the model's core: with two BLAS threads
+    the model ran 2-3x slower beside pixelate or motion blur (measured in one process). The
+    products split the output among threads, never a sum, so the bits do not change
+    (``tests/imaging/test_probe_equals_twin.py``).
+    """
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def output_count(model: OnnxImageClassifier, images: ImageSet) -> int:
+    """Number of model outputs: from the graph, or from one clean image when the graph leaves it open."""
+    if model.n_classes is not None:
+        return model.n_classes
+    spec = model.input
+    first = images.read(np.arange(1), size=(spec.height, spec.width), channels=spec.channels)
+    return int(model.run(model.model_input(first)).shape[1])
+
+
+def check_perturbed(images: ImageSet, perturbed: Mapping[str, ImageSet]) -> None:
+    """Every re-capture set holds the same images, in the same order, with the same labels."""
+    for other in perturbed.values():
+        if tuple(map(str, other.record_ids)) != tuple(map(str, images.record_ids)):
+            a, b = set(map(str, images.record_ids)), set(map(str, other.record_ids))
+            diff = sorted(a ^ b)[:5]
+            raise ValueError(
+                f"--perturbed {other.where}: must hold the same images as --images {images.where} "
+                f"(same file names, same order of labels); differing: {diff or 'the order'}."
+            )
+        if not np.array_equal(other.labels, images.labels):
+            i = int(np.flatnonzero(other.labels != images.labels)[0])
+            raise ValueError(
+                f"--perturbed {other.where}: label of {other.record_ids[i]!r} is {other.labels[i]}, "
+                f"but {images.labels[i]} in {images.where}."
+            )
+
+
+def probe_plan(
+    model: OnnxImageClassifier,
+    images: ImageSet,
+    *,
+    probes: Sequence[tuple[str, int]] = DEFAULT_PROBES,
+    natural: Sequence[str] = tuple(NATURAL_TRANSFORMS),
+    perturbed: Mapping[str, ImageSet] | None = None,
+    batch_size: int = 256,
+    seed: int = 0,
+) -> ProbePlan:
+    """The :class:`ProbePlan` of a probe run, once everything it needs is checked (before any batch).
+
+    Parameters are those of :func:`run_probes`. Raises ValueError for a bad ``batch_size``,
+    a re-capture set that differs from ``images`` and a label the model has no output for.
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"`batch_size` must be a positive int; got {batch_size!r}.")
+    perturbed = dict(perturbed or {})
+    check_perturbed(images, perturbed)
+    check_classes(model, images, output_count(model, images))
+    return ProbePlan(
+        probes=tuple((str(c), int(s)) for c, s in probes),
+        natural=tuple(natural),
+        recaptures=tuple(map(str, perturbed)),
+        batch_size=int(batch_size),
+        seed=int(seed),
+    )
 
 
 def run_probes(
@@ -389,10 +675,12 @@ def run_probes(
     perturbed : mapping of condition name -> ImageSet, optional
         Real re-captures of the same images (same record ids and labels).
     batch_size : int
-        Images per model call; bounds memory (one batch of one variant at a time).
+        Images per model call; bounds memory (a few batches of one variant at a time: the
+        next inputs are prepared while the model runs).
     seed : int
         Seed of the random corruptions.
     progress : callable(label, done, total), optional
+        Called after every model call (``total`` = batches x variants).
 
     Returns
     -------
@@ -404,34 +692,12 @@ def run_probes(
         A label the model has no output for, a re-capture set that differs from ``images``,
         an image that cannot be decoded (the message names the file).
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise ValueError(f"`batch_size` must be a positive int; got {batch_size!r}.")
-    name = str(model_name or "model")
-    probes = tuple((str(c), int(s)) for c, s in probes)
-    natural = tuple(natural)
     perturbed = dict(perturbed or {})
-    n = len(images)
-    if model.n_classes is not None:
-        _check_classes(model, images, model.n_classes)
-    for cond, other in perturbed.items():
-        if tuple(map(str, other.record_ids)) != tuple(map(str, images.record_ids)):
-            a, b = set(map(str, images.record_ids)), set(map(str, other.record_ids))
-            diff = sorted(a ^ b)[:5]
-            raise ValueError(
-                f"--perturbed {other.where}: must hold the same images as --images {images.where} "
-                f"(same file names, same order of labels); differing: {diff or 'the order'}."
-            )
-        if not np.array_equal(other.labels, images.labels):
-            i = int(np.flatnonzero(other.labels != images.labels)[0])
-            raise ValueError(
-                f"--perturbed {other.where}: label of {other.record_ids[i]!r} is {other.labels[i]}, "
-                f"but {images.labels[i]} in {images.where}."
-            )
-    spec = model.input
-    size = (spec.height, spec.width)
-    starts = range(0, n, batch_size)
-    n_variants = 1 + len(probes) + len(natural) + len(perturbed)
-    total, done = len(starts) * n_variants, 0
+    plan = probe_plan(
+        model, images, probes=probes, natural=natural, perturbed=perturbed, batch_size=batch_size, seed=seed
+    )
+    n_batches = plan.n_batches(len(images))
+    total, done = n_batches * len(plan.variants), 0
 
     def tick(label: str) -> None:
         nonlocal done
@@ -439,47 +705,56 @@ def run_probes(
         if progress is not None:
             progress(label, done, total)
 
-    # Pass 1, clean: fixes logits vs probabilities and checks the labels before the long pass.
-    raw_clean = []
-    for s in starts:
-        idx = np.arange(s, min(s + batch_size, n))
-        raw_clean.append(model.raw_outputs(images.read(idx, size=size, channels=spec.channels) / np.float32(255.0)))
-        tick("clean")
-    raw = np.concatenate(raw_clean)
-    n_out = raw.shape[1]
-    _check_classes(model, images, n_out)
-    logits = not _is_probabilities(raw)
-    clean_probs = _to_probabilities(raw, logits)
+    raw = probe_raw(model, images, list(perturbed.values()), plan, range(n_batches), progress=tick)
+    return assemble_probe_result(raw, model, images, plan, model_name=model_name, perturbed=perturbed)
+
+
+def assemble_probe_result(
+    raw: np.ndarray,
+    model: OnnxImageClassifier,
+    images: ImageSet,
+    plan: ProbePlan,
+    *,
+    model_name: str | None,
+    perturbed: Mapping[str, ImageSet],
+) -> ProbeResult:
+    """The :class:`ProbeResult` of the raw outputs of every image (:func:`probe_raw` over all batches).
+
+    Whether the model gives logits or probabilities is decided here, on every clean row.
+    """
+    name = str(model_name or "model")
+    spec = model.input
+    n = len(images)
+    n_out = raw.shape[2]
+    check_classes(model, images, n_out)
+    clean_raw = raw[0].astype(np.float64)
+    logits = not _is_probabilities(clean_raw)
+    clean_probs = _to_probabilities(clean_raw, logits)
     labels = images.labels
     clean_cols = _columns(clean_probs, labels)
     correct = clean_cols["pred"] == labels
+    n_probes = len(plan.probes)
 
-    variants = [(probe_name(c, s), "corruption", (c, s)) for c, s in probes] + [(t, "transform", t) for t in natural]
-    outputs = {v[0]: np.empty((n, n_out), dtype=np.float32) for v in variants}
-    pert_out = {c: np.empty((n, n_out), dtype=np.float32) for c in perturbed}
-    for s in starts:
-        idx = np.arange(s, min(s + batch_size, n))
-        x01 = images.read(idx, size=size, channels=spec.channels).astype(np.float32) / np.float32(255.0)
-        for label, kind, what in variants:
-            if kind == "corruption":
-                x = _corrupt(x01, idx, what[0], what[1], seed)
-            else:
-                x = _quantise(NATURAL_TRANSFORMS[what](x01.astype(np.float64)))
-            outputs[label][idx] = _to_probabilities(model.raw_outputs(x), logits)
-            tick(label)
-        for cond, other in perturbed.items():
-            x = other.read(idx, size=size, channels=spec.channels).astype(np.float32) / np.float32(255.0)
-            pert_out[cond][idx] = _to_probabilities(model.raw_outputs(x), logits)
-            tick(cond)
+    def probs_of(v: int) -> np.ndarray:
+        return _to_probabilities(raw[v].astype(np.float64), logits)
+
+    variants = [(probe_name(c, s), "corruption", 1 + i) for i, (c, s) in enumerate(plan.probes)]
+    variants += [(t, "transform", 1 + n_probes + i) for i, t in enumerate(plan.natural)]
+    outputs = {label: probs_of(v) for label, _, v in variants}
+    recapture_at = 1 + n_probes + len(plan.natural)
+    pert_out = {cond: probs_of(recapture_at + i) for i, cond in enumerate(plan.recaptures)}
 
     ids = np.asarray(images.record_ids, dtype=object if isinstance(images.record_ids[0], str) else np.int64)
     prob_cols = [f"prob_{c}" for c in range(n_out)]
     extra = {} if images.splits is None else {"split": images.splits}
-    clean = pd.DataFrame({"model": name, "record_id": ids, "true_label": labels, **extra, **clean_cols})
-    clean[prob_cols] = clean_probs
+    clean = pd.DataFrame(
+        {"model": name, "record_id": ids, "true_label": labels, **extra, **clean_cols, **_prob_columns(clean_probs)}
+    )
     frames = {"corruption": [], "transform": []}
     for label, kind, _ in variants:
         probs = outputs[label]
+        vectors = probs.astype(np.float64)
+        vectors[~correct] = np.nan  # A3 needs vectors only on the scored (clean-correct) images
         frame = pd.DataFrame(
             {
                 "model": name,
@@ -488,11 +763,9 @@ def run_probes(
                 "kind": kind,
                 "true_label": labels,
                 **_columns(probs, labels),
+                **_prob_columns(vectors),
             }
         )
-        vectors = probs.astype(np.float64)
-        vectors[~correct] = np.nan  # A3 needs vectors only on the scored (clean-correct) images
-        frame[prob_cols] = vectors
         frames[kind].append(frame)
     empty = pd.DataFrame(
         columns=["model", "record_id", "probe", "kind", "true_label", "pred", "max_prob", "true_prob", *prob_cols]
@@ -501,7 +774,7 @@ def run_probes(
     natural_df = pd.concat(frames["transform"], ignore_index=True) if frames["transform"] else empty.copy()
 
     record_parts = []
-    sides = [(probe_name(c, s), "synthetic", outputs[probe_name(c, s)]) for c, s in probes]
+    sides = [(probe_name(c, s), "synthetic", outputs[probe_name(c, s)]) for c, s in plan.probes]
     sides += [(cond, "recapture", pert_out[cond]) for cond in perturbed]
     for cond, source, probs in sides:
         pert = _columns(probs, labels)
@@ -543,13 +816,13 @@ def run_probes(
         "images": images.where,
         "n_images": int(n),
         "clean_accuracy": float(correct.mean()),
-        "probes": [probe_name(c, s) for c, s in probes],
-        "natural": list(natural),
+        "probes": [probe_name(c, s) for c, s in plan.probes],
+        "natural": list(plan.natural),
         "recaptures": {cond: other.where for cond, other in perturbed.items()},
-        "seed": int(seed),
-        "batch_size": int(batch_size),
+        "seed": plan.seed,
+        "batch_size": plan.batch_size,
         "note": "Corruption parameters follow ImageNet-C with spatial sizes scaled to 32 px "
-        "(core.paired.corruptions); every probe input is an 8-bit image.",
+        "(core.imaging.corruptions); every probe input is an 8-bit image.",
     }
     return ProbeResult(clean, probes_df, natural_df, records, manifest)
 
@@ -620,7 +893,7 @@ def probe_uploaded(
     ValueError
         Naming the uploaded file.
     """
-    from core.paired.images import open_zip_images
+    from core.imaging.images import open_zip_images
     from core.validation import check_upload_size
 
     files = [("model", model_file, ".onnx"), ("images", images_zip, ".zip")]

@@ -43,7 +43,7 @@ __all__ = [
     "RECAPTURE_LEVELS",
     "SEVERITY_PARAMETERS",
     "RecaptureCondition",
-    # building blocks shared with core.paired.recapture_sim
+    # building blocks shared with core.imaging.recapture_sim
     "batch_iv",
     "finish_batch",
     "homographies",
@@ -279,45 +279,30 @@ def motion_blur_image(images, index: int, severity, rng) -> np.ndarray:
     return finish_batch(_streak(x[i : i + 1], angle[i : i + 1], radius, sigma), False)[0]
 
 
-# Images per map_coordinates call in _streak: each image's taps read that image only and are
-# summed in a fixed order, so chunks give the same bytes as one image at a time; the tap
-# coordinates of the demo pool's 1,500 images at once were 300 MB (2.7 s a severity, 0.35 s in
-# chunks).
-_STREAK_CHUNK = 64
-
-
 def _streak(x: np.ndarray, angle: np.ndarray, radius: float, sigma: float) -> np.ndarray:
-    """Motion-blur taps of a grey batch ``(n, H, W)`` along one angle per image."""
+    """Motion-blur taps of a grey batch ``(n, H, W)`` along one angle per image.
+
+    Each image's taps read that image only and are summed in a fixed order, so an image
+    streaked alone is the same bytes as in any batch (:func:`motion_blur_image`).
+    """
     from scipy import ndimage
 
     n, h, w = x.shape
-    if n > _STREAK_CHUNK:
-        return np.concatenate(
-            [
-                _streak(x[i : i + _STREAK_CHUNK], angle[i : i + _STREAK_CHUNK], radius, sigma)
-                for i in range(0, n, _STREAK_CHUNK)
-            ]
-        )
     dist = np.arange(2 * int(np.ceil(radius)) + 1, dtype=np.float64)
     weights = np.exp(-(dist**2) / (2.0 * sigma**2))
     weights /= weights.sum()
-    rows = (
-        np.arange(h, dtype=np.float64)[None, None, :, None]
-        + dist[None, :, None, None] * np.sin(angle)[:, None, None, None]
-    )
-    cols = (
-        np.arange(w, dtype=np.float64)[None, None, None, :]
-        + dist[None, :, None, None] * np.cos(angle)[:, None, None, None]
-    )
-    shape = (n, dist.size, h, w)
-    coords = np.stack(
-        [
-            np.broadcast_to(np.arange(n, dtype=np.float64)[:, None, None, None], shape),
-            np.broadcast_to(rows, shape),
-            np.broadcast_to(cols, shape),
-        ]
-    )
-    taps = ndimage.map_coordinates(x, coords, order=1, mode="nearest")
+    shape = (dist.size, h, w)
+    taps = np.empty((n, *shape))
+    coords = None
+    for i in range(n):
+        # One image at a time in 2-D: bilinear, 4 taps a point. The former 3-D call over the
+        # whole batch read the image index as an exact coordinate, whose second tap has
+        # weight 0, so the sums are the same and half the reads go.
+        if coords is None or angle[i] != angle[i - 1]:  # the channels of a colour image share it
+            rows = np.arange(h, dtype=np.float64)[None, :, None] + dist[:, None, None] * np.sin(angle[i])
+            cols = np.arange(w, dtype=np.float64)[None, None, :] + dist[:, None, None] * np.cos(angle[i])
+            coords = np.stack([np.broadcast_to(rows, shape), np.broadcast_to(cols, shape)])
+        taps[i] = ndimage.map_coordinates(x[i], coords, order=1, mode="nearest")
     # Tap by tap, not a BLAS dot product: its summation order follows the batch's size.
     out = taps[:, 0] * weights[0]
     for k in range(1, dist.size):
@@ -420,12 +405,15 @@ def _affine(x: np.ndarray, matrix: np.ndarray, *, shift=(0.0, 0.0), cval: float 
         return np.stack([_affine(x[..., c], matrix, shift=shift, cval=cval) for c in range(x.shape[-1])], -1)
     _, h, w = x.shape
     centre = np.array([(h - 1) / 2.0, (w - 1) / 2.0])
-    full = np.eye(3)
-    full[1:, 1:] = matrix
-    offset = np.zeros(3)
-    offset[1:] = centre - matrix @ centre - np.asarray(shift, dtype=np.float64)
+    offset = centre - matrix @ centre - np.asarray(shift, dtype=np.float64)
     mode, fill = ("mirror", 0.0) if cval is None else ("constant", cval)
-    return ndimage.affine_transform(x, full, offset=offset, order=1, mode=mode, cval=fill)
+    # One image at a time in 2-D (bilinear, 4 taps a point): the former 3-D call over the batch
+    # read the image index as an exact coordinate whose second tap has weight 0, so the sums
+    # are the same and half the reads go.
+    out = np.empty(x.shape, dtype=x.dtype)
+    for i in range(x.shape[0]):
+        ndimage.affine_transform(x[i], matrix, offset=offset, order=1, mode=mode, cval=fill, output=out[i])
+    return out
 
 
 def _rotation(degrees: float) -> np.ndarray:

@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.paired.corruptions import NATURAL_TRANSFORMS
-from core.paired.demo import (
+from core.imaging.corruptions import NATURAL_TRANSFORMS
+from core.imaging.demo import (
     FASHION_MNIST_DIR,
     MODEL_SPECS,
     N_DEV_PER_CLASS,
@@ -178,7 +178,7 @@ def test_screening_runs_on_the_shipped_pool_and_all_tiers_occur(shipped):
 # ------------------------------------------------------------------------------------------
 @pytest.mark.portable
 def test_every_condition_renders_the_shipped_model_inputs(shipped):
-    from core.paired.demo import _digest
+    from core.imaging.demo import _digest
 
     assert _digest(shipped.images) == shipped.manifest["images_sha256"]
     seed = shipped.manifest["seed"]
@@ -303,7 +303,7 @@ def test_saved_models_predict_exactly_what_was_trained(retrained, tmp_path):
     save_demo_models(retrained.fitted, tmp_path)
     loaded = load_demo_models(tmp_path, models=SLICE_MODELS)
     x = retrained.images[:64].astype(np.float32) / 255.0
-    from core.paired.demo import _SPECS_BY_NAME, _predictor
+    from core.imaging.demo import _SPECS_BY_NAME, _predictor
 
     for name, model in retrained.fitted.items():
         np.testing.assert_array_equal(loaded[name](x), _predictor(_SPECS_BY_NAME[name], model)(x), err_msg=name)
@@ -325,7 +325,7 @@ class _Payload:
 def _pool_copy(tmp_path, names):
     import shutil
 
-    from core.paired.demo import DEFAULT_DIR
+    from core.imaging.demo import DEFAULT_DIR
 
     (tmp_path / "models").mkdir()
     shutil.copy(DEFAULT_DIR / "manifest.json", tmp_path / "manifest.json")
@@ -552,7 +552,7 @@ def _expand_twin(df: pd.DataFrame) -> pd.DataFrame:
 def test_expand_equals_the_row_by_row_conversion():
     """Every shipped table, and categoricals with unused and missing categories, read back as
     the row-by-row ``astype(str)`` reads them, dtypes included."""
-    from core.paired.demo import _FILES, DEFAULT_DIR, _expand
+    from core.imaging.demo import _FILES, DEFAULT_DIR, _expand
 
     for role in ("records", "probes", "clean", "models", "conditions"):
         stored = pd.read_parquet(DEFAULT_DIR / _FILES[role])

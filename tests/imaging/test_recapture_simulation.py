@@ -1,11 +1,11 @@
-"""Simulated screen and print re-captures (core.paired.recapture_sim)."""
+"""Simulated screen and print re-captures (core.imaging.recapture_sim)."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.paired.recapture_sim import (
+from core.imaging.recapture_sim import (
     CAPTURE_LEVELS,
     MEDIUM_LEVELS,
     SUPERSAMPLE,
@@ -57,7 +57,7 @@ def test_simulation_is_seeded_shaped_and_on_the_8_bit_grid():
 def test_batches_larger_than_a_chunk_equal_their_per_image_draws():
     """Chunked rendering must not change the result: the first images of a long batch equal a
     batch rendered in one chunk with the same draws (the draws are made up front)."""
-    from core.paired import recapture_sim
+    from core.imaging import recapture_sim
 
     x = np.concatenate([_images(3, seed=s) for s in range(3)])
     cond = SimulatedRecapture("print", 1, 1)

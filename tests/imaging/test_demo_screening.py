@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from core.digests import code_sha256, frame_sha256
-from core.paired.demo import load_demo_pool
-from core.paired.demo_screening import (
+from core.imaging.demo import load_demo_pool
+from core.imaging.demo_screening import (
     OUTCOME_SOURCE,
     PRECOMPUTED_SCREENING,
     demo_outcomes,
@@ -89,7 +89,7 @@ def test_fingerprint_names_inputs_code_and_library_versions(pool):
     }
     assert fp["probes_sha256"] == frame_sha256(pool.probes)
     assert fp["outcomes_sha256"] == frame_sha256(demo_outcomes(pool))
-    from core.paired import demo_screening
+    from core.imaging import demo_screening
 
     assert fp["code_sha256"] == code_sha256(demo_screening._CODE)
     assert fp != screening_fingerprint(dataclasses.replace(pool, clean=pool.clean.astype({"record_id": "int32"})))
@@ -118,16 +118,16 @@ def test_the_code_digest_covers_every_project_module_the_scores_run():
     import ast
     import importlib
 
-    from core.paired import demo_screening
+    from core.imaging import demo_screening
 
     # Imported for names that do not enter the numbers: warning classes, the random stream
     # (screening_scores draws nothing; the bootstrap functions that do are not run).
-    # core.atomic and core.digests write and sign the file; core.resources only says where it is.
+    # core.atomic and core.digests write and sign the file, core.resources says where it lives.
     ignored = {"core.exceptions", "core._rng", "core.atomic", "core.digests", "core.resources"}
-    todo, seen = ["core.paired.demo_screening"], set()
+    todo, seen = ["core.imaging.demo_screening"], set()
     while todo:
         name = todo.pop()
-        if name in seen or name in ignored or name == "core.paired.demo":
+        if name in seen or name in ignored or name == "core.imaging.demo":
             continue  # the pool's loader: its output is hashed, not its code
         seen.add(name)
         tree = ast.parse(Path(importlib.import_module(name).__file__).read_text(encoding="utf-8"))
