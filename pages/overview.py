@@ -386,10 +386,7 @@ def _own_body() -> None:
     saved = saved_folder()
     if saved is not None:
         st.subheader(f"Saved audit: {saved.path.name}")
-        st.caption(
-            f"Folder `{saved.path}` · model {saved.protocol.get('model', '?')} · certificate fingerprint "
-            f"`{saved.fingerprint[:16]}…`"
-        )
+        st.caption(f"Model {saved.protocol.get('model', '?')} · certificate fingerprint `{saved.fingerprint[:16]}…`")
         if saved.unavailable:
             st.warning(
                 f"The model is unavailable: {saved.unavailable}. Every page shows the saved tables; only "
@@ -411,10 +408,7 @@ def _own_body() -> None:
     with guarded("Audit"):
         result = current_audit()
         _data_section(result.dataset, label=own_label())
-        st.caption(
-            "The protocol is the one the audit was made with (chosen when auditing: the `audit` command's "
-            "protocol options or `audit_model(..., protocol=...)`)."
-        )
+        st.caption("The protocol is the one the audit was made with; it was chosen when the audit was run.")
         _glance_section()
 
 

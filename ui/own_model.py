@@ -308,7 +308,7 @@ def _trust_offer(model_bytes: bytes | None) -> None:
         icon=":material/gpp_maybe:",
     )
     st.button(
-        f"Trust these {len(types)} types and retry",
+        f"Trust {'this type' if len(types) == 1 else f'these {len(types)} types'} and retry",
         key="own_trust_retry",
         icon=":material/verified_user:",
         on_click=_trust_and_retry,

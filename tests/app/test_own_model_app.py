@@ -194,7 +194,7 @@ def test_an_upload_with_untrusted_types_lists_them(monkeypatch, reviews_db):
     assert any("TreePredictor" in e.value and "Trust them in the sidebar" in e.value for e in at.error)
     assert not any("Showing" in c.value for c in at.sidebar.caption), "no claim of a model that failed"
     assert any("could not be audited" in e.value for e in at.sidebar.error)
-    assert at.sidebar.button(key="own_trust_retry").label == "Trust these 1 types and retry"
+    assert at.sidebar.button(key="own_trust_retry").label == "Trust this type and retry"
     _no_cli_flags(at)
 
 

@@ -130,6 +130,9 @@ def test_every_page_shows_what_the_eager_path_showed(monkeypatch, reviews_db, to
     for page in PAGES:
         assert lazy[page] == eager[page], page
     assert any(e[0] == "pills" for e in lazy["explorer"]), "the what-if was compared with its model"
+    shown = json.dumps(lazy, default=str)
+    assert tool_audit.name in shown, "the folder is named by its name"
+    assert str(tool_audit.parent) not in shown, "no page shows where the folder lies on the server"
 
 
 def _upload_state(train, test, *, trust):
