@@ -203,3 +203,35 @@ def test_the_cli_types_accept_exactly_what_the_checks_accept(text):
     ):
         cli, api = verdict(parse, check, convert)
         assert cli == api, (parse, text)
+
+
+# ---------------------------------------------------------------------------- upload sniffing
+@pytest.mark.parametrize(
+    ("head", "kind"),
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "a PNG image"),
+        (b"\xff\xd8\xff\xe0\x00\x10JFIF", "a JPEG image"),
+        (b"%PDF-1.7\n", "a PDF document"),
+        (b"PK\x03\x04\x14\x00", "a ZIP archive"),
+        (b"PAR1\x15\x04", "a Parquet file"),
+        (b"\x80\x04\x95\x10", "a Python pickle"),
+    ],
+)
+def test_binary_files_renamed_csv_are_refused_before_any_column_is_offered(head, kind):
+    from core.views.uploads import table_columns
+
+    with pytest.raises(ValueError, match=rf"'photo\.csv' is {kind}.*not a text table"):
+        table_columns(head + bytes(100), "photo.csv")
+
+
+def test_text_tables_pass_the_sniffing():
+    from core.validation import check_text_table
+    from core.views.uploads import table_columns
+
+    assert table_columns("\ufeffx;y\n1;a\n".encode("utf-8"), "ok.csv") == ["x", "y"]
+    big = ("é," * 40000).encode("utf-8")  # a two-byte character straddles the 64 KiB cut
+    check_text_table(big, "big.csv")
+    with pytest.raises(ValueError, match=r"'latin\.csv' is not UTF-8 text .* at byte 9\)"):
+        check_text_table("ville,y\nZürich,a\n".encode("latin-1"), "latin.csv")
+    with pytest.raises(ValueError, match="holds binary content"):
+        check_text_table(b"x,y\n1,\x00\n", "nul.csv")
