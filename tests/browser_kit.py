@@ -1,6 +1,6 @@
 """The real-browser kit: a dashboard server on a free port, Debian's Chromium, and the waits.
 
-One home for what the browser tests (``tests/app/test_browser*.py``, ``test_report.py``), the
+One home for what the browser tests (``tests/app/test_browser*.py``, ``tests/test_report*.py``), the
 screenshots (``scripts/screenshots.py``) and the startup benchmark
 (``tests/bench/bench_startup.py``) all need. It lives under ``tests/`` because it is a test
 helper, not part of the product (``core/`` owns no test helpers); the scripts put ``tests/`` on

@@ -79,16 +79,3 @@ def browser():
             pytest.fail(str(exc))
         yield chromium
         chromium.close()
-
-
-@pytest.fixture(scope="module")
-def audit(tmp_path_factory):
-    """(AuditResult, folder) of breast_cancer + logreg, seed 0, the folder written as ``python -m core audit``
-    writes it (the report tests; a test module may define its own ``audit``)."""
-    from core.tabular.audit import run_audit, write_audit
-
-    result = run_audit("breast_cancer", model="logreg", seed=0)
-    folder = tmp_path_factory.mktemp("audit") / "bc"
-    folder.mkdir()
-    write_audit(result, folder)
-    return result, folder

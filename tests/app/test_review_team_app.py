@@ -1,5 +1,5 @@
-"""The dashboard under a review team (AppTest): the sign-in gate, roles in the Triage page, the
-local-mode note, and the ``dashboard`` command's ``--team`` / ``--secrets``."""
+"""The dashboard under a review team (AppTest): the sign-in gate, roles in the Triage page and the
+local-mode note (the ``dashboard`` command's ``--team`` / ``--secrets``: ``tests/test_dashboard_cli.py``)."""
 
 from __future__ import annotations
 
@@ -101,42 +101,3 @@ def test_a_reviewer_decides_as_the_signed_in_user(reviews_db, team_file):
 def test_local_mode_says_so_in_the_sidebar(app):
     assert_ok(app)
     assert any("Single-user local mode" in c.value for c in app.sidebar.caption)
-
-
-# ---------------------------------------------------------------------------------------------
-# The `dashboard` command
-def test_dashboard_command_passes_team_and_secrets(tmp_path):
-    from core.dashboard_cli import streamlit_command
-
-    team = tmp_path / "team.toml"
-    team.write_text(TEAM)
-    secrets = tmp_path / "secrets.toml"
-    secrets.write_text("[auth]\n" + "".join(f'{k} = "{v}"\n' for k, v in AUTH.items()))
-    command = streamlit_command(team=str(team), secrets=str(secrets))
-    assert f"--secrets.files={secrets.resolve()}" in command
-    assert command[command.index("--") :][-2:] == ["--team", str(team.resolve())]
-
-
-@pytest.mark.parametrize(
-    "team, secrets, match",
-    [
-        ('[members]\n"bo@example.org" = "boss"\n', None, r"line 2, members\.'bo@example\.org': role 'boss'"),
-        (None, "[auth]\n", r"--secrets turns sign-in on.*give --team"),
-        (TEAM, 'title = "x"\n', r"has no \[auth\] section"),
-        (TEAM, '[auth]\nredirect_uri = "http://x/oauth2callback"\n', r"\[auth\] lacks cookie_secret, client_id"),
-    ],
-    ids=["bad-role", "secrets-without-team", "no-auth", "auth-incomplete"],
-)
-def test_dashboard_command_refuses_unusable_team_or_secrets(tmp_path, capsys, team, secrets, match):
-    from core.cli import main
-
-    argv = ["dashboard"]
-    if team is not None:
-        (tmp_path / "team.toml").write_text(team)
-        argv += ["--team", str(tmp_path / "team.toml")]
-    if secrets is not None:
-        (tmp_path / "secrets.toml").write_text(secrets)
-        argv += ["--secrets", str(tmp_path / "secrets.toml")]
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and __import__("re").search(match, err), err

@@ -1,5 +1,5 @@
-"""Review store version 3: retractions, reason codes, idempotent submissions, audit context,
-migration of version 1/2 files, and the queue helpers (against naive twins)."""
+"""Review store version 3: retractions, reason codes, idempotent submissions, audit context and
+migration of version 1/2 files (the queue helpers: ``test_review_queue.py``)."""
 
 from __future__ import annotations
 
@@ -18,17 +18,9 @@ from core.reviews import (
     REASONS,
     REVIEW_COLUMNS,
     AuditKey,
-    QueueFilter,
     ReviewStore,
     data_fingerprint,
-    filter_queue,
-    next_unreviewed,
-    remember_reviewer,
-    remembered_reviewer,
-    settings_path,
-    step_case,
 )
-from core.reviews.queue import minutes
 
 V1_COLUMNS = list(REVIEW_COLUMNS[:7])
 
@@ -319,106 +311,3 @@ def test_concurrent_first_opens_migrate_once(tmp_path):
     assert len(history) == 3 + 4
     assert history["review_id"].tolist() == list(range(1, 8))
     assert (history["reasons"].iloc[3:] == "other").all()  # no row lost its new columns to a second migration
-
-
-# ---------------------------------------------------------------------------------------------
-# Queue helpers against naive twins
-_ids = st.lists(st.integers(0, 30), unique=True, max_size=12)
-
-
-@given(order=_ids, reviewed=st.sets(st.integers(0, 30)), current=st.one_of(st.none(), st.integers(0, 30)))
-def test_next_unreviewed_matches_a_naive_scan(order, reviewed, current):
-    got = next_unreviewed(order, reviewed, current)
-    if current in order:
-        i = order.index(current)
-        ring = order[i + 1 :] + order[:i]
-    else:
-        ring = order
-    expected = None
-    for sid in ring:
-        if sid not in reviewed and sid != current:
-            expected = sid
-            break
-    assert got == expected
-
-
-@given(order=_ids, current=st.integers(0, 30), delta=st.integers(-3, 3))
-def test_step_case_clamps_to_the_ends(order, current, delta):
-    got = step_case(order, current, delta)
-    if not order:
-        assert got is None
-    elif current not in order:
-        assert got == order[0]
-    else:
-        assert got == order[max(0, min(len(order) - 1, order.index(current) + delta))]
-
-
-_latest_rows = st.dictionaries(
-    st.integers(0, 9),
-    st.tuples(
-        st.sampled_from(DECISIONS), st.sampled_from(["ana", "bo"]), st.sets(st.sampled_from(list(REASONS)), max_size=2)
-    ),
-)
-
-
-@given(
-    latest_rows=_latest_rows,
-    status=st.sampled_from(["all", "unreviewed", "reviewed"]),
-    decisions=st.sets(st.sampled_from(DECISIONS), max_size=2),
-    reviewers=st.sets(st.sampled_from(["ana", "bo"]), max_size=1),
-    reasons=st.sets(st.sampled_from(list(REASONS)), max_size=2),
-)
-def test_filter_queue_matches_a_naive_loop(latest_rows, status, decisions, reviewers, reasons):
-    queue = pd.DataFrame({"sample_id": [7, 3, 9, 0, 5, 1], "rank": range(1, 7)})
-    latest = pd.DataFrame(
-        [(str(s), d, r, ",".join(c for c in REASONS if c in rs)) for s, (d, r, rs) in latest_rows.items()],
-        columns=["sample_id", "decision", "reviewer", "reasons"],
-    )
-    criteria = QueueFilter(status, tuple(decisions), tuple(reviewers), tuple(reasons))
-    expected = []
-    for sid in queue["sample_id"]:
-        entry = latest_rows.get(sid)
-        ok = {"all": True, "unreviewed": entry is None, "reviewed": entry is not None}[status]
-        ok &= not decisions or (entry is not None and entry[0] in decisions)
-        ok &= not reviewers or (entry is not None and entry[1] in reviewers)
-        ok &= not reasons or (entry is not None and bool(entry[2] & reasons))
-        if ok:
-            expected.append(sid)
-    assert filter_queue(queue, latest, criteria)["sample_id"].tolist() == expected
-
-
-def test_queue_filter_refuses_unknown_values():
-    with pytest.raises(ValueError, match=r"`status` must be one of .*got 'done'"):
-        QueueFilter("done")
-    with pytest.raises(ValueError, match=r"`reasons` must be among .*got \['vibes'\]"):
-        QueueFilter(reasons=("vibes",))
-
-
-def test_minutes_drops_seconds_and_keeps_missing():
-    shown = minutes(pd.Series(["2026-01-31T09:15:59.123456+00:00", None, "2026-02-01T23:59:00.000001+01:00"]))
-    assert shown.tolist() == ["2026-01-31 09:15 UTC", None, "2026-02-01 22:59 UTC"]
-
-
-# ---------------------------------------------------------------------------------------------
-# The remembered reviewer name
-def test_reviewer_name_is_remembered_beside_the_database(tmp_path):
-    db = tmp_path / "reviews.sqlite3"
-    assert remembered_reviewer(db) == ""
-    assert remember_reviewer(db, "  ana ") is True
-    assert settings_path(db) == tmp_path / "reviews.settings.json"
-    assert remembered_reviewer(db) == "ana"
-    assert remember_reviewer(db, "   ") is False and remembered_reviewer(db) == "ana"  # blank keeps the old name
-    settings_path(db).write_text("{not json")
-    assert remembered_reviewer(db) == ""  # a damaged file is ignored, never fatal
-    assert remembered_reviewer(tmp_path / "other.sqlite3") == ""
-    with pytest.raises(ValueError, match="`name` must be a string"):
-        remember_reviewer(db, None)
-
-
-def test_shortcut_bindings_are_validated():
-    from ui.shortcuts import shortcuts
-
-    with pytest.raises(ValueError, match=r"'alt\+' must be modifiers plus one key"):
-        shortcuts({"review_next": "alt+"})
-    with pytest.raises(ValueError, match=r"shortcut 'bad key'"):
-        shortcuts({"bad key": "alt+1"})

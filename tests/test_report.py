@@ -1,4 +1,5 @@
-"""The stakeholder report: ``core.report``, ``python -m core report`` and the Overview's button.
+"""The stakeholder report: ``core.report`` and ``python -m core report`` (the Overview's button is
+tested in ``tests/app/test_report_button.py``).
 
 The audit folder is a real small audit (breast_cancer + logistic regression) written by the
 same ``write_audit`` as ``python -m core audit``; the in-memory result is kept as the
@@ -31,9 +32,9 @@ from core.report import (
 )
 from core.reviews import ReviewStore
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from browser_kit import ChromiumMissingError, ServerStartError, dashboard_server, launch_chromium  # noqa: E402
+from browser_kit import ChromiumMissingError, launch_chromium  # noqa: E402
 
 PAIRED_DEMO = ROOT / "assets" / "paired_demo"
 SECTIONS = ("protocol", "models", "fds", "triage", "examples", "paired")
@@ -282,12 +283,6 @@ def test_several_audit_folders_give_one_row_per_model(audit, tmp_path, capsys):
 
 
 # --------------------------------------------------------------------------------------------
-def test_overview_has_the_download_report_button(app):
-    assert not app.exception, [e.value for e in app.exception]
-    buttons = [b for b in app.get("download_button") if b.label == "Download report"]
-    assert len(buttons) == 1
-
-
 @pytest.mark.browser
 def test_report_renders_offline_in_chromium(audit, tmp_path, capsys):
     from playwright.sync_api import sync_playwright
@@ -385,37 +380,6 @@ def test_paired_pool_cell_is_the_hardest_condition_of_the_first_model():
     assert accuracy[paired.cell["condition"]] == min(accuracy.values())
     assert set(paired.intervals["target"]) == {"H", "L", "dM_k"}
     assert (paired.intervals["low"].dropna() <= paired.intervals["high"].dropna()).all()
-
-
-@pytest.mark.browser
-def test_download_report_button_serves_the_report(tmp_path):
-    """The button's deferred builder runs on Streamlit's download thread in a real server."""
-    from playwright.sync_api import sync_playwright
-
-    try:
-        with dashboard_server(tmp_path) as url, sync_playwright() as pw:
-            browser = launch_chromium(pw)
-            try:
-                page = browser.new_page(accept_downloads=True, viewport={"width": 1400, "height": 900})
-                page.goto(f"{url}/")
-                button = page.get_by_role("button", name="Download report")
-                button.wait_for(timeout=180_000)
-                with page.expect_download(timeout=180_000) as info:
-                    button.click()
-                download = info.value
-                assert download.suggested_filename == "report_credit_data_hist_gb_seed0.html"
-                download.save_as(tmp_path / "report.html")
-            finally:
-                browser.close()
-    except (ServerStartError, ChromiumMissingError) as exc:
-        pytest.fail(str(exc))
-    text = (tmp_path / "report.html").read_text(encoding="utf-8")
-    for section in SECTIONS:
-        assert f"id='{section}'" in text, section
-    assert "Fragility audit: credit_data / hist_gb / seed 0" in text
-    assert "Recapture queue" in text  # the shipped demo pool
-    # The sidebar opened (created) the fresh database; it holds no decision of this audit.
-    assert "none is in force for this audit's fingerprint" in text
 
 
 def test_default_review_database_is_found_and_can_be_left_out(audit, tmp_path, monkeypatch, capsys):

@@ -15,7 +15,7 @@ import numpy as np
 
 from core.reviews import DECISION_LABELS, DECISIONS, ReviewStore, Team, User
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 ANA = User(email="ana@example.org", name="Ana")
 BO = User(email="bo@example.org", name="Bo")
 CY = User(email="cy@example.org", name="Cy")

@@ -86,7 +86,7 @@ def test_twenty_reviewer_sessions_for_a_minute_lose_and_duplicate_nothing(team_s
     logs = [tmp_path / f"session{i}.log" for i in range(20)]
     results: dict[int, dict] = {}
     errors: list[BaseException] = []
-    from review_session import run_session  # noqa: PLC0415 - tests/reliability is on sys.path under pytest
+    from review_session import run_session  # noqa: PLC0415 - tests/reviews is on sys.path under pytest
 
     go = tmp_path / "go"
 

@@ -1,4 +1,5 @@
-"""The one input boundary: ``core.validation.read_table`` and the scalar checks.
+"""The one input boundary, ``core.validation``: ``read_table``, the scalar checks, the table and
+header checks, and the text sniffing of the dashboard's header peek.
 
 Every reader of a user's table (the audit's data, the ``--model-file`` tables, paired records,
 the dashboard's header peek) gives one file one verdict, and the CLI types accept exactly what
@@ -8,10 +9,12 @@ the checks of the Python API accept.
 from __future__ import annotations
 
 import bz2
+import csv
 import gzip
 import io
 import lzma
 import math
+import warnings
 import zipfile
 
 import numpy as np
@@ -24,13 +27,18 @@ from core.cli_options import fraction, positive_int, seed_int, unit_float
 from core.paired.records import load_records
 from core.tabular.datasets import load_user_data
 from core.validation import (
+    ConstantFeatureWarning,
     check_batch_size,
     check_budget,
     check_positive_int,
     check_seed,
     check_share,
+    check_table,
     check_tau,
+    check_unit_interval,
+    csv_header_duplicate,
     read_table,
+    warn_constant_features,
 )
 from core.views.uploads import table_columns
 
@@ -203,3 +211,133 @@ def test_the_cli_types_accept_exactly_what_the_checks_accept(text):
     ):
         cli, api = verdict(parse, check, convert)
         assert cli == api, (parse, text)
+
+
+# ------------------------------------------------------------------------------------------
+# check_unit_interval
+
+
+@given(st.floats(0.0, 1.0))
+def test_unit_interval_returns_the_same_float(x):
+    assert check_unit_interval(x, "tau") == x
+    assert check_unit_interval(np.float32(x), "tau") == float(np.float32(x))
+
+
+@given(st.floats(allow_nan=True, allow_infinity=True).filter(lambda v: not 0.0 <= v <= 1.0))
+def test_unit_interval_refuses_outside(x):
+    with pytest.raises(ValueError, match=r"`tau` must be in \[0, 1\]"):
+        check_unit_interval(x, "tau")
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["0.8", b"1", True, False, np.bool_(True), None, [0.5], 0.5j],
+    ids=["str", "bytes", "True", "False", "np-bool", "None", "list", "complex"],
+)
+def test_unit_interval_is_type_strict(value):
+    with pytest.raises(ValueError, match=r"`tau` must be a real number in \[0, 1\]; got .*\(\w+\)"):
+        check_unit_interval(value, "tau")
+
+
+def test_unit_interval_accepts_ints_and_numpy_scalars():
+    assert check_unit_interval(0, "t") == 0.0 and check_unit_interval(1, "t") == 1.0
+    assert check_unit_interval(np.int64(1), "t") == 1.0
+    assert check_unit_interval(np.float64(0.25), "t") == 0.25
+
+
+# ------------------------------------------------------------------------------------------
+# CSV headers
+
+
+def _naive_duplicate(header: list[str]) -> str | None:
+    seen = []
+    for h in header:
+        h = h.strip()
+        if h and h in seen:
+            return h
+        seen.append(h)
+    return None
+
+
+@given(
+    st.lists(st.sampled_from(["a", "b", "Time", "x y", "q,uoted", "é"]), min_size=1, max_size=8),
+    st.sampled_from([",", ";", "\t"]),
+)
+def test_csv_header_duplicate_matches_a_naive_scan(header, sep):
+    buf = io.StringIO()
+    csv.writer(buf, delimiter=sep).writerow(header)
+    raw = ("\ufeff" + buf.getvalue() + "1\n").encode()
+    assert csv_header_duplicate(raw, sep) == _naive_duplicate(header)
+
+
+# ------------------------------------------------------------------------------------------
+# check_table
+
+
+def _frame():
+    return pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "b": ["x", "y", "x", "y"], "y": [0, 1, 0, 1]})
+
+
+def test_check_table_names_the_first_infinite_cell():
+    f = _frame()
+    f.loc[2, "a"] = -np.inf
+    with pytest.raises(ValueError, match=r"t\.csv: column 'a', row 3: value -inf is infinite"):
+        check_table(f, target="y", features=["a", "b"], where="t.csv")
+    with pytest.raises(ValueError, match=r"row 103"):
+        check_table(f, target="y", features=["a", "b"], where="t.csv", row_offset=100)
+
+
+def test_check_table_refusals():
+    f = _frame()
+    with pytest.raises(ValueError, match="'a' occurs more than once"):
+        check_table(f.rename(columns={"b": "a"}), target="y", features=["a"], where="t")
+    with pytest.raises(ValueError, match="'z' not found"):
+        check_table(f, target="z", features=["a"], where="t")
+    with pytest.raises(ValueError, match="'b' is entirely missing"):
+        check_table(f.assign(b=None), target="y", features=["a", "b"], where="t")
+    with pytest.raises(ValueError, match="4 distinct values; at most 3"):
+        check_table(f.assign(y=[0, 1, 2, 3]), target="y", features=["a"], where="t", max_classes=3)
+    with pytest.raises(ValueError, match="blocks name column 'q'"):
+        check_table(f, target="y", features=["a", "b"], where="t", blocks={"q": "B"})
+
+
+def test_constant_features_warn_with_their_names():
+    f = _frame().assign(c=7.0, d=np.nan)
+    with pytest.warns(ConstantFeatureWarning, match=r"2 of 4 features are constant \('c', 'd'\)"):
+        got = warn_constant_features(f, ["a", "b", "c", "d"], "t")
+    assert got == ["c", "d"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert warn_constant_features(f, ["a", "b"], "t") == []
+
+
+# ---------------------------------------------------------------------------- upload sniffing
+@pytest.mark.parametrize(
+    ("head", "kind"),
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "a PNG image"),
+        (b"\xff\xd8\xff\xe0\x00\x10JFIF", "a JPEG image"),
+        (b"%PDF-1.7\n", "a PDF document"),
+        (b"PK\x03\x04\x14\x00", "a ZIP archive"),
+        (b"PAR1\x15\x04", "a Parquet file"),
+        (b"\x80\x04\x95\x10", "a Python pickle"),
+    ],
+)
+def test_binary_files_renamed_csv_are_refused_before_any_column_is_offered(head, kind):
+    from core.views.uploads import table_columns
+
+    with pytest.raises(ValueError, match=rf"'photo\.csv' is {kind}.*not a text table"):
+        table_columns(head + bytes(100), "photo.csv")
+
+
+def test_text_tables_pass_the_sniffing():
+    from core.validation import check_text_table
+    from core.views.uploads import table_columns
+
+    assert table_columns("\ufeffx;y\n1;a\n".encode("utf-8"), "ok.csv") == ["x", "y"]
+    big = ("é," * 40000).encode("utf-8")  # a two-byte character straddles the 64 KiB cut
+    check_text_table(big, "big.csv")
+    with pytest.raises(ValueError, match=r"'latin\.csv' is not UTF-8 text .* at byte 9\)"):
+        check_text_table("ville,y\nZürich,a\n".encode("latin-1"), "latin.csv")
+    with pytest.raises(ValueError, match="holds binary content"):
+        check_text_table(b"x,y\n1,\x00\n", "nul.csv")

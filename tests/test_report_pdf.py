@@ -10,7 +10,7 @@ import pytest
 
 from core.cli import main
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 PAIRED_DEMO = ROOT / "assets" / "paired_demo"
 
 
