@@ -36,6 +36,7 @@ from core.imaging.demo import (
     fashion_mnist,
     load_demo_models,
     load_demo_pool,
+    load_demo_records,
     pool_indices,
     reevaluate_demo_pool,
     render_condition,
@@ -534,6 +535,18 @@ def test_build_rejects_unknown_names(kwargs, message):
 def test_loading_an_incomplete_folder_names_the_missing_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="missing .*records.parquet"):
         load_demo_pool(tmp_path)
+    with pytest.raises(FileNotFoundError, match="missing 'records.parquet'"):
+        load_demo_records(tmp_path)
+
+
+def test_the_records_alone_are_the_pools_records(shipped):
+    """Paired bounds reads the records without the rest of the pool; the pool built on them
+    afterwards holds the same frame, read once."""
+    records = load_demo_records()
+    pd.testing.assert_frame_equal(records, shipped.records, check_exact=True)
+    pool = load_demo_pool(records=records)
+    assert pool.records is records
+    pd.testing.assert_frame_equal(pool.probes, shipped.probes, check_exact=True)
 
 
 def _expand_twin(df: pd.DataFrame) -> pd.DataFrame:
