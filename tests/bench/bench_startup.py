@@ -25,10 +25,13 @@ and for each of them:
    explorer and the triage queue. Each is timed from the input event to the moment the app's
    status widget is idle again (no running indicator) *and* the element the interaction must
    change has changed (the explorer's sample heading, the what-if line, the queue length, the
-   page title); p50 / p95 are printed;
+   page title); p50 / p95 are printed. Then *Save & next* on the Triage queue,
+   ``--interactions`` times: from the click to the next case shown (the decision written, the
+   queue and the case's evidence drawn again);
 5. **second start**: the server stopped and started again (a fresh process, the same machine),
    to the rendered Overview: once in the same browser (its HTTP cache keeps Streamlit's
-   bundles, as a returning user's does) and once in a fresh browser profile;
+   bundles, as a returning user's does), then the Triage queue's first visit after that
+   restart, and once in a fresh browser profile;
 6. **p95 of every timed step** (first visits, switches and interactions) and of the cached
    ones (switches and interactions), with and without the Triage page's.
 
@@ -102,6 +105,8 @@ _WHATIF_LINE = """() => [...document.querySelectorAll('[data-testid="stMarkdownC
 _QUEUE_LENGTH = """() => { const m = [...document.querySelectorAll('[data-testid="stMetric"]')]
     .find(e => e.innerText.startsWith('Queue length')); return m ? m.innerText : ''; }"""
 _TITLE = """() => { const h = document.querySelector('h1'); return h ? h.innerText : ''; }"""
+_CASE_LINE = """() => [...document.querySelectorAll('[data-testid="stMarkdownContainer"]')].map(e => e.innerText)
+    .find(t => t.includes('Alt+1/2/3 pick a decision')) || ''"""
 
 
 _WHATIF_PILLS = '[data-testid="stButtonGroup"]'
@@ -180,6 +185,25 @@ def _interactions(page, n: int) -> dict[str, list[float]]:
     for i in range(n):
         x, y = _centre(nav.filter(has_text="Certificate explorer" if i % 2 == 0 else "Triage queue").first)
         times["page switch (explorer ↔ triage)"].append(_timed(page, lambda x=x, y=y: mouse.click(x, y), _TITLE))
+    return times
+
+
+def _save_and_next(page, n: int) -> list[float]:
+    """*Save & next* on the Triage queue, ``n`` times: from the click to the next case shown (the
+    decision written to the review database, the queue and the case's evidence drawn again).
+    Picking the decision is not timed (a radio click, like the what-if toggle)."""
+    _visit(page, "Triage queue", "Triage queue")
+    reviewer = page.get_by_role("textbox", name="Reviewer")
+    reviewer.fill("bench")
+    reviewer.press("Enter")
+    _wait_idle(page)
+    radio = page.locator('[data-testid="stRadio"]').filter(has_text="Decision")
+    times = []
+    for _ in range(n):
+        radio.locator("label").filter(has_text="Acceptable").first.click()
+        _wait_idle(page)
+        x, y = _centre(page.get_by_role("button", name="Save & next (Alt+S)").first)
+        times.append(_timed(page, lambda x=x, y=y: page.mouse.click(x, y), _CASE_LINE))
     return times
 
 
@@ -294,11 +318,15 @@ class AppRun:
     server2: float = 0.0
     second_fresh: float = 0.0
     filled: dict[str, float] = field(default_factory=dict)
+    saves: list[float] = field(default_factory=list)
+    triage_restart: float = 0.0
 
     def steps(self, *, cached_only: bool, triage: bool) -> list[float]:
         """Every timed step: first visits (unless ``cached_only``), switches and interactions;
         without the Triage page's own (its visits, its slider, switches to it) unless ``triage``."""
         out = [] if cached_only else [t for page, t in self.first.items() if triage or TRIAGE not in page]
+        if not cached_only and triage:  # they write a decision, or read the database afresh: never cached
+            out += [*self.saves, self.triage_restart]
         out += [t for page, runs in self.cached.items() if triage or TRIAGE not in page for t in runs]
         for name, runs in self.interactions.items():
             if triage or "triage" not in name:
@@ -327,9 +355,11 @@ def _app_run(
             for nav, heading in PAGES:
                 run.cached[heading].append(_visit(page, nav, heading))
         run.interactions = _interactions(page, n)
+        run.saves = _save_and_next(page, n)
         page.close()
     with _server(port, reviews_db, app_args=app_args) as (t0, run.server2):
         page, run.second = _overview(user, url, t0)
+        run.triage_restart = _visit(page, "Triage queue", "Triage queue")
         page.close()
     user.close()
     fresh = browser.new_context(viewport=_VIEWPORT)
@@ -397,6 +427,15 @@ def _report(run: AppRun, floor: Floor) -> None:
                 floor.first_visit,
             )
         )
+    print(
+        _row(
+            "first visit: Triage queue after a restart",
+            run.triage_restart,
+            f"< {FIRST_VISIT_TARGET_S:g} s",
+            run.triage_restart / FIRST_VISIT_TARGET_S,
+            floor.first_visit,
+        )
+    )
     for heading, seconds in run.filled.items():
         print(f"    ({_FILLS_IN[heading][0]} ready {seconds:.2f} s after the first click on {heading})")
     switch_floor = statistics.median(floor.switches)
@@ -420,6 +459,17 @@ def _report(run: AppRun, floor: Floor) -> None:
                 p95,
                 f"< {CACHED_P95_TARGET_S:g} s",
                 p95 / CACHED_P95_TARGET_S,
+                toggle_floor,
+            )
+        )
+    if run.saves:
+        p95 = _quantile(run.saves, 0.95)
+        print(
+            _row(
+                f"save & next (triage) p95 (p50 {_quantile(run.saves, 0.5):.2f}, n {len(run.saves)})",
+                p95,
+                f"< {ALL_P95_TARGET_S:g} s",
+                p95 / ALL_P95_TARGET_S,
                 toggle_floor,
             )
         )
