@@ -60,7 +60,6 @@ from core.cfc.operators import (
     ProgressCounter,
     attenuated,
     check_baseline,
-    check_batch_size,
     check_features,
     check_order,
     operator_units,
@@ -71,6 +70,7 @@ from core.cfc.operators import (
 from core.cfc.protocol import Protocol
 from core.cfc.scores import class_margin, clip_renormalize, predicted_class
 from core.cfc.search import check_method, run_search
+from core.validation import check_batch_size
 
 __all__ = ["SearchOption", "certify"]
 

@@ -38,7 +38,7 @@ from numpy.typing import ArrayLike
 from core._rng import as_generator
 from core.cfc.certificate_set import CertificateSet
 from core.cfc.certification import certify
-from core.cfc.operators import GroupIndex, check_batch_size, check_features, predict_batched
+from core.cfc.operators import GroupIndex, check_features, predict_batched
 from core.cfc.protocol import Protocol
 from core.cfc.scores import clip_renormalize, predicted_class, risk_scores
 from core.cfc.stressors import BrittleLabels
@@ -51,6 +51,7 @@ from core.metrics.ranking import (
     review_budget,
     roc_auc_rows,
 )
+from core.validation import check_batch_size
 
 __all__ = [
     "BOOTSTRAP_COLUMNS",

@@ -95,12 +95,6 @@ def check_order(
     return names, np.array([lookup[n] for n in names[:depth]], dtype=np.intp)
 
 
-def check_batch_size(batch_size: int) -> int:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise ValueError(f"`batch_size` must be a positive int (rows per predict_proba call); got {batch_size!r}.")
-    return int(batch_size)
-
-
 # --------------------------------------------------------------------------------------------
 # Groups as arrays
 # --------------------------------------------------------------------------------------------

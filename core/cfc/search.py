@@ -33,13 +33,13 @@ from core.cfc.operators import (
     PredictProba,
     ProgressCounter,
     check_baseline,
-    check_batch_size,
     check_features,
     predict_batched,
     stack_removals,
 )
 from core.cfc.protocol import Protocol
 from core.cfc.scores import check_proba, class_margin, predicted_class
+from core.validation import check_batch_size
 
 __all__ = ["FlipSearchResult", "SearchMethod", "SearchSummary", "flip_search", "search_summary"]
 

@@ -31,9 +31,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from core._rng import as_generator
-from core.cfc.operators import GroupIndex, check_baseline, check_batch_size, check_features
+from core.cfc.operators import GroupIndex, check_baseline, check_features
 from core.cfc.scores import check_proba, class_margin, confidence_and_prediction, predicted_class
-from core.validation import check_unit_interval
+from core.validation import check_batch_size, check_unit_interval
 
 __all__ = [
     "BrittleLabels",
