@@ -1,9 +1,28 @@
-"""Shared paired-record builders for the tests (the CLI tests, the bad-input corpus)."""
+"""Shared paired-record builders for the tests (the paired maths and CLI tests, the bad-input corpus)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
+#: A record's columns within one cell: the order of the row tuples :func:`cell` takes.
+RECORD_COLUMNS = (
+    "record_id",
+    "true_label",
+    "clean_pred",
+    "clean_max_prob",
+    "clean_true_prob",
+    "pert_pred",
+    "pert_max_prob",
+    "pert_true_prob",
+)
+#: Every column of a paired-records table, cell columns first (rows given as whole tuples).
+PAIRED_COLUMNS = ("model", "condition", "source", *RECORD_COLUMNS)
+
+
+def cell(rows, *, model: str = "m", condition: str = "c", source: str = "s") -> pd.DataFrame:
+    """The paired records of one cell from row tuples in :data:`RECORD_COLUMNS` order."""
+    return pd.DataFrame(rows, columns=list(RECORD_COLUMNS)).assign(model=model, condition=condition, source=source)
 
 
 def records(n: int = 30, seed: int = 0) -> pd.DataFrame:

@@ -12,6 +12,7 @@ from _pairs_bruteforce import brute_intervals
 from _pairs_strategies import TAU_GRID, five_state_cell, small_cell
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from paired_records import cell as _cell
 
 from core.paired import (
     UndefinedTargetWarning,
@@ -25,25 +26,6 @@ from core.paired import (
 from core.paired._fivestate import _enumerate, _solve, flip_endpoint_range, placement_is_feasible
 
 TOL = 1e-12
-
-
-def _cell(rows, **cell):
-    frame = pd.DataFrame(
-        rows,
-        columns=[
-            "record_id",
-            "true_label",
-            "clean_pred",
-            "clean_max_prob",
-            "clean_true_prob",
-            "pert_pred",
-            "pert_max_prob",
-            "pert_true_prob",
-        ],
-    )
-    return frame.assign(
-        model=cell.get("model", "m"), condition=cell.get("condition", "c"), source=cell.get("source", "s")
-    )
 
 
 def _as_dict(frame: pd.DataFrame) -> dict:

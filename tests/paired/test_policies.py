@@ -11,6 +11,7 @@ from _pairs_bruteforce import LEVELS, cell_outcomes
 from _pairs_strategies import PROB_GRID, five_state_cell, small_cell
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from paired_records import PAIRED_COLUMNS, cell
 
 from core.paired import UndefinedTargetWarning, evaluate_policies, policy_thresholds, select_policy
 from core.paired.policies import _lemma1
@@ -150,19 +151,7 @@ def _pinned_certificate_cell():
     # Class 1: the correct accepted clean record meets either an error both policies accept or a
     # correct record both accept, moving J_0 and J_1 together.
     rows = [(1, 0, 0, 0.9, 0.9, 0, 0.6, 0.6), (2, 1, 1, 0.9, 0.9, 1, 0.9, 0.9), (3, 1, 2, 0.9, 0.1, 2, 0.9, 0.05)]
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "record_id",
-            "true_label",
-            "clean_pred",
-            "clean_max_prob",
-            "clean_true_prob",
-            "pert_pred",
-            "pert_max_prob",
-            "pert_true_prob",
-        ],
-    ).assign(model="m", condition="c", source="s")
+    return cell(rows)
 
 
 def test_shared_correspondence_certifies_what_separate_intervals_miss():
@@ -261,20 +250,7 @@ def test_policy_thresholds_from_development_coverage():
     rows += [("m", "c", "s", 100, 0, 0, 0.99, 0.99, 0, 0.5, 0.5, "eval")]
     rec = pd.DataFrame(
         rows,
-        columns=[
-            "model",
-            "condition",
-            "source",
-            "record_id",
-            "true_label",
-            "clean_pred",
-            "clean_max_prob",
-            "clean_true_prob",
-            "pert_pred",
-            "pert_max_prob",
-            "pert_true_prob",
-            "split",
-        ],
+        columns=[*PAIRED_COLUMNS, "split"],
     )
     th = policy_thresholds(rec)
     # rank round(q·10): 6, 7, 8, 9, 10 → 0.6, 0.5, 0.4, 0.3, 0.2; clean (0.8): rank 8 → 0.4

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from paired_records import cell as _cell
 
 from core.paired import (
     UndefinedTargetWarning,
@@ -16,22 +17,6 @@ from core.paired import (
     paired_targets,
     variance_ratios,
 )
-
-COLUMNS = [
-    "record_id",
-    "true_label",
-    "clean_pred",
-    "clean_max_prob",
-    "clean_true_prob",
-    "pert_pred",
-    "pert_max_prob",
-    "pert_true_prob",
-]
-
-
-def _cell(rows, condition="c"):
-    return pd.DataFrame(rows, columns=COLUMNS).assign(model="m", condition=condition, source="s")
-
 
 # One record per state in class 0, plus a second class; τ = 0.5.
 ROWS = [
@@ -81,7 +66,9 @@ def test_section_3_1_targets_under_both_pairings():
     lose = [(1, 0, 0, 0.9, 0.9, 0, 0.6, 0.6), (2, 0, 0, 0.6, 0.6, 1, 0.8, 0.2)]
     err = [(1, 0, 0, 0.9, 0.9, 1, 0.8, 0.2), (2, 0, 0, 0.6, 0.6, 0, 0.6, 0.6)]
     with pytest.warns(UndefinedTargetWarning):
-        both = paired_targets(pd.concat([_cell(lose, "lose"), _cell(err, "err")]), 0.8).set_index("condition")
+        both = paired_targets(pd.concat([_cell(lose, condition="lose"), _cell(err, condition="err")]), 0.8).set_index(
+            "condition"
+        )
     assert both.loc["lose", ["H", "L", "dM_k"]].tolist() == pytest.approx([0, 0.5, 0.3])
     assert both.loc["err", ["H", "L", "dM_k"]].tolist() == pytest.approx([0.5, 0, 0])
 
@@ -153,7 +140,7 @@ def test_bad_coverage_and_scores_are_rejected():
 
 
 def _with_split(rows, split, condition="c"):
-    return _cell(rows, condition).assign(split=split)
+    return _cell(rows, condition=condition).assign(split=split)
 
 
 def test_a_models_thresholds_depend_on_its_own_records_only():
