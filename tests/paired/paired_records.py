@@ -5,19 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from core.paired.records import CELL_COLUMNS, PAIRED_COLUMNS
+
 #: A record's columns within one cell: the order of the row tuples :func:`cell` takes.
-RECORD_COLUMNS = (
-    "record_id",
-    "true_label",
-    "clean_pred",
-    "clean_max_prob",
-    "clean_true_prob",
-    "pert_pred",
-    "pert_max_prob",
-    "pert_true_prob",
-)
-#: Every column of a paired-records table, cell columns first (rows given as whole tuples).
-PAIRED_COLUMNS = ("model", "condition", "source", *RECORD_COLUMNS)
+RECORD_COLUMNS = PAIRED_COLUMNS[len(CELL_COLUMNS) :]
 
 
 def cell(rows, *, model: str = "m", condition: str = "c", source: str = "s") -> pd.DataFrame:

@@ -11,10 +11,11 @@ from _pairs_bruteforce import LEVELS, cell_outcomes
 from _pairs_strategies import PROB_GRID, five_state_cell, small_cell
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from paired_records import PAIRED_COLUMNS, cell
+from paired_records import cell
 
 from core.paired import UndefinedTargetWarning, evaluate_policies, policy_thresholds, select_policy
 from core.paired.policies import _lemma1
+from core.paired.records import PAIRED_COLUMNS
 
 TOL = 1e-12
 LAMS = (0.0, 0.3, 0.5, 1.0)

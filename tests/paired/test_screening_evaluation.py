@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from paired_records import PAIRED_COLUMNS
 
 from core._rng import as_generator
+from core.paired.records import PAIRED_COLUMNS
 from core.paired.screening import (
     _derangements,
     condition_tiers,
