@@ -16,6 +16,32 @@ def cell(rows, *, model: str = "m", condition: str = "c", source: str = "s") -> 
     return pd.DataFrame(rows, columns=list(RECORD_COLUMNS)).assign(model=model, condition=condition, source=source)
 
 
+def cell_from_arrays(
+    true_label,
+    clean_pred,
+    clean_max_prob,
+    clean_true_prob,
+    pert_pred,
+    pert_max_prob,
+    pert_true_prob,
+    *,
+    model="m",
+    condition="c",
+    source="s",
+) -> pd.DataFrame:
+    """The paired records of one cell from one array (or scalar) per record column; ids 0..n-1."""
+    values = (true_label, clean_pred, clean_max_prob, clean_true_prob, pert_pred, pert_max_prob, pert_true_prob)
+    return pd.DataFrame(
+        {
+            "model": model,
+            "condition": condition,
+            "source": source,
+            "record_id": np.arange(len(true_label)),
+            **dict(zip(RECORD_COLUMNS[1:], values)),
+        }
+    )
+
+
 def records(n: int = 30, seed: int = 0) -> pd.DataFrame:
     """Legal paired records: 2 models x 2 conditions, 3 classes, dev/eval split."""
     rng = np.random.default_rng(seed)

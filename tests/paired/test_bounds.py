@@ -13,6 +13,7 @@ from _pairs_strategies import TAU_GRID, five_state_cell, small_cell
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from paired_records import cell as _cell
+from paired_records import cell_from_arrays
 
 from core.paired import (
     UndefinedTargetWarning,
@@ -203,23 +204,7 @@ def test_grid_equals_single_cell_results_cell_by_cell():
         ps = np.round(rng.uniform(0.3, 1.0, n), 2)
         cm = np.where(cp == y, cs, np.round(cs * rng.random(n), 2))
         pm = np.where(pp == y, ps, np.round(ps * rng.random(n), 2))
-        cells.append(
-            pd.DataFrame(
-                {
-                    "model": m,
-                    "condition": c,
-                    "source": "synthetic",
-                    "record_id": np.arange(n),
-                    "true_label": y,
-                    "clean_pred": cp,
-                    "clean_max_prob": cs,
-                    "clean_true_prob": cm,
-                    "pert_pred": pp,
-                    "pert_max_prob": ps,
-                    "pert_true_prob": pm,
-                }
-            )
-        )
+        cells.append(cell_from_arrays(y, cp, cs, cm, pp, ps, pm, model=m, condition=c, source="synthetic"))
     records = pd.concat(cells[::-1], ignore_index=True)  # deliberately unsorted
     grid = _quiet(identified_intervals_grid, records, 0.7)
     assert len(grid) == 6 * 9

@@ -11,7 +11,7 @@ from _pairs_bruteforce import LEVELS, cell_outcomes
 from _pairs_strategies import PROB_GRID, five_state_cell, small_cell
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from paired_records import cell
+from paired_records import cell, cell_from_arrays
 
 from core.paired import UndefinedTargetWarning, evaluate_policies, policy_thresholds, select_policy
 from core.paired.policies import _lemma1
@@ -177,21 +177,7 @@ def test_information_nests_costs_and_differences_on_larger_cells(seed):
     cp = np.where(rng.random(n) < 0.7, y, 3 + rng.integers(0, 3, n))
     pp = np.where(rng.random(n) < 0.5, y, 3 + rng.integers(0, 3, n))
     cs, ps = np.round(rng.uniform(0.3, 1, n), 1), np.round(rng.uniform(0.3, 1, n), 1)
-    cell = pd.DataFrame(
-        {
-            "model": "m",
-            "condition": "c",
-            "source": "s",
-            "record_id": np.arange(n),
-            "true_label": y,
-            "clean_pred": cp,
-            "clean_max_prob": cs,
-            "clean_true_prob": np.where(cp == y, cs, cs / 3),
-            "pert_pred": pp,
-            "pert_max_prob": ps,
-            "pert_true_prob": np.where(pp == y, ps, ps / 3),
-        }
-    )
+    cell = cell_from_arrays(y, cp, cs, np.where(cp == y, cs, cs / 3), pp, ps, np.where(pp == y, ps, ps / 3))
     report = _report(cell, [0.9, 0.7, 0.5], 0.6, lams=(0.3, 0.5))
     costs = report.costs.set_index(["lambda", "policy", "level"])
     for (lam, pol), part in costs.groupby(level=[0, 1]):
@@ -217,21 +203,7 @@ def test_i5_feasible_mean_estimate_is_labelled_seeded_and_close_to_exact():
     cp = np.where(rng.random(n) < 0.4, 0, 1 + rng.integers(0, 3, n))
     pp = np.where(rng.random(n) < 0.3, 0, 1 + rng.integers(0, 3, n))
     cs, ps = np.round(rng.uniform(0.4, 1, n), 1), np.round(rng.uniform(0.4, 1, n), 1)
-    cell = pd.DataFrame(
-        {
-            "model": "m",
-            "condition": "c",
-            "source": "s",
-            "record_id": np.arange(n),
-            "true_label": y,
-            "clean_pred": cp,
-            "clean_max_prob": cs,
-            "clean_true_prob": np.where(cp == 0, cs, 0.0),
-            "pert_pred": pp,
-            "pert_max_prob": ps,
-            "pert_true_prob": np.where(pp == 0, ps, 0.0),
-        }
-    )
+    cell = cell_from_arrays(y, cp, cs, np.where(cp == 0, cs, 0.0), pp, ps, np.where(pp == 0, ps, 0.0))
     th = _thresholds([0.9, 0.7, 0.5], 0.5)
     exact = evaluate_policies(cell, thresholds=th, lambdas=(1.0,), levels=("I5",))
     est1 = evaluate_policies(cell, thresholds=th, lambdas=(1.0,), levels=("I5",), max_placements=1, seed=3)

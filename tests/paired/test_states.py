@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from paired_records import cell as _cell
+from paired_records import cell_from_arrays
 
 from core.paired import (
     UndefinedTargetWarning,
@@ -81,21 +82,7 @@ def test_variance_ratio_against_numpy():
     pp = np.where(rng.random(n) < 0.5, y, 5)
     cs, ps = rng.uniform(0.4, 1, n), rng.uniform(0.4, 1, n)
     cm, pm = np.where(cp == y, cs, cs / 2), np.where(pp == y, ps, ps / 2)
-    cell = pd.DataFrame(
-        {
-            "model": "m",
-            "condition": "c",
-            "source": "s",
-            "record_id": np.arange(n),
-            "true_label": y,
-            "clean_pred": cp,
-            "clean_max_prob": cs,
-            "clean_true_prob": cm,
-            "pert_pred": pp,
-            "pert_max_prob": ps,
-            "pert_true_prob": pm,
-        }
-    )
+    cell = cell_from_arrays(y, cp, cs, cm, pp, ps, pm)
     out = variance_ratios(cell).iloc[0]
     for name, x, x2 in (("C", (cp == y) * 1.0, (pp == y) * 1.0), ("S", cs, ps), ("M", cm, pm)):
         assert out[f"ratio_{name}"] == pytest.approx(np.var(x - x2) / (np.var(x) + np.var(x2)))
