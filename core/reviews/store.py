@@ -652,6 +652,16 @@ class ReviewStore:
             raise ValueError(f"With a team, the acting user needs an e-mail address; got {user.name!r} without one.")
         return user
 
+    def _decision_iv(
+        self, reviewer: str | User, decision: object, note: object, reasons: object, submission_id: object
+    ) -> tuple[User, str, str, str | None]:
+        """The checked (user, note, reason codes, submission id) of a decision (review or adjudication)."""
+        user = self._user(reviewer)
+        if decision not in DECISIONS:
+            raise ValueError(f"`decision` must be one of {list(DECISIONS)}; got {decision!r}.")
+        text = _text_iv(note, "note", max_len=_MAX_NOTE, allow_empty=True)
+        return user, text, _reasons_iv(reasons), _submission_iv(submission_id)
+
     def _role(self, user: User) -> str:
         if self.team is None:
             return "local"
@@ -830,12 +840,7 @@ class ReviewStore:
         )
         if not ids:
             raise ValueError("`sample_ids` must name at least one sample; got none.")
-        user = self._user(reviewer)
-        if decision not in DECISIONS:
-            raise ValueError(f"`decision` must be one of {list(DECISIONS)}; got {decision!r}.")
-        text = _text_iv(note, "note", max_len=_MAX_NOTE, allow_empty=True)
-        codes = _reasons_iv(reasons)
-        token = _submission_iv(submission_id)
+        user, text, codes, token = self._decision_iv(reviewer, decision, note, reasons, submission_id)
         tokens = (
             [token]
             if token is not None and len(ids) == 1
@@ -894,12 +899,7 @@ class ReviewStore:
         """
         key = _key_iv(audit)
         sid = _sample_id_iv(sample_id)
-        user = self._user(reviewer)
-        if decision not in DECISIONS:
-            raise ValueError(f"`decision` must be one of {list(DECISIONS)}; got {decision!r}.")
-        text = _text_iv(note, "note", max_len=_MAX_NOTE, allow_empty=True)
-        codes = _reasons_iv(reasons)
-        token = _submission_iv(submission_id)
+        user, text, codes, token = self._decision_iv(reviewer, decision, note, reasons, submission_id)
         try:
             with self._transaction() as conn:
                 refused = self._why_refused(conn, user, "adjudicate", key.fingerprint, [sid])

@@ -181,6 +181,7 @@ def _bar_progress(bar):
 
 
 def _audit(args) -> int:
+    from core.cfc.evaluation import BOOTSTRAP_COLUMNS
     from core.tabular.audit import AuditOptions, markdown_table, run_audit, run_sweep, summary_markdown, write_audit
     from core.tabular.datasets import DATASET_NAMES, load_blocks, load_user_data
     from core.tabular.models import MODEL_NAMES
@@ -272,19 +273,8 @@ def _audit(args) -> int:
                     table
                     + "\n\n"
                     + markdown_table(
-                        result.bootstrap[
-                            [
-                                "score",
-                                "kind",
-                                "n_units",
-                                "mean",
-                                "ci_low",
-                                "ci_high",
-                                "reference",
-                                "diff_mean",
-                                "win_rate",
-                            ]
-                        ]
+                        # Printed without the difference's interval; sweep_bootstrap.csv has every column.
+                        result.bootstrap[[c for c in BOOTSTRAP_COLUMNS if c not in ("diff_ci_low", "diff_ci_high")]]
                     )
                 )
             else:

@@ -246,7 +246,6 @@ def audit_model(
     y_test = _encode_labels(test[target], classes, "test")
 
     stages = AuditStages(progress)
-    streams = dict(zip(("label_channel", "calibration"), as_generator(_SEED).spawn(2)))
     space, predictor, kind, notes = stages.run("load data", model_space, model, train, test, target=target)
     columns = list(space.raw_columns)
     both = pd.concat([train[columns], test[columns]])
@@ -287,7 +286,6 @@ def audit_model(
         kind,
         notes,
         stages,
-        streams,
         train,
         test,
         target,
@@ -313,7 +311,6 @@ def _audit_space(
     kind,
     notes,
     stages,
-    streams,
     train,
     test,
     target,
@@ -334,6 +331,8 @@ def _audit_space(
     """The audit once the feature space, groups and baseline are fixed (shared by
     :func:`audit_model` and :func:`audit_task`)."""
     from core.tabular.audit import AuditResult, naturalistic_stage, noise_scale
+
+    streams = dict(zip(("label_channel", "calibration"), as_generator(_SEED).spawn(2)))
 
     predict = predictor.predict_proba
     try:
@@ -512,7 +511,6 @@ def audit_task(
     classes = np.asarray(task.classes, dtype=object)
     y_test = _encode_labels(test[target].astype(str), classes, "test")
     stages = AuditStages(progress)
-    streams = dict(zip(("label_channel", "calibration"), as_generator(_SEED).spawn(2)))
     space = task.preprocessor
     kind = "raw" if isinstance(space, RawSpace) else "pipeline" if isinstance(space, PipelineSpace) else "tool"
     X_train = stages.run("preprocess", space.transform, train)
@@ -523,7 +521,6 @@ def audit_task(
         kind,
         [],
         stages,
-        streams,
         train,
         test,
         target,

@@ -40,6 +40,12 @@ class Net(torch.nn.Module):
         return torch.softmax(out, dim=1) if self.softmax else out
 
 
+def probe_argv(model, images, labels, out, *extra, flag="--model-file"):
+    """Arguments of ``python -m core probe``: the model file (under ``flag``), the image folder, its
+    labels file and the output folder, then ``extra``."""
+    return ["probe", flag, str(model), "--images", str(images), "--labels", str(labels), "--out", str(out), *extra]
+
+
 def export(net, path, *, shape, dynamic=None):
     torch.manual_seed(0)
     net.eval()

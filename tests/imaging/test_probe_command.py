@@ -11,7 +11,19 @@ import pandas as pd
 import pytest
 import torch
 from PIL import Image
-from probe_kit import MEAN, N_CLASSES, N_IMAGES, SIZE, STD, TOL, export, make_net, torch_probs, write_pngs
+from probe_kit import (
+    MEAN,
+    N_CLASSES,
+    N_IMAGES,
+    SIZE,
+    STD,
+    TOL,
+    export,
+    make_net,
+    probe_argv,
+    torch_probs,
+    write_pngs,
+)
 
 from core.cli import main
 from core.imaging import corruptions
@@ -29,16 +41,11 @@ from core.imaging.probe import (
 def probed(folder, cnn, tmp_path_factory):
     out = tmp_path_factory.mktemp("out") / "probe"
     code = main(
-        [
-            "probe",
-            "--model-file",
-            str(cnn[1]),
-            "--images",
-            str(folder / "images"),
-            "--labels",
-            str(folder / "images_labels.csv"),
-            "--out",
-            str(out),
+        probe_argv(
+            cnn[1],
+            folder / "images",
+            folder / "images_labels.csv",
+            out,
             "--mean",
             ",".join(map(str, MEAN)),
             "--std",
@@ -48,7 +55,7 @@ def probed(folder, cnn, tmp_path_factory):
             "--perturbed",
             str(folder / "screen"),
             "--no-progress",
-        ]
+        )
     )
     assert code == 0
     return out
@@ -201,8 +208,8 @@ def test_grey_model_reads_colour_pngs_as_luma(folder, data, tmp_path):
 # ------------------------------------------------------------------------------------------
 # bad input: one clear error naming the file
 # ------------------------------------------------------------------------------------------
-def run_cli(capsys, *argv):
-    code = main(["probe", *map(str, argv), "--no-progress"])
+def run_cli(capsys, model, images, labels, out, *, flag="--model-file"):
+    code = main(probe_argv(model, images, labels, out, "--no-progress", flag=flag))
     err = capsys.readouterr().err.strip().splitlines()
     return code, err
 
@@ -210,17 +217,7 @@ def run_cli(capsys, *argv):
 def test_non_image_file_in_the_folder_is_named(tmp_path, data, cnn, capsys):
     write_pngs(tmp_path / "imgs", data[0][:4], data[1][:4])
     (tmp_path / "imgs" / "notes.txt").write_text("not an image")
-    code, err = run_cli(
-        capsys,
-        "--model-file",
-        cnn[1],
-        "--images",
-        tmp_path / "imgs",
-        "--labels",
-        tmp_path / "imgs_labels.csv",
-        "--out",
-        tmp_path / "out",
-    )
+    code, err = run_cli(capsys, cnn[1], tmp_path / "imgs", tmp_path / "imgs_labels.csv", tmp_path / "out")
     assert code == 2 and len(err) == 1 and "notes.txt" in err[0] and "is not an image file" in err[0]
     assert not (tmp_path / "out").exists()
 
@@ -230,17 +227,7 @@ def test_image_count_that_differs_from_the_labels_is_named(tmp_path, data, cnn, 
     pd.DataFrame({"file": [f"img_{i:02d}.png" for i in range(4)], "label": data[1][:4]}).to_csv(
         tmp_path / "short.csv", index=False
     )
-    code, err = run_cli(
-        capsys,
-        "--model-file",
-        cnn[1],
-        "--images",
-        tmp_path / "imgs",
-        "--labels",
-        tmp_path / "short.csv",
-        "--out",
-        tmp_path / "out",
-    )
+    code, err = run_cli(capsys, cnn[1], tmp_path / "imgs", tmp_path / "short.csv", tmp_path / "out")
     assert code == 2 and len(err) == 1
     assert "holds 5 image(s) but" in err[0] and "short.csv lists 4" in err[0] and "img_04.png" in err[0]
     np.savez(tmp_path / "bad.npz", images=data[0][:5], labels=data[1][:4])
@@ -263,17 +250,7 @@ def test_model_whose_input_size_cannot_be_read_is_named(tmp_path, cnn, folder, c
         shape=(1, 3, SIZE, SIZE),
         dynamic={"x": {0: "n", 2: "h", 3: "w"}, "out": {0: "n"}},
     )
-    code, err = run_cli(
-        capsys,
-        "--model-file",
-        path,
-        "--images",
-        folder / "images",
-        "--labels",
-        folder / "images_labels.csv",
-        "--out",
-        tmp_path / "out",
-    )
+    code, err = run_cli(capsys, path, folder / "images", folder / "images_labels.csv", tmp_path / "out")
     assert code == 2 and len(err) == 1
     assert "dynamic.onnx" in err[0] and "cannot read the image size" in err[0]
     (tmp_path / "junk.onnx").write_bytes(b"not a model")
@@ -285,17 +262,7 @@ def test_model_with_the_wrong_number_of_classes_is_named(tmp_path, data, cnn, ca
     labels = data[1][:4].copy()
     labels[2] = 7
     write_pngs(tmp_path / "imgs", data[0][:4], labels)
-    code, err = run_cli(
-        capsys,
-        "--model-file",
-        cnn[1],
-        "--images",
-        tmp_path / "imgs",
-        "--labels",
-        tmp_path / "imgs_labels.csv",
-        "--out",
-        tmp_path / "out",
-    )
+    code, err = run_cli(capsys, cnn[1], tmp_path / "imgs", tmp_path / "imgs_labels.csv", tmp_path / "out")
     assert code == 2 and len(err) == 1
     assert "cnn.onnx: outputs 4 classes" in err[0] and "img_02.png has label 7" in err[0]
     assert not (tmp_path / "out").exists()
@@ -323,21 +290,16 @@ def test_progress_counts_every_batch_of_every_variant(folder, cnn, capsys, tmp_p
     assert [e[0] for e in events] == per_batch * batches
     # The command line shows it as a bar on stderr.
     code = main(
-        [
-            "probe",
-            "--model-file",
-            str(cnn[1]),
-            "--images",
-            str(folder / "images"),
-            "--labels",
-            str(folder / "images_labels.csv"),
-            "--out",
-            str(tmp_path / "o"),
+        probe_argv(
+            cnn[1],
+            folder / "images",
+            folder / "images_labels.csv",
+            tmp_path / "o",
             "--probes",
             "contrast:1",
             "--natural",
             "none",
-        ]
+        )
     )
     assert code == 0 and "100%" in capsys.readouterr().err
 
@@ -346,22 +308,18 @@ def test_progress_counts_every_batch_of_every_variant(folder, cnn, capsys, tmp_p
 # --model-file, and --model PATH kept for one release
 # ------------------------------------------------------------------------------------------
 def _probe_argv(flag, cnn, folder, out):
-    return [
-        "probe",
-        flag,
-        str(cnn[1]),
-        "--images",
-        str(folder / "images"),
-        "--labels",
-        str(folder / "images_labels.csv"),
-        "--out",
-        str(out),
+    return probe_argv(
+        cnn[1],
+        folder / "images",
+        folder / "images_labels.csv",
+        out,
         "--probes",
         "contrast:2,gaussian_noise:1",
         "--natural",
         "hflip",
         "--no-progress",
-    ]
+        flag=flag,
+    )
 
 
 def test_model_file_names_the_onnx_file_and_warns_nothing(cnn, folder, tmp_path, capsys):
@@ -405,15 +363,7 @@ def test_bad_model_file_is_named_with_the_flag_given(tmp_path, folder, capsys):
     (tmp_path / "m.pkl").write_bytes(b"x")
     for flag in ("--model-file", "--model"):
         code, err = run_cli(
-            capsys,
-            flag,
-            tmp_path / "m.pkl",
-            "--images",
-            folder / "images",
-            "--labels",
-            folder / "images_labels.csv",
-            "--out",
-            tmp_path / "out",
+            capsys, tmp_path / "m.pkl", folder / "images", folder / "images_labels.csv", tmp_path / "out", flag=flag
         )
         errors = [line for line in err if line.startswith("error:")]
         assert code == 2 and len(errors) == 1 and f"{flag} " in errors[0] and "expected an .onnx file" in errors[0]

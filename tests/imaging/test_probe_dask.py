@@ -14,7 +14,7 @@ import signal
 import time
 
 import pytest
-from probe_kit import MEAN, STD
+from probe_kit import MEAN, STD, probe_argv
 
 from core.cli import main
 from core.imaging.images import open_images
@@ -30,18 +30,13 @@ SETTINGS = dict(probes=(("gaussian_noise", 2), ("motion_blur", 4), ("contrast", 
 
 
 def _argv(cnn, folder, out, *extra):
-    return [
-        "probe",
-        "--model-file",
-        str(cnn[1]),
-        "--images",
-        str(folder / "images"),
-        "--labels",
-        str(folder / "images_labels.csv"),
+    return probe_argv(
+        cnn[1],
+        folder / "images",
+        folder / "images_labels.csv",
+        out,
         "--perturbed",
         str(folder / "screen"),
-        "--out",
-        str(out),
         "--mean",
         ",".join(map(str, MEAN)),
         "--std",
@@ -56,7 +51,7 @@ def _argv(cnn, folder, out, *extra):
         "cnn",
         "--no-progress",
         *extra,
-    ]
+    )
 
 
 def _files(out) -> dict[str, bytes]:

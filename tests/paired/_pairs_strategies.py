@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import pandas as pd
 from hypothesis import strategies as st
+from paired_records import cell
 
 # Coarse grids make ties, threshold equality and same-label wrong answers common.
 PROB_GRID = (0.2, 0.4, 0.5, 0.6, 0.8, 1.0)
@@ -35,20 +35,7 @@ def small_cell(draw, max_classes: int = 3, max_size: int = 5):
             cp, cs, cm = draw(side(y, wrong, clean_pct))
             pp, ps, pm = draw(side(y, wrong, pert_pct))
             rows.append((len(rows), y, cp, cs, cm, pp, ps, pm))
-    frame = pd.DataFrame(
-        rows,
-        columns=[
-            "record_id",
-            "true_label",
-            "clean_pred",
-            "clean_max_prob",
-            "clean_true_prob",
-            "pert_pred",
-            "pert_max_prob",
-            "pert_true_prob",
-        ],
-    )
-    return frame.assign(model="m", condition="c", source="s")
+    return cell(rows)
 
 
 @st.composite
@@ -72,17 +59,4 @@ def five_state_cell(draw, max_classes: int = 2, max_size: int = 6):
                 pp = draw(st.sampled_from(labels))
                 ps, pm = draw(st.sampled_from([0.4, 0.8])), 0.1
             rows.append((len(rows), y, cp, cs, cm, pp, ps, pm))
-    frame = pd.DataFrame(
-        rows,
-        columns=[
-            "record_id",
-            "true_label",
-            "clean_pred",
-            "clean_max_prob",
-            "clean_true_prob",
-            "pert_pred",
-            "pert_max_prob",
-            "pert_true_prob",
-        ],
-    )
-    return frame.assign(model="m", condition="c", source="s")
+    return cell(rows)

@@ -12,6 +12,8 @@ from _pairs_bruteforce import brute_intervals
 from _pairs_strategies import TAU_GRID, five_state_cell, small_cell
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from paired_records import cell as _cell
+from paired_records import cell_from_arrays
 
 from core.paired import (
     UndefinedTargetWarning,
@@ -25,25 +27,6 @@ from core.paired import (
 from core.paired._fivestate import _enumerate, _solve, flip_endpoint_range, placement_is_feasible
 
 TOL = 1e-12
-
-
-def _cell(rows, **cell):
-    frame = pd.DataFrame(
-        rows,
-        columns=[
-            "record_id",
-            "true_label",
-            "clean_pred",
-            "clean_max_prob",
-            "clean_true_prob",
-            "pert_pred",
-            "pert_max_prob",
-            "pert_true_prob",
-        ],
-    )
-    return frame.assign(
-        model=cell.get("model", "m"), condition=cell.get("condition", "c"), source=cell.get("source", "s")
-    )
 
 
 def _as_dict(frame: pd.DataFrame) -> dict:
@@ -221,23 +204,7 @@ def test_grid_equals_single_cell_results_cell_by_cell():
         ps = np.round(rng.uniform(0.3, 1.0, n), 2)
         cm = np.where(cp == y, cs, np.round(cs * rng.random(n), 2))
         pm = np.where(pp == y, ps, np.round(ps * rng.random(n), 2))
-        cells.append(
-            pd.DataFrame(
-                {
-                    "model": m,
-                    "condition": c,
-                    "source": "synthetic",
-                    "record_id": np.arange(n),
-                    "true_label": y,
-                    "clean_pred": cp,
-                    "clean_max_prob": cs,
-                    "clean_true_prob": cm,
-                    "pert_pred": pp,
-                    "pert_max_prob": ps,
-                    "pert_true_prob": pm,
-                }
-            )
-        )
+        cells.append(cell_from_arrays(y, cp, cs, cm, pp, ps, pm, model=m, condition=c, source="synthetic"))
     records = pd.concat(cells[::-1], ignore_index=True)  # deliberately unsorted
     grid = _quiet(identified_intervals_grid, records, 0.7)
     assert len(grid) == 6 * 9

@@ -17,6 +17,7 @@ import pytest
 from _pairs_strategies import five_state_cell
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from paired_records import cell_from_arrays
 
 import core.paired._fivestate as fs
 from core.paired.states import class_table
@@ -147,7 +148,6 @@ def test_clipped_driver_equals_the_clipped_exact_ranges(cell, data):
 @pytest.mark.parametrize("seed", range(3))
 def test_fast_driver_equals_the_plain_program_on_larger_classes(seed):
     """Classes of 120 records and six wrong labels: the regime of the demo pool's grid."""
-    import pandas as pd
 
     rng = np.random.default_rng(seed)
     n = 360
@@ -155,21 +155,7 @@ def test_fast_driver_equals_the_plain_program_on_larger_classes(seed):
     cp = np.where(rng.random(n) < 0.6, y, (y + 1 + rng.integers(0, 6, n)) % 9)
     pp = np.where(rng.random(n) < 0.4, y, (y + 1 + rng.integers(0, 6, n)) % 9)
     ps = np.round(rng.uniform(0.3, 1, n), 2)
-    cell = pd.DataFrame(
-        {
-            "model": "m",
-            "condition": "c",
-            "source": "s",
-            "record_id": np.arange(n),
-            "true_label": y,
-            "clean_pred": cp,
-            "clean_max_prob": 0.9,
-            "clean_true_prob": np.where(cp == y, 0.9, 0.05),
-            "pert_pred": pp,
-            "pert_max_prob": ps,
-            "pert_true_prob": np.where(pp == y, ps, 0.05),
-        }
-    )
+    cell = cell_from_arrays(y, cp, 0.9, np.where(cp == y, 0.9, 0.05), pp, ps, np.where(pp == y, ps, 0.05))
     table = class_table(cell)
     inside = table.pert_max_prob >= 0.6
     wrong = ~table.pert_correct

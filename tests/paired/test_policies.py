@@ -11,9 +11,11 @@ from _pairs_bruteforce import LEVELS, cell_outcomes
 from _pairs_strategies import PROB_GRID, five_state_cell, small_cell
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from paired_records import cell, cell_from_arrays
 
 from core.paired import UndefinedTargetWarning, evaluate_policies, policy_thresholds, select_policy
 from core.paired.policies import _lemma1
+from core.paired.records import PAIRED_COLUMNS
 
 TOL = 1e-12
 LAMS = (0.0, 0.3, 0.5, 1.0)
@@ -150,19 +152,7 @@ def _pinned_certificate_cell():
     # Class 1: the correct accepted clean record meets either an error both policies accept or a
     # correct record both accept, moving J_0 and J_1 together.
     rows = [(1, 0, 0, 0.9, 0.9, 0, 0.6, 0.6), (2, 1, 1, 0.9, 0.9, 1, 0.9, 0.9), (3, 1, 2, 0.9, 0.1, 2, 0.9, 0.05)]
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "record_id",
-            "true_label",
-            "clean_pred",
-            "clean_max_prob",
-            "clean_true_prob",
-            "pert_pred",
-            "pert_max_prob",
-            "pert_true_prob",
-        ],
-    ).assign(model="m", condition="c", source="s")
+    return cell(rows)
 
 
 def test_shared_correspondence_certifies_what_separate_intervals_miss():
@@ -187,21 +177,7 @@ def test_information_nests_costs_and_differences_on_larger_cells(seed):
     cp = np.where(rng.random(n) < 0.7, y, 3 + rng.integers(0, 3, n))
     pp = np.where(rng.random(n) < 0.5, y, 3 + rng.integers(0, 3, n))
     cs, ps = np.round(rng.uniform(0.3, 1, n), 1), np.round(rng.uniform(0.3, 1, n), 1)
-    cell = pd.DataFrame(
-        {
-            "model": "m",
-            "condition": "c",
-            "source": "s",
-            "record_id": np.arange(n),
-            "true_label": y,
-            "clean_pred": cp,
-            "clean_max_prob": cs,
-            "clean_true_prob": np.where(cp == y, cs, cs / 3),
-            "pert_pred": pp,
-            "pert_max_prob": ps,
-            "pert_true_prob": np.where(pp == y, ps, ps / 3),
-        }
-    )
+    cell = cell_from_arrays(y, cp, cs, np.where(cp == y, cs, cs / 3), pp, ps, np.where(pp == y, ps, ps / 3))
     report = _report(cell, [0.9, 0.7, 0.5], 0.6, lams=(0.3, 0.5))
     costs = report.costs.set_index(["lambda", "policy", "level"])
     for (lam, pol), part in costs.groupby(level=[0, 1]):
@@ -227,21 +203,7 @@ def test_i5_feasible_mean_estimate_is_labelled_seeded_and_close_to_exact():
     cp = np.where(rng.random(n) < 0.4, 0, 1 + rng.integers(0, 3, n))
     pp = np.where(rng.random(n) < 0.3, 0, 1 + rng.integers(0, 3, n))
     cs, ps = np.round(rng.uniform(0.4, 1, n), 1), np.round(rng.uniform(0.4, 1, n), 1)
-    cell = pd.DataFrame(
-        {
-            "model": "m",
-            "condition": "c",
-            "source": "s",
-            "record_id": np.arange(n),
-            "true_label": y,
-            "clean_pred": cp,
-            "clean_max_prob": cs,
-            "clean_true_prob": np.where(cp == 0, cs, 0.0),
-            "pert_pred": pp,
-            "pert_max_prob": ps,
-            "pert_true_prob": np.where(pp == 0, ps, 0.0),
-        }
-    )
+    cell = cell_from_arrays(y, cp, cs, np.where(cp == 0, cs, 0.0), pp, ps, np.where(pp == 0, ps, 0.0))
     th = _thresholds([0.9, 0.7, 0.5], 0.5)
     exact = evaluate_policies(cell, thresholds=th, lambdas=(1.0,), levels=("I5",))
     est1 = evaluate_policies(cell, thresholds=th, lambdas=(1.0,), levels=("I5",), max_placements=1, seed=3)
@@ -261,20 +223,7 @@ def test_policy_thresholds_from_development_coverage():
     rows += [("m", "c", "s", 100, 0, 0, 0.99, 0.99, 0, 0.5, 0.5, "eval")]
     rec = pd.DataFrame(
         rows,
-        columns=[
-            "model",
-            "condition",
-            "source",
-            "record_id",
-            "true_label",
-            "clean_pred",
-            "clean_max_prob",
-            "clean_true_prob",
-            "pert_pred",
-            "pert_max_prob",
-            "pert_true_prob",
-            "split",
-        ],
+        columns=[*PAIRED_COLUMNS, "split"],
     )
     th = policy_thresholds(rec)
     # rank round(q·10): 6, 7, 8, 9, 10 → 0.6, 0.5, 0.4, 0.3, 0.2; clean (0.8): rank 8 → 0.4

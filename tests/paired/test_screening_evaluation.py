@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core._rng import as_generator
+from core.paired.records import PAIRED_COLUMNS
 from core.paired.screening import (
     _derangements,
     condition_tiers,
@@ -108,20 +109,7 @@ def test_tiers_by_mean_development_accuracy_with_inclusive_mild_cut():
             rows.append((model, cond, "src", 99, 0, 0, 0.9, 0.9, 1, 0.8, 0.1, "eval"))  # eval rows do not count
     records = pd.DataFrame(
         rows,
-        columns=[
-            "model",
-            "condition",
-            "source",
-            "record_id",
-            "true_label",
-            "clean_pred",
-            "clean_max_prob",
-            "clean_true_prob",
-            "pert_pred",
-            "pert_max_prob",
-            "pert_true_prob",
-            "split",
-        ],
+        columns=[*PAIRED_COLUMNS, "split"],
     )
     tiers = condition_tiers(records).set_index("condition")
     assert tiers.loc["c40", "dev_accuracy"] == pytest.approx(0.4)
@@ -366,19 +354,7 @@ def _queue_pool():
             rows.append((model, cond, "s", rid, 0, 0, 0.9, 0.9, 1 if failed else 0, 0.9, 0.05 if failed else 0.9))
     outcomes = pd.DataFrame(
         rows,
-        columns=[
-            "model",
-            "condition",
-            "source",
-            "record_id",
-            "true_label",
-            "clean_pred",
-            "clean_max_prob",
-            "clean_true_prob",
-            "pert_pred",
-            "pert_max_prob",
-            "pert_true_prob",
-        ],
+        columns=list(PAIRED_COLUMNS),
     )
     return scores, outcomes
 

@@ -7,6 +7,8 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from paired_records import cell as _cell
+from paired_records import cell_from_arrays
 
 from core.paired import (
     UndefinedTargetWarning,
@@ -16,22 +18,6 @@ from core.paired import (
     paired_targets,
     variance_ratios,
 )
-
-COLUMNS = [
-    "record_id",
-    "true_label",
-    "clean_pred",
-    "clean_max_prob",
-    "clean_true_prob",
-    "pert_pred",
-    "pert_max_prob",
-    "pert_true_prob",
-]
-
-
-def _cell(rows, condition="c"):
-    return pd.DataFrame(rows, columns=COLUMNS).assign(model="m", condition=condition, source="s")
-
 
 # One record per state in class 0, plus a second class; τ = 0.5.
 ROWS = [
@@ -81,7 +67,9 @@ def test_section_3_1_targets_under_both_pairings():
     lose = [(1, 0, 0, 0.9, 0.9, 0, 0.6, 0.6), (2, 0, 0, 0.6, 0.6, 1, 0.8, 0.2)]
     err = [(1, 0, 0, 0.9, 0.9, 1, 0.8, 0.2), (2, 0, 0, 0.6, 0.6, 0, 0.6, 0.6)]
     with pytest.warns(UndefinedTargetWarning):
-        both = paired_targets(pd.concat([_cell(lose, "lose"), _cell(err, "err")]), 0.8).set_index("condition")
+        both = paired_targets(pd.concat([_cell(lose, condition="lose"), _cell(err, condition="err")]), 0.8).set_index(
+            "condition"
+        )
     assert both.loc["lose", ["H", "L", "dM_k"]].tolist() == pytest.approx([0, 0.5, 0.3])
     assert both.loc["err", ["H", "L", "dM_k"]].tolist() == pytest.approx([0.5, 0, 0])
 
@@ -94,21 +82,7 @@ def test_variance_ratio_against_numpy():
     pp = np.where(rng.random(n) < 0.5, y, 5)
     cs, ps = rng.uniform(0.4, 1, n), rng.uniform(0.4, 1, n)
     cm, pm = np.where(cp == y, cs, cs / 2), np.where(pp == y, ps, ps / 2)
-    cell = pd.DataFrame(
-        {
-            "model": "m",
-            "condition": "c",
-            "source": "s",
-            "record_id": np.arange(n),
-            "true_label": y,
-            "clean_pred": cp,
-            "clean_max_prob": cs,
-            "clean_true_prob": cm,
-            "pert_pred": pp,
-            "pert_max_prob": ps,
-            "pert_true_prob": pm,
-        }
-    )
+    cell = cell_from_arrays(y, cp, cs, cm, pp, ps, pm)
     out = variance_ratios(cell).iloc[0]
     for name, x, x2 in (("C", (cp == y) * 1.0, (pp == y) * 1.0), ("S", cs, ps), ("M", cm, pm)):
         assert out[f"ratio_{name}"] == pytest.approx(np.var(x - x2) / (np.var(x) + np.var(x2)))
@@ -153,7 +127,7 @@ def test_bad_coverage_and_scores_are_rejected():
 
 
 def _with_split(rows, split, condition="c"):
-    return _cell(rows, condition).assign(split=split)
+    return _cell(rows, condition=condition).assign(split=split)
 
 
 def test_a_models_thresholds_depend_on_its_own_records_only():

@@ -202,6 +202,12 @@ def test_sweep_writes_the_table_and_every_unit(tmp_path, capsys):
     assert table[["dataset", "model", "n_seeds"]].values.tolist() == [["breast_cancer", "logreg", 2]]
     assert stdout.startswith("| dataset | model | n_seeds | accuracy |")
     assert (out / "sweep_table.md").read_text().splitlines()[0] == stdout.splitlines()[0]
+    # The bootstrap table printed after it: every column of the file but the difference's interval.
+    printed = stdout.split("\n\n")[1].splitlines()[0]
+    assert printed == ("| score | kind | n_units | mean | ci_low | ci_high | reference | diff_mean | win_rate |"), (
+        printed
+    )
+    assert "diff_ci_low" in pd.read_csv(out / "sweep_bootstrap.csv").columns
 
 
 def test_module_entry_point_and_help():

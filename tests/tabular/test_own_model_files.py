@@ -141,24 +141,7 @@ def test_corrupt_or_truncated_model_files(files, tmp_path, capsys, mutate, match
     d, _, _ = files
     bad = tmp_path / f"bad.{kind}"
     bad.write_bytes(mutate((d / f"logreg.{kind}").read_bytes()))
-    code = main(
-        [
-            "audit",
-            "--model-file",
-            str(bad),
-            "--train",
-            str(d / "train.csv"),
-            "--test",
-            str(d / "test.csv"),
-            "--target",
-            "default",
-            "--out",
-            str(tmp_path / "out"),
-            "--feature-order",
-            str(d / "order.txt"),
-        ]
-    )
-    err = capsys.readouterr().err
+    code, err = _cli(capsys, d, bad, "", tmp_path / "out", "--feature-order", "{d}/order.txt")
     assert code == 2
     assert (kind == "onnx" and ("not a readable ONNX model" in err or "is empty" in err)) or __import__("re").search(
         match, err
@@ -169,22 +152,8 @@ def test_corrupt_or_truncated_model_files(files, tmp_path, capsys, mutate, match
 def test_pickle_files_are_refused_by_name(files, tmp_path, capsys):
     d, _, _ = files
     for suffix in (".pkl", ".joblib"):
-        code = main(
-            [
-                "audit",
-                "--model-file",
-                str(tmp_path / f"model{suffix}"),
-                "--train",
-                str(d / "train.csv"),
-                "--test",
-                str(d / "test.csv"),
-                "--target",
-                "default",
-                "--out",
-                str(tmp_path / "out"),
-            ]
-        )
-        assert code == 2 and "never read" in capsys.readouterr().err
+        code, err = _cli(capsys, d, tmp_path / f"model{suffix}", "", tmp_path / "out")
+        assert code == 2 and "never read" in err
 
 
 def test_onnx_input_matching_no_column(files, tmp_path, capsys):
@@ -207,22 +176,7 @@ def test_onnx_input_matching_no_column(files, tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert code == 2 and "['student']" in err and "lacks the columns" in err
-    code = main(
-        [
-            "audit",
-            "--model-file",
-            str(d / "logreg.onnx"),
-            "--train",
-            str(d / "train.csv"),
-            "--test",
-            str(d / "test.csv"),
-            "--target",
-            "default",
-            "--out",
-            str(tmp_path / "out"),
-        ]
-    )
-    err = capsys.readouterr().err
+    code, err = _cli(capsys, d, "logreg.onnx", "", tmp_path / "out")
     assert code == 2 and "--feature-order" in err
     assert not (tmp_path / "out").exists()
 
