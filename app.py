@@ -21,11 +21,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from core.cfc.protocol import Protocol
-from core.reviews import default_db_path
-from core.tabular.datasets import DEFAULT_DATASET
+from core.views.audit_inputs import DEFAULT_DATASET, Protocol
 from core.views.uploads import LARGE_TABLE_ROWS
-from ui.auth import Blocked, gate, team_path
+from ui.auth import Blocked, gate, reviews_db_path, team_path
 from ui.certificate import DEFAULT_TOP_GROUPS, PANEL_TABS
 from ui.own_model import default_audits_dir
 from ui.sidebar import render_sidebar
@@ -60,7 +58,7 @@ DEFAULTS: dict[str, object] = {
     "dataset": DEFAULT_DATASET,
     "model": "hist_gb",
     "seed": 0,
-    "reviews_db": _ARGS.reviews_db or str(default_db_path()),
+    "reviews_db": reviews_db_path(_ARGS.reviews_db),
     # sign-in (ui/auth.py): the team file fixed at server start, and what the gate decided this run
     "team_file": team_path(_ARGS.team),
     "access": None,

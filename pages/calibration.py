@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.viz.verdicts import lowest_wins
+from core.views.calibration import ece_verdict
 from ui.audit_line import audit_line
 from ui.components import cached_figure, figure, page_header, run_page, table
 from ui.data import current_audit
@@ -43,9 +43,7 @@ def _body() -> None:
     )
     for subset in ("all", "fragile"):
         ece = {method: float(metrics.loc[(method, subset), "ece"]) for method in _METHODS}
-        verdict = lowest_wins(ece, metric="ECE", labels=_METHODS)
-        if report.bats.eta == 0:
-            verdict += " BATS chose η = 0 here, which is plain global temperature scaling."
+        verdict = ece_verdict(ece, labels=_METHODS, bats_eta=report.bats.eta)
         # The verdict on its own line and short labels: three metrics and a sentence in one row
         # were cut at 1000 px ("global temperature · frag…", "vs uncalibra…").
         st.markdown(f"{_PANELS[subset]} — {verdict}")

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core.tabular.models import MODEL_NAMES
+from core.views.audit_inputs import MODEL_NAMES
 from core.views.comparison import comparison_samples, model_comparison_table, sample_across_models
 from ui.audit_line import audit_line
 from ui.components import cached_figure, figure, page_header, run_page, table

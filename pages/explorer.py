@@ -6,18 +6,17 @@ import json
 
 import numpy as np
 import streamlit as st
-from threadpoolctl import threadpool_limits
 
-from core.cfc.search import flip_search
-from core.tabular.own_model import feature_origins
+from core.views.audit_inputs import feature_origins
 from core.views.tabular import (
     flip_budget_shown,
+    flip_count_text,
     prediction_table,
     raw_values_table,
     sample_bundle,
+    sample_flip_search,
     whatif_probabilities,
 )
-from core.viz.tables import no_flip_text
 from ui.audit_line import audit_line
 from ui.certificate import certificate_figures, evidence_tables, flip_budget_text
 from ui.components import cached_figure, figure, guarded, page_header, run_page, table
@@ -52,11 +51,7 @@ _MAX_PILLS = 24
 
 @st.cache_data(show_spinner="Searching exact and beam flip sets…", max_entries=256)
 def _search(fingerprint: str, position: int, _result) -> object:
-    r = _result
-    with threadpool_limits(limits=1):  # mid-sized model calls: one thread is faster (run_audit's n_threads)
-        return flip_search(
-            r.model.predict_proba, r.X_test[position : position + 1], r.groups, r.baseline, r.protocol, method="both"
-        )
+    return sample_flip_search(_result, position)
 
 
 def _clear_selection() -> None:
@@ -146,7 +141,7 @@ def _flip_sets(result, cert, position: int, depth: int):
     k_exact, k_beam = float(search.k_exact[0]), float(search.k_beam[0])
 
     def fmt(k: float) -> str:
-        return "undecided (cap)" if np.isnan(k) else (no_flip_text(depth) if k > depth else f"{int(k)}")
+        return flip_count_text(k, depth=depth)
 
     s = st.columns(3)
     s[0].metric("Greedy k*", fmt(float(cert.flip_budget)), help="Along the certificate's removal path")

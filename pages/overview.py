@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import io
-import os
 
 import streamlit as st
 
-from core import viz
-from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, OPERATORS, PATH_RULES, Protocol
-from core.tabular.datasets import DATASET_NAMES, load_user_data
-from core.tabular.own_model import feature_origins
-from core.views.commands import cli_commands
-from core.views.formatting import parse_float_list
-from core.views.tabular import column_summary, flip_budget_shown, groups_table
+from core.views.audit_inputs import (
+    BASELINE_RULES,
+    DATASET_NAMES,
+    GROUPING_RULES,
+    OPERATORS,
+    PATH_RULES,
+    Protocol,
+    feature_origins,
+    load_user_data,
+    protocol_from_form,
+)
+from core.views.tabular import column_summary, flip_budget_shown, groups_table, strongest_confidence_score
 from core.views.uploads import CELL_BUDGET, LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, TableUpload, parse_blocks, table_columns
 from ui.audit_line import audit_line
 from ui.auth import report_reviews
-from ui.components import chart, guarded, page_header, preload_plotly, run_page, table
+from ui.components import chart, guarded, page_header, preload_plotly, run_page, table, vega_spec
 from ui.data import audit_max_rows, current_audit, current_dataset, current_protocol, dataset_label
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
@@ -117,6 +121,8 @@ def _sample_section(dataset) -> None:
             f"cost grows with rows × evidence groups (at most {CELL_BUDGET:,} here, so that a page answers "
             "within seconds). The command line below audits every row."
         )
+    from core.views.commands import cli_commands  # lazy: only a large upload shows the commands
+
     upload = st.session_state["uploads"][st.session_state["dataset"].split(":", 1)[1]]
     commands = cli_commands(
         upload.file,
@@ -206,16 +212,15 @@ def _protocol_form(n_groups: int) -> None:
         applied = st.form_submit_button("Apply protocol", type="primary")
     if applied:
         with guarded("Protocol"):
-            depth = st.session_state["proto_depth"]
-            protocol = Protocol(
+            protocol = protocol_from_form(
                 grouping=st.session_state["proto_grouping"],
                 baseline=st.session_state["proto_baseline"],
-                depth=None if depth == "auto" else int(depth),
-                operators=tuple(st.session_state["proto_operators"]),
-                severities=parse_float_list(st.session_state["proto_severities"], "severities"),
+                depth=st.session_state["proto_depth"],
+                operators=st.session_state["proto_operators"],
+                severities=st.session_state["proto_severities"],
                 weights=(st.session_state["proto_w1"], st.session_state["proto_w2"], st.session_state["proto_w3"]),
                 path=st.session_state["proto_path_rule"],
-                merge_threshold=float(st.session_state["proto_merge_threshold"]),
+                merge_threshold=st.session_state["proto_merge_threshold"],
             )
             st.session_state["protocol"] = protocol.to_dict()
             st.rerun()
@@ -264,7 +269,7 @@ def _data_section(dataset, label: str | None = None) -> None:
             "Column to inspect", list(dataset.features), key="overview_column", persist_state="session"
         )
         chart(
-            viz.column_distribution_spec(frame[column], frame[dataset.target], classes=dataset.classes),
+            vega_spec("column_distribution_spec", frame[column], frame[dataset.target], classes=dataset.classes),
             "Bars per class; missing values are counted, never dropped. A column whose classes separate "
             "cleanly is strong evidence — and a single point of failure if it goes missing.",
         )
@@ -285,11 +290,9 @@ def _data_section(dataset, label: str | None = None) -> None:
 
 
 def _report(result, **options) -> str:
-    # Imported on click: plotly.io's HTML writer and the paired engine are not first-screen costs.
-    from core.imaging.demo import DEFAULT_DIR as PAIRED_DEMO_DIR
-    from core.report import report_for_result
+    from ui.report import audit_report  # imported on click: the report's libraries are not first-screen costs
 
-    return report_for_result(result, paired_dir=os.environ.get("PAIRED_DEMO_DIR") or PAIRED_DEMO_DIR, **options)
+    return audit_report(result, **options)
 
 
 def _glance_section(progress_at=None) -> None:
@@ -314,8 +317,6 @@ def _glance_section(progress_at=None) -> None:
     )
     cert = result.certificates.table
     ev = result.evaluation.set_index("score")
-    from core.cfc.evaluation import strongest_confidence_score  # lazy: keep the cold start light
-
     best_conf = strongest_confidence_score(result.evaluation)  # None: no confidence AUROC to compare with
     # Wrapping at 210 px each: five metrics in one row cut their labels at 1000 px ("High confiden…").
     cols = flow_columns(5, key="overview_glance_metrics", min_width=210, gap="small")
@@ -348,7 +349,8 @@ def _glance_section(progress_at=None) -> None:
     left, right = flow_columns(2, key="overview_glance_charts", min_width=380)
     with left:
         chart(
-            viz.confidence_fds_spec(
+            vega_spec(
+                "confidence_fds_spec",
                 cert["confidence"].to_numpy(),
                 cert["fds"].to_numpy(),
                 brittle=result.labels.labels,
@@ -359,7 +361,7 @@ def _glance_section(progress_at=None) -> None:
         )
     with right:
         chart(
-            viz.flip_budget_spec(cert["flip_budget"].to_numpy(), depth=result.certificates.depth),
+            vega_spec("flip_budget_spec", cert["flip_budget"].to_numpy(), depth=result.certificates.depth),
             "How many evidence groups (removed greedily, most supportive first) it takes to flip each "
             "prediction. Bars on the left are predictions that hinge on one or two groups.",
         )

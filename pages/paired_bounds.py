@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-import warnings
-
 import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from core.constants import COVERAGES
-from core.exceptions import UndefinedTargetWarning
-from core.paired.bounds import identified_intervals, unpaired_intervals
-from core.paired.coverage_grid import coverage_grid, load_precomputed_grid
-from core.paired.policies import LAMBDAS, evaluate_policies
-from core.paired.states import coverage_threshold, development_thresholds, five_state_counts
+from core.views.bounds import (
+    COVERAGES,
+    LAMBDAS,
+    cell_intervals,
+    cell_policies,
+    computed_grid,
+    development_thresholds_of,
+    five_state_table,
+    load_precomputed_grid,
+    unpaired_cell_intervals,
+    unpaired_threshold,
+)
 from core.views.paired import (
     GridOverview,
     evaluation_records,
@@ -56,14 +60,14 @@ _SOURCES = {
 # themselves are not hashed.
 @st.cache_data(show_spinner=False, max_entries=8)
 def _thresholds(key: str, *, _records: pd.DataFrame) -> pd.DataFrame:
-    return development_thresholds(_records, _COVERAGES)
+    return development_thresholds_of(_records)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _model_thresholds(key: str, model: str, *, _records: pd.DataFrame) -> pd.DataFrame:
     """:func:`_thresholds` of one model, from its records alone (a model's thresholds depend on
     them only): the top of the page validates a tenth of the demo pool instead of all of it."""
-    return development_thresholds(_records[_records["model"] == model], _COVERAGES)
+    return development_thresholds_of(_records[_records["model"] == model])
 
 
 @st.cache_data(show_spinner="Computing identified intervals for every cell…", max_entries=16)
@@ -78,11 +82,9 @@ def _grid(key: str, coverage: float, fixed_tau: float | None, *, _records: pd.Da
         stored = load_precomputed_grid(_records, coverage)
         if stored is not None:
             return stored
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UndefinedTargetWarning)  # dM_k undefined where no pair stays correct: NaN
-        if fixed_tau is not None:
-            return coverage_grid(_records, tau=fixed_tau)
-        return coverage_grid(_records, coverage, thresholds=_thresholds(key, _records=_records))
+    if fixed_tau is not None:
+        return computed_grid(_records, coverage, fixed_tau=fixed_tau)
+    return computed_grid(_records, coverage, thresholds=_thresholds(key, _records=_records))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -134,7 +136,7 @@ def _policy_job(data: PairedData, model: str, condition: str, source: str) -> Au
         cell = records[
             (records["model"] == model) & (records["condition"] == condition) & (records["source"] == source)
         ]
-        return evaluate_policies(cell, lambdas=LAMBDAS)
+        return cell_policies(cell)
 
     return job_for(
         ("policy report", data.key, model, condition, source),
@@ -276,9 +278,7 @@ def _paired_body(data: PairedData) -> None:
     m[2].metric("Clean accuracy", f"{(cell['clean_pred'] == cell['true_label']).mean():.1%}")
     m[3].metric("Perturbed accuracy", f"{(cell['pert_pred'] == cell['true_label']).mean():.1%}")
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UndefinedTargetWarning)
-        intervals = identified_intervals(cell, tau)
+    intervals = cell_intervals(cell, tau)
     figure(
         cached_figure("intervals_figure", intervals),
         "Each bar spans every value some pairing consistent with that level allows; narrower is better "
@@ -286,11 +286,8 @@ def _paired_body(data: PairedData) -> None:
     )
     left, right = flow_columns([3, 2], key="paired_tables_row", min_width=[380, 300])
     with left:
-        counts = five_state_counts(cell, tau)
-        columns = ["true_label", "n", "h", "r", "s", "w", "k", "u", "v", "t"]
-        total = counts[columns[1:]].sum().to_frame().T.assign(true_label="all")
         table(
-            pd.concat([counts[columns], total[columns]], ignore_index=True),
+            five_state_table(cell, tau),
             name=f"five states {model} {condition}",
             key="paired_states",
             caption="Per class: n pairs; h harmful flip, r correction, s same wrong label, "
@@ -368,7 +365,7 @@ def _unpaired_body(data: PairedData) -> None:
         "(in-sample: there is no development split); accepted when max probability ≥ τ.",
     )
     coverage = float(st.session_state["paired_coverage"])
-    tau = coverage_threshold(unpaired.clean["max_prob"].to_numpy(), coverage) if fixed_tau is None else fixed_tau
+    tau = unpaired_threshold(unpaired, coverage) if fixed_tau is None else fixed_tau
     clean, pert = unpaired.clean, unpaired.perturbed
     m = flow_columns(5, key="paired_unpaired_metrics", min_width=170, gap="small")
     m[0].metric("Records per side", f"{len(clean):,}")
@@ -376,9 +373,7 @@ def _unpaired_body(data: PairedData) -> None:
     m[2].metric("Acceptance threshold τ", f"{tau:.4f}")
     m[3].metric("Clean accuracy", f"{(clean['pred'] == clean['true_label']).mean():.1%}")
     m[4].metric("Perturbed accuracy", f"{(pert['pred'] == pert['true_label']).mean():.1%}")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UndefinedTargetWarning)
-        intervals = unpaired_intervals(unpaired, tau)
+    intervals = unpaired_cell_intervals(unpaired, tau)
     figure(
         cached_figure("intervals_figure", intervals),
         f"Each bar spans every value some pairing consistent with that level allows; narrower is better "

@@ -8,12 +8,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core.imaging.demo import render_condition, render_condition_image
-from core.imaging.images import png_data_uri
-from core.imaging.probe import parse_floats, probe_image, probe_uploaded
-from core.paired.screening import (
+from core.views.recapture import (
+    defined_scores,
+    demo_condition_images,
+    demo_probe_image,
+    parse_floats,
+    png_data_uri,
+    probe_image,
+    probe_uploaded,
     recapture_queue,
-    risk_column,
     screening_metrics,
     screening_scores,
 )
@@ -57,7 +60,7 @@ def _metrics(key: str, model: str, *, _scores: pd.DataFrame, _outcomes: pd.DataF
 
 def _defined(scores: pd.DataFrame) -> list[str]:
     """Scores with at least one defined value (an upload without prob_* has no A3, without transforms no TTA)."""
-    return [s for s in _CURVE_SCORES if risk_column(s) in scores.columns and scores[risk_column(s)].notna().any()]
+    return defined_scores(scores, _CURVE_SCORES)
 
 
 def _run() -> dict | None:
@@ -100,14 +103,14 @@ def _large(image: np.ndarray) -> np.ndarray:
 @st.cache_resource(max_entries=40, show_spinner="Rendering the probe images of the demo pool…")
 def _demo_condition(condition: str) -> np.ndarray:
     pool = demo_pool()
-    return render_condition(pool.images, condition, seed=int(pool.manifest.get("seed", 0)))
+    return demo_condition_images(pool, condition)
 
 
 @st.cache_resource(max_entries=400, show_spinner=False)
 def _demo_probe_image(probe: str, position: int) -> np.ndarray:
     """One demo image under one probe: rendered alone when the probe draws nothing at random."""
     pool = demo_pool()
-    alone = render_condition_image(pool.images, position, probe, seed=int(pool.manifest.get("seed", 0)))
+    alone = demo_probe_image(pool, position, probe)
     return alone if alone is not None else _demo_condition(probe)[position]
 
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from core.cfc.evaluation import SCORES
-from core.metrics.ranking import review_budget
-from core.reviews import filter_queue
-from core.reviews.queue import UNREVIEWED
-from core.views.ranking import capture_curves, rank_queue, score_summary
+from core.views.ranking import (
+    SCORES,
+    UNREVIEWED,
+    capture_curves,
+    filter_queue,
+    rank_queue,
+    review_budget,
+    score_summary,
+)
 from core.views.tabular import flip_budget_shown, prediction_table
 from ui.audit_line import audit_line
 from ui.certificate import certificate_panel, flip_budget_text, lambda_text

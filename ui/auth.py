@@ -24,7 +24,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from core.reviews import TEAM_ENV_VAR, Team, TeamFileError, User, load_team
+from core.reviews import TEAM_ENV_VAR, Team, TeamFileError, User, default_db_path, load_team
 
 __all__ = [
     "Access",
@@ -81,6 +81,11 @@ def sign_in_configured() -> bool:
     except Exception:  # an unreadable secrets file: Streamlit reports it itself on st.login
         _LOG.exception("the secrets file cannot be read")
         return False
+
+
+def reviews_db_path(cli_value: str | None) -> str:
+    """The review database: ``--reviews-db`` on the command line, else the per-user default file."""
+    return cli_value or str(default_db_path())
 
 
 def team_path(cli_value: str | None) -> str | None:
