@@ -9,6 +9,7 @@ from ui.audit_line import audit_line
 from ui.components import cached_figure, figure, page_header, run_page, table
 from ui.data import current_audit
 from ui.entry import ensure_entrypoint
+from ui.state import CalibrationState
 
 ensure_entrypoint()
 
@@ -57,7 +58,11 @@ def _body() -> None:
                 help=None if delta is None else "Change of ECE against the uncalibrated model",
             )
     chosen = st.multiselect(
-        "Methods shown", list(_METHODS), key="calib_methods", format_func=_METHODS.get, persist_state="session"
+        "Methods shown",
+        list(_METHODS),
+        key=CalibrationState.methods.key,
+        format_func=_METHODS.get,
+        persist_state="session",
     )
     bins = report.reliability[report.reliability["method"].isin(chosen)]
     bins = bins.assign(panel=bins["panel"].map(_PANELS), method=bins["method"].map(_METHODS))

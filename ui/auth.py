@@ -25,6 +25,7 @@ from pathlib import Path
 import streamlit as st
 
 from core.reviews import TEAM_ENV_VAR, Team, TeamFileError, User, default_db_path, load_team
+from ui.state import auth_state, shared_state
 
 __all__ = [
     "Access",
@@ -149,7 +150,7 @@ def gate(team_file: str | None) -> Access | Blocked:
     -------
     Access or Blocked
         :class:`Access` for a visitor who may see the dashboard (also stored in
-        ``st.session_state["access"]``); in team mode, :class:`Blocked` (the sign-in or the
+        ``auth_state().access``); in team mode, :class:`Blocked` (the sign-in or the
         no-access page) for anyone else: ``app.py`` then shows that page alone and stops.
     """
     if not sign_in_configured():
@@ -160,9 +161,9 @@ def gate(team_file: str | None) -> Access | Blocked:
             else ""
         )
         access = Access(mode="local", note=note)
-        st.session_state["access"] = access
+        auth_state().access = access
         return access
-    st.session_state["access"] = None
+    auth_state().access = None
     if not st.user.get("is_logged_in"):
         return Blocked(title="Sign in", body=_sign_in_page)
     if team_file is None:
@@ -191,7 +192,7 @@ def gate(team_file: str | None) -> Access | Blocked:
             "the team to add you."
         )
     access = Access(mode="team", user=user, role=role, team=team)
-    st.session_state["access"] = access
+    auth_state().access = access
     return access
 
 
@@ -201,7 +202,7 @@ def current_access() -> Access:
     With sign-in configured and no access decided (a page run without the gate), the run
     stops: nothing is shown rather than anything granted.
     """
-    access = st.session_state.get("access")
+    access = auth_state().access
     if isinstance(access, Access):
         return access
     if sign_in_configured():
@@ -218,7 +219,7 @@ def server_team() -> Team | None:
     """
     if not sign_in_configured():
         return None
-    path = st.session_state.get("team_file")
+    path = auth_state().team_file
     if not path:
         raise TeamFileError("sign-in is configured but no team file was given; nobody may write.")
     return _load(path)
@@ -230,5 +231,5 @@ def report_reviews() -> dict:
     reviewer's decisions, which a blind reviewer must not see)."""
     access = current_access()
     if access.can("admin"):
-        return {"reviews_db": st.session_state["reviews_db"]}
+        return {"reviews_db": shared_state().reviews_db}
     return {"reviews_db": None, "reviews_note": f"only an admin's report holds them (you are a {access.role})."}

@@ -12,13 +12,11 @@ from core.views.tabular import path_evidence_table, removal_steps_table
 from core.viz.tables import flip_budget_text as budget_text
 from ui.components import cached_figure, figure, table
 from ui.layout import flow_columns
+from ui.state import DEFAULT_TOP_GROUPS, PANEL_TABS, CertificateState
 
 if TYPE_CHECKING:
     from core.cfc.certificate_set import SampleCertificate
     from core.tabular.audit import AuditResult
-
-#: One-step drops shown by default before the other groups are folded into one bar.
-DEFAULT_TOP_GROUPS = 15
 
 
 def lambda_text(cert: SampleCertificate) -> str:
@@ -98,7 +96,7 @@ def drops_chart(cert: SampleCertificate, *, key: str) -> None:
             min_value=1,
             max_value=n_groups,
             step=5,
-            key="drops_top_n",
+            key=CertificateState.drops_top_n.key,
             persist_state="session",
             help=f"The largest one-step drops of the {n_groups} groups; the last bar folds the "
             "others (its length is the largest of their drops).",
@@ -156,15 +154,6 @@ def evidence_tables(result: AuditResult, cert: SampleCertificate, *, key: str) -
     """Both evidence tables, one under the other (each needs the full width)."""
     path_values_table(result, cert, key=key)
     steps_table(result, cert, key=key)
-
-
-#: The tabs of :func:`certificate_panel`, in order.
-PANEL_TABS = (
-    "Trajectory and collapse",
-    "λ* per operator and one-step drops",
-    "Path values vs baseline",
-    "Prediction after each removal",
-)
 
 
 def certificate_panel(result: AuditResult, cert: SampleCertificate, *, key: str) -> None:
