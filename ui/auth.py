@@ -39,6 +39,8 @@ __all__ = [
 ]
 
 _LOG = logging.getLogger("reliability_audit.ui")
+#: The sign-out button's key (the no-access page and the sidebar draw it, never both in a run).
+SIGN_OUT_KEY = "auth_sign_out"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,7 +135,7 @@ def _no_access(text: str) -> Blocked:
     def body() -> None:
         st.title("Reliability audit")
         st.warning(text, icon=":material/lock:")
-        st.button("Sign out", key="auth_sign_out", icon=":material/logout:", on_click=st.logout)
+        st.button("Sign out", key=SIGN_OUT_KEY, icon=":material/logout:", on_click=st.logout)
 
     return Blocked(title="No access", body=body)
 

@@ -66,11 +66,16 @@ from ui.shortcuts import shortcuts
 from ui.state import ReviewState, TriageState, applied_selection, review_state, shared_state, triage_state
 
 #: Keyboard shortcut of every keyed control (:func:`ui.shortcuts.shortcuts`).
+#: Keys of the buttons the keyboard shortcuts click (each button is created with its key here).
+PICK_KEYS = tuple(f"review_pick_{i}" for i in range(len(DECISIONS)))
+SAVE_NEXT_KEY, NEXT_KEY, PREVIOUS_KEY = "review_save_next", "review_next", "review_previous"
+#: The hidden container of the pick buttons (clicked by their shortcuts only).
+_PICK_BOX = "review_keys"
 SHORTCUTS: dict[str, str] = {
-    **{f"review_pick_{i}": f"alt+{i + 1}" for i in range(len(DECISIONS))},
-    "review_save_next": "alt+s",
-    "review_next": "alt+n",
-    "review_previous": "alt+p",
+    **{k: f"alt+{i + 1}" for i, k in enumerate(PICK_KEYS)},
+    SAVE_NEXT_KEY: "alt+s",
+    NEXT_KEY: "alt+n",
+    PREVIOUS_KEY: "alt+p",
 }
 _STATUS = {"all": "All cases", "unreviewed": "Unreviewed", "reviewed": "Reviewed"}
 #: Display names of the queue table's columns (the data keeps its snake_case names).
@@ -422,7 +427,7 @@ def _bulk(key: AuditKey, sample_ids: Sequence[int], token: str) -> None:
 
 def _shortcuts() -> None:
     # The decision buttons are clicked by their shortcuts only; the radio shows the choice.
-    st.html("<style>.st-key-review_keys {display: none;}</style>")
+    st.html(f"<style>.st-key-{_PICK_BOX} {{display: none;}}</style>")
     shortcuts(SHORTCUTS)
 
 
@@ -472,9 +477,9 @@ def review_form(key: AuditKey, sample_id: int, *, queue_order: Sequence[int], sh
             format_func=lambda d: f"{DECISION_LABELS[d]}  (Alt+{DECISIONS.index(d) + 1})",
             help="Starts on your decision in force on this case; none when you have not decided it.",
         )
-        with st.container(key="review_keys"):
+        with st.container(key=_PICK_BOX):
             for i, decision in enumerate(DECISIONS):
-                st.button(DECISION_LABELS[decision], key=f"review_pick_{i}", on_click=_pick, args=(decision,))
+                st.button(DECISION_LABELS[decision], key=PICK_KEYS[i], on_click=_pick, args=(decision,))
         st.multiselect(
             "Reasons",
             list(REASONS),
@@ -497,7 +502,7 @@ def review_form(key: AuditKey, sample_id: int, *, queue_order: Sequence[int], sh
         b[1].button(
             "Save & next (Alt+S)",
             type="primary",
-            key="review_save_next",
+            key=SAVE_NEXT_KEY,
             on_click=_save,
             args=(key, sample_id, token, list(queue_order), True),
             width="stretch",
@@ -506,7 +511,7 @@ def review_form(key: AuditKey, sample_id: int, *, queue_order: Sequence[int], sh
     n = flow_columns(3, key="review_nav_row", min_width=[150, 130, 170], gap="small")
     n[0].button(
         "Previous (Alt+P)",
-        key="review_previous",
+        key=PREVIOUS_KEY,
         on_click=_move,
         args=(list(shown_order), -1),
         width="stretch",
@@ -514,7 +519,7 @@ def review_form(key: AuditKey, sample_id: int, *, queue_order: Sequence[int], sh
     )
     n[1].button(
         "Next (Alt+N)",
-        key="review_next",
+        key=NEXT_KEY,
         on_click=_move,
         args=(list(shown_order), 1),
         width="stretch",

@@ -16,7 +16,7 @@ import streamlit as st
 
 from core.tabular.datasets import DATASET_NAMES
 from core.tabular.models import MODEL_NAMES
-from ui.auth import current_access
+from ui.auth import SIGN_OUT_KEY, current_access
 from ui.components import guarded
 from ui.data import dataset_label, model_label, review_store
 from ui.own_model import render_own_model_sidebar
@@ -74,7 +74,7 @@ def _identity() -> None:
     access = current_access()
     if access.team_mode:
         st.markdown(f"Signed in as **{access.user.name}**  \n{access.user.email} · {_ROLE_TEXT[access.role]}")
-        st.button("Sign out", key="auth_sign_out", icon=":material/logout:", on_click=st.logout, type="tertiary")
+        st.button("Sign out", key=SIGN_OUT_KEY, icon=":material/logout:", on_click=st.logout, type="tertiary")
     else:
         st.caption(
             "Single-user local mode: no sign-in; decisions carry the name typed on the Triage page. "
