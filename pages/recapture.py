@@ -26,7 +26,7 @@ from ui.components import cached_figure, figure, guarded, page_header, run_page,
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
 from ui.paired_data import ScreeningData, demo_pool, paired_data, screening_data
-from ui.state import RecaptureState, paired_bounds_state, recapture_state
+from ui.state import ProbeRun, RecaptureState, paired_bounds_state, recapture_state
 
 ensure_entrypoint()
 
@@ -63,7 +63,7 @@ def _defined(scores: pd.DataFrame) -> list[str]:
     return defined_scores(scores, _CURVE_SCORES)
 
 
-def _run() -> dict | None:
+def _run() -> ProbeRun | None:
     return recapture_state().probe_run
 
 
@@ -76,8 +76,8 @@ def _image(data: ScreeningData, record_id) -> np.ndarray | None:
     run = _run()
     if run is None or not data.key.startswith("probe:"):
         return None
-    images, spec = run["images"], run["result"].manifest["input"]
-    position = run["positions"].get(record_id)
+    images, spec = run.images, run.result.manifest["input"]
+    position = run.positions.get(record_id)
     if position is None:
         return None
     return images.read([position], size=(spec["height"], spec["width"]), channels=spec["channels"])[0]
@@ -124,7 +124,7 @@ def _probe_view(data: ScreeningData, record_id, probe: str) -> np.ndarray | None
     image = _image(data, record_id)
     if image is None:
         return None
-    return probe_image(image, probe, position=run["positions"][record_id], seed=int(run["result"].manifest["seed"]))
+    return probe_image(image, probe, position=run.positions[record_id], seed=int(run.result.manifest["seed"]))
 
 
 def _probe_rows(data: ScreeningData) -> pd.DataFrame | None:
@@ -132,7 +132,7 @@ def _probe_rows(data: ScreeningData) -> pd.DataFrame | None:
         return demo_pool().probes
     run = _run()
     if run is not None and data.key.startswith("probe:"):
-        return pd.concat([run["result"].probes, run["result"].natural], ignore_index=True)
+        return pd.concat([run.result.probes, run.result.natural], ignore_index=True)
     return None
 
 
@@ -145,10 +145,10 @@ def _run_scores(key: str, *, _probes: pd.DataFrame, _clean: pd.DataFrame) -> pd.
 
 
 def _probe_run_data(run: dict) -> ScreeningData:
-    result = run["result"]
+    result = run.result
     probes = pd.concat([result.probes, result.natural], ignore_index=True)
-    scores = _run_scores(run["key"], _probes=probes, _clean=result.clean)
-    return ScreeningData(f"probe:{run['key']}", run["label"], scores, None, images=True)
+    scores = _run_scores(run.key, _probes=probes, _clean=result.clean)
+    return ScreeningData(f"probe:{run.key}", run.label, scores, None, images=True)
 
 
 def _probe_widgets() -> None:
@@ -205,21 +205,21 @@ def _probe_widgets() -> None:
             )
             key = upload_digest(files) + f":{mean}:{std}"
             names = ", ".join(f[0] for f in files.values() if f is not None)
-            recapture_state().probe_run = {
-                "key": key,
-                "label": names,
-                "result": result,
-                "images": images,
-                "positions": {r: i for i, r in enumerate(result.clean["record_id"])},
-            }
+            recapture_state().probe_run = ProbeRun(
+                key=key,
+                label=names,
+                result=result,
+                images=images,
+                positions={r: i for i, r in enumerate(result.clean["record_id"])},
+            )
             recapture_state().inspect = None
         bar.empty()
     run = _run()
     if run:
-        m = run["result"].manifest
+        m = run.result.manifest
         c1, c2 = st.columns([5, 1])
         c1.caption(
-            f"Ranking **{run['label']}**: {m['n_images']} images, input {m['input']['layout']} "
+            f"Ranking **{run.label}**: {m['n_images']} images, input {m['input']['layout']} "
             f"{m['input']['height']}×{m['input']['width']}×{m['input']['channels']}, output {m['output']}, "
             f"clean accuracy {m['clean_accuracy']:.1%}. It lives in this browser session only."
         )

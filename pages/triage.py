@@ -127,7 +127,7 @@ def _review_panel(key, sample_id: int, queue, shown) -> None:
     st.subheader("Review")
     flash, review_state().flash = review_state().flash, None
     if flash:
-        (st.success if flash[0] == "success" else st.error)(flash[1])
+        (st.success if flash.kind == "success" else st.error)(flash.message)
     # Stacked below about 750 px of page width: beside the history the form was 210 px wide.
     left, right = flow_columns([2, 3], key="triage_review_row", min_width=[340, 380])
     with left:

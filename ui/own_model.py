@@ -39,7 +39,7 @@ from core.validation import read_table
 from core.views.uploads import UPLOAD_LIMIT_MB, table_columns, upload_digest
 from ui.audit_jobs import foreground_wait_s, job_for, show_progress_and_stop
 from ui.errors import guarded
-from ui.state import OwnModelState, own_model_state
+from ui.state import FormError, OwnModelState, TrustOffer, own_model_state
 
 __all__ = [
     "AUDITS_DIR_ENV",
@@ -280,9 +280,9 @@ def _check_and_open(source: dict) -> None:
         train, _ = _tables(source["files"], source["target"])
         _load_model(source, train)
     except UntrustedTypesError as exc:
-        own_model_state().offer = {"digest": _digest(data), "types": list(exc.types), "source": source}
+        own_model_state().offer = TrustOffer(digest=_digest(data), types=list(exc.types), source=source)
     except ValueError as exc:
-        own_model_state().error = {"digest": _digest(data), "message": str(exc)}
+        own_model_state().error = FormError(digest=_digest(data), message=str(exc))
     else:
         own_model_state().audit = source
         own_model_state().form_open = False
@@ -297,10 +297,10 @@ def _trust_and_retry(source: dict, types: list[str]) -> None:
 def _trust_offer(model_bytes: bytes | None) -> None:
     """The pending trust offer of the uploaded model, if any: its types and a plain warning."""
     offer = own_model_state().offer
-    if offer is None or (model_bytes is not None and offer["digest"] != _digest(model_bytes)):
+    if offer is None or (model_bytes is not None and offer.digest != _digest(model_bytes)):
         return
-    types = offer["types"]
-    name = offer["source"]["files"]["model"][0]
+    types = offer.types
+    name = offer.source["files"]["model"][0]
     st.warning(
         f"**{name} holds {len(types)} type(s) outside skops' trusted set:**\n\n"
         + "\n".join(f"- `{t}`" for t in types)
@@ -313,7 +313,7 @@ def _trust_offer(model_bytes: bytes | None) -> None:
         key="own_trust_retry",
         icon=":material/verified_user:",
         on_click=_trust_and_retry,
-        args=(offer["source"], types),
+        args=(offer.source, types),
     )
 
 
@@ -339,11 +339,9 @@ def _upload_status(source: dict) -> None:
     st.error(f"**Your model {name} could not be audited:** {_error_text(job.error)}", icon=":material/error:")
     if isinstance(job.error, UntrustedTypesError) and own_model_state().offer is None:
         # Seen once: the offer opens the form; closing it afterwards is the user's choice.
-        own_model_state().offer = {
-            "digest": _digest(source["files"]["model"][1]),
-            "types": list(job.error.types),
-            "source": source,
-        }
+        own_model_state().offer = TrustOffer(
+            digest=_digest(source["files"]["model"][1]), types=list(job.error.types), source=source
+        )
         own_model_state().form_open = True
 
 
@@ -400,8 +398,8 @@ def render_own_model_sidebar() -> None:
         )
         model_bytes = model.getvalue() if model is not None else None
         error = own_model_state().error
-        if error is not None and (model_bytes is None or error["digest"] == _digest(model_bytes)):
-            st.error(error["message"], icon=":material/error:")
+        if error is not None and (model_bytes is None or error.digest == _digest(model_bytes)):
+            st.error(error.message, icon=":material/error:")
         _trust_offer(model_bytes)
         if model is not None and test is not None:
             with guarded(f"Reading {test.name}"):

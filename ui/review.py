@@ -63,7 +63,7 @@ from ui.auth import current_access, server_team
 from ui.layout import flow_columns
 from ui.selection import select_sample, selected_sample
 from ui.shortcuts import shortcuts
-from ui.state import ReviewState, TriageState, applied_selection, review_state, shared_state, triage_state
+from ui.state import Flash, ReviewState, TriageState, applied_selection, review_state, shared_state, triage_state
 
 #: Keyboard shortcut of every keyed control (:func:`ui.shortcuts.shortcuts`).
 #: Keys of the buttons the keyboard shortcuts click (each button is created with its key here).
@@ -300,7 +300,7 @@ def queue_table(shown: pd.DataFrame, *, score_label: str, caption: str) -> list[
 
 # ---------------------------------------------------------------------------------------------
 def _flash(kind: str, text: str) -> None:
-    review_state().flash = (kind, text)
+    review_state().flash = Flash(kind=kind, message=text)
 
 
 def _attempt(what: str, call):

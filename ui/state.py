@@ -18,12 +18,17 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any, Generic, Literal, TypeVar, overload
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 import streamlit as st
 
 from core.views.audit_inputs import DEFAULT_DATASET, Protocol
-from core.views.uploads import LARGE_TABLE_ROWS
+from core.views.uploads import LARGE_TABLE_ROWS, FilesUpload, TableUpload
+
+if TYPE_CHECKING:  # annotations only: the image wing is not a first-screen import
+    from core.imaging.images import ImageSet
+    from core.imaging.probe import ProbeResult
 
 T = TypeVar("T")
 
@@ -38,6 +43,65 @@ PANEL_TABS = (
     "Prediction after each removal",
 )
 _NO_SELECTION = {"selection": {"rows": [], "columns": [], "cells": []}}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbeRun:
+    """An uploaded ONNX model's probe run, kept for the browser session (Recapture queue).
+
+    Attributes
+    ----------
+    key : str
+        Digest of the uploaded files and the typed normalisation: the caches' key.
+    label : str
+        The uploaded files' names, as the page shows them.
+    result : core.imaging.probe.ProbeResult
+    images : core.imaging.images.ImageSet
+        The uploaded images, read again on demand (thumbnails, the inspector).
+    positions : dict of record id -> int
+        Row of each record's image in ``images``.
+    """
+
+    key: str
+    label: str
+    result: ProbeResult
+    images: ImageSet
+    positions: dict[Any, int]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrustOffer:
+    """A pending skops trust offer of the own-model form: nothing is loaded until it is accepted.
+
+    Attributes
+    ----------
+    digest : str
+        Digest of the model file the offer is about (shown only while that file is chosen).
+    types : list of str
+        The types the file holds beyond skops' trusted set.
+    source : dict
+        The upload waiting for them (``OwnModelState.audit``'s form).
+    """
+
+    digest: str
+    types: list[str]
+    source: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class FormError:
+    """The own-model form's last error, shown while the same model file is chosen."""
+
+    digest: str
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Flash:
+    """A message shown once, on the next run, after a review action."""
+
+    kind: Literal["success", "error"]
+    message: str
 
 
 class Slot(Generic[T]):
@@ -123,7 +187,7 @@ class SharedState(PageState):
     #: Dataset to select at the start of the next run (set after an upload).
     dataset_next = Slot[str | None]("dataset_next", None)
     #: name -> core.views.uploads.TableUpload
-    uploads = Slot[dict[str, Any]]("uploads", {})
+    uploads = Slot[dict[str, TableUpload]]("uploads", {})
     #: The applied Protocol as a dict; None = the default protocol.
     protocol = Slot[dict[str, Any] | None]("protocol", None)
     #: Interactive audit sample of uploads above that many rows.
@@ -153,9 +217,9 @@ class OwnModelState(PageState):
     #: The upload form's expander (kept open after an error or a trust offer).
     form_open = Slot[bool]("own_form_open", False)
     #: A pending skops trust offer: ``{"digest", "types", "source"}``.
-    offer = Slot[dict[str, Any] | None]("own_offer", None)
+    offer = Slot[TrustOffer | None]("own_offer", None)
     #: The upload form's last error: ``{"digest", "message"}``.
-    error = Slot[dict[str, Any] | None]("own_error", None)
+    error = Slot[FormError | None]("own_error", None)
     folder = Slot[str | None]("own_folder", None)
 
 
@@ -241,7 +305,7 @@ class PairedBoundsState(PageState):
     __slots__ = ()
     data_source = Slot[Literal["demo", "paired", "unpaired"]]("paired_data_source", "demo")
     #: core.views.uploads.FilesUpload (kind "paired" | "unpaired") or None.
-    upload = Slot[Any]("paired_upload", None)
+    upload = Slot[FilesUpload | None]("paired_upload", None)
     source = Slot[str | None]("paired_source", None)
     model = Slot[str | None]("paired_model", None)
     condition = Slot[str | None]("paired_condition", None)
@@ -259,7 +323,7 @@ class RecaptureState(PageState):
 
     __slots__ = ()
     #: core.views.uploads.FilesUpload (kind "screening") or None.
-    upload = Slot[Any]("recapture_upload", None)
+    upload = Slot[FilesUpload | None]("recapture_upload", None)
     #: Source of the Paired bounds upload whose conditions are the real re-tests.
     outcome_source = Slot[str | None]("recap_outcome_source", None)
     model = Slot[str | None]("recap_model", None)
@@ -272,7 +336,7 @@ class RecaptureState(PageState):
     mean = Slot[str | None]("recap_mean", None, seeded=False)
     std = Slot[str | None]("recap_std", None, seeded=False)
     #: ``{"key", "label", "result": ProbeResult, "images": ImageSet, "positions"}`` of an ONNX upload.
-    probe_run = Slot[dict[str, Any] | None]("recapture_probe_run", None, seeded=False)
+    probe_run = Slot[ProbeRun | None]("recapture_probe_run", None, seeded=False)
 
 
 class ReviewState(PageState):
@@ -300,7 +364,7 @@ class ReviewState(PageState):
     adjudicate_decision = Slot[str | None]("adjudicate_decision", None)
     adjudicate_note = Slot[str]("adjudicate_note", "")
     #: ``(kind, message)`` shown once after saving a decision.
-    flash = Slot[tuple[str, str] | None]("review_flash", None)
+    flash = Slot[Flash | None]("review_flash", None)
     #: The queue's filters (widgets with their own first value).
     filter_status = Slot[str | None]("review_filter_status", None, seeded=False)
     filter_decisions = Slot[list[str] | None]("review_filter_decisions", None, seeded=False)
