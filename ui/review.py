@@ -65,12 +65,12 @@ from ui.selection import select_sample, selected_sample
 from ui.shortcuts import shortcuts
 from ui.state import Flash, ReviewState, TriageState, applied_selection, review_state, shared_state, triage_state
 
-#: Keyboard shortcut of every keyed control (:func:`ui.shortcuts.shortcuts`).
 #: Keys of the buttons the keyboard shortcuts click (each button is created with its key here).
 PICK_KEYS = tuple(f"review_pick_{i}" for i in range(len(DECISIONS)))
 SAVE_NEXT_KEY, NEXT_KEY, PREVIOUS_KEY = "review_save_next", "review_next", "review_previous"
 #: The hidden container of the pick buttons (clicked by their shortcuts only).
 _PICK_BOX = "review_keys"
+#: Keyboard shortcut of every keyed control (:func:`ui.shortcuts.shortcuts`).
 SHORTCUTS: dict[str, str] = {
     **{k: f"alt+{i + 1}" for i, k in enumerate(PICK_KEYS)},
     SAVE_NEXT_KEY: "alt+s",
