@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -42,6 +42,9 @@ from core.views.paired import evaluation_records
 from core.views.ranking import attach_decisions, capture_curves, rank_queue
 from core.views.tabular import flip_budget_shown
 from core.viz.tables import flip_budget_text
+
+if TYPE_CHECKING:
+    from core.tabular.audit import AuditResult
 
 __all__ = [
     "AUDIT_FILES",
@@ -268,7 +271,7 @@ def load_audit_folder(directory: str | os.PathLike[str]) -> AuditInputs:
     return AuditInputs(str(path), certificates, evaluation, {**protocol, "classes": classes})
 
 
-def audit_inputs(result: Any, *, label: str = "dashboard") -> AuditInputs:
+def audit_inputs(result: AuditResult, *, label: str = "dashboard") -> AuditInputs:
     """The same tables as an audit folder, from an in-memory :class:`~core.tabular.audit.AuditResult`.
 
     Goes through the very functions that write the folder, so the report of an audit is the
@@ -997,7 +1000,7 @@ def build_report(
 
 
 def report_for_result(
-    result: Any,
+    result: AuditResult,
     *,
     reviews_db: str | os.PathLike[str] | None = None,
     paired_dir: str | os.PathLike[str] | None = None,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.viz.verdicts import lowest_wins
+from core.views.calibration import ece_verdict
 from ui.audit_line import audit_line
 from ui.components import cached_figure, figure, page_header, run_page, table
 from ui.data import current_audit
 from ui.entry import ensure_entrypoint
+from ui.state import CalibrationState
 
 ensure_entrypoint()
 
@@ -43,9 +44,7 @@ def _body() -> None:
     )
     for subset in ("all", "fragile"):
         ece = {method: float(metrics.loc[(method, subset), "ece"]) for method in _METHODS}
-        verdict = lowest_wins(ece, metric="ECE", labels=_METHODS)
-        if report.bats.eta == 0:
-            verdict += " BATS chose η = 0 here, which is plain global temperature scaling."
+        verdict = ece_verdict(ece, labels=_METHODS, bats_eta=report.bats.eta)
         # The verdict on its own line and short labels: three metrics and a sentence in one row
         # were cut at 1000 px ("global temperature · frag…", "vs uncalibra…").
         st.markdown(f"{_PANELS[subset]} — {verdict}")
@@ -59,7 +58,11 @@ def _body() -> None:
                 help=None if delta is None else "Change of ECE against the uncalibrated model",
             )
     chosen = st.multiselect(
-        "Methods shown", list(_METHODS), key="calib_methods", format_func=_METHODS.get, persist_state="session"
+        "Methods shown",
+        list(_METHODS),
+        key=CalibrationState.methods.key,
+        format_func=_METHODS.get,
+        persist_state="session",
     )
     bins = report.reliability[report.reliability["method"].isin(chosen)]
     bins = bins.assign(panel=bins["panel"].map(_PANELS), method=bins["method"].map(_METHODS))

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core.tabular.models import MODEL_NAMES
+from core.views.audit_inputs import MODEL_NAMES
 from core.views.comparison import comparison_samples, model_comparison_table, sample_across_models
 from ui.audit_line import audit_line
 from ui.components import cached_figure, figure, page_header, run_page, table
@@ -15,6 +15,7 @@ from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
 from ui.own_model import own_mode
 from ui.selection import sample_in, select_sample, selected_sample
+from ui.state import ComparisonState, comparison_state
 
 ensure_entrypoint()
 
@@ -43,7 +44,7 @@ def _body() -> None:
         chosen = st.multiselect(
             "Models to compare",
             list(MODEL_NAMES),
-            key="compare_models",
+            key=ComparisonState.models.key,
             format_func=model_label,
             persist_state="session",
             help="Each model is trained and audited once, then cached (the torch models take longest).",
@@ -112,20 +113,20 @@ def _body() -> None:
     candidates = comparison_samples(primary)
     options = [int(i) for i in candidates.index]
     if sample_in(options):  # the sample selected on another tabular page
-        st.session_state["compare_sample"] = selected_sample()
-    if st.session_state["compare_sample"] not in options:
-        st.session_state["compare_sample"] = options[0]
+        comparison_state().sample = selected_sample()
+    if comparison_state().sample not in options:
+        comparison_state().sample = options[0]
     fds_by_id = dict(zip(options, candidates.tolist()))
     st.selectbox(
         "Sample shown under every model",
         options,
-        key="compare_sample",
+        key=ComparisonState.sample.key,
         persist_state="session",
-        on_change=lambda: select_sample(st.session_state["compare_sample"]),
+        on_change=lambda: select_sample(comparison_state().sample),
         format_func=lambda i: f"{i} — FDS {fds_by_id[i]:.3f} under {model_label(primary.model_name)}",
         help="High-confidence test predictions of the model selected in the sidebar, most fragile first.",
     )
-    sample = st.session_state["compare_sample"]
+    sample = comparison_state().sample
     across = sample_across_models(audits, sample)
     trajectories = {model_label(name): trajectory for name, trajectory in across.trajectories.items()}
     figure(

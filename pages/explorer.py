@@ -6,18 +6,17 @@ import json
 
 import numpy as np
 import streamlit as st
-from threadpoolctl import threadpool_limits
 
-from core.cfc.search import flip_search
-from core.tabular.own_model import feature_origins
+from core.views.audit_inputs import feature_origins
 from core.views.tabular import (
     flip_budget_shown,
+    flip_count_text,
     prediction_table,
     raw_values_table,
     sample_bundle,
+    sample_flip_search,
     whatif_probabilities,
 )
-from core.viz.tables import no_flip_text
 from ui.audit_line import audit_line
 from ui.certificate import certificate_figures, evidence_tables, flip_budget_text
 from ui.components import cached_figure, figure, guarded, page_header, run_page, table
@@ -26,6 +25,7 @@ from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
 from ui.live_model import live_model
 from ui.selection import apply_table_selection, sample_in, select_sample, selected_sample
+from ui.state import ExplorerState, explorer_state
 
 ensure_entrypoint()
 
@@ -52,16 +52,12 @@ _MAX_PILLS = 24
 
 @st.cache_data(show_spinner="Searching exact and beam flip sets…", max_entries=256)
 def _search(fingerprint: str, position: int, _result) -> object:
-    r = _result
-    with threadpool_limits(limits=1):  # mid-sized model calls: one thread is faster (run_audit's n_threads)
-        return flip_search(
-            r.model.predict_proba, r.X_test[position : position + 1], r.groups, r.baseline, r.protocol, method="both"
-        )
+    return sample_flip_search(_result, position)
 
 
 def _clear_selection() -> None:
     # Row positions of a selection refer to the old ordering; drop them when it changes.
-    st.session_state.pop("explorer_table", None)
+    del explorer_state().table
 
 
 def _pick_sample(frame, depth: int) -> int | None:
@@ -74,14 +70,14 @@ def _pick_sample(frame, depth: int) -> int | None:
     c1, c2, c3 = flow_columns([2, 2, 1.4], key="explorer_controls", min_width=[200, 200, 200], gap="small")
     c3.toggle(
         "High confidence only",
-        key="explorer_hc",
+        key=ExplorerState.high_confidence.key,
         persist_state="session",
         on_change=_clear_selection,
         help="Only predictions with confidence p̂ ≥ 0.9 — confident yet fragile ones are the risky cases.",
     )
     c1.text_input(
         "Search (sample id or class)",
-        key="explorer_search",
+        key=ExplorerState.search.key,
         persist_state="session",
         on_change=_clear_selection,
         placeholder="e.g. 1234 or bad",
@@ -89,17 +85,19 @@ def _pick_sample(frame, depth: int) -> int | None:
     c2.selectbox(
         "Sort by",
         list(_SORTS),
-        key="explorer_sort",
+        key=ExplorerState.sort.key,
         format_func=lambda k: _SORTS[k][0],
         persist_state="session",
         on_change=_clear_selection,
     )
-    _, column, ascending = _SORTS[st.session_state["explorer_sort"]]
+    _, column, ascending = _SORTS[explorer_state().sort]
     pool = (
-        frame[frame["high_confidence"]] if st.session_state["explorer_hc"] and frame["high_confidence"].any() else frame
+        frame[frame["high_confidence"]]
+        if explorer_state().high_confidence and frame["high_confidence"].any()
+        else frame
     )
     shown = pool.sort_values([column, "sample_id"], ascending=[ascending, True], kind="stable")
-    query = st.session_state["explorer_search"].strip().lower()
+    query = explorer_state().search.strip().lower()
     if query:
         text = (
             shown["sample_id"].astype(str)
@@ -120,7 +118,7 @@ def _pick_sample(frame, depth: int) -> int | None:
     table(
         visible,
         name="test predictions",
-        key="explorer_table",
+        key=ExplorerState.table.key,
         select=True,
         height=320,
         caption="Click a row to open its certificate. Brittle = broke under the held-out "
@@ -131,7 +129,7 @@ def _pick_sample(frame, depth: int) -> int | None:
             "rcma": st.column_config.NumberColumn("RCMA", format="%.3f"),
         },
     )
-    apply_table_selection("explorer_table", shown)
+    apply_table_selection(ExplorerState.table.key, shown)
     if not sample_in(shown["sample_id"]):
         hidden = selected_sample()
         if hidden is not None and hidden in set(frame["sample_id"]):
@@ -146,7 +144,7 @@ def _flip_sets(result, cert, position: int, depth: int):
     k_exact, k_beam = float(search.k_exact[0]), float(search.k_beam[0])
 
     def fmt(k: float) -> str:
-        return "undecided (cap)" if np.isnan(k) else (no_flip_text(depth) if k > depth else f"{int(k)}")
+        return flip_count_text(k, depth=depth)
 
     s = st.columns(3)
     s[0].metric("Greedy k*", fmt(float(cert.flip_budget)), help="Along the certificate's removal path")
@@ -184,14 +182,18 @@ def _whatif(result, cert, position: int, classes: list[str]) -> None:
 
 def _whatif_live(result, cert, position: int, classes: list[str]) -> None:
     """Toggles of evidence groups and the model's live prediction (calls the model)."""
-    if st.session_state["whatif_sample"] != int(cert.index):
+    if explorer_state().whatif_sample != int(cert.index):
         # Toggles belong to one sample: carrying them to the next one would silently edit it.
-        st.session_state["whatif_groups"] = []
-        st.session_state["whatif_sample"] = int(cert.index)
+        explorer_state().whatif_groups = []
+        explorer_state().whatif_sample = int(cert.index)
     names = list(cert.group_names)
     if len(names) <= _MAX_PILLS:
         st.pills(
-            "Groups set to the baseline", names, selection_mode="multi", key="whatif_groups", persist_state="session"
+            "Groups set to the baseline",
+            names,
+            selection_mode="multi",
+            key=ExplorerState.whatif_groups.key,
+            persist_state="session",
         )
     else:
         # Hundreds of pills fill screens; a multiselect searches as one types. Path groups first.
@@ -200,12 +202,12 @@ def _whatif_live(result, cert, position: int, classes: list[str]) -> None:
         st.multiselect(
             f"Groups set to the baseline (type to search {len(names)} groups)",
             options,
-            key="whatif_groups",
+            key=ExplorerState.whatif_groups.key,
             persist_state="session",
             placeholder="Type a group name…",
             help="The groups on the removal path are listed first.",
         )
-    chosen = [g for g in st.session_state["whatif_groups"] if g in cert.group_names]
+    chosen = [g for g in explorer_state().whatif_groups if g in cert.group_names]
     p0, p1 = whatif_probabilities(result, position, chosen)
     new_pred = classes[int(np.argmax(p1))]
     verdict = "unchanged" if int(np.argmax(p1)) == cert.pred else "**flipped**"

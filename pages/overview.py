@@ -3,25 +3,30 @@
 from __future__ import annotations
 
 import io
-import os
 
 import streamlit as st
 
-from core import viz
-from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, OPERATORS, PATH_RULES, Protocol
-from core.tabular.datasets import DATASET_NAMES, load_user_data
-from core.tabular.own_model import feature_origins
-from core.views.commands import cli_commands
-from core.views.formatting import parse_float_list
-from core.views.tabular import column_summary, flip_budget_shown, groups_table
+from core.views.audit_inputs import (
+    BASELINE_RULES,
+    DATASET_NAMES,
+    GROUPING_RULES,
+    OPERATORS,
+    PATH_RULES,
+    Protocol,
+    feature_origins,
+    load_user_data,
+    protocol_from_form,
+)
+from core.views.tabular import column_summary, flip_budget_shown, groups_table, strongest_confidence_score
 from core.views.uploads import CELL_BUDGET, LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, TableUpload, parse_blocks, table_columns
 from ui.audit_line import audit_line
 from ui.auth import report_reviews
-from ui.components import chart, guarded, page_header, preload_plotly, run_page, table
+from ui.components import chart, guarded, page_header, preload_plotly, run_page, table, vega_spec
 from ui.data import audit_max_rows, current_audit, current_dataset, current_protocol, dataset_label
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
 from ui.own_model import own_label, own_mode, saved_folder
+from ui.state import OverviewState, SharedState, overview_state, shared_state, triage_state
 
 ensure_entrypoint()
 
@@ -53,12 +58,12 @@ def _upload_section() -> None:
         data = upload.getvalue()
         with guarded(f"Reading {upload.name}"):
             columns = table_columns(data, upload.name)
-            if st.session_state["upload_target"] not in columns:
-                st.session_state["upload_target"] = None
+            if overview_state().upload_target not in columns:
+                overview_state().upload_target = None
             target = st.selectbox(
                 "Target column (what the model predicts)",
                 columns,
-                key="upload_target",
+                key=OverviewState.upload_target.key,
                 placeholder="choose the target column",
             )
             blocks_file = st.file_uploader(
@@ -75,13 +80,13 @@ def _upload_section() -> None:
                     max_bytes=UPLOAD_LIMIT_MB * 1024**2,
                 )
                 name = dataset.name
-                st.session_state["uploads"] = {
-                    **st.session_state["uploads"],
+                shared_state().uploads = {
+                    **shared_state().uploads,
                     name: TableUpload.of(data, upload.name, target=target, blocks=blocks),
                 }
                 # The sidebar's dataset widget already exists in this run: the sidebar switches to
                 # the new table at the start of the next run.
-                st.session_state["dataset_next"] = f"upload:{name}"
+                shared_state().dataset_next = f"upload:{name}"
                 st.rerun()
 
 
@@ -96,40 +101,42 @@ def _sample_section(dataset) -> None:
     n = len(dataset.frame)
     if audit_max_rows(dataset) is None:
         return
-    if st.session_state["audit_sample_rows"] > n:
-        st.session_state["audit_sample_rows"] = n
+    if shared_state().audit_sample_rows > n:
+        shared_state().audit_sample_rows = n
     st.subheader("Large table: the interactive audit runs on a sample")
     st.number_input(
         "Interactive sample size (rows)",
         min_value=min(1_000, n),
         max_value=n,
         step=1_000,
-        key="audit_sample_rows",
+        key=SharedState.audit_sample_rows.key,
         persist_state="session",
         help=f"Stratified by class and seeded by the sidebar seed; tables above {LARGE_TABLE_ROWS:,} "
         "rows are sampled so that every page stays interactive.",
     )
     rows = audit_max_rows(dataset)
     n_groups = len(dataset.features)
-    if rows < int(st.session_state["audit_sample_rows"]):
+    if rows < int(shared_state().audit_sample_rows):
         st.caption(
             f"With {n_groups:,} columns the interactive sample is capped at **{rows:,} rows**: a certificate's "
             f"cost grows with rows × evidence groups (at most {CELL_BUDGET:,} here, so that a page answers "
             "within seconds). The command line below audits every row."
         )
-    upload = st.session_state["uploads"][st.session_state["dataset"].split(":", 1)[1]]
+    from core.views.commands import cli_commands  # lazy: only a large upload shows the commands
+
+    upload = shared_state().uploads[shared_state().dataset.split(":", 1)[1]]
     commands = cli_commands(
         upload.file,
         upload.target,
-        model=st.session_state["model"],
-        seed=int(st.session_state["seed"]),
+        model=shared_state().model,
+        seed=int(shared_state().seed),
         protocol=current_protocol(),
         blocks_file=upload.blocks.name if upload.blocks else None,
     )
     st.warning(
         f"This table has **{n:,} rows** × {n_groups:,} columns. Every page audits a **stratified sample of "
         f"{min(rows, n):,} rows** "
-        f"(seed {int(st.session_state['seed'])}); the full table is audited on the command line, with the "
+        f"(seed {int(shared_state().seed)}); the full table is audited on the command line, with the "
         "model, seed and protocol chosen here:",
         icon=":material/warning:",
     )
@@ -156,14 +163,14 @@ def _protocol_form(n_groups: int) -> None:
         c1.selectbox(
             "Grouping",
             GROUPING_RULES,
-            key="proto_grouping",
+            key=OverviewState.proto_grouping.key,
             persist_state="session",
             help="; ".join(f"**{r}**: {text}" for r, text in _GROUPING_HELP.items()),
         )
         c1.selectbox(
             "Baseline x̄ (replaces removed evidence)",
             BASELINE_RULES,
-            key="proto_baseline",
+            key=OverviewState.proto_baseline.key,
             persist_state="session",
             help="Computed on the training split only.",
         )
@@ -172,52 +179,57 @@ def _protocol_form(n_groups: int) -> None:
             0.05,
             1.0,
             step=0.05,
-            key="proto_merge_threshold",
+            key=OverviewState.proto_merge_threshold.key,
             persist_state="session",
         )
         c2.selectbox(
             "Depth K (removal steps)",
             ["auto"] + list(range(1, max(n_groups, 1) + 1)),
-            key="proto_depth",
+            key=OverviewState.proto_depth.key,
             persist_state="session",
             help="auto = min(number of groups, 5)",
         )
         c2.radio(
             "Path rule",
             PATH_RULES,
-            key="proto_path_rule",
+            key=OverviewState.proto_path_rule.key,
             horizontal=True,
             persist_state="session",
             help="static: sort groups once by their one-step drop; adaptive: re-rank at every step",
         )
         c3.text_input(
-            "Severity grid Λ (comma-separated, each in (0, 1])", key="proto_severities", persist_state="session"
+            "Severity grid Λ (comma-separated, each in (0, 1])",
+            key=OverviewState.proto_severities.key,
+            persist_state="session",
         )
         # Full-width rows: inside a third of the form at 1000 px the operators' chips and the
         # weights' values were cut ("attenuate_al", "0.3").
         st.pills(
-            "Degradation operators ℙ", OPERATORS, selection_mode="multi", key="proto_operators", persist_state="session"
+            "Degradation operators ℙ",
+            OPERATORS,
+            selection_mode="multi",
+            key=OverviewState.proto_operators.key,
+            persist_state="session",
         )
         st.markdown("FDS weights of u = w1·RCMA + w2/k* + w3·degradation")
         w = st.columns(3)
-        w[0].number_input("w1", 0.0, 10.0, step=0.05, key="proto_w1", persist_state="session")
-        w[1].number_input("w2", 0.0, 10.0, step=0.05, key="proto_w2", persist_state="session")
-        w[2].number_input("w3", 0.0, 10.0, step=0.05, key="proto_w3", persist_state="session")
+        w[0].number_input("w1", 0.0, 10.0, step=0.05, key=OverviewState.proto_w1.key, persist_state="session")
+        w[1].number_input("w2", 0.0, 10.0, step=0.05, key=OverviewState.proto_w2.key, persist_state="session")
+        w[2].number_input("w3", 0.0, 10.0, step=0.05, key=OverviewState.proto_w3.key, persist_state="session")
         applied = st.form_submit_button("Apply protocol", type="primary")
     if applied:
         with guarded("Protocol"):
-            depth = st.session_state["proto_depth"]
-            protocol = Protocol(
-                grouping=st.session_state["proto_grouping"],
-                baseline=st.session_state["proto_baseline"],
-                depth=None if depth == "auto" else int(depth),
-                operators=tuple(st.session_state["proto_operators"]),
-                severities=parse_float_list(st.session_state["proto_severities"], "severities"),
-                weights=(st.session_state["proto_w1"], st.session_state["proto_w2"], st.session_state["proto_w3"]),
-                path=st.session_state["proto_path_rule"],
-                merge_threshold=float(st.session_state["proto_merge_threshold"]),
+            protocol = protocol_from_form(
+                grouping=overview_state().proto_grouping,
+                baseline=overview_state().proto_baseline,
+                depth=overview_state().proto_depth,
+                operators=overview_state().proto_operators,
+                severities=overview_state().proto_severities,
+                weights=(overview_state().proto_w1, overview_state().proto_w2, overview_state().proto_w3),
+                path=overview_state().proto_path_rule,
+                merge_threshold=overview_state().proto_merge_threshold,
             )
-            st.session_state["protocol"] = protocol.to_dict()
+            shared_state().protocol = protocol.to_dict()
             st.rerun()
     protocol = current_protocol()
     default = protocol == Protocol()
@@ -225,12 +237,12 @@ def _protocol_form(n_groups: int) -> None:
         f"Applied protocol fingerprint: `{protocol.fingerprint}`" + (" (the default protocol)" if default else "")
     )
     if not default and st.button("Reset to the default protocol"):
-        st.session_state["protocol"] = None
+        shared_state().protocol = None
         st.rerun()
 
 
 def _data_section(dataset, label: str | None = None) -> None:
-    st.subheader(f"Data: {label or dataset_label(st.session_state['dataset'])}")
+    st.subheader(f"Data: {label or dataset_label(shared_state().dataset)}")
     if dataset.description:
         st.markdown(dataset.description)
     frame = dataset.frame
@@ -258,20 +270,20 @@ def _data_section(dataset, label: str | None = None) -> None:
     with left:
         table(column_summary(dataset), name=f"{dataset.name} columns", key="overview_columns", height=380)
     with right:
-        if st.session_state["overview_column"] not in dataset.features:
-            st.session_state["overview_column"] = dataset.features[0]
+        if overview_state().column not in dataset.features:
+            overview_state().column = dataset.features[0]
         column = st.selectbox(
-            "Column to inspect", list(dataset.features), key="overview_column", persist_state="session"
+            "Column to inspect", list(dataset.features), key=OverviewState.column.key, persist_state="session"
         )
         chart(
-            viz.column_distribution_spec(frame[column], frame[dataset.target], classes=dataset.classes),
+            vega_spec("column_distribution_spec", frame[column], frame[dataset.target], classes=dataset.classes),
             "Bars per class; missing values are counted, never dropped. A column whose classes separate "
             "cleanly is strong evidence — and a single point of failure if it goes missing.",
         )
     # Drawn only once opened (a rerun): a 500-row grid is no work for the first screen.
     with st.expander(
         f"Raw data preview (first 500 of {len(frame):,} rows; the CSV has all of them)",
-        key="overview_preview_open",
+        key=OverviewState.preview_open.key,
         on_change="rerun",
     ) as preview:
         if preview.open:
@@ -285,11 +297,9 @@ def _data_section(dataset, label: str | None = None) -> None:
 
 
 def _report(result, **options) -> str:
-    # Imported on click: plotly.io's HTML writer and the paired engine are not first-screen costs.
-    from core.imaging.demo import DEFAULT_DIR as PAIRED_DEMO_DIR
-    from core.report import report_for_result
+    from ui.report import audit_report  # imported on click: the report's libraries are not first-screen costs
 
-    return report_for_result(result, paired_dir=os.environ.get("PAIRED_DEMO_DIR") or PAIRED_DEMO_DIR, **options)
+    return audit_report(result, **options)
 
 
 def _glance_section(progress_at=None) -> None:
@@ -300,7 +310,7 @@ def _glance_section(progress_at=None) -> None:
     audit_line(result)
     st.subheader("The audit at a glance")
     # Built only on click (on Streamlit's download thread): the file inlines plotly.js (~5 MB).
-    reviews, budget = report_reviews(), st.session_state["triage_budget"] / 100
+    reviews, budget = report_reviews(), triage_state().budget / 100
     st.download_button(
         "Download report",
         lambda: _report(result, budget=budget, **reviews),
@@ -314,8 +324,6 @@ def _glance_section(progress_at=None) -> None:
     )
     cert = result.certificates.table
     ev = result.evaluation.set_index("score")
-    from core.cfc.evaluation import strongest_confidence_score  # lazy: keep the cold start light
-
     best_conf = strongest_confidence_score(result.evaluation)  # None: no confidence AUROC to compare with
     # Wrapping at 210 px each: five metrics in one row cut their labels at 1000 px ("High confiden…").
     cols = flow_columns(5, key="overview_glance_metrics", min_width=210, gap="small")
@@ -348,7 +356,8 @@ def _glance_section(progress_at=None) -> None:
     left, right = flow_columns(2, key="overview_glance_charts", min_width=380)
     with left:
         chart(
-            viz.confidence_fds_spec(
+            vega_spec(
+                "confidence_fds_spec",
                 cert["confidence"].to_numpy(),
                 cert["fds"].to_numpy(),
                 brittle=result.labels.labels,
@@ -359,7 +368,7 @@ def _glance_section(progress_at=None) -> None:
         )
     with right:
         chart(
-            viz.flip_budget_spec(cert["flip_budget"].to_numpy(), depth=result.certificates.depth),
+            vega_spec("flip_budget_spec", cert["flip_budget"].to_numpy(), depth=result.certificates.depth),
             "How many evidence groups (removed greedily, most supportive first) it takes to flip each "
             "prediction. Bars on the left are predictions that hinge on one or two groups.",
         )
@@ -368,7 +377,9 @@ def _glance_section(progress_at=None) -> None:
         "every score is oriented larger = riskier)."
     )
     table(result.evaluation, name="score evaluation", key="overview_evaluation")
-    with st.expander("Evidence groups of this protocol", key="overview_groups_open", on_change="rerun") as groups:
+    with st.expander(
+        "Evidence groups of this protocol", key=OverviewState.groups_open.key, on_change="rerun"
+    ) as groups:
         if groups.open:
             pre = result.preprocessor
             table(
@@ -418,8 +429,8 @@ def _body() -> None:
         return
     top = st.container()  # the progress of a new audit (see _glance_section)
     _upload_section()
-    if st.session_state["dataset"] not in DATASET_NAMES and not st.session_state["uploads"]:
-        st.session_state["dataset"] = DATASET_NAMES[0]
+    if shared_state().dataset not in DATASET_NAMES and not shared_state().uploads:
+        shared_state().dataset = DATASET_NAMES[0]
     with guarded("Loading the dataset"):
         dataset = current_dataset()
         _data_section(dataset)

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-import warnings
-
 import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from core.constants import COVERAGES
-from core.exceptions import UndefinedTargetWarning
-from core.paired.bounds import identified_intervals, unpaired_intervals
-from core.paired.coverage_grid import coverage_grid, load_precomputed_grid
-from core.paired.policies import LAMBDAS, evaluate_policies
-from core.paired.states import coverage_threshold, development_thresholds, five_state_counts
+from core.views.bounds import (
+    COVERAGES,
+    LAMBDAS,
+    cell_intervals,
+    cell_policies,
+    computed_grid,
+    development_thresholds_of,
+    five_state_table,
+    load_precomputed_grid,
+    unpaired_cell_intervals,
+    unpaired_threshold,
+)
 from core.views.paired import (
     GridOverview,
     evaluation_records,
@@ -28,6 +32,7 @@ from ui.components import cached_figure, figure, guarded, page_header, run_page,
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
 from ui.paired_data import PairedData, paired_data
+from ui.state import PairedBoundsState, paired_bounds_state
 
 ensure_entrypoint()
 
@@ -56,14 +61,14 @@ _SOURCES = {
 # themselves are not hashed.
 @st.cache_data(show_spinner=False, max_entries=8)
 def _thresholds(key: str, *, _records: pd.DataFrame) -> pd.DataFrame:
-    return development_thresholds(_records, _COVERAGES)
+    return development_thresholds_of(_records)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _model_thresholds(key: str, model: str, *, _records: pd.DataFrame) -> pd.DataFrame:
     """:func:`_thresholds` of one model, from its records alone (a model's thresholds depend on
     them only): the top of the page validates a tenth of the demo pool instead of all of it."""
-    return development_thresholds(_records[_records["model"] == model], _COVERAGES)
+    return development_thresholds_of(_records[_records["model"] == model])
 
 
 @st.cache_data(show_spinner="Computing identified intervals for every cell…", max_entries=16)
@@ -78,11 +83,9 @@ def _grid(key: str, coverage: float, fixed_tau: float | None, *, _records: pd.Da
         stored = load_precomputed_grid(_records, coverage)
         if stored is not None:
             return stored
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UndefinedTargetWarning)  # dM_k undefined where no pair stays correct: NaN
-        if fixed_tau is not None:
-            return coverage_grid(_records, tau=fixed_tau)
-        return coverage_grid(_records, coverage, thresholds=_thresholds(key, _records=_records))
+    if fixed_tau is not None:
+        return computed_grid(_records, coverage, fixed_tau=fixed_tau)
+    return computed_grid(_records, coverage, thresholds=_thresholds(key, _records=_records))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -103,14 +106,14 @@ def _fixed_tau(data: PairedData) -> float | None:
     c1.segmented_control(
         "Acceptance threshold τ",
         list(_TAU_MODES),
-        key="paired_tau_mode",
+        key=PairedBoundsState.tau_mode.key,
         format_func=_TAU_MODES.get,
         required=True,
         persist_state="session",
         help="From clean coverage: the threshold that accepts the top q of the clean images. "
         "Fixed value: a threshold you type, e.g. the one your system is deployed with.",
     )
-    if st.session_state["paired_tau_mode"] != "fixed":
+    if paired_bounds_state().tau_mode != "fixed":
         return None
     c2.number_input(
         "Fixed τ (accepted when max probability ≥ τ)",
@@ -118,10 +121,10 @@ def _fixed_tau(data: PairedData) -> float | None:
         max_value=1.0,
         step=0.01,
         format="%.4f",
-        key="paired_tau_value",
+        key=PairedBoundsState.tau_value.key,
         persist_state="session",
     )
-    return float(st.session_state["paired_tau_value"])
+    return float(paired_bounds_state().tau_value)
 
 
 def _policy_job(data: PairedData, model: str, condition: str, source: str) -> AuditJob:
@@ -134,7 +137,7 @@ def _policy_job(data: PairedData, model: str, condition: str, source: str) -> Au
         cell = records[
             (records["model"] == model) & (records["condition"] == condition) & (records["source"] == source)
         ]
-        return evaluate_policies(cell, lambdas=LAMBDAS)
+        return cell_policies(cell)
 
     return job_for(
         ("policy report", data.key, model, condition, source),
@@ -159,19 +162,19 @@ def _policies() -> DeltaGenerator:
     c1.select_slider(
         "Cost weight λ on harmful flips H",
         options=list(LAMBDAS),
-        key="paired_lambda",
+        key=PairedBoundsState.lambda_.key,
         persist_state="session",
         help="0 = only lost acceptances matter, 1 = only harmful flips",
     )
     c2.segmented_control(
-        "Information level", ["I0", "Ik", "I5"], key="paired_level", persist_state="session", required=True
+        "Information level", ["I0", "Ik", "I5"], key=PairedBoundsState.level.key, persist_state="session", required=True
     )
     return st.container()
 
 
 def _policy_results(data: PairedData, model: str, condition: str, source: str) -> None:
     """The comparison of the cell's policies at the chosen λ and level, or its progress."""
-    lam, level = float(st.session_state["paired_lambda"]), st.session_state["paired_level"]
+    lam, level = float(paired_bounds_state().lambda_), paired_bounds_state().level
     job = _policy_job(data, model, condition, source)
     # A cell's first report takes seconds: no wait unless a test asks for finished jobs.
     job.wait(foreground_wait_s(default=0.0))
@@ -226,9 +229,11 @@ def _paired_body(data: PairedData) -> None:
     evaluation = evaluation_records(records)
     sources = sorted(evaluation["source"].unique())
     models = sorted(evaluation["model"].unique())
-    for key, options in (("paired_source", sources), ("paired_model", models)):
-        if st.session_state[key] not in options:
-            st.session_state[key] = options[0]
+    state = paired_bounds_state()
+    if state.source not in sources:
+        state.source = sources[0]
+    if state.model not in models:
+        state.model = models[0]
     fixed_tau = _fixed_tau(data)
     # Two rows of two: four selectors in one row cut their values at 1000 px ("sim-recapture p1 g1").
     c1, c2 = st.columns(2)
@@ -236,27 +241,27 @@ def _paired_body(data: PairedData) -> None:
     c1.selectbox(
         "Source",
         sources,
-        key="paired_source",
+        key=PairedBoundsState.source.key,
         persist_state="session",
         help="Where the perturbed side comes from (synthetic corruptions or simulated recaptures).",
     )
-    c2.selectbox("Model", models, key="paired_model", persist_state="session")
-    conditions = sorted(evaluation.loc[evaluation["source"] == st.session_state["paired_source"], "condition"].unique())
-    if st.session_state["paired_condition"] not in conditions:
-        st.session_state["paired_condition"] = conditions[0]
-    c3.selectbox("Condition", conditions, key="paired_condition", persist_state="session")
+    c2.selectbox("Model", models, key=PairedBoundsState.model.key, persist_state="session")
+    conditions = sorted(evaluation.loc[evaluation["source"] == paired_bounds_state().source, "condition"].unique())
+    if paired_bounds_state().condition not in conditions:
+        paired_bounds_state().condition = conditions[0]
+    c3.selectbox("Condition", conditions, key=PairedBoundsState.condition.key, persist_state="session")
     # Short option text ("80% of clean dev. accepte" was cut).
     c4.selectbox(
         "Acceptance threshold τ from clean coverage",
         _COVERAGES,
-        key="paired_coverage",
+        key=PairedBoundsState.coverage.key,
         persist_state="session",
         format_func=lambda q: f"{q:.0%} of clean dev. accepted",
         disabled=fixed_tau is not None,
         help="τ is the lowest clean max-probability among the top q of the model's clean development "
         "images; a prediction is accepted when its max probability is ≥ τ (both sides).",
     )
-    model, condition, coverage = (st.session_state[k] for k in ("paired_model", "paired_condition", "paired_coverage"))
+    model, condition, coverage = state.model, state.condition, state.coverage
     threshold = model_threshold(_model_thresholds(data.key, model, _records=records), model, coverage)
     tau = threshold.tau if fixed_tau is None else fixed_tau
     if fixed_tau is None and threshold.scope != "dev":
@@ -267,7 +272,7 @@ def _paired_body(data: PairedData) -> None:
     cell = evaluation[
         (evaluation["model"] == model)
         & (evaluation["condition"] == condition)
-        & (evaluation["source"] == st.session_state["paired_source"])
+        & (evaluation["source"] == paired_bounds_state().source)
     ]
 
     m = flow_columns([1, 1.5, 1, 1], key="paired_cell_metrics", min_width=[150, 190, 150, 180], gap="small")
@@ -276,9 +281,7 @@ def _paired_body(data: PairedData) -> None:
     m[2].metric("Clean accuracy", f"{(cell['clean_pred'] == cell['true_label']).mean():.1%}")
     m[3].metric("Perturbed accuracy", f"{(cell['pert_pred'] == cell['true_label']).mean():.1%}")
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UndefinedTargetWarning)
-        intervals = identified_intervals(cell, tau)
+    intervals = cell_intervals(cell, tau)
     figure(
         cached_figure("intervals_figure", intervals),
         "Each bar spans every value some pairing consistent with that level allows; narrower is better "
@@ -286,11 +289,8 @@ def _paired_body(data: PairedData) -> None:
     )
     left, right = flow_columns([3, 2], key="paired_tables_row", min_width=[380, 300])
     with left:
-        counts = five_state_counts(cell, tau)
-        columns = ["true_label", "n", "h", "r", "s", "w", "k", "u", "v", "t"]
-        total = counts[columns[1:]].sum().to_frame().T.assign(true_label="all")
         table(
-            pd.concat([counts[columns], total[columns]], ignore_index=True),
+            five_state_table(cell, tau),
             name=f"five states {model} {condition}",
             key="paired_states",
             caption="Per class: n pairs; h harmful flip, r correction, s same wrong label, "
@@ -344,7 +344,7 @@ def _paired_body(data: PairedData) -> None:
     # Last: a new cell's comparison is computed in a thread, which would otherwise slow the
     # drawing of the grid above (they share one interpreter).
     with policy_slot:
-        _policy_results(data, model, condition, st.session_state["paired_source"])
+        _policy_results(data, model, condition, paired_bounds_state().source)
 
 
 def _unpaired_body(data: PairedData) -> None:
@@ -360,15 +360,15 @@ def _unpaired_body(data: PairedData) -> None:
     st.selectbox(
         "Acceptance threshold τ from clean coverage",
         _COVERAGES,
-        key="paired_coverage",
+        key=PairedBoundsState.coverage.key,
         persist_state="session",
         format_func=lambda q: f"{q:.0%} of the clean table accepted",
         disabled=fixed_tau is not None,
         help="τ is the lowest clean max-probability among the top q of the uploaded clean table "
         "(in-sample: there is no development split); accepted when max probability ≥ τ.",
     )
-    coverage = float(st.session_state["paired_coverage"])
-    tau = coverage_threshold(unpaired.clean["max_prob"].to_numpy(), coverage) if fixed_tau is None else fixed_tau
+    coverage = float(paired_bounds_state().coverage)
+    tau = unpaired_threshold(unpaired, coverage) if fixed_tau is None else fixed_tau
     clean, pert = unpaired.clean, unpaired.perturbed
     m = flow_columns(5, key="paired_unpaired_metrics", min_width=170, gap="small")
     m[0].metric("Records per side", f"{len(clean):,}")
@@ -376,9 +376,7 @@ def _unpaired_body(data: PairedData) -> None:
     m[2].metric("Acceptance threshold τ", f"{tau:.4f}")
     m[3].metric("Clean accuracy", f"{(clean['pred'] == clean['true_label']).mean():.1%}")
     m[4].metric("Perturbed accuracy", f"{(pert['pred'] == pert['true_label']).mean():.1%}")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UndefinedTargetWarning)
-        intervals = unpaired_intervals(unpaired, tau)
+    intervals = unpaired_cell_intervals(unpaired, tau)
     figure(
         cached_figure("intervals_figure", intervals),
         f"Each bar spans every value some pairing consistent with that level allows; narrower is better "
@@ -432,9 +430,9 @@ def _upload_widgets(source: str) -> None:
         upload = FilesUpload(
             kind=source, files={role: (f.name, f.getvalue()) for role, f in files.items() if f is not None}
         )
-        if upload != st.session_state["paired_upload"]:
-            st.session_state["paired_upload"] = upload
-    current = st.session_state["paired_upload"]
+        if upload != paired_bounds_state().upload:
+            paired_bounds_state().upload = upload
+    current = paired_bounds_state().upload
     if current and current.kind == source:
         names = current.names
         c1, c2 = st.columns([5, 1])
@@ -442,7 +440,7 @@ def _upload_widgets(source: str) -> None:
             f"Showing the uploaded {names}. Upload other files to replace them; they live in this browser session only."
         )
         if c2.button("Forget the upload", type="tertiary", icon=":material/delete:"):
-            st.session_state["paired_upload"] = None
+            paired_bounds_state().upload = None
             st.rerun()
 
 
@@ -450,12 +448,12 @@ def _body() -> None:
     st.segmented_control(
         "Records",
         list(_SOURCES),
-        key="paired_data_source",
+        key=PairedBoundsState.data_source.key,
         format_func=_SOURCES.get,
         required=True,
         persist_state="session",
     )
-    source = st.session_state["paired_data_source"]
+    source = paired_bounds_state().data_source
     if source != "demo":
         with st.expander("Your records", expanded=True, icon=":material/upload_file:"):
             _upload_widgets(source)
@@ -463,7 +461,7 @@ def _body() -> None:
     with guarded("Reading the uploaded records"):
         data = paired_data()
     if data is None:
-        if source != "demo" and getattr(st.session_state["paired_upload"], "kind", None) != source:
+        if source != "demo" and getattr(paired_bounds_state().upload, "kind", None) != source:
             st.info("Upload the files above to see their bounds.", icon=":material/upload_file:")
         return
     if source != "demo":

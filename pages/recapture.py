@@ -8,12 +8,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core.imaging.demo import render_condition, render_condition_image
-from core.imaging.images import png_data_uri
-from core.imaging.probe import parse_floats, probe_image, probe_uploaded
-from core.paired.screening import (
+from core.views.recapture import (
+    defined_scores,
+    demo_condition_images,
+    demo_probe_image,
+    parse_floats,
+    png_data_uri,
+    probe_image,
+    probe_uploaded,
     recapture_queue,
-    risk_column,
     screening_metrics,
     screening_scores,
 )
@@ -23,6 +26,7 @@ from ui.components import cached_figure, figure, guarded, page_header, run_page,
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
 from ui.paired_data import ScreeningData, demo_pool, paired_data, screening_data
+from ui.state import ProbeRun, RecaptureState, paired_bounds_state, recapture_state
 
 ensure_entrypoint()
 
@@ -40,7 +44,6 @@ page_header(
 _CURVE_SCORES = ("U", "S", "delta", "ret", "A3", "TTA")
 _BUDGETS = np.arange(1, 51) / 50
 _POOLED = "all recapture conditions (mean)"
-_RUN = "recapture_probe_run"  # {"key", "label", "result": ProbeResult, "images": ImageSet} of an ONNX upload
 _GALLERY = 12  # queue images shown large
 _SIDE = 112  # px: thumbnails and probe images are enlarged (nearest neighbour) to at least this
 
@@ -57,11 +60,11 @@ def _metrics(key: str, model: str, *, _scores: pd.DataFrame, _outcomes: pd.DataF
 
 def _defined(scores: pd.DataFrame) -> list[str]:
     """Scores with at least one defined value (an upload without prob_* has no A3, without transforms no TTA)."""
-    return [s for s in _CURVE_SCORES if risk_column(s) in scores.columns and scores[risk_column(s)].notna().any()]
+    return defined_scores(scores, _CURVE_SCORES)
 
 
-def _run() -> dict | None:
-    return st.session_state.get(_RUN)
+def _run() -> ProbeRun | None:
+    return recapture_state().probe_run
 
 
 def _image(data: ScreeningData, record_id) -> np.ndarray | None:
@@ -73,8 +76,8 @@ def _image(data: ScreeningData, record_id) -> np.ndarray | None:
     run = _run()
     if run is None or not data.key.startswith("probe:"):
         return None
-    images, spec = run["images"], run["result"].manifest["input"]
-    position = run["positions"].get(record_id)
+    images, spec = run.images, run.result.manifest["input"]
+    position = run.positions.get(record_id)
     if position is None:
         return None
     return images.read([position], size=(spec["height"], spec["width"]), channels=spec["channels"])[0]
@@ -100,14 +103,14 @@ def _large(image: np.ndarray) -> np.ndarray:
 @st.cache_resource(max_entries=40, show_spinner="Rendering the probe images of the demo pool…")
 def _demo_condition(condition: str) -> np.ndarray:
     pool = demo_pool()
-    return render_condition(pool.images, condition, seed=int(pool.manifest.get("seed", 0)))
+    return demo_condition_images(pool, condition)
 
 
 @st.cache_resource(max_entries=400, show_spinner=False)
 def _demo_probe_image(probe: str, position: int) -> np.ndarray:
     """One demo image under one probe: rendered alone when the probe draws nothing at random."""
     pool = demo_pool()
-    alone = render_condition_image(pool.images, position, probe, seed=int(pool.manifest.get("seed", 0)))
+    alone = demo_probe_image(pool, position, probe)
     return alone if alone is not None else _demo_condition(probe)[position]
 
 
@@ -121,7 +124,7 @@ def _probe_view(data: ScreeningData, record_id, probe: str) -> np.ndarray | None
     image = _image(data, record_id)
     if image is None:
         return None
-    return probe_image(image, probe, position=run["positions"][record_id], seed=int(run["result"].manifest["seed"]))
+    return probe_image(image, probe, position=run.positions[record_id], seed=int(run.result.manifest["seed"]))
 
 
 def _probe_rows(data: ScreeningData) -> pd.DataFrame | None:
@@ -129,7 +132,7 @@ def _probe_rows(data: ScreeningData) -> pd.DataFrame | None:
         return demo_pool().probes
     run = _run()
     if run is not None and data.key.startswith("probe:"):
-        return pd.concat([run["result"].probes, run["result"].natural], ignore_index=True)
+        return pd.concat([run.result.probes, run.result.natural], ignore_index=True)
     return None
 
 
@@ -142,10 +145,10 @@ def _run_scores(key: str, *, _probes: pd.DataFrame, _clean: pd.DataFrame) -> pd.
 
 
 def _probe_run_data(run: dict) -> ScreeningData:
-    result = run["result"]
+    result = run.result
     probes = pd.concat([result.probes, result.natural], ignore_index=True)
-    scores = _run_scores(run["key"], _probes=probes, _clean=result.clean)
-    return ScreeningData(f"probe:{run['key']}", run["label"], scores, None, images=True)
+    scores = _run_scores(run.key, _probes=probes, _clean=result.clean)
+    return ScreeningData(f"probe:{run.key}", run.label, scores, None, images=True)
 
 
 def _probe_widgets() -> None:
@@ -166,9 +169,11 @@ def _probe_widgets() -> None:
     labels_f = c3.file_uploader("Labels CSV (if not inside the zip)", type=["csv"], key="recap_labels_file", **kwargs)
     c1, c2 = st.columns(2)
     c1.text_input(
-        "Mean per channel (after scaling to [0, 1])", key="recap_mean", placeholder="0  (e.g. 0.485,0.456,0.406)"
+        "Mean per channel (after scaling to [0, 1])",
+        key=RecaptureState.mean.key,
+        placeholder="0  (e.g. 0.485,0.456,0.406)",
     )
-    c2.text_input("Std per channel", key="recap_std", placeholder="1  (e.g. 0.229,0.224,0.225)")
+    c2.text_input("Std per channel", key=RecaptureState.std.key, placeholder="1  (e.g. 0.229,0.224,0.225)")
     if st.button(
         "Run the probes",
         type="primary",
@@ -187,8 +192,8 @@ def _probe_widgets() -> None:
             bar.progress(done / total, text=f"Probing: {label} (batch {done} of {total})")
 
         with guarded("Probing the uploaded model"):
-            mean = parse_floats(st.session_state.get("recap_mean"), "Mean per channel")
-            std = parse_floats(st.session_state.get("recap_std"), "Std per channel")
+            mean = parse_floats(recapture_state().mean, "Mean per channel")
+            std = parse_floats(recapture_state().std, "Std per channel")
             result, images = probe_uploaded(
                 files["model"],
                 files["images"],
@@ -200,26 +205,26 @@ def _probe_widgets() -> None:
             )
             key = upload_digest(files) + f":{mean}:{std}"
             names = ", ".join(f[0] for f in files.values() if f is not None)
-            st.session_state[_RUN] = {
-                "key": key,
-                "label": names,
-                "result": result,
-                "images": images,
-                "positions": {r: i for i, r in enumerate(result.clean["record_id"])},
-            }
-            st.session_state["recap_inspect"] = None
+            recapture_state().probe_run = ProbeRun(
+                key=key,
+                label=names,
+                result=result,
+                images=images,
+                positions={r: i for i, r in enumerate(result.clean["record_id"])},
+            )
+            recapture_state().inspect = None
         bar.empty()
     run = _run()
     if run:
-        m = run["result"].manifest
+        m = run.result.manifest
         c1, c2 = st.columns([5, 1])
         c1.caption(
-            f"Ranking **{run['label']}**: {m['n_images']} images, input {m['input']['layout']} "
+            f"Ranking **{run.label}**: {m['n_images']} images, input {m['input']['layout']} "
             f"{m['input']['height']}×{m['input']['width']}×{m['input']['channels']}, output {m['output']}, "
             f"clean accuracy {m['clean_accuracy']:.1%}. It lives in this browser session only."
         )
         if c2.button("Forget the run", type="tertiary", icon=":material/delete:", key="recap_forget_run"):
-            st.session_state[_RUN] = None
+            recapture_state().probe_run = None
             st.rerun()
 
 
@@ -242,9 +247,9 @@ def _upload_widgets() -> None:
     }
     if all(f is not None for f in files.values()):
         upload = FilesUpload(kind="screening", files={role: (f.name, f.getvalue()) for role, f in files.items()})
-        if upload != st.session_state["recapture_upload"]:
-            st.session_state["recapture_upload"] = upload
-    current = st.session_state["recapture_upload"]
+        if upload != recapture_state().upload:
+            recapture_state().upload = upload
+    current = recapture_state().upload
     if current:
         names = current.names
         c1, c2 = st.columns([5, 1])
@@ -252,13 +257,13 @@ def _upload_widgets() -> None:
             f"Ranking the uploaded {names}. Upload other files to replace them; they live in this browser session only."
         )
         if c2.button("Forget the upload", type="tertiary", icon=":material/delete:", key="recap_forget"):
-            st.session_state["recapture_upload"] = None
+            recapture_state().upload = None
             st.rerun()
 
 
 def _uploaded_outcomes() -> tuple[pd.DataFrame | None, str | None]:
     """Paired records of one source from the Paired bounds upload, with their cache key (or None, None)."""
-    if st.session_state["paired_data_source"] != "paired":
+    if paired_bounds_state().data_source != "paired":
         return None, None
     data = None
     with guarded("Reading the paired records uploaded on Paired bounds"):
@@ -266,18 +271,18 @@ def _uploaded_outcomes() -> tuple[pd.DataFrame | None, str | None]:
     if data is None:
         return None, None
     sources = sorted(data.records["source"].unique())
-    if st.session_state["recap_outcome_source"] not in sources:
+    if recapture_state().outcome_source not in sources:
         recaptures = [s for s in sources if "recapture" in s]
-        st.session_state["recap_outcome_source"] = (recaptures or sources)[0]
+        recapture_state().outcome_source = (recaptures or sources)[0]
     st.selectbox(
         "Real failures from the source",
         sources,
-        key="recap_outcome_source",
+        key=RecaptureState.outcome_source.key,
         persist_state="session",
         help="The conditions of this source in your paired records count as the real re-tests: an image "
         "failed a condition when its perturbed prediction is wrong.",
     )
-    source = st.session_state["recap_outcome_source"]
+    source = recapture_state().outcome_source
     return data.records[data.records["source"] == source], f"{data.key}:{source}"
 
 
@@ -286,9 +291,7 @@ def _body() -> None:
         "Probe your own ONNX model on your images", expanded=bool(_run()), icon=":material/model_training:"
     ):
         _probe_widgets()
-    with st.expander(
-        "Your per-probe outputs", expanded=bool(st.session_state["recapture_upload"]), icon=":material/upload_file:"
-    ):
+    with st.expander("Your per-probe outputs", expanded=bool(recapture_state().upload), icon=":material/upload_file:"):
         _upload_widgets()
     run = _run()
     if run:
@@ -299,8 +302,8 @@ def _body() -> None:
             st.caption(f"Images: **{data.label}** (probed here).")
             _queue(data)
         return
-    uploaded = bool(st.session_state["recapture_upload"])
-    if not uploaded and st.session_state["paired_data_source"] != "demo":
+    uploaded = bool(recapture_state().upload)
+    if not uploaded and paired_bounds_state().data_source != "demo":
         st.info(
             "**This page shows the shipped demo pool, not your uploaded records.** Ranking images for a "
             "re-test needs the model's outputs on every synthetic probe of every image, which paired or "
@@ -322,12 +325,12 @@ def _body() -> None:
 def _queue(data: ScreeningData) -> None:
     scores = data.scores
     models = sorted(scores["model"].unique())
-    if st.session_state["recap_model"] not in models:
-        st.session_state["recap_model"] = models[0]
+    if recapture_state().model not in models:
+        recapture_state().model = models[0]
     # Two per row at 1000 px: four columns cut "cnn-w16" and "all recapture conditions".
     c1, c2, c3, c4 = flow_columns([2, 3, 2, 3], key="recap_controls", min_width=[170, 230, 170, 230], gap="small")
-    c1.selectbox("Model", models, key="recap_model", persist_state="session")
-    model = st.session_state["recap_model"]
+    c1.selectbox("Model", models, key=RecaptureState.model.key, persist_state="session")
+    model = recapture_state().model
     mine = scores[scores["model"] == model]
     names = _defined(mine)
     # Only the outcomes of this model's ranked images can judge the ranking.
@@ -337,25 +340,30 @@ def _queue(data: ScreeningData) -> None:
         outcomes = outcomes if len(outcomes) else None
     if outcomes is not None:
         conditions = sorted(outcomes["condition"].unique())
-        if st.session_state["recap_condition"] not in [_POOLED, *conditions]:
-            st.session_state["recap_condition"] = _POOLED
+        if recapture_state().condition not in [_POOLED, *conditions]:
+            recapture_state().condition = _POOLED
         c2.selectbox(
             "Recapture condition",
             [_POOLED, *conditions],
-            key="recap_condition",
+            key=RecaptureState.condition.key,
             persist_state="session",
             help="p = print level, g = geometry level, e = exposure level of the simulated recapture"
             if data.key == "demo"
             else "A condition of the chosen source of your paired records",
         )
-    if st.session_state["recap_score"] not in names:
-        st.session_state["recap_score"] = names[0]
-    c3.selectbox("Queue ranked by", names, key="recap_score", persist_state="session")
+    if recapture_state().score not in names:
+        recapture_state().score = names[0]
+    c3.selectbox("Queue ranked by", names, key=RecaptureState.score.key, persist_state="session")
     c4.slider(
-        "Re-test budget (% of clean-correct images)", 1, 50, key="recap_budget", format="%d%%", persist_state="session"
+        "Re-test budget (% of clean-correct images)",
+        1,
+        50,
+        key=RecaptureState.budget.key,
+        format="%d%%",
+        persist_state="session",
     )
-    score, budget = st.session_state["recap_score"], st.session_state["recap_budget"] / 100
-    condition = st.session_state["recap_condition"] if outcomes is not None else _POOLED
+    score, budget = recapture_state().score, recapture_state().budget / 100
+    condition = recapture_state().condition if outcomes is not None else _POOLED
     cell = outcomes
     if outcomes is not None and condition != _POOLED:
         cell = outcomes[outcomes["condition"] == condition]
@@ -474,10 +482,12 @@ def _inspect(data: ScreeningData, model: str, queue: pd.DataFrame, score: str) -
         return
     st.subheader("Why is it queued?")
     ids = queue["record_id"].tolist()
-    if st.session_state.get("recap_inspect") not in ids:
-        st.session_state["recap_inspect"] = ids[0]
+    if recapture_state().inspect not in ids:
+        recapture_state().inspect = ids[0]
     rank = dict(zip(queue["record_id"], queue["rank"]))
-    record = st.selectbox("Image of the queue", ids, key="recap_inspect", format_func=lambda r: f"#{rank[r]} · {r}")
+    record = st.selectbox(
+        "Image of the queue", ids, key=RecaptureState.inspect.key, format_func=lambda r: f"#{rank[r]} · {r}"
+    )
     mine = rows[(rows["model"].astype(str) == model) & (rows["record_id"] == record)]
     scored = data.scores[(data.scores["model"] == model) & (data.scores["record_id"] == record)].iloc[0]
     image = _image(data, record)
@@ -516,7 +526,7 @@ def _why_no_outcomes(data: ScreeningData) -> str:
             "holds the real re-tests of these images."
         )
     return (
-        f"the chosen source of your paired records has no record of model {st.session_state['recap_model']!r} "
+        f"the chosen source of your paired records has no record of model {recapture_state().model!r} "
         "with a record id of the ranked images (clean-correct evaluation images); check the model names and "
         "record ids."
     )

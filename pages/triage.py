@@ -5,11 +5,15 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from core.cfc.evaluation import SCORES
-from core.metrics.ranking import review_budget
-from core.reviews import filter_queue
-from core.reviews.queue import UNREVIEWED
-from core.views.ranking import capture_curves, rank_queue, score_summary
+from core.views.ranking import (
+    SCORES,
+    UNREVIEWED,
+    capture_curves,
+    filter_queue,
+    rank_queue,
+    review_budget,
+    score_summary,
+)
 from core.views.tabular import flip_budget_shown, prediction_table
 from ui.audit_line import audit_line
 from ui.certificate import certificate_panel, flip_budget_text, lambda_text
@@ -41,6 +45,7 @@ from ui.selection import (
     select_sample,
     selected_sample,
 )
+from ui.state import TriageState, review_state, triage_state
 
 ensure_entrypoint()
 
@@ -68,9 +73,9 @@ def _case(frame, queue, shown) -> tuple[int, list[int]]:
     The case is the shared selection when it is in this audit (the first selected row of the
     queue table when the selection changes), else the queue's top.
     """
-    rows = st.session_state.get("triage_table") or {}
+    rows = triage_state().table or {}
     rows = [r for r in list((rows.get("selection") or {}).get("rows") or []) if r < len(shown)]
-    apply_table_selection("triage_table", shown)
+    apply_table_selection(TriageState.table.key, shown)
     if not sample_in(frame["sample_id"]):
         select_sample(queue.iloc[0]["sample_id"])
     sample_id = selected_sample()
@@ -120,9 +125,9 @@ def _evidence(result, frame, sample_id: int) -> None:
 
 def _review_panel(key, sample_id: int, queue, shown) -> None:
     st.subheader("Review")
-    flash, st.session_state["review_flash"] = st.session_state["review_flash"], None
+    flash, review_state().flash = review_state().flash, None
     if flash:
-        (st.success if flash[0] == "success" else st.error)(flash[1])
+        (st.success if flash.kind == "success" else st.error)(flash.message)
     # Stacked below about 750 px of page width: beside the history the form was 210 px wide.
     left, right = flow_columns([2, 3], key="triage_review_row", min_width=[340, 380])
     with left:
@@ -178,38 +183,38 @@ def _triage(result, frame) -> None:
 
 def _queue_and_review(result, frame) -> None:
     scores = result.scores.reset_index(drop=True)
-    if st.session_state["triage_score"] not in scores.columns:
-        st.session_state["triage_score"] = "fds"
+    if triage_state().score not in scores.columns:
+        triage_state().score = "fds"
     c1, c2, c3 = flow_columns([2, 2, 3], key="triage_controls", min_width=[300, 240, 240], gap="small")
     c1.selectbox(
         "Rank by",
         list(scores.columns),
-        key="triage_score",
+        key=TriageState.score.key,
         format_func=_score_label,
         persist_state="session",
         help="Every score is oriented larger = riskier.",
     )
-    c2.radio("Ranked predictions", list(_SCOPES), key="triage_scope", format_func=_SCOPES.get, persist_state="session")
+    c2.radio(
+        "Ranked predictions", list(_SCOPES), key=TriageState.scope.key, format_func=_SCOPES.get, persist_state="session"
+    )
     c3.slider(
         "Review budget (% of the ranked predictions)",
         1,
         50,
-        key="triage_budget",
+        key=TriageState.budget.key,
         format="%d%%",
         persist_state="session",
     )
-    score, budget = st.session_state["triage_score"], st.session_state["triage_budget"] / 100
+    score, budget = triage_state().score, triage_state().budget / 100
     mask = (
-        frame["high_confidence"].to_numpy()
-        if st.session_state["triage_scope"] == "high-confidence"
-        else np.ones(len(frame), bool)
+        frame["high_confidence"].to_numpy() if triage_state().scope == "high-confidence" else np.ones(len(frame), bool)
     )
     if not mask.any():
         st.warning("No prediction reaches the high-confidence threshold; ranking all test predictions instead.")
         mask = np.ones(len(frame), bool)
     population = frame[mask].assign(score_value=scores[score].to_numpy()[mask])
     brittle = population["brittle"].to_numpy()
-    scope = st.session_state["triage_scope"] if mask.sum() < len(mask) else "all"
+    scope = triage_state().scope if mask.sum() < len(mask) else "all"
     capture = _curves(result.fingerprint, id(result), scope, _scores=scores[mask], _brittle=brittle)
     curves, ceiling, random = capture.curves, capture.ceiling, capture.random
     queue = _queue(_ranked(result.fingerprint, id(result), score, scope, _population=population), budget)

@@ -8,6 +8,7 @@ import streamlit as st
 
 from ui.data import current_dataset, dataset_label, model_label
 from ui.own_model import own_label, own_mode
+from ui.state import shared_state
 
 if TYPE_CHECKING:
     from core.tabular.audit import AuditResult
@@ -24,7 +25,7 @@ def audit_line(result: AuditResult) -> None:
     audited, total = len(result.dataset.frame), len(current_dataset().frame)
     sample = f" (stratified sample of {audited:,} of {total:,} rows)" if audited < total else ""
     st.caption(
-        f"Audit: **{dataset_label(st.session_state['dataset'])}**{sample} · **{model_label(result.model_name)}** · "
+        f"Audit: **{dataset_label(shared_state().dataset)}**{sample} · **{model_label(result.model_name)}** · "
         f"seed {result.seed} · protocol `{result.protocol.fingerprint[:12]}` · certificate fingerprint "
         f"`{result.fingerprint[:16]}…` — change them in the sidebar and on the Overview page."
     )

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from core.reviews import TEAM_ENV_VAR, Team, TeamFileError, User, load_team
+from core.reviews import TEAM_ENV_VAR, Team, TeamFileError, User, default_db_path, load_team
+from ui.state import auth_state, shared_state
 
 __all__ = [
     "Access",
@@ -38,6 +39,8 @@ __all__ = [
 ]
 
 _LOG = logging.getLogger("reliability_audit.ui")
+#: The sign-out button's key (the no-access page and the sidebar draw it, never both in a run).
+SIGN_OUT_KEY = "auth_sign_out"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,6 +84,11 @@ def sign_in_configured() -> bool:
     except Exception:  # an unreadable secrets file: Streamlit reports it itself on st.login
         _LOG.exception("the secrets file cannot be read")
         return False
+
+
+def reviews_db_path(cli_value: str | None) -> str:
+    """The review database: ``--reviews-db`` on the command line, else the per-user default file."""
+    return cli_value or str(default_db_path())
 
 
 def team_path(cli_value: str | None) -> str | None:
@@ -127,7 +135,7 @@ def _no_access(text: str) -> Blocked:
     def body() -> None:
         st.title("Reliability audit")
         st.warning(text, icon=":material/lock:")
-        st.button("Sign out", key="auth_sign_out", icon=":material/logout:", on_click=st.logout)
+        st.button("Sign out", key=SIGN_OUT_KEY, icon=":material/logout:", on_click=st.logout)
 
     return Blocked(title="No access", body=body)
 
@@ -144,7 +152,7 @@ def gate(team_file: str | None) -> Access | Blocked:
     -------
     Access or Blocked
         :class:`Access` for a visitor who may see the dashboard (also stored in
-        ``st.session_state["access"]``); in team mode, :class:`Blocked` (the sign-in or the
+        ``auth_state().access``); in team mode, :class:`Blocked` (the sign-in or the
         no-access page) for anyone else: ``app.py`` then shows that page alone and stops.
     """
     if not sign_in_configured():
@@ -155,9 +163,9 @@ def gate(team_file: str | None) -> Access | Blocked:
             else ""
         )
         access = Access(mode="local", note=note)
-        st.session_state["access"] = access
+        auth_state().access = access
         return access
-    st.session_state["access"] = None
+    auth_state().access = None
     if not st.user.get("is_logged_in"):
         return Blocked(title="Sign in", body=_sign_in_page)
     if team_file is None:
@@ -186,7 +194,7 @@ def gate(team_file: str | None) -> Access | Blocked:
             "the team to add you."
         )
     access = Access(mode="team", user=user, role=role, team=team)
-    st.session_state["access"] = access
+    auth_state().access = access
     return access
 
 
@@ -196,7 +204,7 @@ def current_access() -> Access:
     With sign-in configured and no access decided (a page run without the gate), the run
     stops: nothing is shown rather than anything granted.
     """
-    access = st.session_state.get("access")
+    access = auth_state().access
     if isinstance(access, Access):
         return access
     if sign_in_configured():
@@ -213,7 +221,7 @@ def server_team() -> Team | None:
     """
     if not sign_in_configured():
         return None
-    path = st.session_state.get("team_file")
+    path = auth_state().team_file
     if not path:
         raise TeamFileError("sign-in is configured but no team file was given; nobody may write.")
     return _load(path)
@@ -225,5 +233,5 @@ def report_reviews() -> dict:
     reviewer's decisions, which a blind reviewer must not see)."""
     access = current_access()
     if access.can("admin"):
-        return {"reviews_db": st.session_state["reviews_db"]}
+        return {"reviews_db": shared_state().reviews_db}
     return {"reviews_db": None, "reviews_note": f"only an admin's report holds them (you are a {access.role})."}

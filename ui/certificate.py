@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import streamlit as st
@@ -12,28 +12,30 @@ from core.views.tabular import path_evidence_table, removal_steps_table
 from core.viz.tables import flip_budget_text as budget_text
 from ui.components import cached_figure, figure, table
 from ui.layout import flow_columns
+from ui.state import DEFAULT_TOP_GROUPS, PANEL_TABS, CertificateState
 
-#: One-step drops shown by default before the other groups are folded into one bar.
-DEFAULT_TOP_GROUPS = 15
+if TYPE_CHECKING:
+    from core.cfc.certificate_set import SampleCertificate
+    from core.tabular.audit import AuditResult
 
 
-def lambda_text(cert: Any) -> str:
+def lambda_text(cert: SampleCertificate) -> str:
     """``λ*`` per operator for people: ``"attenuate_all: 0.4, attenuate_single: none"``."""
     return ", ".join(f"{op}: {'none' if not np.isfinite(v) else f'{v:.3g}'}" for op, v in cert.lambda_star.items())
 
 
-def flip_budget_text(cert: Any, depth: int) -> str:
+def flip_budget_text(cert: SampleCertificate, depth: int) -> str:
     """``k*`` of one sample's certificate as shown: the number, or ``"no flip ≤ K"``."""
     return budget_text(int(cert.flip_budget), depth)
 
 
-def certificate_figures(result: Any, cert: Any, *, key: str) -> None:
+def certificate_figures(result: AuditResult, cert: SampleCertificate, *, key: str) -> None:
     """Removal trajectory, collapse with RCMA, degradation with λ*, one-step drops (2 × 2)."""
     _trajectory_row(cert, [str(c) for c in result.dataset.classes], key=key)
     _operator_row(cert, key=key)
 
 
-def _trajectory_row(cert: Any, classes: list[str], *, key: str) -> None:
+def _trajectory_row(cert: SampleCertificate, classes: list[str], *, key: str) -> None:
     # Side by side from about 800 px of page width, stacked below (the step labels need 420 px).
     left, right = flow_columns([3, 2], key=f"{key}_trajectory_row", min_width=[420, 340])
     with left:
@@ -60,7 +62,7 @@ def _trajectory_row(cert: Any, classes: list[str], *, key: str) -> None:
         )
 
 
-def _operator_row(cert: Any, *, key: str) -> None:
+def _operator_row(cert: SampleCertificate, *, key: str) -> None:
     left, right = flow_columns(2, key=f"{key}_operator_row", min_width=380)
     with left:
         figure(
@@ -81,7 +83,7 @@ def _operator_row(cert: Any, *, key: str) -> None:
 
 
 @st.fragment
-def drops_chart(cert: Any, *, key: str) -> None:
+def drops_chart(cert: SampleCertificate, *, key: str) -> None:
     """One-step drops, the top N groups with the others folded (N adjustable when there are more).
 
     A fragment: changing N redraws this chart only.
@@ -94,7 +96,7 @@ def drops_chart(cert: Any, *, key: str) -> None:
             min_value=1,
             max_value=n_groups,
             step=5,
-            key="drops_top_n",
+            key=CertificateState.drops_top_n.key,
             persist_state="session",
             help=f"The largest one-step drops of the {n_groups} groups; the last bar folds the "
             "others (its length is the largest of their drops).",
@@ -112,7 +114,7 @@ def drops_chart(cert: Any, *, key: str) -> None:
     )
 
 
-def steps_table(result: Any, cert: Any, *, key: str, height: int | str = "auto") -> None:
+def steps_table(result: AuditResult, cert: SampleCertificate, *, key: str, height: int | str = "auto") -> None:
     """The prediction after each removal along the certificate's path."""
     classes = [str(c) for c in result.dataset.classes]
     table(
@@ -125,7 +127,7 @@ def steps_table(result: Any, cert: Any, *, key: str, height: int | str = "auto")
     )
 
 
-def path_values_table(result: Any, cert: Any, *, key: str, height: int | str = "auto") -> None:
+def path_values_table(result: AuditResult, cert: SampleCertificate, *, key: str, height: int | str = "auto") -> None:
     """The path groups' values (raw and as the model sees them) beside the baseline replacing them."""
     origins = feature_origins(result.preprocessor)
     names = getattr(result.preprocessor, "feature_names", None) or [f"x{j}" for j in range(len(origins))]
@@ -148,22 +150,13 @@ def path_values_table(result: Any, cert: Any, *, key: str, height: int | str = "
     )
 
 
-def evidence_tables(result: Any, cert: Any, *, key: str) -> None:
+def evidence_tables(result: AuditResult, cert: SampleCertificate, *, key: str) -> None:
     """Both evidence tables, one under the other (each needs the full width)."""
     path_values_table(result, cert, key=key)
     steps_table(result, cert, key=key)
 
 
-#: The tabs of :func:`certificate_panel`, in order.
-PANEL_TABS = (
-    "Trajectory and collapse",
-    "λ* per operator and one-step drops",
-    "Path values vs baseline",
-    "Prediction after each removal",
-)
-
-
-def certificate_panel(result: Any, cert: Any, *, key: str) -> None:
+def certificate_panel(result: AuditResult, cert: SampleCertificate, *, key: str) -> None:
     """The whole certificate of one sample in four tabs: a compact panel for the triage page.
 
     Only the open tab is drawn (``st.session_state[f"{key}_tab"]``, its label): the four tabs

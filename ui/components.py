@@ -55,6 +55,12 @@ def figure(fig: go.Figure, caption: str, *, key: str | None = None) -> None:
     st.caption(caption)
 
 
+def vega_spec(builder: str, *args: Any, **kwargs: Any) -> dict:
+    """``core.viz.<builder>(*args, **kwargs)``: a Vega-Lite spec for :func:`chart`, named like
+    :func:`cached_figure`'s builders so that a page reaches ``core.viz`` through ``ui`` only."""
+    return getattr(viz, builder)(*args, **kwargs)
+
+
 def chart(spec: dict, caption: str, *, key: str | None = None) -> None:
     """A full-width Vega-Lite chart (``core.viz.*_spec``) with its one-line reading guide underneath.
 

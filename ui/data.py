@@ -23,6 +23,7 @@ from core.tabular.models import MODELS
 from core.tabular.shipped import shipped_audit
 from core.views.uploads import UPLOAD_LIMIT_MB, interactive_sample_rows
 from ui.audit_jobs import AuditJob, foreground_wait_s, job_for, show_progress_and_stop
+from ui.state import shared_state
 
 
 def dataset_label(key: str) -> str:
@@ -56,10 +57,10 @@ def _uploaded(
 
 def current_dataset() -> Dataset:
     """The dataset selected in the sidebar (bundled or uploaded in this session)."""
-    key = st.session_state["dataset"]
+    key = shared_state().dataset
     if key in DATASET_NAMES:
         return _bundled(key)
-    upload = st.session_state["uploads"][key.split(":", 1)[1]]  # a core.views.uploads.TableUpload
+    upload = shared_state().uploads[key.split(":", 1)[1]]  # a core.views.uploads.TableUpload
     blocks = upload.blocks
     return _uploaded(
         upload.digest,
@@ -72,7 +73,7 @@ def current_dataset() -> Dataset:
 
 
 def current_protocol() -> Protocol:
-    stored = st.session_state["protocol"]
+    stored = shared_state().protocol
     return Protocol() if stored is None else Protocol.from_dict(stored)
 
 
@@ -81,15 +82,15 @@ def audit_max_rows(dataset: Dataset) -> int | None:
 
     Uploaded tables above :func:`core.views.uploads.interactive_sample_rows` rows (the row cap, or
     fewer for wide tables: rows × groups is bounded) are audited on a sample of at most that
-    many rows and at most ``st.session_state["audit_sample_rows"]`` (set on the Overview page);
+    many rows and at most ``shared_state().audit_sample_rows`` (set on the Overview page);
     the bundled tables are always audited whole.
     """
-    if not st.session_state["dataset"].startswith("upload:"):
+    if not shared_state().dataset.startswith("upload:"):
         return None
     limit = interactive_sample_rows(len(dataset.frame), max(1, len(dataset.features)))
     if len(dataset.frame) <= limit:
         return None
-    return min(limit, int(st.session_state["audit_sample_rows"]))
+    return min(limit, int(shared_state().audit_sample_rows))
 
 
 @st.cache_resource(show_spinner=False, max_entries=24)
@@ -101,14 +102,14 @@ def _shipped(dataset_key: str, model: str, seed: int, protocol_json: str, *, _da
 def _dataset_digest(key: str) -> str:
     if key in DATASET_NAMES:
         return key
-    return st.session_state["uploads"][key.split(":", 1)[1]].key
+    return shared_state().uploads[key.split(":", 1)[1]].key
 
 
 def _job(model: str) -> AuditResult | AuditJob:
     """The audit of ``model`` on the selected data: shipped, or its background job."""
-    key = st.session_state["dataset"]
+    key = shared_state().dataset
     dataset = current_dataset()
-    seed, protocol, max_rows = int(st.session_state["seed"]), current_protocol().to_json(), audit_max_rows(dataset)
+    seed, protocol, max_rows = int(shared_state().seed), current_protocol().to_json(), audit_max_rows(dataset)
     if key in DATASET_NAMES and max_rows is None:
         shipped = _shipped(key, model, seed, protocol, _dataset=dataset)
         if shipped is not None:
@@ -143,7 +144,7 @@ def current_audit() -> AuditResult:
 
     if own_mode():
         return own_audit()
-    return audit_for(st.session_state["model"])
+    return audit_for(shared_state().model)
 
 
 def audits_for(models: Sequence[str]) -> dict[str, AuditResult]:

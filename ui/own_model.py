@@ -1,6 +1,6 @@
 """ "Your model": audit an uploaded ``.skops`` / ``.onnx`` model or open a saved audit folder.
 
-The source lives in ``st.session_state["own_audit"]``: None (the tool's own models), ``{"kind":
+The source lives in ``own_model_state().audit``: None (the tool's own models), ``{"kind":
 "folder", "path": DIR}`` (``--audit DIR`` or a folder of the audits directory) or ``{"kind":
 "upload", "files": {role: (file name, bytes)}, "target", "trust", "feature_order"}`` — set only
 once the uploaded model has loaded. ``own_offer`` holds a pending trust offer (the types a
@@ -39,6 +39,7 @@ from core.validation import read_table
 from core.views.uploads import UPLOAD_LIMIT_MB, table_columns, upload_digest
 from ui.audit_jobs import foreground_wait_s, job_for, show_progress_and_stop
 from ui.errors import guarded
+from ui.state import FormError, OwnModelState, TrustOffer, own_model_state
 
 __all__ = [
     "AUDITS_DIR_ENV",
@@ -68,7 +69,7 @@ def default_audits_dir() -> Path:
 
 def own_mode() -> bool:
     """Whether the tabular pages show a model brought by the user."""
-    return st.session_state.get("own_audit") is not None
+    return own_model_state().audit is not None
 
 
 def _stamp(path: Path) -> str:
@@ -197,7 +198,7 @@ def _upload_job(source: dict):
     files = {role: tuple(v) for role, v in source["files"].items() if v is not None}
     order = tuple(source["feature_order"]) if source["feature_order"] else None
     key = ("own", upload_digest(files), source["target"], tuple(source["trust"]), order)
-    folder = Path(st.session_state["audits_dir"]) / _saved_name(files["model"][0], key)
+    folder = Path(own_model_state().audits_dir) / _saved_name(files["model"][0], key)
     plain = {**source, "files": files}
     return job_for(
         (*key, str(folder)), f"your model {files['model'][0]}", lambda progress: _upload_result(plain, folder, progress)
@@ -214,7 +215,7 @@ def _untrusted_message(exc: UntrustedTypesError) -> str:
 
 def saved_folder() -> SavedAudit | None:
     """The open audit folder, or None (no folder is open)."""
-    source = st.session_state.get("own_audit")
+    source = own_model_state().audit
     if not source or source["kind"] != "folder":
         return None
     path = Path(source["path"])
@@ -234,7 +235,7 @@ def own_audit() -> AuditResult:
         The folder is unreadable, predates ``view/`` and has no loadable model, or the upload
         is invalid (the message says why).
     """
-    source = st.session_state["own_audit"]
+    source = own_model_state().audit
     if source["kind"] == "folder":
         saved = saved_folder()
         return _folder_result(str(saved.path), _stamp(saved.path))
@@ -251,7 +252,7 @@ def own_audit() -> AuditResult:
 
 
 def own_label() -> str:
-    source = st.session_state["own_audit"]
+    source = own_model_state().audit
     if source["kind"] == "folder":
         return f"saved audit {Path(source['path']).name}"
     return f"your model {source['files']['model'][0]}"
@@ -273,20 +274,20 @@ def _check_and_open(source: dict) -> None:
     nothing loaded); any other failure is kept as the form's error. Either way the form stays
     open, filled as it was, and the pages keep what they showed.
     """
-    st.session_state["own_offer"] = st.session_state["own_error"] = None
+    own_model_state().offer = own_model_state().error = None
     data = source["files"]["model"][1]
     try:
         train, _ = _tables(source["files"], source["target"])
         _load_model(source, train)
     except UntrustedTypesError as exc:
-        st.session_state["own_offer"] = {"digest": _digest(data), "types": list(exc.types), "source": source}
+        own_model_state().offer = TrustOffer(digest=_digest(data), types=list(exc.types), source=source)
     except ValueError as exc:
-        st.session_state["own_error"] = {"digest": _digest(data), "message": str(exc)}
+        own_model_state().error = FormError(digest=_digest(data), message=str(exc))
     else:
-        st.session_state["own_audit"] = source
-        st.session_state["own_form_open"] = False
+        own_model_state().audit = source
+        own_model_state().form_open = False
         return
-    st.session_state["own_form_open"] = True
+    own_model_state().form_open = True
 
 
 def _trust_and_retry(source: dict, types: list[str]) -> None:
@@ -295,11 +296,11 @@ def _trust_and_retry(source: dict, types: list[str]) -> None:
 
 def _trust_offer(model_bytes: bytes | None) -> None:
     """The pending trust offer of the uploaded model, if any: its types and a plain warning."""
-    offer = st.session_state["own_offer"]
-    if offer is None or (model_bytes is not None and offer["digest"] != _digest(model_bytes)):
+    offer = own_model_state().offer
+    if offer is None or (model_bytes is not None and offer.digest != _digest(model_bytes)):
         return
-    types = offer["types"]
-    name = offer["source"]["files"]["model"][0]
+    types = offer.types
+    name = offer.source["files"]["model"][0]
     st.warning(
         f"**{name} holds {len(types)} type(s) outside skops' trusted set:**\n\n"
         + "\n".join(f"- `{t}`" for t in types)
@@ -312,7 +313,7 @@ def _trust_offer(model_bytes: bytes | None) -> None:
         key="own_trust_retry",
         icon=":material/verified_user:",
         on_click=_trust_and_retry,
-        args=(offer["source"], types),
+        args=(offer.source, types),
     )
 
 
@@ -336,14 +337,12 @@ def _upload_status(source: dict) -> None:
             st.warning(f"A copy could not be saved in the audits folder: {done.save_error}", icon=":material/warning:")
         return
     st.error(f"**Your model {name} could not be audited:** {_error_text(job.error)}", icon=":material/error:")
-    if isinstance(job.error, UntrustedTypesError) and st.session_state["own_offer"] is None:
+    if isinstance(job.error, UntrustedTypesError) and own_model_state().offer is None:
         # Seen once: the offer opens the form; closing it afterwards is the user's choice.
-        st.session_state["own_offer"] = {
-            "digest": _digest(source["files"]["model"][1]),
-            "types": list(job.error.types),
-            "source": source,
-        }
-        st.session_state["own_form_open"] = True
+        own_model_state().offer = TrustOffer(
+            digest=_digest(source["files"]["model"][1]), types=list(job.error.types), source=source
+        )
+        own_model_state().form_open = True
 
 
 def _error_text(exc: BaseException) -> str:
@@ -363,20 +362,23 @@ def render_own_model_sidebar() -> None:
     stays open and filled after an error.
     """
     st.subheader("Your model")
-    source = st.session_state.get("own_audit")
+    source = own_model_state().audit
     if source is not None:
         if source["kind"] == "upload":
             _upload_status(source)
         else:
             st.caption(f"Showing **{own_label()}** on the tabular pages.")
         if st.button("Back to the tool's models", key="own_close", icon=":material/close:"):
-            st.session_state["own_audit"] = None
-            st.session_state["own_offer"] = st.session_state["own_error"] = None
+            own_model_state().audit = None
+            own_model_state().offer = own_model_state().error = None
             st.rerun()
     # Keyed and state-tracked, so an error or a trust offer can keep it open; its widgets are
     # drawn closed too, so the files chosen survive closing it.
     with st.expander(
-        "Audit a fitted model (.skops / .onnx)", key="own_form_open", on_change="rerun", icon=":material/upload_file:"
+        "Audit a fitted model (.skops / .onnx)",
+        key=OwnModelState.form_open.key,
+        on_change="rerun",
+        icon=":material/upload_file:",
     ):
         st.caption(
             "Only .skops (skops) and .onnx (onnxruntime) files are read — never pickles. "
@@ -395,33 +397,35 @@ def render_own_model_sidebar() -> None:
             "half of the test table (seed 0) is held out for that.",
         )
         model_bytes = model.getvalue() if model is not None else None
-        error = st.session_state["own_error"]
-        if error is not None and (model_bytes is None or error["digest"] == _digest(model_bytes)):
-            st.error(error["message"], icon=":material/error:")
+        error = own_model_state().error
+        if error is not None and (model_bytes is None or error.digest == _digest(model_bytes)):
+            st.error(error.message, icon=":material/error:")
         _trust_offer(model_bytes)
         if model is not None and test is not None:
             with guarded(f"Reading {test.name}"):
                 columns = table_columns(test.getvalue(), test.name)
-                if st.session_state["own_target"] not in columns:
-                    st.session_state["own_target"] = None
-                st.selectbox("Target column", columns, key="own_target", placeholder="choose the label column")
+                if own_model_state().target not in columns:
+                    own_model_state().target = None
+                st.selectbox(
+                    "Target column", columns, key=OwnModelState.target.key, placeholder="choose the label column"
+                )
                 st.text_input(
                     "ONNX feature order (comma-separated)",
-                    key="own_feature_order",
+                    key=OwnModelState.feature_order.key,
                     help="Only for an ONNX model with one 2-D input and no 'feature_order' metadata.",
                 )
                 st.button(
                     "Audit my model",
                     type="primary",
                     key="own_run",
-                    disabled=st.session_state["own_target"] is None,
+                    disabled=own_model_state().target is None,
                     on_click=_check_and_open,
                     args=(
                         {
                             "kind": "upload",
-                            "target": st.session_state["own_target"],
+                            "target": own_model_state().target,
                             "trust": [],
-                            "feature_order": _names(st.session_state["own_feature_order"]) or None,
+                            "feature_order": _names(own_model_state().feature_order) or None,
                             "files": {
                                 "model": (model.name, model_bytes),
                                 "test": (test.name, test.getvalue()),
@@ -431,7 +435,7 @@ def render_own_model_sidebar() -> None:
                     ),
                 )
     with st.expander("Open a saved audit", icon=":material/folder_open:"):
-        root = Path(st.session_state["audits_dir"])
+        root = Path(own_model_state().audits_dir)
         folders = list_audit_folders(root)
         st.caption(
             "Audits saved in the dashboard's audits folder, set when it was started; save one there with "
@@ -441,9 +445,9 @@ def render_own_model_sidebar() -> None:
             st.caption("No audit folder there yet.")
             return
         names = [p.name for p in folders]
-        if st.session_state["own_folder"] not in names:
-            st.session_state["own_folder"] = names[0]
-        st.selectbox("Audit folder", names, key="own_folder")
+        if own_model_state().folder not in names:
+            own_model_state().folder = names[0]
+        st.selectbox("Audit folder", names, key=OwnModelState.folder.key)
         if st.button("Open", key="own_open"):
-            st.session_state["own_audit"] = {"kind": "folder", "path": str(root / st.session_state["own_folder"])}
+            own_model_state().audit = {"kind": "folder", "path": str(root / own_model_state().folder)}
             st.rerun()

@@ -21,6 +21,7 @@ from core.imaging.demo import DEFAULT_DIR, DemoPool, load_demo_pool, load_demo_r
 from core.imaging.demo_screening import demo_outcomes, demo_screening, load_precomputed_screening
 from core.paired.records import UnpairedRecords
 from core.views.uploads import load_paired_upload, load_screening_upload, load_unpaired_upload, upload_digest
+from ui.state import paired_bounds_state, recapture_state
 
 
 @st.cache_resource(show_spinner="Loading the paired demo pool…")
@@ -94,8 +95,8 @@ def _unpaired_upload(content: str, *, _files: dict) -> UnpairedRecords:
 def paired_data() -> PairedData | None:
     """The records chosen on the Paired bounds page; None while a chosen upload is missing.
 
-    ``st.session_state["paired_data_source"]`` is ``"demo"``, ``"paired"`` or ``"unpaired"``;
-    an upload lives in ``st.session_state["paired_upload"]`` as a
+    ``paired_bounds_state().data_source`` is ``"demo"``, ``"paired"`` or ``"unpaired"``;
+    an upload lives in ``paired_bounds_state().upload`` as a
     :class:`core.views.uploads.FilesUpload` with roles ``records`` (paired) or ``clean``,
     ``perturbed`` and optionally ``counts`` (unpaired). Parsing is cached by content hash.
 
@@ -104,10 +105,10 @@ def paired_data() -> PairedData | None:
     ValueError
         The upload fails validation (the message names the file, row and column).
     """
-    source = st.session_state["paired_data_source"]
+    source = paired_bounds_state().data_source
     if source == "demo":
         return PairedData("paired", "demo", "the shipped demo pool", records=demo_records())
-    upload = st.session_state["paired_upload"]
+    upload = paired_bounds_state().upload
     if not upload or upload.kind != source:
         return None
     files = {role: tuple(item) for role, item in upload.files.items() if item is not None}
@@ -159,7 +160,7 @@ class ScreeningData:
 def screening_data(outcome_records: pd.DataFrame | None = None, records_key: str | None = None) -> ScreeningData:
     """The demo pool's screening, or the per-probe outputs uploaded in this session.
 
-    The upload lives in ``st.session_state["recapture_upload"]`` as a
+    The upload lives in ``recapture_state().upload`` as a
     :class:`core.views.uploads.FilesUpload` (roles ``probes`` and ``clean``) or None (the demo pool).
 
     Parameters
@@ -175,7 +176,7 @@ def screening_data(outcome_records: pd.DataFrame | None = None, records_key: str
     ValueError
         The upload fails validation (the message names the file, row and column).
     """
-    upload = st.session_state["recapture_upload"]
+    upload = recapture_state().upload
     if not upload:
         pool = demo_pool()
         return ScreeningData(

@@ -6,7 +6,7 @@ the role the team file gives them; in local mode a typed name. Every read and wr
 through :func:`store`, a :class:`~core.reviews.ReviewStore` opened with the server's team, so
 the roles are enforced by the store, not by which widgets are drawn.
 
-State (``st.session_state``):
+State (:class:`ui.state.ReviewState`, by session key):
 
 - ``review_reviewer`` — local mode only: the reviewer's name; seeded once per session from the
   name remembered beside the database (:mod:`core.reviews.settings`) and remembered again on
@@ -63,13 +63,19 @@ from ui.auth import current_access, server_team
 from ui.layout import flow_columns
 from ui.selection import select_sample, selected_sample
 from ui.shortcuts import shortcuts
+from ui.state import Flash, ReviewState, TriageState, applied_selection, review_state, shared_state, triage_state
 
+#: Keys of the buttons the keyboard shortcuts click (each button is created with its key here).
+PICK_KEYS = tuple(f"review_pick_{i}" for i in range(len(DECISIONS)))
+SAVE_NEXT_KEY, NEXT_KEY, PREVIOUS_KEY = "review_save_next", "review_next", "review_previous"
+#: The hidden container of the pick buttons (clicked by their shortcuts only).
+_PICK_BOX = "review_keys"
 #: Keyboard shortcut of every keyed control (:func:`ui.shortcuts.shortcuts`).
 SHORTCUTS: dict[str, str] = {
-    **{f"review_pick_{i}": f"alt+{i + 1}" for i in range(len(DECISIONS))},
-    "review_save_next": "alt+s",
-    "review_next": "alt+n",
-    "review_previous": "alt+p",
+    **{k: f"alt+{i + 1}" for i, k in enumerate(PICK_KEYS)},
+    SAVE_NEXT_KEY: "alt+s",
+    NEXT_KEY: "alt+n",
+    PREVIOUS_KEY: "alt+p",
 }
 _STATUS = {"all": "All cases", "unreviewed": "Unreviewed", "reviewed": "Reviewed"}
 #: Display names of the queue table's columns (the data keeps its snake_case names).
@@ -95,8 +101,8 @@ COLUMN_LABELS = {
 
 def clear_table_selection() -> None:
     """Forget the queue table's row selection (after a filter change, a bulk decision, save & next)."""
-    st.session_state.pop("triage_table", None)
-    st.session_state.pop("_triage_table_applied", None)
+    del triage_state().table
+    applied_selection(TriageState.table.key).clear()
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
@@ -118,7 +124,7 @@ def _open_store(path: str, team_id: int, _team: Team | None) -> ReviewStore:
 def store() -> ReviewStore:
     """The review store of this server, opened with its team (one object per database and team file)."""
     team = server_team()
-    return _open_store(st.session_state["reviews_db"], id(team), team)
+    return _open_store(shared_state().reviews_db, id(team), team)
 
 
 def viewer() -> User | None:
@@ -129,7 +135,7 @@ def viewer() -> User | None:
 def who() -> User | str:
     """Who writes: the signed-in user in team mode, the typed reviewer name in local mode."""
     access = current_access()
-    return access.user if access.team_mode else (st.session_state.get("review_reviewer") or "")
+    return access.user if access.team_mode else (review_state().reviewer or "")
 
 
 def _who_text() -> str:
@@ -141,28 +147,28 @@ def seed_reviewer() -> None:
     """Once per session (local mode): start from the reviewer name remembered for this database."""
     if current_access().team_mode:
         return
-    if not st.session_state.get("_review_seeded"):
-        st.session_state["_review_seeded"] = True
-        if not st.session_state.get("review_reviewer"):
-            st.session_state["review_reviewer"] = remembered_reviewer(st.session_state["reviews_db"])
+    if not review_state().seeded_reviewer:
+        review_state().seeded_reviewer = True
+        if not review_state().reviewer:
+            review_state().reviewer = remembered_reviewer(shared_state().reviews_db)
 
 
 def _remember() -> None:
     if not current_access().team_mode:
-        remember_reviewer(st.session_state["reviews_db"], st.session_state.get("review_reviewer") or "")
+        remember_reviewer(shared_state().reviews_db, review_state().reviewer or "")
 
 
 def _new_token() -> None:
-    st.session_state["review_token"] = uuid.uuid4().hex
+    review_state().token = uuid.uuid4().hex
 
 
 def prepare_case(key: AuditKey, sample_id: int, latest: pd.DataFrame) -> None:
     """Reset the form to the case's latest decision when the case under review changes (in team
     mode: the signed-in reviewer's own decision in force on it)."""
     case = (key.fingerprint, int(sample_id))
-    if st.session_state.get("_review_case") == case:
+    if review_state().case == case:
         return
-    st.session_state["_review_case"] = case
+    review_state().case = case
     access = current_access()
     if access.team_mode:
         mine = store().history(key.fingerprint, sample_id, viewer=access.user)
@@ -171,12 +177,12 @@ def prepare_case(key: AuditKey, sample_id: int, latest: pd.DataFrame) -> None:
         latest = mine[(mine["decision"] != "retracted") & ~mine["review_id"].isin(cancelled)].tail(1)
     row = latest[latest["sample_id"] == str(sample_id)]
     if len(row):
-        st.session_state["review_decision"] = row.iloc[0]["decision"]
-        st.session_state["review_reasons"] = [c for c in row.iloc[0]["reasons"].split(",") if c]
+        review_state().decision = row.iloc[0]["decision"]
+        review_state().reasons = [c for c in row.iloc[0]["reasons"].split(",") if c]
     else:
-        st.session_state["review_decision"] = None
-        st.session_state["review_reasons"] = []
-    st.session_state["review_note"] = ""
+        review_state().decision = None
+        review_state().reasons = []
+    review_state().note = ""
     _new_token()
 
 
@@ -185,26 +191,31 @@ def queue_filter(latest: pd.DataFrame) -> QueueFilter:
     # Two per row at 1000 px (four 100 px boxes cut "All cases" to "All case"), four at 1400 px.
     c = flow_columns([2, 3, 2, 3], key="review_filter_row", min_width=[170, 220, 170, 220], gap="small")
     clear = {"on_change": clear_table_selection, "persist_state": "session"}  # row positions change
-    c[0].selectbox("Show", list(_STATUS), key="review_filter_status", format_func=_STATUS.get, **clear)
+    c[0].selectbox("Show", list(_STATUS), key=ReviewState.filter_status.key, format_func=_STATUS.get, **clear)
     c[1].multiselect(
         "Latest decision",
         list(DECISIONS),
-        key="review_filter_decisions",
+        key=ReviewState.filter_decisions.key,
         format_func=DECISION_LABELS.get,
         placeholder="any decision",
         **clear,
     )
     # A chosen name stays an option after its last decision in force was retracted.
-    names = sorted(set(latest["reviewer"]) | set(st.session_state.get("review_filter_reviewers") or ()))
-    c[2].multiselect("Decided by", names, key="review_filter_reviewers", placeholder="anyone", **clear)
+    names = sorted(set(latest["reviewer"]) | set(review_state().filter_reviewers or ()))
+    c[2].multiselect("Decided by", names, key=ReviewState.filter_reviewers.key, placeholder="anyone", **clear)
     c[3].multiselect(
-        "Reason", list(REASONS), key="review_filter_reasons", format_func=REASONS.get, placeholder="any reason", **clear
+        "Reason",
+        list(REASONS),
+        key=ReviewState.filter_reasons.key,
+        format_func=REASONS.get,
+        placeholder="any reason",
+        **clear,
     )
     return QueueFilter(
-        st.session_state.get("review_filter_status") or "all",
-        tuple(st.session_state.get("review_filter_decisions") or ()),
-        tuple(st.session_state.get("review_filter_reviewers") or ()),
-        tuple(st.session_state.get("review_filter_reasons") or ()),
+        review_state().filter_status or "all",
+        tuple(review_state().filter_decisions or ()),
+        tuple(review_state().filter_reviewers or ()),
+        tuple(review_state().filter_reasons or ()),
     )
 
 
@@ -263,7 +274,7 @@ def queue_table(shown: pd.DataFrame, *, score_label: str, caption: str) -> list[
     config["score_value"] = st.column_config.NumberColumn(score_label, format="%.4g")
     event = st.dataframe(
         display_frame(shown),
-        key="triage_table",
+        key=TriageState.table.key,
         on_select="rerun",
         selection_mode="multi-row",
         hide_index=True,
@@ -289,7 +300,7 @@ def queue_table(shown: pd.DataFrame, *, score_label: str, caption: str) -> list[
 
 # ---------------------------------------------------------------------------------------------
 def _flash(kind: str, text: str) -> None:
-    st.session_state["review_flash"] = (kind, text)
+    review_state().flash = Flash(kind=kind, message=text)
 
 
 def _attempt(what: str, call):
@@ -305,10 +316,10 @@ def _attempt(what: str, call):
 
 def _save(key: AuditKey, sample_id: int, token: str, order: Sequence[int], then_next: bool) -> None:
     """Submit callback (runs before the rerun, so it may reset the widgets)."""
-    decision, reasons = st.session_state.get("review_decision"), list(st.session_state.get("review_reasons") or [])
-    note, actor = st.session_state.get("review_note") or "", who()
+    decision, reasons = review_state().decision, list(review_state().reasons or [])
+    note, actor = review_state().note or "", who()
     fingerprint = (key.fingerprint, int(sample_id), decision, tuple(reasons), note.strip(), _who_text())
-    if st.session_state.get("_review_last_saved") == fingerprint:
+    if review_state().last_saved == fingerprint:
         # Identical to this session's previous save, with nothing stored or undone since: the same
         # click delivered twice (a double click racing the rerun), not a new decision.
         _flash("success", f"Already saved: sample {sample_id} — {DECISION_LABELS[decision]} by {_who_text()}.")
@@ -324,9 +335,9 @@ def _save(key: AuditKey, sample_id: int, token: str, order: Sequence[int], then_
     )
     if review is None:
         return
-    st.session_state["_review_last_saved"] = fingerprint
+    review_state().last_saved = fingerprint
     _remember()
-    st.session_state["review_note"] = ""
+    review_state().note = ""
     _new_token()
     text = f"Saved: sample {review.sample_id} — {DECISION_LABELS[review.decision]} by {review.reviewer}."
     if then_next:
@@ -346,15 +357,13 @@ def _retract(key: AuditKey, token: str) -> None:
     """Undo the reviewer's latest saved decision in this audit, whichever case it was on."""
     review = _attempt(
         "Nothing retracted",
-        lambda: store().retract(
-            key, reviewer=who(), note=st.session_state.get("review_note") or "", submission_id=f"retract-{token}"
-        ),
+        lambda: store().retract(key, reviewer=who(), note=review_state().note or "", submission_id=f"retract-{token}"),
     )
     if review is None:
         return
-    st.session_state.pop("_review_last_saved", None)
+    del review_state().last_saved
     _remember()
-    st.session_state.pop("_review_case", None)  # the form takes the case's new latest decision
+    del review_state().case  # the form takes the case's new latest decision
     select_sample(int(review.sample_id))  # show the case whose decision was undone
     latest = store().latest(key.fingerprint, [review.sample_id], viewer=viewer())
     now = (
@@ -367,7 +376,7 @@ def _retract(key: AuditKey, token: str) -> None:
 
 
 def _pick(decision: str) -> None:
-    st.session_state["review_decision"] = decision
+    review_state().decision = decision
 
 
 def _move(order: Sequence[int], delta: int) -> None:
@@ -377,7 +386,7 @@ def _move(order: Sequence[int], delta: int) -> None:
 
 
 def _bulk(key: AuditKey, sample_ids: Sequence[int], token: str) -> None:
-    decision = st.session_state.get("review_bulk_decision")
+    decision = review_state().bulk_decision
     if decision is None:  # the button is disabled then; a stale click still records nothing
         _flash("error", "Bulk decision not saved: choose a decision first.")
         return
@@ -388,17 +397,17 @@ def _bulk(key: AuditKey, sample_ids: Sequence[int], token: str) -> None:
             list(sample_ids),
             reviewer=who(),
             decision=decision,
-            reasons=list(st.session_state.get("review_bulk_reasons") or []),
-            note=st.session_state.get("review_bulk_note") or "",
+            reasons=list(review_state().bulk_reasons or []),
+            note=review_state().bulk_note or "",
             submission_id=f"bulk-{token}",
             skip_identical=True,
         ),
     )
     if stored is None:
         return
-    st.session_state.pop("_review_last_saved", None)
+    del review_state().last_saved
     _remember()
-    st.session_state.pop("_review_case", None)
+    del review_state().case
     clear_table_selection()
     _new_token()
     label = DECISION_LABELS[decision]
@@ -418,7 +427,7 @@ def _bulk(key: AuditKey, sample_ids: Sequence[int], token: str) -> None:
 
 def _shortcuts() -> None:
     # The decision buttons are clicked by their shortcuts only; the radio shows the choice.
-    st.html("<style>.st-key-review_keys {display: none;}</style>")
+    st.html(f"<style>.st-key-{_PICK_BOX} {{display: none;}}</style>")
     shortcuts(SHORTCUTS)
 
 
@@ -445,7 +454,7 @@ def review_form(key: AuditKey, sample_id: int, *, queue_order: Sequence[int], sh
     A viewer (and a reviewer on a case assigned to someone else) gets no decision control,
     only the navigation.
     """
-    token = st.session_state["review_token"]
+    token = review_state().token
     access = current_access()
     refusal = _may_decide(key, sample_id)
     if access.team_mode:
@@ -453,7 +462,7 @@ def review_form(key: AuditKey, sample_id: int, *, queue_order: Sequence[int], sh
     else:
         st.text_input(
             "Reviewer",
-            key="review_reviewer",
+            key=ReviewState.reviewer.key,
             placeholder="your name",
             on_change=_remember,
             help="Remembered for this review database (also after a restart).",
@@ -464,21 +473,21 @@ def review_form(key: AuditKey, sample_id: int, *, queue_order: Sequence[int], sh
         st.radio(
             "Decision",
             DECISIONS,
-            key="review_decision",
+            key=ReviewState.decision.key,
             format_func=lambda d: f"{DECISION_LABELS[d]}  (Alt+{DECISIONS.index(d) + 1})",
             help="Starts on your decision in force on this case; none when you have not decided it.",
         )
-        with st.container(key="review_keys"):
+        with st.container(key=_PICK_BOX):
             for i, decision in enumerate(DECISIONS):
-                st.button(DECISION_LABELS[decision], key=f"review_pick_{i}", on_click=_pick, args=(decision,))
+                st.button(DECISION_LABELS[decision], key=PICK_KEYS[i], on_click=_pick, args=(decision,))
         st.multiselect(
             "Reasons",
             list(REASONS),
-            key="review_reasons",
+            key=ReviewState.reasons.key,
             format_func=REASONS.get,
             placeholder="structured reasons (any number)",
         )
-        st.text_area("Note", key="review_note", placeholder="why — what did you check?", height=80)
+        st.text_area("Note", key=ReviewState.note.key, placeholder="why — what did you check?", height=80)
         # Rows that wrap instead of columns that shrink: in a 210 px form the labels read "Save d…"
         # and "Save &…", and the navigation buttons lost their text.
         b = flow_columns([1, 1], key="review_save_row", min_width=[130, 170], gap="small")
@@ -493,7 +502,7 @@ def review_form(key: AuditKey, sample_id: int, *, queue_order: Sequence[int], sh
         b[1].button(
             "Save & next (Alt+S)",
             type="primary",
-            key="review_save_next",
+            key=SAVE_NEXT_KEY,
             on_click=_save,
             args=(key, sample_id, token, list(queue_order), True),
             width="stretch",
@@ -502,7 +511,7 @@ def review_form(key: AuditKey, sample_id: int, *, queue_order: Sequence[int], sh
     n = flow_columns(3, key="review_nav_row", min_width=[150, 130, 170], gap="small")
     n[0].button(
         "Previous (Alt+P)",
-        key="review_previous",
+        key=PREVIOUS_KEY,
         on_click=_move,
         args=(list(shown_order), -1),
         width="stretch",
@@ -510,7 +519,7 @@ def review_form(key: AuditKey, sample_id: int, *, queue_order: Sequence[int], sh
     )
     n[1].button(
         "Next (Alt+N)",
-        key="review_next",
+        key=NEXT_KEY,
         on_click=_move,
         args=(list(shown_order), 1),
         width="stretch",
@@ -540,7 +549,7 @@ def bulk_form(key: AuditKey, sample_ids: Sequence[int]) -> None:
     """One decision for every selected row of the queue (one transaction); none chosen at first."""
     if not current_access().can("reviewer"):
         return
-    token = st.session_state["review_token"]
+    token = review_state().token
     with st.container(border=True):
         st.markdown(
             f"**Bulk decision for the {len(sample_ids)} selected cases** "
@@ -550,13 +559,13 @@ def bulk_form(key: AuditKey, sample_ids: Sequence[int]) -> None:
         c[0].selectbox(
             "Decision",
             DECISIONS,
-            key="review_bulk_decision",
+            key=ReviewState.bulk_decision.key,
             format_func=DECISION_LABELS.get,
             placeholder="choose a decision",
         )
-        c[1].multiselect("Reasons", list(REASONS), key="review_bulk_reasons", format_func=REASONS.get)
-        c[2].text_input("Note", key="review_bulk_note")
-        chosen = st.session_state.get("review_bulk_decision")
+        c[1].multiselect("Reasons", list(REASONS), key=ReviewState.bulk_reasons.key, format_func=REASONS.get)
+        c[2].text_input("Note", key=ReviewState.bulk_note.key)
+        chosen = review_state().bulk_decision
         c[3].button(
             f"Apply to {len(sample_ids)} cases",
             key="review_bulk_apply",
@@ -623,15 +632,15 @@ def history_panel(key: AuditKey, sample_id: int) -> None:
 # ---------------------------------------------------------------------------------------------
 # The admin's side (team mode): the review plan, agreement, adjudication
 def _plan(key: AuditKey, queue_ids: Sequence[str]) -> None:
-    assign = bool(st.session_state.get("review_plan_assign"))
+    assign = bool(review_state().plan_assign)
     plan = _attempt(
         "Plan not saved",
         lambda: store().plan(
             key,
             list(queue_ids) if assign else [],
             admin=who(),
-            reviewers_per_case=int(st.session_state.get("review_plan_per_case") or 1),
-            reviewers=list(st.session_state.get("review_plan_reviewers") or []) or None,
+            reviewers_per_case=int(review_state().plan_per_case or 1),
+            reviewers=list(review_state().plan_reviewers or []) or None,
             assign=assign,
         ),
     )
@@ -660,12 +669,14 @@ def plan_form(key: AuditKey, queue_ids: Sequence[str]) -> None:
     plan = store().current_plan(key.fingerprint)
     with st.expander(f"Review plan — {plan_text(plan)}", icon=":material/group:"):
         options = list(access.team.with_role("reviewer", "admin"))
-        if not st.session_state.get("review_plan_reviewers"):
-            st.session_state["review_plan_reviewers"] = list(plan.reviewers) or list(access.team.with_role("reviewer"))
+        if not review_state().plan_reviewers:
+            review_state().plan_reviewers = list(plan.reviewers) or list(access.team.with_role("reviewer"))
         c = flow_columns([1, 1, 3], key="review_plan_row", min_width=[160, 200, 260], gap="small")
-        c[0].number_input("Reviewers per case", min_value=1, max_value=max(1, len(options)), key="review_plan_per_case")
-        c[1].toggle("Assign the queued cases", key="review_plan_assign", help="Round-robin in queue order.")
-        c[2].multiselect("Deal the cases to", options, key="review_plan_reviewers")
+        c[0].number_input(
+            "Reviewers per case", min_value=1, max_value=max(1, len(options)), key=ReviewState.plan_per_case.key
+        )
+        c[1].toggle("Assign the queued cases", key=ReviewState.plan_assign.key, help="Round-robin in queue order.")
+        c[2].multiselect("Deal the cases to", options, key=ReviewState.plan_reviewers.key)
         st.button(
             f"Apply the plan to the {len(queue_ids)} queued cases",
             key="review_plan_apply",
@@ -726,7 +737,7 @@ def agreement_panel(key: AuditKey) -> None:
 
 
 def _adjudicate(key: AuditKey, sample_id: int, token: str) -> None:
-    decision = st.session_state.get("adjudicate_decision")
+    decision = review_state().adjudicate_decision
     if decision is None:
         _flash("error", "Not adjudicated: choose the final decision first.")
         return
@@ -737,15 +748,15 @@ def _adjudicate(key: AuditKey, sample_id: int, token: str) -> None:
             sample_id,
             reviewer=who(),
             decision=decision,
-            note=st.session_state.get("adjudicate_note") or "",
+            note=review_state().adjudicate_note or "",
             submission_id=f"adjudicate-{token}",
         ),
     )
     if review is None:
         return
-    st.session_state["adjudicate_decision"] = None
-    st.session_state["adjudicate_note"] = ""
-    st.session_state.pop("_review_case", None)
+    review_state().adjudicate_decision = None
+    review_state().adjudicate_note = ""
+    del review_state().case
     _new_token()
     _flash(
         "success", f"Adjudicated sample {review.sample_id}: {DECISION_LABELS[review.decision]} is its final decision."
@@ -791,18 +802,18 @@ def adjudication_panel(key: AuditKey, sample_id: int) -> None:
         c[0].selectbox(
             "Final decision",
             DECISIONS,
-            key="adjudicate_decision",
+            key=ReviewState.adjudicate_decision.key,
             format_func=DECISION_LABELS.get,
             placeholder="choose the final decision",
         )
-        c[1].text_input("Note", key="adjudicate_note", placeholder="why")
+        c[1].text_input("Note", key=ReviewState.adjudicate_note.key, placeholder="why")
         c[2].button(
             "Adjudicate",
             key="adjudicate_apply",
             type="primary",
             on_click=_adjudicate,
-            args=(key, sample_id, st.session_state["review_token"]),
-            disabled=st.session_state.get("adjudicate_decision") is None,
+            args=(key, sample_id, review_state().token),
+            disabled=review_state().adjudicate_decision is None,
             width="stretch",
         )
 

@@ -2,7 +2,7 @@
 
 The selection is the dataset's **sample id** (the certificate table's index), never a row
 position: positions change with every sort, filter and queue. It lives in
-``st.session_state[SELECTED]`` (default in ``app.py``), so a page switch keeps it.
+``shared_state().selected_sample`` (:mod:`ui.state`), so a page switch keeps it.
 """
 
 from __future__ import annotations
@@ -13,19 +13,20 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-SELECTED = "selected_sample"
+from ui.state import applied_selection, explorer_state, shared_state, table_state
+
 EXPLORER = "pages/explorer.py"
 
 
 def selected_sample() -> int | None:
     """The shared sample id, or ``None`` before anything was selected."""
-    value = st.session_state.get(SELECTED)
+    value = shared_state().selected_sample
     return None if value is None else int(value)
 
 
 def select_sample(sample_id: Any) -> None:
     """Make ``sample_id`` the shared selection."""
-    st.session_state[SELECTED] = int(sample_id)
+    shared_state().selected_sample = int(sample_id)
 
 
 def sample_in(candidates: Iterable[Any]) -> bool:
@@ -40,19 +41,19 @@ def apply_table_selection(key: str, shown: pd.DataFrame, *, id_column: str = "sa
     A selection is applied once, when it changes: a selection left in the widget state from an
     earlier run must not override a sample chosen since on another page.
     """
-    state = st.session_state.get(key) or {}
+    state = table_state(key).read() or {}
     rows = list((state.get("selection") or {}).get("rows") or [])
-    applied = f"_{key}_applied"
-    if rows and rows != st.session_state.get(applied) and rows[0] < len(shown):
+    applied = applied_selection(key)
+    if rows and rows != applied.read() and rows[0] < len(shown):
         select_sample(shown.iloc[rows[0]][id_column])
-    st.session_state[applied] = rows
+    applied.write(rows)
 
 
 def open_in_explorer(sample_id: Any, *, high_confidence: bool) -> None:
     """Select ``sample_id`` and switch to the Certificate explorer with filters that show it."""
     select_sample(sample_id)
-    st.session_state["explorer_search"] = ""
+    explorer_state().search = ""
     if not high_confidence:
-        st.session_state["explorer_hc"] = False
-    st.session_state.pop("explorer_table", None)
+        explorer_state().high_confidence = False
+    del explorer_state().table
     st.switch_page(EXPLORER)

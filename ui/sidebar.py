@@ -1,7 +1,7 @@
 """The sidebar shared by every page: who is signed in (or that the app runs in single-user
 local mode), the global dataset / model / seed selection and the review database location
-(fixed at server start, shown read-only). Values live in ``st.session_state`` (defaults in
-``app.py``).
+(fixed at server start, shown read-only). Values live in :class:`ui.state.SharedState` (defaults
+seeded by ``app.py``).
 
 The image pages (paired bounds, recapture queue) have their own model selector; the tabular
 selection and *Your model* are not drawn there (a second "Model" beside the page's own would
@@ -16,10 +16,11 @@ import streamlit as st
 
 from core.tabular.datasets import DATASET_NAMES
 from core.tabular.models import MODEL_NAMES
-from ui.auth import current_access
+from ui.auth import SIGN_OUT_KEY, current_access
 from ui.components import guarded
 from ui.data import dataset_label, model_label, review_store
 from ui.own_model import render_own_model_sidebar
+from ui.state import SharedState, own_model_state, shared_state
 
 #: url paths of the pages that use none of the tabular selection.
 IMAGE_PAGES = frozenset({"paired_bounds", "recapture"})
@@ -30,7 +31,7 @@ DATABASE_PAGES = frozenset({"triage"})
 
 def dataset_options() -> list[str]:
     """Bundled dataset names followed by the keys of this session's uploaded tables."""
-    return list(DATASET_NAMES) + [f"upload:{name}" for name in st.session_state["uploads"]]
+    return list(DATASET_NAMES) + [f"upload:{name}" for name in shared_state().uploads]
 
 
 def render_sidebar(page_path: str = "") -> None:
@@ -49,7 +50,7 @@ def render_sidebar(page_path: str = "") -> None:
         # here: a free-text path would let any visitor create files wherever the server can write.
         # A team sees the file's name only: the server's folders are not theirs to know.
         access = current_access()
-        shown = st.session_state["reviews_db"] if not access.team_mode else Path(st.session_state["reviews_db"]).name
+        shown = shared_state().reviews_db if not access.team_mode else Path(shared_state().reviews_db).name
         st.caption(
             f"`{shown}`",
             help="Where triage decisions are stored (WAL mode, safe for concurrent sessions). Set it when "
@@ -58,7 +59,7 @@ def render_sidebar(page_path: str = "") -> None:
         )
         if page_path not in DATABASE_PAGES:
             with guarded("Review database"):
-                review_store(st.session_state["reviews_db"])
+                review_store(shared_state().reviews_db)
 
 
 _ROLE_TEXT = {
@@ -73,7 +74,7 @@ def _identity() -> None:
     access = current_access()
     if access.team_mode:
         st.markdown(f"Signed in as **{access.user.name}**  \n{access.user.email} · {_ROLE_TEXT[access.role]}")
-        st.button("Sign out", key="auth_sign_out", icon=":material/logout:", on_click=st.logout, type="tertiary")
+        st.button("Sign out", key=SIGN_OUT_KEY, icon=":material/logout:", on_click=st.logout, type="tertiary")
     else:
         st.caption(
             "Single-user local mode: no sign-in; decisions carry the name typed on the Triage page. "
@@ -85,18 +86,18 @@ def _identity() -> None:
 
 def _tabular_selection() -> None:
     st.subheader("Audit selection")
-    if st.session_state.get("own_audit") is not None:
+    if own_model_state().audit is not None:
         st.caption("Not used while *Your model* (below) is open.")
     options = dataset_options()
-    if st.session_state["dataset_next"] in options:  # a table just added on the Overview page
-        st.session_state["dataset"] = st.session_state["dataset_next"]
-    st.session_state["dataset_next"] = None
-    if st.session_state["dataset"] not in options:  # an upload from a previous session
-        st.session_state["dataset"] = options[0]
+    if shared_state().dataset_next in options:  # a table just added on the Overview page
+        shared_state().dataset = shared_state().dataset_next
+    shared_state().dataset_next = None
+    if shared_state().dataset not in options:  # an upload from a previous session
+        shared_state().dataset = options[0]
     st.selectbox(
         "Dataset",
         options,
-        key="dataset",
+        key=SharedState.dataset.key,
         format_func=dataset_label,
         persist_state="session",
         help="Bundled tables load offline; upload your own on the Overview page.",
@@ -104,7 +105,7 @@ def _tabular_selection() -> None:
     st.selectbox(
         "Model",
         list(MODEL_NAMES),
-        key="model",
+        key=SharedState.model.key,
         format_func=short_model_label,
         persist_state="session",
         help="The model audited on the tabular pages (trained on the training split). FR = fragility-regularised.",
@@ -114,7 +115,7 @@ def _tabular_selection() -> None:
         min_value=0,
         max_value=2**31 - 1,
         step=1,
-        key="seed",
+        key=SharedState.seed.key,
         persist_state="session",
         help="Seeds the split, the model and the held-out stressors: same seed, same audit.",
     )

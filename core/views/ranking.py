@@ -12,9 +12,23 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from core.cfc.evaluation import SCORES
 from core.metrics.ranking import expected_top_positives, review_budget, roc_auc
+from core.reviews.queue import UNREVIEWED, filter_queue
 
-__all__ = ["CaptureCurves", "attach_decisions", "capture_curves", "rank_queue", "score_summary"]
+# SCORES (each risk score's orientation), review_budget, filter_queue and UNREVIEWED are the
+# engines' own, re-exported for the Triage page, which reaches the engines through the views only.
+__all__ = [
+    "SCORES",
+    "UNREVIEWED",
+    "CaptureCurves",
+    "attach_decisions",
+    "capture_curves",
+    "filter_queue",
+    "rank_queue",
+    "review_budget",
+    "score_summary",
+]
 
 
 def rank_queue(frame: pd.DataFrame, score: str, *, budget: float, id_column: str = "sample_id") -> pd.DataFrame:

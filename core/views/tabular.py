@@ -22,12 +22,15 @@ if TYPE_CHECKING:
 __all__ = [
     "column_summary",
     "flip_budget_shown",
+    "flip_count_text",
     "groups_table",
     "path_evidence_table",
     "prediction_table",
     "raw_values_table",
     "removal_steps_table",
     "sample_bundle",
+    "sample_flip_search",
+    "strongest_confidence_score",
     "whatif_probabilities",
 ]
 
@@ -230,6 +233,54 @@ def whatif_probabilities(result: Any, position: int, removed: Sequence[str]) -> 
     with threadpool_limits(limits=1):
         proba = np.asarray(result.model.predict_proba(stacked), dtype=float)
     return proba[0], proba[1]
+
+
+def sample_flip_search(result: Any, position: int) -> FlipSearchResult:
+    """Exact minimum and beam search (SPEC A.4) of one test prediction, ``method="both"``.
+
+    Parameters
+    ----------
+    result : core.tabular.audit.AuditResult
+        Only ``X_test``, ``groups``, ``baseline``, ``protocol`` and ``model`` are read.
+    position : int
+        Row of ``result.X_test``.
+
+    Returns
+    -------
+    core.cfc.search.FlipSearchResult
+        Of this one sample (``len == 1``).
+    """
+    from threadpoolctl import threadpool_limits
+
+    from core.cfc.search import flip_search
+
+    x = result.X_test[position : position + 1]
+    with threadpool_limits(limits=1):  # mid-sized model calls: one thread is faster (run_audit's n_threads)
+        return flip_search(
+            result.model.predict_proba, x, result.groups, result.baseline, result.protocol, method="both"
+        )
+
+
+def flip_count_text(k: float, *, depth: int) -> str:
+    """One search's ``k`` as people read it: ``"undecided (cap)"`` for NaN (the exact search hit
+    its cap), ``"no flip ≤ K"`` beyond ``depth``, else the whole number.
+
+    Examples
+    --------
+    >>> [flip_count_text(k, depth=5) for k in (float("nan"), 6.0, 2.0)]
+    ['undecided (cap)', 'no flip ≤ 5', '2']
+    """
+    from core.viz.tables import no_flip_text
+
+    return "undecided (cap)" if np.isnan(k) else (no_flip_text(depth) if k > depth else f"{int(k)}")
+
+
+def strongest_confidence_score(evaluation: pd.DataFrame) -> str | None:
+    """:func:`core.cfc.evaluation.strongest_confidence_score` of an audit's evaluation table: the
+    confidence score FDS is compared with (highest AUROC), None when none is defined."""
+    from core.cfc.evaluation import strongest_confidence_score as strongest
+
+    return strongest(evaluation)
 
 
 def raw_values_table(raw_row: pd.Series, groups: Mapping[str, Sequence[int]], origins: Sequence[str]) -> pd.DataFrame:

@@ -10,6 +10,7 @@ import pytest
 import skops.io as sio
 
 from core import audit_model
+from ui.state import OwnModelState
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tabular"))
 from app_checks import assert_ok  # noqa: E402
@@ -155,7 +156,7 @@ def test_an_uploaded_model_is_audited_on_every_page(monkeypatch, reviews_db, tmp
     train, test = default_tables(n_train=1500, n_test=200)
     pipe = hist_gb_pipeline(train)
     at = _app(monkeypatch)
-    at.session_state["own_audit"] = {
+    at.session_state[OwnModelState.audit.key] = {
         "kind": "upload",
         "target": "default",
         "trust": ["sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor"],
@@ -178,7 +179,7 @@ def test_an_upload_with_untrusted_types_lists_them(monkeypatch, reviews_db):
     """State seeded as a deep link would: the audit fails, the sidebar says so and offers trust."""
     train, test = default_tables(n_train=800, n_test=100)
     at = _app(monkeypatch)
-    at.session_state["own_audit"] = {
+    at.session_state[OwnModelState.audit.key] = {
         "kind": "upload",
         "target": "default",
         "trust": [],
@@ -222,18 +223,18 @@ def test_a_skops_upload_is_offered_trust_then_audited_with_class_names(monkeypat
     at = _upload_form(_app(monkeypatch), model, train, test, "species")
     at.sidebar.button(key="own_run").click().run()
     assert not at.exception
-    assert at.session_state["own_audit"] is None, "nothing is opened before the types are trusted"
+    assert at.session_state[OwnModelState.audit.key] is None, "nothing is opened before the types are trusted"
     offer = [w.value for w in at.sidebar.warning]
     assert len(offer) == 1 and "sklearn.tree._tree.Tree" in offer[0] and "runs code" in offer[0]
     assert "numpy.dtype" not in offer[0]
-    assert at.session_state["own_form_open"] is True, "the form stays open"
+    assert at.session_state[OwnModelState.form_open.key] is True, "the form stays open"
     assert at.sidebar.selectbox(key="own_target").value == "species", "and filled"
     assert not any("Showing" in c.value for c in at.sidebar.caption)
     _no_cli_flags(at)
 
     at.sidebar.button(key="own_trust_retry").click().run()
     assert_ok(at)
-    assert at.session_state["own_audit"]["trust"] == ["sklearn.tree._tree.Tree"]
+    assert at.session_state[OwnModelState.audit.key]["trust"] == ["sklearn.tree._tree.Tree"]
     assert any("Showing **your model penguins.skops**" in c.value for c in at.sidebar.caption)
     assert not at.sidebar.warning
     for page in ("explorer", "triage", "comparison"):
@@ -277,8 +278,8 @@ def test_the_sidebar_never_claims_a_model_it_failed_to_load(monkeypatch, reviews
     errors = [e.value for e in at.sidebar.error]
     assert any(message in e for e in errors), errors
     if where == "form":
-        assert at.session_state["own_audit"] is None
-        assert at.session_state["own_form_open"] is True, "the form stays open on its error"
+        assert at.session_state[OwnModelState.audit.key] is None
+        assert at.session_state[OwnModelState.form_open.key] is True, "the form stays open on its error"
     else:
         assert any("could not be audited" in e for e in errors)
         assert any(message in e.value for e in at.main.error), "the pages say why too"
@@ -292,11 +293,11 @@ def test_audits_dir_lists_saved_audits_and_opens_one(monkeypatch, reviews_db, wi
     assert at.sidebar.selectbox(key="own_folder").options == ["wine"]
     at.sidebar.button(key="own_open").click().run()
     assert_ok(at)
-    assert at.session_state["own_audit"] == {"kind": "folder", "path": str(wine_audit)}
+    assert at.session_state[OwnModelState.audit.key] == {"kind": "folder", "path": str(wine_audit)}
     assert any("Saved audit: wine" in s.value for s in at.subheader)
     at.sidebar.button(key="own_close").click().run()
     assert_ok(at)
-    assert at.session_state["own_audit"] is None
+    assert at.session_state[OwnModelState.audit.key] is None
     assert at.sidebar.selectbox(key="dataset").value == "credit_data"
 
 
@@ -305,7 +306,7 @@ def test_an_uploaded_onnx_model_is_audited(monkeypatch, reviews_db):
 
     train, test = default_tables(n_train=1500, n_test=200)
     at = _app(monkeypatch)
-    at.session_state["own_audit"] = {
+    at.session_state[OwnModelState.audit.key] = {
         "kind": "upload",
         "target": "default",
         "trust": [],
@@ -331,7 +332,7 @@ def test_an_uploaded_model_is_audited_in_the_background(monkeypatch, reviews_db)
     monkeypatch.setenv("AUDIT_FOREGROUND_WAIT_S", "0")
     train, test = default_tables(n_train=1500, n_test=200)
     at = _app(monkeypatch)
-    at.session_state["own_audit"] = {
+    at.session_state[OwnModelState.audit.key] = {
         "kind": "upload",
         "target": "default",
         "trust": ["sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor"],
@@ -347,12 +348,12 @@ def test_an_uploaded_model_is_audited_in_the_background(monkeypatch, reviews_db)
     progress = [p.proto.text for p in at.get("progress")]
     assert any("your model bg.skops" in t for t in progress), progress
     assert any("being computed in the background" in i.value for i in at.info)
-    upload = at.session_state["own_audit"]
-    at.session_state["own_audit"] = None  # back to the tool's (shipped, cached) audit meanwhile
+    upload = at.session_state[OwnModelState.audit.key]
+    at.session_state[OwnModelState.audit.key] = None  # back to the tool's (shipped, cached) audit meanwhile
     at.switch_page("pages/triage.py").run()
     assert_ok(at)
     assert at.get("plotly_chart") and not at.get("progress")
-    at.session_state["own_audit"] = upload
+    at.session_state[OwnModelState.audit.key] = upload
     deadline = time.monotonic() + 600
     at.switch_page("pages/explorer.py")
     while True:

@@ -14,6 +14,7 @@ import pytest
 from app_checks import assert_ok, explorer_path, metric
 
 from core.reviews import ReviewStore
+from ui.state import ExplorerState, OverviewState, SharedState
 
 PAGES = ["overview", "explorer", "triage", "comparison", "calibration", "paired_bounds", "recapture"]
 
@@ -39,7 +40,7 @@ def test_every_page_runs_without_error(app, page):
     assert app.caption, "every page explains its charts"
     if page in ("paired_bounds", "recapture"):  # image pages: no tabular selection in the sidebar
         assert not [w for w in app.sidebar.selectbox if w.key in ("dataset", "model")]
-        assert app.session_state["dataset"] == "credit_data"
+        assert app.session_state[SharedState.dataset.key] == "credit_data"
     else:
         assert app.sidebar.selectbox(key="dataset").value == "credit_data"
 
@@ -56,8 +57,8 @@ def test_overview_draws_the_preview_and_the_groups_only_once_opened(app):
 
     frame = _bundled("credit_data").frame
     assert not _tables_with(app, "row_id") and not _tables_with(app, "group")  # closed: not drawn
-    app.session_state["overview_preview_open"] = True  # as a click on the expander sets it
-    app.session_state["overview_groups_open"] = True
+    app.session_state[OverviewState.preview_open.key] = True  # as a click on the expander sets it
+    app.session_state[OverviewState.groups_open.key] = True
     app.run()
     assert_ok(app)
     preview = _tables_with(app, "row_id")[0].value
@@ -112,7 +113,7 @@ def test_selecting_a_table_row_opens_that_sample(app):
     table = app.dataframe(key="explorer_table").value
     second = int(table.iloc[1]["sample_id"])
     assert f"Sample {second}:" not in app.subheader[0].value
-    app.session_state["explorer_table"] = {"selection": {"rows": [1], "columns": [], "cells": []}}
+    app.session_state[ExplorerState.table.key] = {"selection": {"rows": [1], "columns": [], "cells": []}}
     app.run()
     assert_ok(app)
     assert app.subheader[0].value.startswith(f"Sample {second}:")
@@ -168,13 +169,13 @@ def test_unwritable_review_database_is_an_error_message_not_a_crash(new_app, tmp
 
 def test_all_zero_fds_weights_are_refused_on_the_protocol_form(app):
     # FDS would be 0 for every row: refused (core.cfc.protocol), shown as a message, protocol kept.
-    before = app.session_state["protocol"]
+    before = app.session_state[SharedState.protocol.key]
     for key in ("proto_w1", "proto_w2", "proto_w3"):
         app.number_input(key=key).set_value(0.0)
     app.button[[b.label for b in app.button].index("Apply protocol")].click().run()
     assert not app.exception
     assert any("`weights` must not all be zero" in e.value for e in app.error)
-    assert app.session_state["protocol"] == before
+    assert app.session_state[SharedState.protocol.key] == before
 
 
 def test_bad_upload_shows_what_to_fix(app):

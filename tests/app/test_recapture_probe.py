@@ -11,6 +11,8 @@ import torch
 from app_checks import assert_ok, metric
 from PIL import Image
 
+from ui.state import RecaptureState
+
 SIZE, N_CLASSES, N_IMAGES = 16, 3, 12
 
 
@@ -101,8 +103,8 @@ def test_upload_panel_probes_the_model_and_queues_its_images(app, upload):
     members, _ = _members(images, labels)
     at = _run_probes(app, model_bytes, _zip(members))
     assert_ok(at)
-    run = at.session_state["recapture_probe_run"]
-    assert run["result"].manifest["n_images"] == N_IMAGES
+    run = at.session_state[RecaptureState.probe_run.key]
+    assert run.result.manifest["n_images"] == N_IMAGES
     assert int(metric(at, "Clean-correct test images")) == N_IMAGES - 3
     assert int(metric(at, "Re-tests in the queue")) == 1  # 10 % of 9, rounded, at least 1
     assert any("a probe run has no real re-captures" in i.value for i in at.info)
@@ -112,15 +114,15 @@ def test_upload_panel_probes_the_model_and_queues_its_images(app, upload):
     probe_caps = [c for c in captions if "· p(true)" in c and not c.startswith("clean")]
     assert len(probe_caps) == 36
     queued = at.selectbox(key="recap_inspect").value
-    probes = run["result"].probes
+    probes = run.result.probes
     row = probes[(probes["record_id"] == queued) & (probes["probe"] == "contrast s2")].iloc[0]
     assert f"contrast s2 · p(true) {row['true_prob']:.2f}" in " ".join(probe_caps)
     # A larger budget lists more images; the ranking is by U (lowest first).
     at.slider(key="recap_budget").set_value(50).run()
     assert_ok(at)
     assert int(metric(at, "Re-tests in the queue")) == 5
-    scores = run["result"].probes.groupby("record_id")["true_prob"].mean()
-    correct = run["result"].clean.query("pred == true_label")["record_id"]
+    scores = run.result.probes.groupby("record_id")["true_prob"].mean()
+    correct = run.result.clean.query("pred == true_label")["record_id"]
     worst = scores.loc[correct].sort_values().index[0]
     assert at.selectbox(key="recap_inspect").options[0].endswith(str(worst))
 
@@ -130,7 +132,7 @@ def test_labels_csv_alongside_the_zip(app, upload):
     members, csv = _members(images, labels, labels_inside=False)
     at = _run_probes(app, model_bytes, _zip(members), labels=csv)
     assert_ok(at)
-    assert at.session_state["recapture_probe_run"]["result"].manifest["n_images"] == N_IMAGES
+    assert at.session_state[RecaptureState.probe_run.key].result.manifest["n_images"] == N_IMAGES
 
 
 @pytest.mark.parametrize(
@@ -159,7 +161,11 @@ def test_bad_uploads_show_one_error_naming_the_file(app, upload, case, message):
     assert not at.exception
     errors = [e.value for e in at.error]
     assert len(errors) == 1 and message in errors[0], errors
-    assert at.session_state["recapture_probe_run"] is None if "recapture_probe_run" in at.session_state else True
+    assert (
+        at.session_state[RecaptureState.probe_run.key] is None
+        if RecaptureState.probe_run.key in at.session_state
+        else True
+    )
 
 
 def test_demo_pool_inspector_shows_probe_images_with_probabilities(app):

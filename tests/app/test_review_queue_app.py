@@ -7,6 +7,7 @@ from __future__ import annotations
 from app_checks import assert_ok
 
 from core.reviews import AuditKey, ReviewStore, remembered_reviewer
+from ui.state import ReviewState, SharedState, TriageState
 
 PAGE = "pages/triage.py"
 
@@ -36,7 +37,7 @@ def test_reviewer_walks_the_queue_and_finds_it_again_after_a_restart(new_app, re
     ids = [str(s) for s in queue["sample_id"]]
     assert len(ids) >= 7
     assert set(queue["decision"]) == {"Unreviewed"}  # a label, not None
-    assert app.session_state["selected_sample"] == int(ids[0])
+    assert app.session_state[SharedState.selected_sample.key] == int(ids[0])
     assert app.radio(key="review_decision").value is None  # unreviewed: no decision preselected
 
     # Enter in the reviewer field commits the name only: nothing is submitted.
@@ -51,7 +52,7 @@ def test_reviewer_walks_the_queue_and_finds_it_again_after_a_restart(new_app, re
     _button(app, "Save & next (Alt+S)").click().run()
     assert_ok(app)
     assert _stored(reviews_db) == [(ids[0], "ana", "acceptable")]
-    assert app.session_state["selected_sample"] == int(ids[1])
+    assert app.session_state[SharedState.selected_sample.key] == int(ids[1])
     assert app.radio(key="review_decision").value is None and app.text_area(key="review_note").value == ""
 
     # The same click twice is one entry; the form's token guards a resent click as well.
@@ -63,27 +64,27 @@ def test_reviewer_walks_the_queue_and_finds_it_again_after_a_restart(new_app, re
 
     # Next / Previous: back on ids[1], the form starts on its latest decision.
     _button(app, "Next (Alt+N)").click().run()
-    assert app.session_state["selected_sample"] == int(ids[2])
+    assert app.session_state[SharedState.selected_sample.key] == int(ids[2])
     _button(app, "Previous (Alt+P)").click().run()
-    assert app.session_state["selected_sample"] == int(ids[1])
+    assert app.session_state[SharedState.selected_sample.key] == int(ids[1])
     assert app.radio(key="review_decision").value == "confirmed_brittle"
 
     # Retract undoes the reviewer's latest saved decision (named on the button), whichever case is
     # on screen: from ids[2] it still retracts the decision on ids[1] and opens that case.
     _button(app, "Next (Alt+N)").click().run()
-    assert app.session_state["selected_sample"] == int(ids[2])
+    assert app.session_state[SharedState.selected_sample.key] == int(ids[2])
     _button(app, f"Retract my latest (sample {ids[1]})").click().run()
     assert_ok(app)
     assert _stored(reviews_db)[-1] == (ids[1], "ana", "retracted")
     assert len(_stored(reviews_db)) == 3
-    assert app.session_state["selected_sample"] == int(ids[1])
+    assert app.session_state[SharedState.selected_sample.key] == int(ids[1])
     assert app.radio(key="review_decision").value is None
     assert _history(app)["decision"].tolist() == ["Confirmed brittle", "Retracted (undo) #2"]
     row = _queue(app).set_index("sample_id").loc[int(ids[1])]
     assert row["decision"] == "Unreviewed"
 
     # Bulk decision on three selected rows (one transaction), then the rows are deselected.
-    app.session_state["triage_table"] = {"selection": {"rows": [3, 4, 5], "columns": [], "cells": []}}
+    app.session_state[TriageState.table.key] = {"selection": {"rows": [3, 4, 5], "columns": [], "cells": []}}
     app.run()
     assert_ok(app)
     # No decision is pre-set: nothing can be applied until one is chosen.
@@ -98,7 +99,7 @@ def test_reviewer_walks_the_queue_and_finds_it_again_after_a_restart(new_app, re
     assert _stored(reviews_db)[3:] == [(ids[i], "ana", "needs_reacquisition") for i in (3, 4, 5)]
     assert not [b for b in app.button if b.label.startswith("Apply to")]
     # The same bulk decision applied again records nothing new, and says so.
-    app.session_state["triage_table"] = {"selection": {"rows": [3, 4, 5], "columns": [], "cells": []}}
+    app.session_state[TriageState.table.key] = {"selection": {"rows": [3, 4, 5], "columns": [], "cells": []}}
     app.run()
     _button(app, "Apply to 3 cases").click().run()
     assert_ok(app)
@@ -127,7 +128,7 @@ def test_reviewer_walks_the_queue_and_finds_it_again_after_a_restart(new_app, re
     assert [str(s) for s in _queue(app)["sample_id"]] == [ids[0], ids[3], ids[4], ids[5]]
 
     # A decision made under another audit of the same data (another model) is shown with it.
-    fingerprint = app.session_state["_review_case"][0]
+    fingerprint = app.session_state[ReviewState.case.key][0]
     data = next(k for k in [ReviewStore(reviews_db).export()["data_fingerprint"].iloc[0]])
     assert len(data) == 64
     ReviewStore(reviews_db).record(
@@ -148,7 +149,7 @@ def test_reviewer_walks_the_queue_and_finds_it_again_after_a_restart(new_app, re
     assert table.loc[int(ids[0]), "elsewhere"] == "Confirmed brittle (random_forest)"
     assert table.loc[int(ids[1]), "decision"] == "Unreviewed"
     assert [table.loc[int(ids[i]), "decision"] for i in (3, 4, 5)] == ["Needs evidence re-acquisition"] * 3
-    assert fresh.session_state["selected_sample"] == int(ids[0])
+    assert fresh.session_state[SharedState.selected_sample.key] == int(ids[0])
     assert fresh.radio(key="review_decision").value == "acceptable"  # the latest decision
     assert fresh.multiselect(key="review_reasons").value == ["evidence_sufficient"]
     history = _history(fresh)

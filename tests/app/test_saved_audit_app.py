@@ -18,6 +18,8 @@ from app_checks import assert_ok  # noqa: E402
 from own_models import default_tables, hist_gb_pipeline  # noqa: E402
 from test_default_audit_app import HEAVY, HEAVY_SUBMODULES  # noqa: E402
 
+from ui.state import OwnModelState  # noqa: E402
+
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 ROOT = Path(__file__).resolve().parents[2]
 APP, TIMEOUT = str(ROOT / "app.py"), 180
@@ -158,7 +160,7 @@ def test_an_uploaded_models_audit_is_saved_into_the_audits_folder_and_reopens(
     train, test = default_tables(n_train=1200, n_test=150)
     upload = _upload_state(train, test, trust=TRUST)
     at = _app(monkeypatch)
-    at.session_state["own_audit"] = upload
+    at.session_state[OwnModelState.audit.key] = upload
     at.run()
     assert_ok(at)
     saved = [c.value for c in at.sidebar.caption if "Saved in the audits folder as" in c.value]
@@ -172,7 +174,7 @@ def test_an_uploaded_models_audit_is_saved_into_the_audits_folder_and_reopens(
 
     st.cache_resource.clear()
     again = _app(monkeypatch)
-    again.session_state["own_audit"] = upload
+    again.session_state[OwnModelState.audit.key] = upload
     again.run()
     assert_ok(again)
     assert list(_audits_dir.iterdir()) == folders
@@ -192,7 +194,7 @@ def test_an_audits_folder_that_cannot_be_written_leaves_the_audit_shown(monkeypa
     monkeypatch.setenv("AUDIT_AUDITS_DIR", str(blocker / "audits"))
     train, test = default_tables(n_train=1200, n_test=150)
     at = _app(monkeypatch)
-    at.session_state["own_audit"] = _upload_state(train, test, trust=TRUST)
+    at.session_state[OwnModelState.audit.key] = _upload_state(train, test, trust=TRUST)
     at.run()
     assert not at.exception
     assert any("Showing **your model credit pipe.skops**" in c.value for c in at.sidebar.caption)

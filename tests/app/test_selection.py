@@ -13,6 +13,7 @@ import pytest
 from app_checks import assert_ok, explorer_path, metric
 
 from core.cfc.operators import remove
+from ui.state import SharedState, TriageState
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,7 @@ def test_triage_panel_shows_the_evidence_of_the_selected_case(app, audit):
     queue = app.dataframe(key="triage_table").value
     _select(app, "triage_table", 2)
     sample_id = int(queue.iloc[2]["sample_id"])
-    assert app.session_state["selected_sample"] == sample_id
+    assert app.session_state[SharedState.selected_sample.key] == sample_id
     assert any(e.label.startswith(f"Evidence for sample {sample_id}:") for e in app.expander)
 
     certs = audit.certificates
@@ -74,7 +75,7 @@ def test_triage_panel_shows_the_evidence_of_the_selected_case(app, audit):
     proba = audit.model.predict_proba(edited)
     classes = [str(c) for c in audit.dataset.classes]
     assert not any("group removed" in t.value.columns for t in app.dataframe)  # only the open tab is drawn
-    app.session_state["triage_tab"] = "Prediction after each removal"  # as a click on the tab sets it
+    app.session_state[TriageState.tab.key] = "Prediction after each removal"  # as a click on the tab sets it
     app.run()
     assert_ok(app)
     steps = _table_with(app, "group removed")
@@ -88,7 +89,7 @@ def test_triage_panel_shows_the_evidence_of_the_selected_case(app, audit):
     assert (flips[0] if len(flips) else certs.depth + 1) == k
 
     # Raw values of the path's groups beside the baseline that replaces them.
-    app.session_state["triage_tab"] = "Path values vs baseline"
+    app.session_state[TriageState.tab.key] = "Path values vs baseline"
     app.run()
     assert_ok(app)
     evidence = _table_with(app, "baseline")
@@ -139,7 +140,7 @@ def test_switching_pages_keeps_the_selection_both_ways(app):
     assert _explorer_sample(app) == other
     app.switch_page("pages/triage.py").run()
     assert_ok(app)
-    assert app.session_state["selected_sample"] == other
+    assert app.session_state[SharedState.selected_sample.key] == other
     assert any(e.label.startswith(f"Evidence for sample {other}:") for e in app.expander)
     assert f"History of sample {other}" in " ".join(m.value for m in app.markdown)
     # The stale explorer selection (row 5 of its table) must not override a newer choice.
@@ -266,6 +267,6 @@ def test_model_comparison_opens_on_the_shared_sample(app):
     other = next(o for o in box.options if int(o.split(" ")[0]) != chosen)
     box.select(int(other.split(" ")[0])).run()
     assert_ok(app)
-    assert app.session_state["selected_sample"] == int(other.split(" ")[0])
+    assert app.session_state[SharedState.selected_sample.key] == int(other.split(" ")[0])
     app.switch_page("pages/explorer.py").run()
     assert _explorer_sample(app) == int(other.split(" ")[0])

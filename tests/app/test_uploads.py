@@ -2,7 +2,7 @@
 and large tables on the Overview page (interactive audit on a stratified sample + CLI line).
 
 AppTest cannot drive every upload widget, so the pages keep the parsed upload in
-``st.session_state["paired_upload"]``; most tests set that key, one goes through the real
+``st.session_state[PairedBoundsState.upload.key]``; most tests set that key, one goes through the real
 file uploader. The glue functions are checked against naive twins.
 """
 
@@ -20,6 +20,7 @@ from core.paired.bounds import identified_intervals
 from core.paired.records import unpair
 from core.paired.states import coverage_threshold
 from core.views.uploads import FilesUpload
+from ui.state import PairedBoundsState, RecaptureState, SharedState
 
 MODELS = ["cnn-w8", "logreg-c1"]
 
@@ -46,8 +47,8 @@ def _table_with(at, *columns: str) -> pd.DataFrame:
 
 def _paired_page(app, source: str, files: dict | None):
     app.switch_page("pages/paired_bounds.py").run()
-    app.session_state["paired_data_source"] = source
-    app.session_state["paired_upload"] = None if files is None else FilesUpload(kind=source, files=files)
+    app.session_state[PairedBoundsState.data_source.key] = source
+    app.session_state[PairedBoundsState.upload.key] = None if files is None else FilesUpload(kind=source, files=files)
     app.run()
     return app
 
@@ -82,7 +83,7 @@ def test_paired_upload_through_the_file_uploader(app, records):
     assert any("Upload the files above" in i.value for i in at.info)
     at.get("file_uploader")[0].set_value(("mine.csv", _csv(records), "text/csv")).run()
     assert_ok(at)
-    assert at.session_state["paired_upload"].files["records"][0] == "mine.csv"
+    assert at.session_state[PairedBoundsState.upload.key].files["records"][0] == "mine.csv"
     assert at.selectbox(key="paired_model").options == sorted(MODELS)
 
 
@@ -127,7 +128,7 @@ def test_forgetting_the_upload_asks_for_files_again(app, records):
     at = _paired_page(app, "paired", {"records": ("mine.csv", _csv(records))})
     at.button[[b.label for b in at.button].index("Forget the upload")].click().run()
     assert_ok(at)
-    assert at.session_state["paired_upload"] is None
+    assert at.session_state[PairedBoundsState.upload.key] is None
     assert any("Upload the files above" in i.value for i in at.info)
     assert not at.metric
 
@@ -181,7 +182,7 @@ def test_large_upload_is_audited_on_a_stratified_sample(app):
     from core.tabular.datasets import load_user_data, split_dataset, subsample_dataset
 
     frame = _large_table()
-    app.session_state["audit_sample_rows"] = 1_000  # keep the test fast; the default is 20,000
+    app.session_state[SharedState.audit_sample_rows.key] = 1_000  # keep the test fast; the default is 20,000
     app.get("file_uploader")[0].set_value(("big.csv", _csv(frame), "text/csv")).run()
     app.selectbox(key="upload_target").set_value("y").run()
     app.button[[b.label for b in app.button].index("Add to the datasets")].click().run()
@@ -245,7 +246,7 @@ def probe_outputs() -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _recapture_page(app, probes: pd.DataFrame, clean: pd.DataFrame, *, probes_name: str = "probes.csv"):
-    app.session_state["recapture_upload"] = FilesUpload(
+    app.session_state[RecaptureState.upload.key] = FilesUpload(
         kind="screening", files={"probes": (probes_name, _csv(probes)), "clean": ("clean.csv", _csv(clean))}
     )
     app.switch_page("pages/recapture.py").run()
@@ -330,8 +331,8 @@ def test_fixed_tau_replaces_the_coverage_threshold(app, records):
     model, condition = at.selectbox(key="paired_model").value, at.selectbox(key="paired_condition").value
     cell = records[(records["model"] == model) & (records["condition"] == condition) & (records["split"] == "eval")]
     before = _table_with(at, "target", "level", "low", "high", "observed")
-    at.session_state["paired_tau_mode"] = "fixed"
-    at.session_state["paired_tau_value"] = 0.55
+    at.session_state[PairedBoundsState.tau_mode.key] = "fixed"
+    at.session_state[PairedBoundsState.tau_value.key] = 0.55
     at.run()
     assert_ok(at)
     assert metric(at, "Acceptance threshold τ") == "0.5500"

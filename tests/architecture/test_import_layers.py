@@ -65,6 +65,12 @@ CLI_MODULES = ("core.*.cli", "core.*_cli")
 #: bounds, the CLI's ``paired`` and the pages that only show numbers never load an image or
 #: model library. The image wing that needs them is ``core.imaging``, one layer up.
 FORBIDDEN_LIBRARIES: dict[str, tuple[str, ...]] = {"core.paired": ("torch", "PIL", "onnxruntime", "skops")}
+#: The views boundary: a page (and ``app.py``, which only declares the navigation and the
+#: defaults) reaches ``core`` through ``core.views`` only; widget glue that needs an engine,
+#: ``core.viz`` or ``core.report`` goes through ``ui``. No base module is excepted: a constant
+#: or warning class a page needs is re-exported by the view that uses it.
+VIEWS_BOUNDARY: tuple[str, ...] = ("pages", "pages.*", "app")
+VIEWS_ALLOWED: tuple[str, ...] = ("core.views", "core.views.*")
 
 
 def module_files(root: Path = ROOT) -> dict[str, Path]:
@@ -184,6 +190,20 @@ def forbidden_libraries(
     return bad
 
 
+def views_boundary(graph: dict[str, dict[str, int]], files: dict[str, Path], root: Path = ROOT) -> list[str]:
+    """Every import of a ``core`` module other than ``core.views`` by a page or ``app.py``."""
+    bad = []
+    for mod, edges in sorted(graph.items()):
+        if not any(fnmatch.fnmatchcase(mod, p) for p in VIEWS_BOUNDARY):
+            continue
+        for dep, line in sorted(edges.items()):
+            if dep.partition(".")[0] != "core" or any(fnmatch.fnmatchcase(dep, p) for p in VIEWS_ALLOWED):
+                continue
+            where = files[mod].relative_to(root)
+            bad.append(f"{where}:{line}: {mod} imports {dep}: a page reaches core through core.views (or ui) only")
+    return bad
+
+
 def cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan), each sorted."""
     index: dict[str, int] = {}
@@ -235,6 +255,7 @@ def check(root: Path = ROOT) -> list[str]:
     graph = import_graph(files, libraries)
     problems = upward_imports(graph, files, root)
     problems += forbidden_libraries(graph, libraries, files, root)
+    problems += views_boundary(graph, files, root)
     # A package's __init__ re-exporting its modules, and those modules importing a sibling
     # through the package, is the usual Python shape; only cycles between modules are refused.
     found = cycles(graph)
@@ -343,6 +364,38 @@ def test_a_planted_import_of_the_image_wing_from_below_is_caught(tmp_path):
         "core/paired/screening.py:2: core.paired.screening (engines) imports core.imaging.demo (imaging): upward import"
     ) in problems, problems
     assert not any(p.startswith("core/scale/") or p.startswith("core/imaging/") for p in problems), problems
+
+
+def test_a_planted_engine_import_in_a_page_is_caught(tmp_path):
+    _write(tmp_path, "core/__init__.py", "")
+    _write(tmp_path, "core/constants.py", "COVERAGES = (0.8,)\n")
+    _write(tmp_path, "core/cfc/__init__.py", "")
+    _write(tmp_path, "core/cfc/search.py", "def flip_search(): ...\n")
+    _write(tmp_path, "core/views/__init__.py", "")
+    _write(tmp_path, "core/views/tabular.py", "from core.cfc.search import flip_search\n")
+    _write(tmp_path, "ui/__init__.py", "")
+    _write(tmp_path, "ui/components.py", "from core.cfc import search\n")
+    _write(
+        tmp_path,
+        "pages/explorer.py",
+        """
+        from core.views.tabular import flip_search
+        from ui.components import search
+
+        def body():
+            from core.cfc.search import flip_search  # lazy, still a dependency
+            from core import constants
+    """,
+    )
+    (tmp_path / "app.py").write_text("import core.constants\nimport core.views.tabular\n")
+    problems = check(tmp_path)
+    boundary = "a page reaches core through core.views (or ui) only"
+    assert sorted(p for p in problems if boundary in p) == [
+        f"app.py:1: app imports core.constants: {boundary}",
+        f"pages/explorer.py:6: pages.explorer imports core.cfc.search: {boundary}",
+        f"pages/explorer.py:7: pages.explorer imports core.constants: {boundary}",
+    ], problems
+    assert not any(p.startswith(("core/", "ui/")) for p in problems), problems  # views and ui may import engines
 
 
 if __name__ == "__main__":  # python tests/architecture/test_import_layers.py: print the verdict
