@@ -339,7 +339,13 @@ def naive_streak(x: np.ndarray, angle: np.ndarray, radius: float, sigma: float) 
         ]
     )
     taps = ndimage.map_coordinates(x, coords, order=1, mode="nearest")
-    return np.tensordot(taps, weights, axes=([1], [0]))
+    # Summed tap by tap, as the product now does: the former np.tensordot's summation order
+    # followed the batch's size, so an image streaked alone (the Recapture queue's inspected
+    # case) was not always the same bytes as in its batch. The twin holds the resampling.
+    out = taps[:, 0] * weights[0]
+    for k in range(1, dist.size):
+        out += taps[:, k] * weights[k]
+    return out
 
 
 def naive_affine(x: np.ndarray, matrix: np.ndarray, *, shift=(0.0, 0.0), cval: float | None = None):
