@@ -4,20 +4,7 @@ Streamlit server, and a team or secrets file it cannot use refused in one line."
 from __future__ import annotations
 
 import pytest
-
-AUTH = {
-    "redirect_uri": "http://localhost:8501/oauth2callback",
-    "cookie_secret": "test-cookie-secret-0123456789",
-    "client_id": "dashboard",
-    "client_secret": "secret",
-    "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration",
-}
-TEAM = """default_role = "none"
-[members]
-"ana@example.org" = "admin"
-"bo@example.org" = "reviewer"
-"dee@example.org" = "viewer"
-"""
+from team_settings import AUTH, TEAM
 
 
 def test_dashboard_command_passes_team_and_secrets(tmp_path):

@@ -7,25 +7,13 @@ from pathlib import Path
 
 import pytest
 from app_checks import assert_ok
+from team_settings import AUTH, TEAM
 
 from core.reviews import ReviewStore
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 TIMEOUT = 180  # the first run computes the default audit (as tests/app/conftest.py allows)
 PAGE = "pages/triage.py"
-AUTH = {
-    "redirect_uri": "http://localhost:8501/oauth2callback",
-    "cookie_secret": "test-cookie-secret-0123456789",
-    "client_id": "dashboard",
-    "client_secret": "secret",
-    "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration",
-}
-TEAM = """default_role = "none"
-[members]
-"ana@example.org" = "admin"
-"bo@example.org" = "reviewer"
-"dee@example.org" = "viewer"
-"""
 
 
 @pytest.fixture
