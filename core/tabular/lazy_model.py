@@ -11,12 +11,13 @@ failure, so a model that cannot be made is tried once and says why every time it
 from __future__ import annotations
 
 import threading
+from abc import ABC, abstractmethod
 from typing import Any, Literal
 
 __all__ = ["LazyModel"]
 
 
-class LazyModel:
+class LazyModel(ABC):
     """``predict_proba`` of an estimator made by :meth:`_make` on the first call, once.
 
     Thread-safe: concurrent first calls make it once; the others wait for it. A ``ValueError``
@@ -38,6 +39,7 @@ class LazyModel:
         self._model: Any = None
         self._error: str | None = None
 
+    @abstractmethod
     def _make(self) -> Any:
         """The estimator (``predict_proba`` over the audit's transformed features).
 
@@ -46,7 +48,6 @@ class LazyModel:
         ValueError
             It cannot be made; the message says why, for people.
         """
-        raise NotImplementedError
 
     def _failure(self, exc: Exception) -> str:
         """The message kept for a failure of :meth:`_make`."""
