@@ -19,8 +19,10 @@ from core.views.bounds import (
     unpaired_threshold,
 )
 from core.views.paired import (
+    CellChoices,
     GridOverview,
-    evaluation_records,
+    cell_choices,
+    evaluation_cell,
     grid_summary,
     model_threshold,
     policy_comparison,
@@ -69,6 +71,17 @@ def _model_thresholds(key: str, model: str, *, _records: pd.DataFrame) -> pd.Dat
     """:func:`_thresholds` of one model, from its records alone (a model's thresholds depend on
     them only): the top of the page validates a tenth of the demo pool instead of all of it."""
     return development_thresholds_of(_records[_records["model"] == model])
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _choices(key: str, *, _records: pd.DataFrame) -> CellChoices:
+    return cell_choices(_records)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _cell(key: str, model: str, condition: str, source: str, *, _records: pd.DataFrame) -> pd.DataFrame:
+    """The evaluation rows of one cell (a thousand of the demo pool's 540,000 rows)."""
+    return evaluation_cell(_records, model=model, condition=condition, source=source)
 
 
 @st.cache_data(show_spinner="Computing identified intervals for every cell…", max_entries=16)
@@ -226,9 +239,8 @@ def _policy_results(data: PairedData, model: str, condition: str, source: str) -
 
 def _paired_body(data: PairedData) -> None:
     records = data.records
-    evaluation = evaluation_records(records)
-    sources = sorted(evaluation["source"].unique())
-    models = sorted(evaluation["model"].unique())
+    choices = _choices(data.key, _records=records)
+    sources, models = list(choices.sources), list(choices.models)
     state = paired_bounds_state()
     if state.source not in sources:
         state.source = sources[0]
@@ -246,7 +258,7 @@ def _paired_body(data: PairedData) -> None:
         help="Where the perturbed side comes from (synthetic corruptions or simulated recaptures).",
     )
     c2.selectbox("Model", models, key=PairedBoundsState.model.key, persist_state="session")
-    conditions = sorted(evaluation.loc[evaluation["source"] == paired_bounds_state().source, "condition"].unique())
+    conditions = list(choices.conditions[paired_bounds_state().source])
     if paired_bounds_state().condition not in conditions:
         paired_bounds_state().condition = conditions[0]
     c3.selectbox("Condition", conditions, key=PairedBoundsState.condition.key, persist_state="session")
@@ -269,11 +281,7 @@ def _paired_body(data: PairedData) -> None:
             f'No `split == "dev"` rows for {model}: τ is set from all its clean records (n = '
             f"{threshold.n_dev:,}), so the coverage is in-sample."
         )
-    cell = evaluation[
-        (evaluation["model"] == model)
-        & (evaluation["condition"] == condition)
-        & (evaluation["source"] == paired_bounds_state().source)
-    ]
+    cell = _cell(data.key, model, condition, paired_bounds_state().source, _records=records)
 
     m = flow_columns([1, 1.5, 1, 1], key="paired_cell_metrics", min_width=[150, 190, 150, 180], gap="small")
     m[0].metric("Pairs in the cell", f"{len(cell):,}")

@@ -25,7 +25,7 @@ from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload, upload_digest
 from ui.components import cached_figure, figure, guarded, page_header, run_page, table
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
-from ui.paired_data import ScreeningData, demo_pool, paired_data, screening_data
+from ui.paired_data import ScreeningData, demo_images, demo_probes_of, paired_data, screening_data
 from ui.state import ProbeRun, RecaptureState, paired_bounds_state, recapture_state
 
 ensure_entrypoint()
@@ -70,9 +70,9 @@ def _run() -> ProbeRun | None:
 def _image(data: ScreeningData, record_id) -> np.ndarray | None:
     """The image behind ``record_id`` as the model saw it (uint8, (H, W) or (H, W, C)), or None."""
     if data.key == "demo":
-        pool = demo_pool()
-        where = np.flatnonzero(pool.image_ids == record_id)
-        return pool.images[where[0]] if where.size else None
+        shown = demo_images()
+        where = np.flatnonzero(shown.image_ids == record_id)
+        return shown.images[where[0]] if where.size else None
     run = _run()
     if run is None or not data.key.startswith("probe:"):
         return None
@@ -102,23 +102,20 @@ def _large(image: np.ndarray) -> np.ndarray:
 
 @st.cache_resource(max_entries=40, show_spinner="Rendering the probe images of the demo pool…")
 def _demo_condition(condition: str) -> np.ndarray:
-    pool = demo_pool()
-    return demo_condition_images(pool, condition)
+    return demo_condition_images(demo_images(), condition)
 
 
 @st.cache_resource(max_entries=400, show_spinner=False)
 def _demo_probe_image(probe: str, position: int) -> np.ndarray:
     """One demo image under one probe: rendered alone when the probe draws nothing at random."""
-    pool = demo_pool()
-    alone = demo_probe_image(pool, position, probe)
+    alone = demo_probe_image(demo_images(), position, probe)
     return alone if alone is not None else _demo_condition(probe)[position]
 
 
 def _probe_view(data: ScreeningData, record_id, probe: str) -> np.ndarray | None:
     """What the model saw of ``record_id`` under ``probe``."""
     if data.key == "demo":
-        pool = demo_pool()
-        where = np.flatnonzero(pool.image_ids == record_id)
+        where = np.flatnonzero(demo_images().image_ids == record_id)
         return _demo_probe_image(probe, int(where[0])) if where.size else None
     run = _run()
     image = _image(data, record_id)
@@ -127,13 +124,19 @@ def _probe_view(data: ScreeningData, record_id, probe: str) -> np.ndarray | None
     return probe_image(image, probe, position=run.positions[record_id], seed=int(run.result.manifest["seed"]))
 
 
-def _probe_rows(data: ScreeningData) -> pd.DataFrame | None:
+def _has_probe_rows(data: ScreeningData) -> bool:
+    """Whether the per-probe outputs behind ``data``'s scores are at hand (the demo pool's, or
+    this session's probe run; an upload of scores alone has none)."""
+    return data.key == "demo" or (_run() is not None and data.key.startswith("probe:"))
+
+
+def _probe_rows(data: ScreeningData, model: str, record_id) -> pd.DataFrame:
+    """The per-probe outputs of one image of one model (:func:`_has_probe_rows` must hold)."""
     if data.key == "demo":
-        return demo_pool().probes
+        return demo_probes_of(model, int(record_id))
     run = _run()
-    if run is not None and data.key.startswith("probe:"):
-        return pd.concat([run.result.probes, run.result.natural], ignore_index=True)
-    return None
+    rows = pd.concat([run.result.probes, run.result.natural], ignore_index=True)
+    return rows[(rows["model"].astype(str) == model) & (rows["record_id"] == record_id)]
 
 
 @st.cache_data(max_entries=4, show_spinner="Scoring every clean-correct image from its probe outputs…")
@@ -477,8 +480,7 @@ def _tiles(tiles: list[tuple[np.ndarray, str]], width: int = 110) -> None:
 
 def _inspect(data: ScreeningData, model: str, queue: pd.DataFrame, score: str) -> None:
     """The selected image under every probe, with the model's true-class probability under each."""
-    rows = _probe_rows(data)
-    if rows is None:
+    if not _has_probe_rows(data):
         return
     st.subheader("Why is it queued?")
     ids = queue["record_id"].tolist()
@@ -488,7 +490,7 @@ def _inspect(data: ScreeningData, model: str, queue: pd.DataFrame, score: str) -
     record = st.selectbox(
         "Image of the queue", ids, key=RecaptureState.inspect.key, format_func=lambda r: f"#{rank[r]} · {r}"
     )
-    mine = rows[(rows["model"].astype(str) == model) & (rows["record_id"] == record)]
+    mine = _probe_rows(data, model, record)
     scored = data.scores[(data.scores["model"] == model) & (data.scores["record_id"] == record)].iloc[0]
     image = _image(data, record)
     st.caption(

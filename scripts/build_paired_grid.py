@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
             for q in COVERAGES
             if load_precomputed_grid(pool.records, q, args.out) is None
         ]
-        if load_precomputed_screening(pool, args.screening_out) is None:
+        if load_precomputed_screening(DEFAULT_DIR, args.screening_out) is None:
             stale.append(f"screening scores in {args.screening_out}")
         for what in stale:
             print(f"stale or missing: {what}")
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         warnings.simplefilter("ignore", UndefinedTargetWarning)
         path = write_precomputed_grid(pool.records, args.out, coverages=COVERAGES)
     print(f"wrote {path} ({path.stat().st_size:,} bytes, coverages {', '.join(f'{q:g}' for q in COVERAGES)})")
-    path = write_precomputed_screening(pool, args.screening_out)
+    path = write_precomputed_screening(DEFAULT_DIR, args.screening_out)
     print(
         f"wrote {path} ({path.stat().st_size:,} bytes, screening scores of {len(pool.clean['model'].unique())} models)"
     )

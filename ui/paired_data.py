@@ -17,8 +17,16 @@ import pandas as pd
 import streamlit as st
 
 from core.exceptions import AuditWarning
-from core.imaging.demo import DEFAULT_DIR, DemoPool, load_demo_pool, load_demo_records
-from core.imaging.demo_screening import demo_outcomes, demo_screening, load_precomputed_screening
+from core.imaging.demo import (
+    DEFAULT_DIR,
+    DemoImages,
+    DemoPool,
+    load_demo_images,
+    load_demo_pool,
+    load_demo_probes_of,
+    load_demo_records,
+)
+from core.imaging.demo_screening import demo_screening, load_precomputed_screening, recapture_records
 from core.paired.records import UnpairedRecords
 from core.views.uploads import load_paired_upload, load_screening_upload, load_unpaired_upload, upload_digest
 from ui.state import paired_bounds_state, recapture_state
@@ -41,21 +49,36 @@ def demo_records() -> pd.DataFrame:
     return load_demo_records(_demo_dir())
 
 
+@st.cache_resource(show_spinner=False)
+def demo_images() -> DemoImages:
+    """The demo pool's images and manifest alone: the Recapture queue's thumbnails and probe
+    renders, without the pool's tables."""
+    return load_demo_images(_demo_dir())
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def demo_probes_of(model: str, record_id: int) -> pd.DataFrame:
+    """The demo pool's probe outputs of one image of one model, read alone
+    (:func:`core.imaging.demo.load_demo_probes_of`): what the Recapture queue's inspector shows."""
+    return load_demo_probes_of(model, record_id, _demo_dir())
+
+
 @st.cache_resource(show_spinner="Scoring every clean-correct image from its probe outputs…")
 def screening_for_pool() -> pd.DataFrame:
     """Screening scores of the demo pool, ``g(S, U)`` fitted on the simulated recaptures.
 
-    The shipped precomputation when its fingerprint matches this pool, code and libraries
-    (0.2 s), else computed (1.8 s).
+    The shipped precomputation when its fingerprint matches this pool's files, code and
+    libraries (no table of the pool read), else computed from the whole pool (1.8 s).
     """
-    pool = demo_pool()
-    stored = load_precomputed_screening(pool)
-    return stored if stored is not None else demo_screening(pool)
+    stored = load_precomputed_screening(_demo_dir())
+    return stored if stored is not None else demo_screening(demo_pool())
 
 
+@st.cache_resource(show_spinner=False)
 def recapture_outcomes() -> pd.DataFrame:
-    """Paired records of the (simulated) physical recapture conditions of the demo pool."""
-    return demo_outcomes(demo_pool())
+    """Paired records of the (simulated) physical recapture conditions of the demo pool,
+    selected once from the records Paired bounds also shows."""
+    return recapture_records(demo_records())
 
 
 @dataclass(frozen=True)
@@ -147,7 +170,7 @@ class ScreeningData:
         Paired records of the real conditions of one source (failure = ``pert_pred !=
         true_label``), or None when there are none to judge the scores by.
     images : bool
-        Whether :func:`demo_pool` holds the images (thumbnails are shown for the demo only).
+        Whether :func:`demo_images` holds the images (thumbnails are shown for the demo only).
     """
 
     key: str
@@ -178,9 +201,12 @@ def screening_data(outcome_records: pd.DataFrame | None = None, records_key: str
     """
     upload = recapture_state().upload
     if not upload:
-        pool = demo_pool()
         return ScreeningData(
-            "demo", "the shipped demo pool", screening_for_pool(), recapture_outcomes(), images=pool.images.size > 0
+            "demo",
+            "the shipped demo pool",
+            screening_for_pool(),
+            recapture_outcomes(),
+            images=demo_images().images.size > 0,
         )
     if outcome_records is not None and records_key is None:
         raise ValueError("`records_key` is required with `outcome_records`.")

@@ -57,6 +57,7 @@ __all__ = [
     "FASHION_MNIST_DIR",
     "MODEL_SPECS",
     "SEVERITIES",
+    "DemoImages",
     "DemoPool",
     "ModelSpec",
     "build_demo_pool",
@@ -66,7 +67,9 @@ __all__ = [
     "demo_conditions",
     "digit_images",
     "fashion_mnist",
+    "load_demo_images",
     "load_demo_pool",
+    "load_demo_probes_of",
     "render_condition",
     "render_condition_image",
     "save_demo_pool",
@@ -754,6 +757,23 @@ def render_condition_image(images, index: int, condition: str, *, seed=0) -> np.
 # the pool
 # ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
+class DemoImages:
+    """The demo pool's images and manifest without its tables: what thumbnails and probe renders need.
+
+    Attributes
+    ----------
+    images, image_ids, image_labels, image_splits, manifest
+        As in :class:`DemoPool`.
+    """
+
+    images: np.ndarray
+    image_ids: np.ndarray
+    image_labels: np.ndarray
+    image_splits: np.ndarray
+    manifest: dict
+
+
+@dataclass(frozen=True)
 class DemoPool:
     """The demo pool's tables and images.
 
@@ -1285,6 +1305,27 @@ def load_demo_pool(directory=DEFAULT_DIR, *, records: pd.DataFrame | None = None
     }
     if records is not None:
         tables["records"] = records
+    shown = load_demo_images(directory)
+    return DemoPool(
+        images=shown.images,
+        image_ids=shown.image_ids,
+        image_labels=shown.image_labels,
+        image_splits=shown.image_splits,
+        manifest=shown.manifest,
+        **tables,
+    )
+
+
+def load_demo_images(directory=DEFAULT_DIR) -> DemoImages:
+    """The images and manifest of a pool written by :func:`save_demo_pool`, without its tables
+    (a twentieth of the whole pool's load): the same arrays and dict :func:`load_demo_pool` holds."""
+    directory = Path(directory)
+    missing = [_FILES[role] for role in ("images", "manifest") if not (directory / _FILES[role]).is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"demo pool in {directory} is incomplete: missing {missing}; "
+            "regenerate it with `python scripts/make_demo_pool.py`."
+        )
     with np.load(directory / _FILES["images"], allow_pickle=False) as npz:
         images, ids, labels, splits = (
             npz["images"],
@@ -1293,4 +1334,30 @@ def load_demo_pool(directory=DEFAULT_DIR, *, records: pd.DataFrame | None = None
             npz["split"].astype(str),
         )
     manifest = json.loads((directory / _FILES["manifest"]).read_text())
-    return DemoPool(images=images, image_ids=ids, image_labels=labels, image_splits=splits, manifest=manifest, **tables)
+    return DemoImages(images=images, image_ids=ids, image_labels=labels, image_splits=splits, manifest=manifest)
+
+
+#: The probe-output columns of one image that the Recapture queue's inspector shows.
+PROBE_VIEW_COLUMNS = ("model", "record_id", "probe", "kind", "true_label", "pred", "true_prob")
+
+
+def load_demo_probes_of(model: str, record_id: int, directory=DEFAULT_DIR) -> pd.DataFrame:
+    """The probe outputs of one image of one model, read alone from a pool written by :func:`save_demo_pool`.
+
+    The rows of ``load_demo_pool(directory).probes`` with that ``model`` and ``record_id``, in
+    order, columns :data:`PROBE_VIEW_COLUMNS`, index reset. Read with Parquet filters: the
+    other 450,000 rows of the shipped pool are neither converted nor kept (0.06 s against
+    0.5-1 s for the whole table).
+    """
+    path = Path(directory) / _FILES["probes"]
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"demo pool in {directory} is incomplete: missing {_FILES['probes']!r}; "
+            "regenerate it with `python scripts/make_demo_pool.py`."
+        )
+    rows = pd.read_parquet(
+        path,
+        columns=list(PROBE_VIEW_COLUMNS),
+        filters=[("model", "==", str(model)), ("record_id", "==", int(record_id))],
+    )
+    return _expand(rows).reset_index(drop=True)

@@ -7,10 +7,13 @@ conditions. Computing it imports scikit-learn and fits one logistic regression p
 (1.7 s of the page's first visit on a quiet 2-core machine), so
 ``scripts/build_paired_grid.py`` stores it in ``assets/paired_demo_screening.parquet``.
 :func:`load_precomputed_screening` returns the stored scores only on an exact match of their
-fingerprint (:func:`screening_fingerprint`): the content of the probes, clean outputs and
-outcome records, the source of the modules that compute the scores, and the numpy / pandas /
-scipy / scikit-learn versions. Anything else gets ``None`` and is computed afresh; a test
-holds the stored scores equal to a fresh computation.
+fingerprint (:func:`screening_fingerprint`): the bytes of the pool's files the scores are
+computed from (records, probe outputs, clean outputs), the source of the modules that read
+them and compute the scores, and the numpy / pandas / pyarrow / scipy / scikit-learn versions.
+Anything else gets ``None`` and is computed afresh; a test holds the stored scores equal to a
+fresh computation. Signing files rather than frames lets the Recapture queue show the stored
+scores without reading the pool's 450,000 probe outputs (0.5-1 s, and 0.4-0.7 s more to digest
+them, of the page's first visit).
 """
 
 from __future__ import annotations
@@ -21,9 +24,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.digests import code_sha256, frame_sha256, read_signature, write_signed_parquet
+from core.digests import code_sha256, file_sha256, read_signature, write_signed_parquet
 from core.exceptions import AuditWarning
-from core.imaging.demo import DemoPool
+from core.imaging.demo import _FILES, DEFAULT_DIR, DemoPool, load_demo_pool
 from core.paired.screening import screening_scores
 from core.resources import ASSETS_DIR
 
@@ -33,6 +36,7 @@ __all__ = [
     "demo_outcomes",
     "demo_screening",
     "load_precomputed_screening",
+    "recapture_records",
     "screening_fingerprint",
     "write_precomputed_screening",
 ]
@@ -41,11 +45,14 @@ __all__ = [
 PRECOMPUTED_SCREENING = ASSETS_DIR / "paired_demo_screening.parquet"
 #: The demo pool's stand-in for physical re-tests: its failures fit ``g(S, U)`` and judge the scores.
 OUTCOME_SOURCE = "simulated-recapture"
-_FORMAT = 1
+_FORMAT = 2
+#: The pool files whose content decides the scores (the others: models, conditions, images).
+_POOL_FILES = ("records", "probes", "clean")
 _META_KEY = b"demo_screening_fingerprint"
 # The modules whose code decides the scores (every project module they import, lazily too;
 # a test walks the imports): an edit to any of them retires the file.
 _CODE = (
+    "core.imaging.demo",  # reads the files into the frames the scores are computed from
     "core.imaging.demo_screening",
     "core.paired.screening",
     "core.paired.records",
@@ -56,9 +63,15 @@ _CODE = (
 )
 
 
+def recapture_records(records: pd.DataFrame) -> pd.DataFrame:
+    """The paired records of the simulated recapture conditions (``source == OUTCOME_SOURCE``):
+    the real re-tests' stand-in, whose failures fit ``g(S, U)`` and judge the scores."""
+    return records[records["source"] == OUTCOME_SOURCE]
+
+
 def demo_outcomes(pool: DemoPool) -> pd.DataFrame:
-    """Paired records of the pool's simulated recapture conditions (the real re-tests' stand-in)."""
-    return pool.records[pool.records["source"] == OUTCOME_SOURCE]
+    """:func:`recapture_records` of the pool's records."""
+    return recapture_records(pool.records)
 
 
 def demo_screening(pool: DemoPool) -> pd.DataFrame:
@@ -77,46 +90,61 @@ def demo_screening(pool: DemoPool) -> pd.DataFrame:
         return screening_scores(pool.probes, pool.clean, outcomes=demo_outcomes(pool))
 
 
-def screening_fingerprint(pool: DemoPool) -> dict:
-    """What stored scores must match to stand for ``demo_screening(pool)``.
+def screening_fingerprint(directory=DEFAULT_DIR) -> dict:
+    """What stored scores must match to stand for ``demo_screening(load_demo_pool(directory))``.
+
+    Parameters
+    ----------
+    directory : path-like
+        A pool written by :func:`core.imaging.demo.save_demo_pool`.
 
     Returns
     -------
     dict
-        ``format``, ``probes_sha256``, ``clean_sha256``, ``outcomes_sha256`` (every column and
-        row, in order, with their dtypes), ``code_sha256`` (the source of the modules that
-        compute the scores) and the ``numpy`` / ``pandas`` / ``scipy`` / ``sklearn`` versions.
+        ``format``, ``files_sha256`` (role -> SHA-256 of the bytes of the records, probe-output
+        and clean-output files), ``code_sha256`` (the source of the modules that read those
+        files and compute the scores) and the ``numpy`` / ``pandas`` / ``pyarrow`` / ``scipy`` /
+        ``sklearn`` versions. Any change of those files retires the scores, even one the scores
+        do not read (a record of another source): the check reads no table.
+
+    Raises
+    ------
+    FileNotFoundError
+        A file of the pool is missing.
     """
     from importlib.metadata import version  # not `import sklearn`: the stored scores spare that import
 
+    directory = Path(directory)
     return {
         "format": _FORMAT,
-        "probes_sha256": frame_sha256(pool.probes),
-        "clean_sha256": frame_sha256(pool.clean),
-        "outcomes_sha256": frame_sha256(demo_outcomes(pool)),
+        "files_sha256": {role: file_sha256(directory / _FILES[role]) for role in _POOL_FILES},
         "code_sha256": code_sha256(_CODE),
         "numpy": np.__version__,
         "pandas": pd.__version__,
+        "pyarrow": version("pyarrow"),
         "scipy": version("scipy"),
         "sklearn": version("scikit-learn"),
     }
 
 
-def write_precomputed_screening(pool: DemoPool, path: str | Path = PRECOMPUTED_SCREENING) -> Path:
-    """Compute ``demo_screening(pool)`` and store it at ``path`` signed with
-    :func:`screening_fingerprint` (:func:`core.digests.write_signed_parquet`); returns ``path``."""
-    return write_signed_parquet(demo_screening(pool), path, key=_META_KEY, signature=screening_fingerprint(pool))
+def write_precomputed_screening(directory=DEFAULT_DIR, path: str | Path = PRECOMPUTED_SCREENING) -> Path:
+    """Compute ``demo_screening`` of the pool in ``directory`` and store it at ``path`` signed
+    with :func:`screening_fingerprint` (:func:`core.digests.write_signed_parquet`); returns ``path``."""
+    scores = demo_screening(load_demo_pool(directory))
+    return write_signed_parquet(scores, path, key=_META_KEY, signature=screening_fingerprint(directory))
 
 
-def load_precomputed_screening(pool: DemoPool, path: str | Path = PRECOMPUTED_SCREENING) -> pd.DataFrame | None:
-    """The stored ``demo_screening(pool)`` at ``path``, or None unless its fingerprint matches exactly.
+def load_precomputed_screening(directory=DEFAULT_DIR, path: str | Path = PRECOMPUTED_SCREENING) -> pd.DataFrame | None:
+    """The stored ``demo_screening`` of the pool in ``directory``, or None unless its fingerprint
+    matches exactly; reads none of the pool's tables.
 
-    A missing, unreadable or unsigned file, another pool, edited scoring code or other library
-    versions all give None (the caller computes the scores instead).
+    A missing, unreadable or unsigned file, another pool (or a missing pool file), edited
+    reading or scoring code or other library versions all give None (the caller computes the
+    scores instead).
     """
-    if read_signature(path, key=_META_KEY) != screening_fingerprint(pool):
-        return None
     try:
+        if read_signature(path, key=_META_KEY) != screening_fingerprint(directory):
+            return None
         return pd.read_parquet(path)
     except (OSError, ValueError):
         return None

@@ -18,10 +18,13 @@ if TYPE_CHECKING:
     from core.paired.records import UnpairedRecords
 
 __all__ = [
+    "CellChoices",
     "GridOverview",
     "ModelThreshold",
     "PolicyComparison",
     "PolicyMatrix",
+    "cell_choices",
+    "evaluation_cell",
     "evaluation_records",
     "grid_summary",
     "model_threshold",
@@ -43,9 +46,82 @@ def evaluation_records(records: pd.DataFrame) -> pd.DataFrame:
     >>> evaluation_records(pd.DataFrame({"split": ["dev", "eval", "eval"], "x": [1, 2, 3]}))["x"].tolist()
     [2, 3]
     """
-    if "split" in records.columns and (records["split"] == "eval").any():
-        return records[records["split"] == "eval"]
-    return records
+    mask = _evaluation_mask(records)
+    return records if mask.all() else records[mask]
+
+
+def _evaluation_mask(records: pd.DataFrame) -> np.ndarray:
+    """Boolean mask of :func:`evaluation_records`' rows in ``records``."""
+    if "split" in records.columns:
+        is_eval = (records["split"] == "eval").to_numpy(dtype=bool)
+        if is_eval.any():
+            return is_eval
+    return np.ones(len(records), dtype=bool)
+
+
+@dataclass(frozen=True)
+class CellChoices:
+    """The cells the bounds are reported on: what the page's selectors offer.
+
+    Attributes
+    ----------
+    sources, models : tuple of str
+        Sorted distinct values among :func:`evaluation_records`' rows.
+    conditions : dict of str to tuple of str
+        Per source, the sorted conditions it has evaluation rows for.
+    """
+
+    sources: tuple[str, ...]
+    models: tuple[str, ...]
+    conditions: dict[str, tuple[str, ...]]
+
+
+def cell_choices(records: pd.DataFrame) -> CellChoices:
+    """The sources, models and conditions of ``records``' evaluation rows (:func:`evaluation_records`),
+    found without gathering those rows (half of the demo pool's 540,000: 0.1-0.6 s a page run).
+
+    Examples
+    --------
+    >>> records = pd.DataFrame({"split": ["dev", "eval", "eval"], "source": ["a", "b", "b"],
+    ...     "model": ["m", "m", "n"], "condition": ["x", "y", "z"]})
+    >>> cell_choices(records)
+    CellChoices(sources=('b',), models=('m', 'n'), conditions={'b': ('y', 'z')})
+    """
+    mask = _evaluation_mask(records)
+    # Codes, not strings: turning half a million Arrow strings into Python objects took 0.5 s.
+    model_codes, model_names = pd.factorize(records["model"])
+    source_codes, source_names = pd.factorize(records["source"])
+    condition_codes, condition_names = pd.factorize(records["condition"])
+    pairs = np.unique(source_codes[mask].astype(np.int64) * len(condition_names) + condition_codes[mask])
+    conditions: dict[str, list[str]] = {}
+    for pair in pairs:
+        source, condition = divmod(int(pair), len(condition_names))
+        conditions.setdefault(str(source_names[source]), []).append(str(condition_names[condition]))
+    return CellChoices(
+        sources=tuple(sorted(conditions)),
+        models=tuple(sorted(str(model_names[code]) for code in np.unique(model_codes[mask]))),
+        conditions={source: tuple(sorted(names)) for source, names in sorted(conditions.items())},
+    )
+
+
+def evaluation_cell(records: pd.DataFrame, *, model: str, condition: str, source: str) -> pd.DataFrame:
+    """The evaluation rows of one cell: ``evaluation_records(records)`` of that model, condition
+    and source (the same rows, order and index), selected in one pass over ``records``.
+
+    Examples
+    --------
+    >>> records = pd.DataFrame({"split": ["dev", "eval", "eval"], "source": "s", "model": "m",
+    ...     "condition": ["c", "c", "d"], "x": [1, 2, 3]})
+    >>> evaluation_cell(records, model="m", condition="c", source="s")["x"].tolist()
+    [2]
+    """
+    mask = (
+        _evaluation_mask(records)
+        & (records["model"] == model).to_numpy(dtype=bool)
+        & (records["condition"] == condition).to_numpy(dtype=bool)
+        & (records["source"] == source).to_numpy(dtype=bool)
+    )
+    return records[mask]
 
 
 @dataclass(frozen=True, kw_only=True)

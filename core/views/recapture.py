@@ -21,7 +21,7 @@ from core.imaging.probe import parse_floats, probe_image, probe_uploaded
 from core.paired.screening import recapture_queue, risk_column, screening_metrics, screening_scores
 
 if TYPE_CHECKING:
-    from core.imaging.demo import DemoPool
+    from core.imaging.demo import DemoImages, DemoPool
 
 __all__ = [
     "defined_scores",
@@ -50,12 +50,12 @@ def defined_scores(scores: pd.DataFrame, names: Sequence[str]) -> list[str]:
     return [s for s in names if risk_column(s) in scores.columns and scores[risk_column(s)].notna().any()]
 
 
-def demo_condition_images(pool: DemoPool, condition: str) -> np.ndarray:
+def demo_condition_images(pool: DemoImages | DemoPool, condition: str) -> np.ndarray:
     """Every image of the demo pool under one probe condition, with the pool's seed."""
     return render_condition(pool.images, condition, seed=int(pool.manifest.get("seed", 0)))
 
 
-def demo_probe_image(pool: DemoPool, position: int, condition: str) -> np.ndarray | None:
+def demo_probe_image(pool: DemoImages | DemoPool, position: int, condition: str) -> np.ndarray | None:
     """One demo image under one probe condition rendered alone, or None when the condition draws
     at random across the pool (then it is row ``position`` of :func:`demo_condition_images`)."""
     return render_condition_image(pool.images, position, condition, seed=int(pool.manifest.get("seed", 0)))

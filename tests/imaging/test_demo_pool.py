@@ -581,3 +581,33 @@ def test_expand_equals_the_row_by_row_conversion():
         }
     )
     pd.testing.assert_frame_equal(_expand(odd), _expand_twin(odd), check_exact=True)
+
+
+def test_the_images_alone_and_one_images_probes_are_the_pools(shipped):
+    """The Recapture queue reads the images, and one image's probe outputs, without the pool's tables."""
+    from core.imaging.demo import PROBE_VIEW_COLUMNS, load_demo_images, load_demo_probes_of
+
+    shown = load_demo_images()
+    for name in ("images", "image_ids", "image_labels", "image_splits"):
+        np.testing.assert_array_equal(getattr(shown, name), getattr(shipped, name), err_msg=name)
+        assert getattr(shown, name).dtype == getattr(shipped, name).dtype, name
+    assert shown.manifest == shipped.manifest
+    probes = shipped.probes
+    for model, record_id in [
+        (probes["model"].iloc[0], probes["record_id"].iloc[0]),
+        (probes["model"].iloc[-1], probes["record_id"].iloc[-1]),
+    ]:
+        want = probes[(probes["model"] == model) & (probes["record_id"] == record_id)][list(PROBE_VIEW_COLUMNS)]
+        got = load_demo_probes_of(model, record_id)
+        assert len(got) == len(want) > 0
+        pd.testing.assert_frame_equal(got, want.reset_index(drop=True), check_exact=True)
+    assert load_demo_probes_of("no such model", 0).empty
+
+
+def test_the_partial_readers_name_a_missing_file(tmp_path):
+    from core.imaging.demo import load_demo_images, load_demo_probes_of
+
+    with pytest.raises(FileNotFoundError, match=r"missing \['images.npz', 'manifest.json'\]"):
+        load_demo_images(tmp_path)
+    with pytest.raises(FileNotFoundError, match="missing 'probes.parquet'"):
+        load_demo_probes_of("cnn-w8", 0, tmp_path)

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
+import hashlib
+import shutil
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
-from core.digests import code_sha256, frame_sha256
-from core.imaging.demo import load_demo_pool
+from core.digests import code_sha256
+from core.imaging.demo import _FILES, DEFAULT_DIR, load_demo_pool
 from core.imaging.demo_screening import (
     OUTCOME_SOURCE,
     PRECOMPUTED_SCREENING,
@@ -45,59 +45,75 @@ def test_demo_screening_is_screening_scores_on_the_simulated_recaptures(pool, fr
     assert fresh["g_SU"].notna().all()  # fitted on the simulated recaptures for every model
 
 
-def test_stored_scores_are_returned_only_on_an_exact_fingerprint_match(pool, fresh, tmp_path):
-    path = write_precomputed_screening(pool, tmp_path / "screening.parquet")
-    pd.testing.assert_frame_equal(load_precomputed_screening(pool, path), fresh, check_exact=True)
-    # one value of one probe output, of one clean output, one outcome record: each retires the file
-    probes = pool.probes.copy()
-    probes.loc[3, "true_prob"] = 0.5
-    clean = pool.clean.copy()
-    clean.loc[3, "max_prob"] = 0.5
-    records = pool.records.copy()
-    first = int(np.flatnonzero(records["source"].to_numpy() == "simulated-recapture")[0])
-    records.loc[first, "pert_pred"] = (records.loc[first, "pert_pred"] + 1) % 10
-    for changed in (
-        dataclasses.replace(pool, probes=probes),
-        dataclasses.replace(pool, clean=clean),
-        dataclasses.replace(pool, records=records),
-    ):
-        assert load_precomputed_screening(changed, path) is None
-    # records of the other sources do not enter the scores
-    synthetic = pool.records.copy()
-    other = int(np.flatnonzero(synthetic["source"].to_numpy() != "simulated-recapture")[0])
-    synthetic.loc[other, "pert_pred"] = (synthetic.loc[other, "pert_pred"] + 1) % 10
-    assert load_precomputed_screening(dataclasses.replace(pool, records=synthetic), path) is not None
-    assert load_precomputed_screening(pool, tmp_path / "missing.parquet") is None
+@pytest.fixture(scope="module")
+def pool_copy(tmp_path_factory) -> Path:
+    """A copy of the shipped pool's files, to change one of them."""
+    folder = tmp_path_factory.mktemp("pool")
+    for name in _FILES.values():
+        if (DEFAULT_DIR / name).is_file():
+            shutil.copyfile(DEFAULT_DIR / name, folder / name)
+    return folder
+
+
+def _rewrite(folder: Path, role: str, change) -> None:
+    """Change one value of one table of the pool in ``folder``, written as the pool writes it."""
+    path = folder / _FILES[role]
+    frame = pd.read_parquet(path)
+    change(frame)
+    frame.to_parquet(path, engine="pyarrow", compression="zstd", compression_level=19, index=False)
+
+
+def test_stored_scores_are_returned_only_on_an_exact_fingerprint_match(pool_copy, fresh, tmp_path):
+    path = write_precomputed_screening(pool_copy, tmp_path / "screening.parquet")
+    pd.testing.assert_frame_equal(load_precomputed_screening(pool_copy, path), fresh, check_exact=True)
+    assert load_precomputed_screening(DEFAULT_DIR, path) is not None  # the same files elsewhere
+    assert load_precomputed_screening(pool_copy, tmp_path / "missing.parquet") is None
     (tmp_path / "bad.parquet").write_bytes(b"not a parquet file")
-    assert load_precomputed_screening(pool, tmp_path / "bad.parquet") is None
+    assert load_precomputed_screening(pool_copy, tmp_path / "bad.parquet") is None
     fresh.to_parquet(tmp_path / "unsigned.parquet")  # the right numbers without a fingerprint
-    assert load_precomputed_screening(pool, tmp_path / "unsigned.parquet") is None
+    assert load_precomputed_screening(pool_copy, tmp_path / "unsigned.parquet") is None
+
+    def one_value(column, value):
+        def change(frame):
+            assert frame.loc[3, column] != value  # a real change of content, not only of the bytes
+            frame.loc[3, column] = value
+
+        return change
+
+    # one value of one probe output, of one clean output, of one record: each retires the file;
+    # so does a missing pool file (the models' and conditions' tables do not enter the scores)
+    for role, column, value in (("probes", "true_prob", 0.5), ("clean", "max_prob", 0.5), ("records", "pert_pred", 9)):
+        original = (pool_copy / _FILES[role]).read_bytes()
+        _rewrite(pool_copy, role, one_value(column, value))
+        assert load_precomputed_screening(pool_copy, path) is None, role
+        (pool_copy / _FILES[role]).write_bytes(original)
+        assert load_precomputed_screening(pool_copy, path) is not None, role
+    _rewrite(pool_copy, "models", one_value("dev_accuracy", 0.5))
+    assert load_precomputed_screening(pool_copy, path) is not None
+    (pool_copy / _FILES["probes"]).rename(pool_copy / "moved.parquet")
+    try:
+        assert load_precomputed_screening(pool_copy, path) is None
+    finally:
+        (pool_copy / "moved.parquet").rename(pool_copy / _FILES["probes"])
 
 
-def test_fingerprint_names_inputs_code_and_library_versions(pool):
-    fp = screening_fingerprint(pool)
-    assert set(fp) == {
-        "format",
-        "probes_sha256",
-        "clean_sha256",
-        "outcomes_sha256",
-        "code_sha256",
-        "numpy",
-        "pandas",
-        "scipy",
-        "sklearn",
+def test_fingerprint_names_inputs_code_and_library_versions(pool_copy):
+    fp = screening_fingerprint(DEFAULT_DIR)
+    assert set(fp) == {"format", "files_sha256", "code_sha256", "numpy", "pandas", "pyarrow", "scipy", "sklearn"}
+    assert fp["files_sha256"] == {
+        role: hashlib.sha256((DEFAULT_DIR / _FILES[role]).read_bytes()).hexdigest()
+        for role in ("records", "probes", "clean")
     }
-    assert fp["probes_sha256"] == frame_sha256(pool.probes)
-    assert fp["outcomes_sha256"] == frame_sha256(demo_outcomes(pool))
     from core.imaging import demo_screening
 
     assert fp["code_sha256"] == code_sha256(demo_screening._CODE)
-    assert fp != screening_fingerprint(dataclasses.replace(pool, clean=pool.clean.astype({"record_id": "int32"})))
+    assert "core.imaging.demo" in demo_screening._CODE  # the loader decides the frames the files give
+    assert screening_fingerprint(pool_copy) == fp
 
 
 def test_shipped_scores_match_the_shipped_pool_and_this_code(pool):
     """Fails after an edit of the screening code, the pool or a library: regenerate the file."""
-    assert load_precomputed_screening(pool) is not None, (
+    assert load_precomputed_screening() is not None, (
         f"{PRECOMPUTED_SCREENING.name} does not match here; run: python scripts/build_paired_grid.py"
     )
 
@@ -128,7 +144,9 @@ def test_the_code_digest_covers_every_project_module_the_scores_run():
     while todo:
         name = todo.pop()
         if name in seen or name in ignored or name == "core.imaging.demo":
-            continue  # the pool's loader: its output is hashed, not its code
+            # The pool's loader: its code is in the digest (the files are hashed, not the frames
+            # it reads from them); its imports render and train, which reading a pool never runs.
+            continue
         seen.add(name)
         tree = ast.parse(Path(importlib.import_module(name).__file__).read_text(encoding="utf-8"))
         for node in ast.walk(tree):

@@ -5,11 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from view_data import MODELS
 from view_data import csv_bytes as _csv
 
 from core.paired.records import unpair
-from core.views.paired import grid_summary, policy_matrix, unpaired_class_summary
+from core.views.paired import (
+    cell_choices,
+    evaluation_cell,
+    evaluation_records,
+    grid_summary,
+    policy_matrix,
+    unpaired_class_summary,
+)
 from core.views.uploads import load_unpaired_upload
 
 
@@ -161,3 +170,57 @@ def test_policy_comparison_is_the_report_at_one_level_and_lambda(records):
             assert out.matrix.labels == [f"q = {q:.0%}" for q in out.matrix.coverages]
     with pytest.raises(ValueError, match="No policy differences at level 'Ik' and λ = 0.123"):
         policy_comparison(report, level="Ik", lam=0.123)
+
+
+def _choices_twin(records: pd.DataFrame) -> tuple:
+    """The page's former selectors: gather the evaluation rows, then their distinct values."""
+    ev = evaluation_records(records)
+    sources = tuple(sorted(ev["source"].unique()))
+    return (
+        sources,
+        tuple(sorted(ev["model"].unique())),
+        {s: tuple(sorted(ev.loc[ev["source"] == s, "condition"].unique())) for s in sources},
+    )
+
+
+def _cell_twin(records: pd.DataFrame, model: str, condition: str, source: str) -> pd.DataFrame:
+    ev = evaluation_records(records)
+    return ev[(ev["model"] == model) & (ev["condition"] == condition) & (ev["source"] == source)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.sampled_from(["m1", "m2", "m3"]),
+            st.sampled_from(["blur", "noise", "zoom"]),
+            st.sampled_from(["synthetic", "sim"]),
+            st.sampled_from(["dev", "eval", "test"]),
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    with_split=st.booleans(),
+)
+def test_cell_choices_and_cells_equal_gathering_the_evaluation_rows(rows, with_split):
+    """Selectors and cells read without gathering the evaluation rows equal the gathered ones:
+    with eval rows, without any (every row reported) and without a split column."""
+    records = pd.DataFrame(rows, columns=["model", "condition", "source", "split"]).assign(x=np.arange(len(rows)))
+    if not with_split:
+        records = records.drop(columns="split")
+    choices = cell_choices(records)
+    assert (choices.sources, choices.models, choices.conditions) == _choices_twin(records)
+    for source in choices.sources:
+        for condition in choices.conditions[source]:
+            for model in choices.models:
+                got = evaluation_cell(records, model=model, condition=condition, source=source)
+                pd.testing.assert_frame_equal(got, _cell_twin(records, model, condition, source), check_exact=True)
+
+
+def test_cell_choices_of_the_demo_pool(records):
+    choices = cell_choices(records)
+    assert (choices.sources, choices.models, choices.conditions) == _choices_twin(records)
+    source, condition = choices.sources[0], choices.conditions[choices.sources[0]][0]
+    cell = evaluation_cell(records, model=choices.models[0], condition=condition, source=source)
+    assert len(cell) > 0 and set(cell["split"]) == {"eval"}
+    pd.testing.assert_frame_equal(cell, _cell_twin(records, choices.models[0], condition, source), check_exact=True)
