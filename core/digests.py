@@ -117,7 +117,9 @@ def _code_dump(source: bytes) -> str:
     return ast.dump(tree, include_attributes=False)
 
 
-def write_signed_parquet(frame: pd.DataFrame, path: str | Path, *, key: bytes, signature: Any) -> Path:
+def write_signed_parquet(
+    frame: pd.DataFrame, path: str | Path, *, key: bytes, signature: Any, row_group_size: int | None = None
+) -> Path:
     """Write ``frame`` as zstd Parquet (never pickle) with ``signature`` as JSON under ``key``.
 
     Parameters
@@ -130,6 +132,9 @@ def write_signed_parquet(frame: pd.DataFrame, path: str | Path, *, key: bytes, s
         The schema-metadata key of the signature.
     signature : JSON-serialisable
         What :func:`read_signature` gives back, e.g. one fingerprint or a list of them.
+    row_group_size : int, optional
+        Rows per row group (by default pyarrow's, one group for up to a million rows). A read
+        with ``filters`` skips the row groups whose statistics exclude the filter.
 
     Returns
     -------
@@ -143,7 +148,7 @@ def write_signed_parquet(frame: pd.DataFrame, path: str | Path, *, key: bytes, s
     table = pa.Table.from_pandas(frame, preserve_index=False)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), key: json.dumps(signature).encode()})
     buffer = io.BytesIO()
-    pq.write_table(table, buffer, compression="zstd")
+    pq.write_table(table, buffer, compression="zstd", row_group_size=row_group_size)
     atomic_write_bytes(path, buffer.getvalue())
     return Path(path)
 

@@ -1,6 +1,6 @@
 """The identified bounds as the Paired bounds page computes them: the development thresholds,
 the grid of every cell (stored for the demo pool, else computed), and one cell's intervals,
-five-state table and policy report.
+five-state table and policy report (stored for the demo pool's cells, else computed).
 
 Every number comes from the engine (:mod:`core.paired`); where a target is undefined on legal
 data (no pair stays correct on both sides) the page shows NaN as "undefined", so the engine's
@@ -20,12 +20,14 @@ from core.exceptions import UndefinedTargetWarning
 from core.paired.bounds import identified_intervals, unpaired_intervals
 from core.paired.coverage_grid import coverage_grid, load_precomputed_grid
 from core.paired.policies import LAMBDAS, PolicyReport, evaluate_policies
+from core.paired.policy_store import load_precomputed_policies
 from core.paired.records import UnpairedRecords
 from core.paired.states import coverage_threshold, development_thresholds, five_state_counts
 
 __all__ = [
     "COVERAGES",
     "LAMBDAS",
+    "PolicyReport",
     "cell_intervals",
     "cell_policies",
     "computed_grid",
@@ -33,6 +35,7 @@ __all__ = [
     "FIVE_STATE_COLUMNS",
     "five_state_table",
     "load_precomputed_grid",
+    "stored_cell_policies",
     "unpaired_cell_intervals",
     "unpaired_threshold",
 ]
@@ -108,3 +111,14 @@ def five_state_table(cell: pd.DataFrame, tau: float) -> pd.DataFrame:
 def cell_policies(cell: pd.DataFrame) -> PolicyReport:
     """:func:`core.paired.policies.evaluate_policies` of one cell at every λ of ``LAMBDAS``."""
     return evaluate_policies(cell, lambdas=LAMBDAS)
+
+
+def stored_cell_policies(records: pd.DataFrame, model: str, condition: str, source: str) -> PolicyReport | None:
+    """The shipped report of one demo cell, equal to :func:`cell_policies` of its records, or None.
+
+    :func:`core.paired.policy_store.load_precomputed_policies` of ``records`` (all the records,
+    not the cell's): None unless the stored reports' fingerprint matches these records, the
+    code and the libraries exactly (an upload, an edited solver), and then the page computes
+    :func:`cell_policies` instead.
+    """
+    return load_precomputed_policies(records, model, condition, source)

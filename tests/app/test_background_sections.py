@@ -1,6 +1,7 @@
 """AppTest: sections whose computation takes seconds are drawn around, not waited for — the
 shipped audit's model (refitted for the explorer's live panels) and a cell's policy comparison
-(Paired bounds) — and fill in by themselves, the same as when waited for."""
+(Paired bounds) when no stored one matches — and fill in by themselves, the same as when
+waited for."""
 
 from __future__ import annotations
 
@@ -60,18 +61,35 @@ def test_the_shipped_explorer_draws_at_once_and_its_live_panels_fill_in(no_wait,
     assert _explorer(waited) == live
 
 
-def test_paired_bounds_draws_its_cell_and_its_policy_comparison_fills_in(no_wait, new_app, monkeypatch):
+def _paired_bounds(new_app):
     at = new_app()
     at.switch_page("pages/paired_bounds.py").run()
     assert_ok(at)
-    assert any(m.label == "Pairs in the cell" for m in at.metric), "the cell is drawn at once"
-    assert any(COMPARING in i.value for i in at.info) and len(at.get("progress")) == 1
-    assert any(s.value == "Across every model and condition" for s in at.subheader), "the grid is not waited for"
-    _until(at, lambda at: not any(COMPARING in i.value for i in at.info))
-    tables = [d.value.to_json() for d in at.dataframe]
-    assert len(at.get("plotly_chart")) == 4
-    monkeypatch.setenv("AUDIT_FOREGROUND_WAIT_S", "600")
-    waited = new_app()
-    waited.switch_page("pages/paired_bounds.py").run()
-    assert_ok(waited)
-    assert [d.value.to_json() for d in waited.dataframe] == tables
+    return at
+
+
+def test_paired_bounds_draws_its_cell_and_its_policy_comparison_fills_in(no_wait, new_app, monkeypatch):
+    """A cell without a stored report (an upload's; here the demo's, its stored reports made
+    stale) is compared in the background; a demo cell's stored report is drawn at once, the same."""
+    import streamlit as st
+
+    from core.paired import policy_store
+
+    with monkeypatch.context() as stale:
+        stale.setattr(policy_store, "_FORMAT", -1)  # no stored report matches any more
+        at = _paired_bounds(new_app)
+        assert any(m.label == "Pairs in the cell" for m in at.metric), "the cell is drawn at once"
+        assert any(COMPARING in i.value for i in at.info) and len(at.get("progress")) == 1
+        assert any(s.value == "Across every model and condition" for s in at.subheader), "the grid is not waited for"
+        _until(at, lambda at: not any(COMPARING in i.value for i in at.info))
+        tables = [d.value.to_json() for d in at.dataframe]
+        assert len(at.get("plotly_chart")) == 4
+        stale.setenv("AUDIT_FOREGROUND_WAIT_S", "600")
+        waited = _paired_bounds(new_app)
+        assert [d.value.to_json() for d in waited.dataframe] == tables
+    st.cache_data.clear()  # the cell's "no stored report" of the stale files
+    monkeypatch.setenv("AUDIT_FOREGROUND_WAIT_S", "0")
+    stored = _paired_bounds(new_app)
+    assert not any(COMPARING in i.value for i in stored.info) and not stored.get("progress")
+    assert len(stored.get("plotly_chart")) == 4
+    assert [d.value.to_json() for d in stored.dataframe] == tables

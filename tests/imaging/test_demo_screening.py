@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import shutil
 import warnings
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -131,27 +130,16 @@ def test_shipped_scores_equal_a_fresh_computation(pool, fresh):
 
 def test_the_code_digest_covers_every_project_module_the_scores_run():
     """A module the scores import but the digest leaves out could change the numbers unseen."""
-    import ast
-    import importlib
+    from project_imports import project_imports
 
     from core.imaging import demo_screening
 
     # Imported for names that do not enter the numbers: warning classes, the random stream
     # (screening_scores draws nothing; the bootstrap functions that do are not run).
-    # core.atomic and core.digests write and sign the file, core.resources says where it lives.
-    ignored = {"core.exceptions", "core._rng", "core.atomic", "core.digests", "core.resources"}
-    todo, seen = ["core.imaging.demo_screening"], set()
-    while todo:
-        name = todo.pop()
-        if name in seen or name in ignored or name == "core.imaging.demo":
-            # The pool's loader: its code is in the digest (the files are hashed, not the frames
-            # it reads from them); its imports render and train, which reading a pool never runs.
-            continue
-        seen.add(name)
-        tree = ast.parse(Path(importlib.import_module(name).__file__).read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("core"):
-                todo.append(node.module)
-            elif isinstance(node, ast.Import):
-                todo += [a.name for a in node.names if a.name.startswith("core")]
+    # core.atomic and core.digests write and sign the file, core.resources says where it lives;
+    # core.imaging.demo is the pool's loader: its code is in the digest (the files are hashed,
+    # not the frames it reads from them), and its imports render and train, which reading a
+    # pool never runs, so they are not followed.
+    ignored = {"core.exceptions", "core._rng", "core.atomic", "core.digests", "core.resources", "core.imaging.demo"}
+    seen = project_imports("core.imaging.demo_screening", ignored=ignored)
     assert seen <= set(demo_screening._CODE), sorted(seen - set(demo_screening._CODE))
