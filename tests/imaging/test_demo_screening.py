@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import warnings
+from pathlib import Path
 
 import pandas as pd
 import pytest
