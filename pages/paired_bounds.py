@@ -16,6 +16,7 @@ from core.views.bounds import (
     development_thresholds_of,
     five_state_table,
     load_precomputed_grid,
+    records_digest,
     stored_cell_policies,
     unpaired_cell_intervals,
     unpaired_threshold,
@@ -76,6 +77,12 @@ def _model_thresholds(key: str, model: str, *, _records: pd.DataFrame) -> pd.Dat
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
+def _digest(key: str, *, _records: pd.DataFrame) -> str:
+    """The records' digest, once per records: every stored grid and cell report is checked against it."""
+    return records_digest(_records)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
 def _choices(key: str, *, _records: pd.DataFrame) -> CellChoices:
     return cell_choices(_records)
 
@@ -95,7 +102,7 @@ def _grid(key: str, coverage: float, fixed_tau: float | None, *, _records: pd.Da
     a test holds them equal to this computation.
     """
     if fixed_tau is None:
-        stored = load_precomputed_grid(_records, coverage)
+        stored = load_precomputed_grid(_records, coverage, records_sha256=_digest(key, _records=_records))
         if stored is not None:
             return stored
     if fixed_tau is not None:
@@ -149,7 +156,7 @@ def _stored_policies(
     """The shipped policy report of a demo cell (``scripts/build_paired_grid.py``), read in 0.1 s
     instead of computed in 1.4 s, or None when its fingerprint does not match these records, the
     code and the libraries exactly; a test holds it equal to :func:`cell_policies` of the cell."""
-    return stored_cell_policies(_records, model, condition, source)
+    return stored_cell_policies(_records, model, condition, source, records_sha256=_digest(key, _records=_records))
 
 
 def _policy_job(data: PairedData, model: str, condition: str, source: str) -> AuditJob:

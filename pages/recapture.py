@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import warnings
 
 import numpy as np
@@ -91,13 +92,6 @@ def _thumbnails(key: str, model: str, ids: tuple, *, _data: ScreeningData) -> di
         if img is not None:
             out[r] = png_data_uri(img, min_side=64)
     return out
-
-
-def _large(image: np.ndarray) -> np.ndarray:
-    """Nearest-neighbour enlargement to at least ``_SIDE`` px (crisp pixels, nothing invented)."""
-    image = image[..., 0] if image.ndim == 3 and image.shape[-1] == 1 else image
-    factor = max(1, -(-_SIDE // min(image.shape[:2])))
-    return image.repeat(factor, axis=0).repeat(factor, axis=1)
 
 
 @st.cache_resource(max_entries=40, show_spinner="Rendering the probe images of the demo pool…")
@@ -470,12 +464,24 @@ def _tiles(tiles: list[tuple[np.ndarray, str]], width: int = 110) -> None:
     """Images with captions, ``width`` px each, as many to a row as fit.
 
     Fixed-width tiles in one wrapping row: seven columns of a 540 px page (1000 px with the
-    sidebar) were 70 px wide and broke the probe names mid-word ("shot_noi se s2").
+    sidebar) were 70 px wide and broke the probe names mid-word ("shot_noi se s2"). One HTML
+    block of inline PNGs (enlarged, nearest neighbour, to at least ``_SIDE`` px: crisp pixels,
+    nothing invented) rather than an image element and a container per tile: the page drew
+    about fifty of each, and the browser fetched each image separately.
     """
-    with st.container(horizontal=True, wrap=True, gap="small"):
-        for img, caption in tiles:
-            with st.container(width=width):
-                st.image(_large(img), caption=caption, width="stretch")
+    figures = "".join(
+        f'<figure><img src="{png_data_uri(img, min_side=_SIDE)}" alt="{html.escape(caption)}">'
+        f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+        for img, caption in tiles
+    )
+    st.html(
+        f'<div class="audit-tiles">{figures}</div><style>'
+        f".audit-tiles {{display: flex; flex-wrap: wrap; gap: 0.5rem;}}"
+        f".audit-tiles figure {{width: {width}px; margin: 0;}}"
+        ".audit-tiles img {width: 100%; image-rendering: pixelated; display: block;}"
+        ".audit-tiles figcaption {font-size: 0.8rem; opacity: 0.7; text-align: center; overflow-wrap: break-word;}"
+        "</style>"
+    )
 
 
 def _inspect(data: ScreeningData, model: str, queue: pd.DataFrame, score: str) -> None:

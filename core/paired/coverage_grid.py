@@ -95,8 +95,11 @@ def coverage_grid(
     return pd.concat(parts, ignore_index=True)
 
 
-def grid_fingerprint(records: pd.DataFrame, coverage: float) -> dict:
+def grid_fingerprint(records: pd.DataFrame, coverage: float, *, records_sha256: str | None = None) -> dict:
     """What a stored grid must match to stand for ``coverage_grid(records, coverage)``.
+
+    ``records_sha256`` is :func:`core.digests.frame_sha256` of ``records`` when the caller has
+    it already (the page digests its records once, not once per grid and cell).
 
     Returns
     -------
@@ -109,7 +112,7 @@ def grid_fingerprint(records: pd.DataFrame, coverage: float) -> dict:
 
     return {
         "format": _FORMAT,
-        "records_sha256": frame_sha256(records),
+        "records_sha256": frame_sha256(records) if records_sha256 is None else records_sha256,
         "coverage": float(coverage),
         "levels": list(LEVELS),
         "code_sha256": code_sha256(_CODE),
@@ -137,7 +140,7 @@ def write_precomputed_grid(records: pd.DataFrame, path: str | Path = PRECOMPUTED
 
 
 def load_precomputed_grid(
-    records: pd.DataFrame, coverage: float, path: str | Path = PRECOMPUTED_GRID
+    records: pd.DataFrame, coverage: float, path: str | Path = PRECOMPUTED_GRID, *, records_sha256: str | None = None
 ) -> pd.DataFrame | None:
     """The stored ``coverage_grid(records, coverage)``, or None unless its fingerprint matches exactly.
 
@@ -145,7 +148,7 @@ def load_precomputed_grid(
     library versions all give None (the caller computes the grid instead).
     """
     prints = read_signature(path, key=_META_KEY)
-    if not isinstance(prints, list) or grid_fingerprint(records, coverage) not in prints:
+    if not isinstance(prints, list) or grid_fingerprint(records, coverage, records_sha256=records_sha256) not in prints:
         return None
     try:
         frame = pd.read_parquet(path, filters=[("coverage", "==", float(coverage))])

@@ -78,9 +78,14 @@ def policy_cells(records: pd.DataFrame) -> list[tuple[str, str, str]]:
     return sorted((str(m), str(c), str(s)) for m, c, s in cells.itertuples(index=False))
 
 
-def policy_fingerprint(records: pd.DataFrame, *, lambdas: Sequence[float] = LAMBDAS) -> dict:
+def policy_fingerprint(
+    records: pd.DataFrame, *, lambdas: Sequence[float] = LAMBDAS, records_sha256: str | None = None
+) -> dict:
     """What stored reports must match to stand for ``evaluate_policies(cell, lambdas=lambdas)``
     of the cells of ``records``.
+
+    ``records_sha256`` is :func:`core.digests.frame_sha256` of ``records`` when the caller has
+    it already (the page digests its records once, not once per cell).
 
     Returns
     -------
@@ -93,7 +98,7 @@ def policy_fingerprint(records: pd.DataFrame, *, lambdas: Sequence[float] = LAMB
 
     return {
         "format": _FORMAT,
-        "records_sha256": frame_sha256(records),
+        "records_sha256": frame_sha256(records) if records_sha256 is None else records_sha256,
         "lambdas": [float(x) for x in lambdas],
         "code_sha256": code_sha256(_CODE),
         "numpy": np.__version__,
@@ -178,27 +183,35 @@ def write_precomputed_policies(
     return path
 
 
-def stored_policies_match(records: pd.DataFrame, path: str | Path = PRECOMPUTED_POLICIES) -> bool:
+def stored_policies_match(
+    records: pd.DataFrame, path: str | Path = PRECOMPUTED_POLICIES, *, records_sha256: str | None = None
+) -> bool:
     """Whether every file in ``path`` is signed with the fingerprint of ``records`` here and now.
 
     False for a missing, unreadable or unsigned file, or one stored for other records, cost
     weights, code or library versions.
     """
-    fingerprint = policy_fingerprint(records)
+    fingerprint = policy_fingerprint(records, records_sha256=records_sha256)
     return all(read_signature(Path(path) / f"{name}.parquet", key=_META_KEY) == fingerprint for name in _TABLES)
 
 
 def load_precomputed_policies(
-    records: pd.DataFrame, model: str, condition: str, source: str, path: str | Path = PRECOMPUTED_POLICIES
+    records: pd.DataFrame,
+    model: str,
+    condition: str,
+    source: str,
+    path: str | Path = PRECOMPUTED_POLICIES,
+    *,
+    records_sha256: str | None = None,
 ) -> PolicyReport | None:
     """The stored report of one cell, or None unless every file's fingerprint matches exactly.
 
     Equal, frame by frame, to ``evaluate_policies(cell, lambdas=LAMBDAS)`` of the cell's
     records. A missing or unreadable file, other records, an edited solver, other library
     versions or a cell that was not stored all give None (the caller computes the report).
-    Only the cell's rows are read.
+    Only the cell's rows are read. ``records_sha256`` as in :func:`policy_fingerprint`.
     """
-    if not stored_policies_match(records, path):
+    if not stored_policies_match(records, path, records_sha256=records_sha256):
         return None
     where = [("model", "==", model), ("condition", "==", condition), ("source", "==", source)]
     frames = {}

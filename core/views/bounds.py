@@ -16,6 +16,7 @@ import warnings
 import pandas as pd
 
 from core.constants import COVERAGES
+from core.digests import frame_sha256
 from core.exceptions import UndefinedTargetWarning
 from core.paired.bounds import identified_intervals, unpaired_intervals
 from core.paired.coverage_grid import coverage_grid, load_precomputed_grid
@@ -35,6 +36,7 @@ __all__ = [
     "FIVE_STATE_COLUMNS",
     "five_state_table",
     "load_precomputed_grid",
+    "records_digest",
     "stored_cell_policies",
     "unpaired_cell_intervals",
     "unpaired_threshold",
@@ -113,7 +115,9 @@ def cell_policies(cell: pd.DataFrame) -> PolicyReport:
     return evaluate_policies(cell, lambdas=LAMBDAS)
 
 
-def stored_cell_policies(records: pd.DataFrame, model: str, condition: str, source: str) -> PolicyReport | None:
+def stored_cell_policies(
+    records: pd.DataFrame, model: str, condition: str, source: str, *, records_sha256: str | None = None
+) -> PolicyReport | None:
     """The shipped report of one demo cell, equal to :func:`cell_policies` of its records, or None.
 
     :func:`core.paired.policy_store.load_precomputed_policies` of ``records`` (all the records,
@@ -121,4 +125,10 @@ def stored_cell_policies(records: pd.DataFrame, model: str, condition: str, sour
     code and the libraries exactly (an upload, an edited solver), and then the page computes
     :func:`cell_policies` instead.
     """
-    return load_precomputed_policies(records, model, condition, source)
+    return load_precomputed_policies(records, model, condition, source, records_sha256=records_sha256)
+
+
+def records_digest(records: pd.DataFrame) -> str:
+    """:func:`core.digests.frame_sha256` of ``records``: what the stored grids and policy reports
+    are checked against, computed once per records by the page (0.1-0.3 s on the demo pool)."""
+    return frame_sha256(records)

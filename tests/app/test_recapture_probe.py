@@ -1,6 +1,8 @@
 """Recapture page: probe an uploaded ONNX model on an uploaded zip of images; the probe images inspector."""
 
+import html
 import io
+import re
 import warnings
 import zipfile
 
@@ -17,10 +19,10 @@ SIZE, N_CLASSES, N_IMAGES = 16, 3, 12
 
 
 def _captions(at) -> list[str]:
-    """Captions of every st.image on the page."""
+    """Captions of every image tile on the page (``figcaption``s of its HTML blocks)."""
     out = []
-    for el in at.get("image"):
-        out += el.captions
+    for el in at.get("html"):
+        out += [html.unescape(c) for c in re.findall(r"<figcaption>(.*?)</figcaption>", el.proto.body)]
     return out
 
 

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from core.constants import COVERAGES
+from core.digests import frame_sha256
 from core.exceptions import UndefinedTargetWarning
 from core.paired.bounds import identified_intervals_grid
 from core.paired.coverage_grid import (
@@ -100,6 +101,12 @@ def test_stored_grid_is_returned_only_on_an_exact_fingerprint_match(tmp_path):
     changed = records.copy()
     changed.loc[5, "pert_max_prob"] = 0.999  # one value of one record
     assert load_precomputed_grid(changed, 0.7, path) is None
+    # The records' digest given by a caller that has it stands for the records it digests.
+    pd.testing.assert_frame_equal(
+        load_precomputed_grid(changed, 0.7, path, records_sha256=frame_sha256(records)),
+        load_precomputed_grid(records, 0.7, path),
+    )
+    assert load_precomputed_grid(records, 0.7, path, records_sha256=frame_sha256(changed)) is None
     assert load_precomputed_grid(records.iloc[::-1].reset_index(drop=True), 0.7, path) is None
     assert load_precomputed_grid(records, 0.7, tmp_path / "missing.parquet") is None
     (tmp_path / "bad.parquet").write_bytes(b"not a parquet file")

@@ -85,6 +85,15 @@ def test_a_stored_report_stands_only_for_the_same_records(records, stored):
     assert load_precomputed_policies(reversed_rows, "cnn", "blur", "synthetic", path=stored) is None
     recast = records.astype({"record_id": "int32"})
     assert load_precomputed_policies(recast, "cnn", "blur", "synthetic", path=stored) is None
+    # The records' digest given by a caller that has it stands for the records it digests.
+    digest, other = frame_sha256(records), frame_sha256(changed)
+    assert stored_policies_match(changed, stored, records_sha256=digest)
+    assert not stored_policies_match(records, stored, records_sha256=other)
+    _assert_reports_equal(
+        load_precomputed_policies(records, "cnn", "blur", "synthetic", path=stored, records_sha256=digest),
+        load_precomputed_policies(records, "cnn", "blur", "synthetic", path=stored),
+    )
+    assert load_precomputed_policies(records, "cnn", "blur", "synthetic", path=stored, records_sha256=other) is None
 
 
 def test_other_weights_code_or_libraries_retire_the_store(records, stored, tmp_path, monkeypatch):
