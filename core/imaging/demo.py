@@ -1178,55 +1178,44 @@ def _versions() -> dict[str, str]:
 # ------------------------------------------------------------------------------------------
 # storage
 # ------------------------------------------------------------------------------------------
-_STRING_COLUMNS = (
-    "model",
-    "group",
-    "condition",
-    "source",
-    "probe",
-    "kind",
-    "split",
-    "family",
-    "inputs_sha256",
-    "description",
-)
-
-
-def _compact(df: pd.DataFrame) -> pd.DataFrame:
-    """Small on-disk dtypes: dictionary-encoded strings, int16/int8 ids and labels."""
-    out = df.copy()
-    for col in out.columns:
-        if col in _STRING_COLUMNS:
-            out[col] = out[col].astype("category")
-        elif col == "record_id":
-            out[col] = out[col].astype(np.int16)
-        elif col in ("true_label", "pred", "clean_pred", "pert_pred"):
-            out[col] = out[col].astype(np.int8)
-    return out
-
-
 def _expand(df: pd.DataFrame) -> pd.DataFrame:
-    """Back to the in-memory dtypes callers expect: str, int64, float64."""
-    out = df.copy()
-    for col in out.columns:
-        codes = out[col].cat.codes.to_numpy() if isinstance(out[col].dtype, pd.CategoricalDtype) else None
+    """The in-memory dtypes callers expect: str, int64, float64 (exact widening of float32).
+
+    Pools are written in these dtypes, so a shipped table comes back as Parquet gives it, no
+    column converted or copied: converting the records' 540,000 rows from dictionary-encoded
+    strings and int8 / float32 took 0.3-0.6 s of the Paired bounds page's first visit. Tables of
+    pools written before (categorical strings, int8 / int16 ids, float32 probabilities) are
+    converted column by column.
+    """
+    changed = {}
+    for col in df.columns:
+        dtype = df[col].dtype
+        codes = df[col].cat.codes.to_numpy() if isinstance(dtype, pd.CategoricalDtype) else None
         if codes is not None and (codes >= 0).all():
             # The categories converted once and gathered: the same str column as astype(str),
-            # which converts every row (0.46 of the pool's 0.94 s load).
-            out[col] = pd.Series(out[col].cat.categories.astype(str).take(codes), index=out.index, name=col)
-        elif codes is not None or pd.api.types.is_string_dtype(out[col].dtype):
-            out[col] = out[col].astype(str)
-        elif np.issubdtype(out[col].dtype, np.integer):
-            out[col] = out[col].astype(np.int64)
-        elif out[col].dtype == np.float32:
-            out[col] = out[col].astype(np.float64)
+            # which converts every row.
+            changed[col] = pd.Series(df[col].cat.categories.astype(str).take(codes), index=df.index, name=col)
+        elif codes is not None or (pd.api.types.is_string_dtype(dtype) and dtype != "str"):
+            changed[col] = df[col].astype(str)
+        elif isinstance(dtype, np.dtype) and np.issubdtype(dtype, np.integer) and dtype != np.int64:
+            changed[col] = df[col].astype(np.int64)
+        elif dtype == np.float32:
+            changed[col] = df[col].astype(np.float64)
+    if not changed:
+        return df
+    out = df.copy(deep=False)
+    for col, values in changed.items():
+        out[col] = values
     return out
 
 
 def save_demo_pool(pool: DemoPool, directory) -> dict[str, Path]:
     """Write ``pool`` as compressed Parquet (zstd) + NPZ + ``manifest.json`` under ``directory``.
 
-    Probabilities are stored as float32 (as computed); strings dictionary-encoded. Fitted
+    Tables are stored in the dtypes :func:`load_demo_pool` returns (str, int64, float64: the
+    float32 probabilities widened exactly), so reading them converts nothing; Parquet's
+    dictionary encoding and zstd keep the files as small as the former categorical / int8 /
+    float32 tables. Fitted
     models in ``pool.fitted`` go to ``models/`` (:func:`save_demo_models`). The manifest lists
     every file with its size.
 
@@ -1242,7 +1231,7 @@ def save_demo_pool(pool: DemoPool, directory) -> dict[str, Path]:
     # lists a file's size was written completely.
     for role in ("records", "probes", "clean", "models", "conditions"):
         with atomic_path(paths[role]) as tmp:
-            _compact(getattr(pool, role)).to_parquet(
+            _expand(getattr(pool, role)).to_parquet(
                 tmp, engine="pyarrow", compression="zstd", compression_level=19, index=False
             )
     buf = io.BytesIO()
