@@ -53,10 +53,9 @@ _SIDE = 112  # px: thumbnails and probe images are enlarged (nearest neighbour) 
 # frames themselves are not hashed.
 @st.cache_data(show_spinner="Evaluating every score under every condition…", max_entries=32)
 def _metrics(key: str, model: str, *, _scores: pd.DataFrame, _outcomes: pd.DataFrame) -> pd.DataFrame:
+    """:func:`screening_metrics` of ``model``'s scores against ``_outcomes``, that model's outcomes."""
     mine = _scores[_scores["model"] == model]
-    return screening_metrics(
-        mine, _outcomes[_outcomes["model"] == model], score_names=_defined(mine), budgets=list(_BUDGETS)
-    )
+    return screening_metrics(mine, _outcomes, score_names=_defined(mine), budgets=list(_BUDGETS))
 
 
 def _defined(scores: pd.DataFrame) -> list[str]:
@@ -331,9 +330,10 @@ def _queue(data: ScreeningData) -> None:
     mine = scores[scores["model"] == model]
     names = _defined(mine)
     # Only the outcomes of this model's ranked images can judge the ranking.
-    outcomes = data.outcomes
+    model_outcomes = data.outcomes_of(model)
+    outcomes = model_outcomes
     if outcomes is not None:
-        outcomes = outcomes[(outcomes["model"] == model) & outcomes["record_id"].isin(mine["record_id"])]
+        outcomes = outcomes[outcomes["record_id"].isin(mine["record_id"])]
         outcomes = outcomes if len(outcomes) else None
     if outcomes is not None:
         conditions = sorted(outcomes["condition"].unique())
@@ -383,7 +383,7 @@ def _queue(data: ScreeningData) -> None:
         )
         m[3].metric("Best possible at this budget", f"{queue['ceiling'].iloc[0]:.0%}")
         coverage = coverage_by_budget(
-            _metrics(data.key, model, _scores=scores, _outcomes=data.outcomes),
+            _metrics(data.key, model, _scores=scores, _outcomes=model_outcomes),
             condition=None if condition == _POOLED else condition,
         )
         budgets, curves, ceiling, random = coverage.budgets, coverage.curves, coverage.ceiling, coverage.random
@@ -528,7 +528,7 @@ def _why_no_outcomes(data: ScreeningData) -> str:
             "run `python -m core probe ... --perturbed DIR2` and `python -m core paired --outcome-source "
             "recapture ...`, or upload its records on *Paired bounds* and its probe tables here."
         )
-    if data.outcomes is None:
+    if not data.has_outcomes:
         return (
             "upload paired records on the *Paired bounds* page (*Upload paired records*) whose perturbed side "
             "holds the real re-tests of these images."

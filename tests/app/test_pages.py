@@ -241,3 +241,23 @@ def test_paired_cost_weight_changes_the_policy_comparison(app):
     after = heatmap(app)
     assert before != after
     assert all(row[i] == "+0.0000" for i, row in enumerate(after))  # D⁺[j, j] = 0
+
+
+def test_recapture_outcomes_are_read_per_model_as_the_pool_holds_them():
+    """The demo's outcomes, read one model at a time, are that model's rows of the pool's
+    simulated recaptures; an upload without paired records has none."""
+    from core.imaging.demo import load_demo_pool
+    from core.imaging.demo_screening import demo_outcomes
+    from ui.paired_data import ScreeningData
+
+    outcomes = demo_outcomes(load_demo_pool())
+    demo = ScreeningData("demo", "the shipped demo pool", pd.DataFrame(), None)
+    assert demo.has_outcomes
+    for model in sorted(outcomes["model"].unique())[::4]:
+        want = outcomes[outcomes["model"] == model]
+        assert len(want) > 0
+        pd.testing.assert_frame_equal(demo.outcomes_of(model), want, check_exact=True)
+    bare = ScreeningData("probe:abc", "a probe run", pd.DataFrame(), None)
+    assert not bare.has_outcomes and bare.outcomes_of("cnn-w8") is None
+    uploaded = ScreeningData("abc:key", "files", pd.DataFrame(), outcomes)
+    pd.testing.assert_frame_equal(uploaded.outcomes_of("cnn-w8"), outcomes[outcomes["model"] == "cnn-w8"])
