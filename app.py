@@ -23,6 +23,7 @@ import streamlit as st
 
 from ui.auth import Blocked, gate, reviews_db_path, team_path
 from ui.own_model import default_audits_dir
+from ui.prefetch import prefetch_demo_data
 from ui.sidebar import render_sidebar
 from ui.state import AuthState, OwnModelState, SharedState, auth_state, seed_defaults
 
@@ -87,3 +88,5 @@ if isinstance(_access, Blocked):
 _page = st.navigation(_pages)
 render_sidebar(_page.url_path)
 _page.run()
+# Once per server, from its second run on: the image pages' demo data are read in the background.
+prefetch_demo_data()

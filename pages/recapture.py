@@ -11,7 +11,6 @@ import streamlit as st
 
 from core.views.recapture import (
     defined_scores,
-    demo_condition_images,
     demo_probe_image,
     parse_floats,
     png_data_uri,
@@ -26,7 +25,7 @@ from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload, upload_digest
 from ui.components import cached_figure, figure, guarded, page_header, run_page, table
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
-from ui.paired_data import ScreeningData, demo_images, demo_probes_of, paired_data, screening_data
+from ui.paired_data import ScreeningData, demo_condition, demo_images, demo_probes_of, paired_data, screening_data
 from ui.state import ProbeRun, RecaptureState, paired_bounds_state, recapture_state
 
 ensure_entrypoint()
@@ -93,16 +92,11 @@ def _thumbnails(key: str, model: str, ids: tuple, *, _data: ScreeningData) -> di
     return out
 
 
-@st.cache_resource(max_entries=40, show_spinner="Rendering the probe images of the demo pool…")
-def _demo_condition(condition: str) -> np.ndarray:
-    return demo_condition_images(demo_images(), condition)
-
-
 @st.cache_resource(max_entries=400, show_spinner=False)
 def _demo_probe_image(probe: str, position: int) -> np.ndarray:
     """One demo image under one probe: rendered alone when the probe draws nothing at random."""
     alone = demo_probe_image(demo_images(), position, probe)
-    return alone if alone is not None else _demo_condition(probe)[position]
+    return alone if alone is not None else demo_condition(probe)[position]
 
 
 def _probe_view(data: ScreeningData, record_id, probe: str) -> np.ndarray | None:

@@ -13,6 +13,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -21,10 +22,13 @@ from core.imaging.demo import (
     DEFAULT_DIR,
     DemoImages,
     DemoPool,
+    demo_conditions,
     load_demo_images,
     load_demo_pool,
     load_demo_probes_of,
     load_demo_records,
+    render_condition,
+    render_condition_image,
 )
 from core.imaging.demo_screening import demo_screening, load_precomputed_screening, recapture_records
 from core.paired.records import UnpairedRecords
@@ -54,6 +58,25 @@ def demo_images() -> DemoImages:
     """The demo pool's images and manifest alone: the Recapture queue's thumbnails and probe
     renders, without the pool's tables."""
     return load_demo_images(_demo_dir())
+
+
+@st.cache_resource(max_entries=40, show_spinner="Rendering the probe images of the demo pool…")
+def demo_condition(condition: str) -> np.ndarray:
+    """Every demo image under one probe condition, uint8 ``(n, 28, 28)``, as the models were given
+    them (a condition that draws at random draws for the whole pool at once)."""
+    shown = demo_images()
+    return render_condition(shown.images, condition, seed=int(shown.manifest.get("seed", 0)))
+
+
+def random_demo_conditions() -> list[str]:
+    """The synthetic conditions whose images can only be rendered for the whole pool at once
+    (they draw at random across it): the Recapture queue's probe views of one image need those
+    renders; the others render the one image alone."""
+    shown = demo_images()
+    seed = int(shown.manifest.get("seed", 0))
+    table = demo_conditions()
+    names = table.loc[table["source"] == "synthetic", "condition"]
+    return [c for c in names if render_condition_image(shown.images, 0, c, seed=seed) is None]
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

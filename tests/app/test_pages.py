@@ -261,3 +261,42 @@ def test_recapture_outcomes_are_read_per_model_as_the_pool_holds_them():
     assert not bare.has_outcomes and bare.outcomes_of("cnn-w8") is None
     uploaded = ScreeningData("abc:key", "files", pd.DataFrame(), outcomes)
     pd.testing.assert_frame_equal(uploaded.outcomes_of("cnn-w8"), outcomes[outcomes["model"] == "cnn-w8"])
+
+
+def test_the_prefetched_demo_renders_are_the_conditions_drawn_for_the_whole_pool():
+    """What the background prefetch renders (ui.prefetch): the synthetic conditions whose one-image
+    render is not available, each rendered as the Recapture queue's probe views read it."""
+    import numpy as np
+
+    from core.imaging.demo import load_demo_images, render_condition
+    from ui.paired_data import demo_condition, random_demo_conditions
+
+    names = random_demo_conditions()
+    assert sorted(names) == sorted(
+        f"{n} s{s}" for n in ("gaussian_noise", "shot_noise", "impulse_noise") for s in (2, 4)
+    )
+    shown = load_demo_images()
+    np.testing.assert_array_equal(
+        demo_condition(names[0]), render_condition(shown.images, names[0], seed=int(shown.manifest["seed"]))
+    )
+
+
+def test_the_prefetch_starts_once_per_process_at_its_second_run(monkeypatch):
+    import threading
+    import time
+
+    import ui.prefetch
+
+    started = []
+    monkeypatch.setattr(ui.prefetch, "_read", lambda: started.append(1))
+    monkeypatch.setattr(ui.prefetch, "_started", threading.Event())
+    monkeypatch.setattr(ui.prefetch, "_runs", 0)
+    ui.prefetch.prefetch_demo_data()  # the first run draws the first screen: nothing starts
+    time.sleep(0.2)
+    assert started == []
+    for _ in range(3):
+        ui.prefetch.prefetch_demo_data()
+    deadline = time.monotonic() + 10
+    while not started and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert started == [1]
