@@ -79,6 +79,17 @@ def random_demo_conditions() -> list[str]:
     return [c for c in names if render_condition_image(shown.images, 0, c, seed=seed) is None]
 
 
+@st.cache_resource(show_spinner=False)
+def warm_demo() -> bool:
+    """Read the demo records and render :func:`random_demo_conditions` into their caches, once
+    (:mod:`ui.prefetch` runs it in the background). Nested in this cached function, theirs show
+    no spinner: the page the visitor is on is not told of it."""
+    demo_records()
+    for condition in random_demo_conditions():
+        demo_condition(condition)
+    return True
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
 def demo_probes_of(model: str, record_id: int) -> pd.DataFrame:
     """The demo pool's probe outputs of one image of one model, read alone

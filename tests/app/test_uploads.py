@@ -343,6 +343,9 @@ def test_fixed_tau_replaces_the_coverage_threshold(app, records):
     cols = ["low", "high", "observed"]
     np.testing.assert_allclose(shown[cols].to_numpy(float), expected[cols].to_numpy(float), rtol=0, atol=1e-12)
     assert not np.allclose(shown[cols].to_numpy(float), before[cols].to_numpy(float), equal_nan=True)
+    assert not [t for t in at.dataframe if {"condition", "tau"} <= set(t.value.columns)]  # the grid: once opened
+    at.session_state["paired_grid_open"] = True
+    at.run()
     grid = _table_with(at, "model", "condition", "tau")
     assert np.allclose(grid["tau"], 0.55)
 
