@@ -7,9 +7,10 @@ is mostly Parquet decoding, random draws and writing fresh memory, which pyarrow
 without holding the interpreter lock: 0.5-0.8 s of each page's first visit on a 2-core machine,
 spent instead while the visitor reads another page.
 
-- **When:** at the end of the server's second script run (the visitor's first click). Started
-  after the first run, it slowed the first screen's drawing, which the browser still does then:
-  cold start 3.3-3.5 s without it, 3.7-5.2 s with it (four starts each).
+- **When:** a second after the end of the server's second script run (the visitor's first
+  click). Started after the first run, it slowed the first screen's drawing, which the browser
+  still does then: cold start 3.3-3.5 s without it, 3.7-5.2 s with it (four starts each); and
+  started at once, the drawing of the page that started it (see ``_SETTLE_S``).
 - **How:** a daemon thread at the lowest CPU priority (on Linux a thread has its own nice
   value), so the page being drawn, and a browser on the same machine, go first. It belongs to
   no session: nothing it does is shown on a page.
@@ -23,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 
 __all__ = ["prefetch_demo_data"]
 
@@ -30,6 +32,10 @@ _LOG = logging.getLogger(__name__)
 _started = threading.Event()
 _lock = threading.Lock()
 _runs = 0
+#: Seconds the thread waits before it reads: the browser is still drawing the page whose run
+#: started it (server restarted, Overview, then Triage: Triage's first visit 0.95-1.16 s without
+#: the prefetch, 1.05-1.48 s with it started at once, 0.90-1.13 s a second later; five each).
+_SETTLE_S = 1.0
 
 
 def _read() -> None:
@@ -37,6 +43,7 @@ def _read() -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)  # this thread only, on Linux
     except (AttributeError, OSError):  # no per-thread priority here: read at the usual one
         pass
+    time.sleep(_SETTLE_S)
     try:
         from ui.paired_data import warm_demo
 
