@@ -16,9 +16,10 @@ and for each of them:
    Overview page fully rendered (heading shown, script run finished, its three charts drawn);
    split into server start and first render;
 2. **first visit** of every other page (may compute: extra models, the paired demo pool), and
-   the moment the sections computed in the background are there: the explorer's live panels
-   (what-if, flip-set search: they need the model, made on that visit) and Paired bounds'
-   policy comparison;
+   the moment the sections that may fill in after the page are there: the explorer's live
+   panels (what-if, flip-set search: they need the model, made on that visit) and Paired
+   bounds' policy comparison (stored for the demo's cells, so shown with the page; computed in
+   the background for a cell without a stored report);
 3. **cached page switches**: later visits of every page, which must only read caches;
 4. **interactions**, ``--interactions`` of each: a row click in the explorer's sample table,
    a what-if toggle, a step of the triage budget slider, and a page switch between the
