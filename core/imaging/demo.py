@@ -1252,19 +1252,24 @@ def save_demo_pool(pool: DemoPool, directory) -> dict[str, Path]:
     return paths
 
 
+def _require(directory: Path, roles) -> None:
+    """Raise ``FileNotFoundError`` naming every file of ``roles`` missing from the pool in ``directory``."""
+    missing = [_FILES[role] for role in roles if not (directory / _FILES[role]).is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"demo pool in {directory} is incomplete: missing {', '.join(map(repr, missing))}; "
+            "regenerate it with `python scripts/make_demo_pool.py`."
+        )
+
+
 def load_demo_records(directory=DEFAULT_DIR) -> pd.DataFrame:
     """Only the paired records of a pool written by :func:`save_demo_pool`: ``DemoPool.records``.
 
     The same frame :func:`load_demo_pool` reads, for callers that show the records alone (the
     Paired bounds page): the pool's probe outputs, 0.8 s of its 1.1 s load, are not read.
     """
-    path = Path(directory) / _FILES["records"]
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"demo pool in {directory} is incomplete: missing {_FILES['records']!r}; "
-            "regenerate it with `python scripts/make_demo_pool.py`."
-        )
-    return _expand(pd.read_parquet(path))
+    _require(Path(directory), ["records"])
+    return _expand(pd.read_parquet(Path(directory) / _FILES["records"]))
 
 
 def load_demo_pool(directory=DEFAULT_DIR, *, records: pd.DataFrame | None = None) -> DemoPool:
@@ -1281,12 +1286,7 @@ def load_demo_pool(directory=DEFAULT_DIR, *, records: pd.DataFrame | None = None
         as they are, not read again (a server that showed the records first keeps one copy).
     """
     directory = Path(directory)
-    missing = [name for name in _FILES.values() if not (directory / name).is_file()]
-    if missing:
-        raise FileNotFoundError(
-            f"demo pool in {directory} is incomplete: missing {missing}; "
-            "regenerate it with `python scripts/make_demo_pool.py`."
-        )
+    _require(directory, _FILES)
     tables = {
         role: _expand(pd.read_parquet(directory / _FILES[role]))
         for role in ("records", "probes", "clean", "models", "conditions")
@@ -1309,12 +1309,7 @@ def load_demo_images(directory=DEFAULT_DIR) -> DemoImages:
     """The images and manifest of a pool written by :func:`save_demo_pool`, without its tables
     (a twentieth of the whole pool's load): the same arrays and dict :func:`load_demo_pool` holds."""
     directory = Path(directory)
-    missing = [_FILES[role] for role in ("images", "manifest") if not (directory / _FILES[role]).is_file()]
-    if missing:
-        raise FileNotFoundError(
-            f"demo pool in {directory} is incomplete: missing {missing}; "
-            "regenerate it with `python scripts/make_demo_pool.py`."
-        )
+    _require(directory, ["images", "manifest"])
     with np.load(directory / _FILES["images"], allow_pickle=False) as npz:
         images, ids, labels, splits = (
             npz["images"],
@@ -1338,14 +1333,9 @@ def load_demo_probes_of(model: str, record_id: int, directory=DEFAULT_DIR) -> pd
     other 450,000 rows of the shipped pool are neither converted nor kept (0.06 s against
     0.5-1 s for the whole table).
     """
-    path = Path(directory) / _FILES["probes"]
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"demo pool in {directory} is incomplete: missing {_FILES['probes']!r}; "
-            "regenerate it with `python scripts/make_demo_pool.py`."
-        )
+    _require(Path(directory), ["probes"])
     rows = pd.read_parquet(
-        path,
+        Path(directory) / _FILES["probes"],
         columns=list(PROBE_VIEW_COLUMNS),
         filters=[("model", "==", str(model)), ("record_id", "==", int(record_id))],
     )

@@ -610,7 +610,7 @@ def test_the_images_alone_and_one_images_probes_are_the_pools(shipped):
 def test_the_partial_readers_name_a_missing_file(tmp_path):
     from core.imaging.demo import load_demo_images, load_demo_probes_of
 
-    with pytest.raises(FileNotFoundError, match=r"missing \['images.npz', 'manifest.json'\]"):
+    with pytest.raises(FileNotFoundError, match="missing 'images.npz', 'manifest.json'"):
         load_demo_images(tmp_path)
     with pytest.raises(FileNotFoundError, match="missing 'probes.parquet'"):
         load_demo_probes_of("cnn-w8", 0, tmp_path)
