@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
@@ -28,14 +29,20 @@ from ui.layout import flow_columns
 from ui.own_model import own_label, own_mode, saved_folder
 from ui.state import OverviewState, SharedState, overview_state, shared_state, triage_state
 
+if TYPE_CHECKING:
+    from streamlit.elements.lib.mutable_tab_container import TabContainer
+
 ensure_entrypoint()
 
 page_header(
     "Overview: data & protocol",
     "An audit asks, for every test prediction: **which evidence has to go missing before the model "
     "changes its mind, and how fast does its support collapse?** Pick the data and the model in the "
-    "sidebar, declare the protocol below, and every page follows. The audit is computed once and cached.",
+    "sidebar, declare the protocol in the *Protocol* tab, and every page follows. The audit is computed "
+    "once and cached.",
 )
+
+GLANCE, DATA, PROTOCOL, SAVED = "At a glance", "Data", "Protocol", "Saved files"
 
 _GROUPING_HELP = {
     "raw_origin": "one group per raw column (all its one-hot / missing-indicator columns together)",
@@ -234,7 +241,9 @@ def _protocol_form(n_groups: int) -> None:
     protocol = current_protocol()
     default = protocol == Protocol()
     st.markdown(
-        f"Applied protocol fingerprint: `{protocol.fingerprint}`" + (" (the default protocol)" if default else "")
+        f"Applied protocol fingerprint: `{protocol.fingerprint}`"
+        + (" (the default protocol)" if default else "")
+        + f". The audit under it is on the *{GLANCE}* tab and on every page."
     )
     if not default and st.button("Reset to the default protocol"):
         shared_state().protocol = None
@@ -372,11 +381,20 @@ def _glance_section(progress_at=None) -> None:
             "How many evidence groups (removed greedily, most supportive first) it takes to flip each "
             "prediction. Bars on the left are predictions that hinge on one or two groups.",
         )
-    st.markdown(
-        "**Every risk score against the held-out brittle labels** (high-confidence test predictions; "
-        "every score is oriented larger = riskier)."
-    )
-    table(result.evaluation, name="score evaluation", key="overview_evaluation")
+    # Drawn only once opened, like the groups below: a data grid is the costliest element of the
+    # first screen to draw (0.2 s of a second start here, docs/dashboard.md).
+    with st.expander(
+        "Every risk score against the held-out brittle labels",
+        key=OverviewState.evaluation_open.key,
+        on_change="rerun",
+    ) as evaluation:
+        if evaluation.open:
+            st.caption(
+                "How well each risk score ranks the held-out brittle cases among the high-confidence test "
+                "predictions (AUROC, capture at 5, 10 and 20 % reviewed, AURC); every score is oriented "
+                "larger = riskier."
+            )
+            table(result.evaluation, name="score evaluation", key="overview_evaluation")
     with st.expander(
         "Evidence groups of this protocol", key=OverviewState.groups_open.key, on_change="rerun"
     ) as groups:
@@ -392,35 +410,57 @@ def _glance_section(progress_at=None) -> None:
             st.caption(f"Note: {note}")
 
 
+def _tabs(names: list[str]) -> dict[str, TabContainer]:
+    """The page's tabs, of which only the open one is drawn: the first screen is the audit at a
+    glance, not the data section and the protocol form below it (about 40 elements fewer)."""
+    if overview_state().tab not in names:  # e.g. "Protocol" of the bundled data, now on a saved audit
+        overview_state().tab = names[0]
+    return dict(zip(names, st.tabs(names, key=OverviewState.tab.key, on_change="rerun")))
+
+
+def _saved_header(saved) -> None:
+    st.subheader(f"Saved audit: {saved.path.name}")
+    st.caption(f"Model {saved.protocol.get('model', '?')} · certificate fingerprint `{saved.fingerprint[:16]}…`")
+    if saved.unavailable:
+        st.warning(
+            f"The model is unavailable: {saved.unavailable}. Every page shows the saved tables; only "
+            "the panels that call the model (what-if, flip-set search) are off.",
+            icon=":material/warning:",
+        )
+
+
+def _saved_files(saved) -> None:
+    with st.expander("Saved summary (summary.md)", expanded=False):
+        st.markdown(saved.summary or "_no summary.md_")
+    table(
+        flip_budget_shown(
+            saved.certificates.drop(columns=["path", "path_margins"], errors="ignore"),
+            depth=int(saved.protocol["depth"]),
+        ),
+        name="saved certificates",
+        key="overview_saved_certificates",
+        height=300,
+        caption="The certificate table as saved (certificates.parquet).",
+    )
+
+
 def _own_body() -> None:
     """Overview of the user's own model or of a saved audit folder."""
     saved = saved_folder()
-    if saved is not None:
-        st.subheader(f"Saved audit: {saved.path.name}")
-        st.caption(f"Model {saved.protocol.get('model', '?')} · certificate fingerprint `{saved.fingerprint[:16]}…`")
-        if saved.unavailable:
-            st.warning(
-                f"The model is unavailable: {saved.unavailable}. Every page shows the saved tables; only "
-                "the panels that call the model (what-if, flip-set search) are off.",
-                icon=":material/warning:",
-            )
-        with st.expander("Saved summary (summary.md)", expanded=False):
-            st.markdown(saved.summary or "_no summary.md_")
-        table(
-            flip_budget_shown(
-                saved.certificates.drop(columns=["path", "path_margins"], errors="ignore"),
-                depth=int(saved.protocol["depth"]),
-            ),
-            name="saved certificates",
-            key="overview_saved_certificates",
-            height=300,
-            caption="The certificate table as saved (certificates.parquet).",
-        )
-    with guarded("Audit"):
-        result = current_audit()
-        _data_section(result.dataset, label=own_label())
-        st.caption("The protocol is the one the audit was made with; it was chosen when the audit was run.")
-        _glance_section()
+    tabs = _tabs([GLANCE, DATA] + ([SAVED] if saved is not None else []))
+    if tabs[GLANCE].open:
+        with tabs[GLANCE]:
+            if saved is not None:
+                _saved_header(saved)
+            with guarded("Audit"):
+                _glance_section()
+    if tabs[DATA].open:
+        with tabs[DATA], guarded("Audit"):
+            _data_section(current_audit().dataset, label=own_label())
+            st.caption("The protocol is the one the audit was made with; it was chosen when the audit was run.")
+    if saved is not None and tabs[SAVED].open:
+        with tabs[SAVED]:
+            _saved_files(saved)
 
 
 def _body() -> None:
@@ -428,16 +468,22 @@ def _body() -> None:
         _own_body()
         return
     top = st.container()  # the progress of a new audit (see _glance_section)
-    _upload_section()
     if shared_state().dataset not in DATASET_NAMES and not shared_state().uploads:
         shared_state().dataset = DATASET_NAMES[0]
-    with guarded("Loading the dataset"):
-        dataset = current_dataset()
-        _data_section(dataset)
-        _sample_section(dataset)
-        _protocol_form(len(dataset.features))
-    with guarded("Audit"):
-        _glance_section(top)
+    tabs = _tabs([GLANCE, DATA, PROTOCOL])
+    if tabs[GLANCE].open:
+        with tabs[GLANCE], guarded("Audit"):
+            _glance_section(top)
+    if tabs[DATA].open:
+        with tabs[DATA]:
+            _upload_section()
+            with guarded("Loading the dataset"):
+                dataset = current_dataset()
+                _data_section(dataset)
+                _sample_section(dataset)
+    if tabs[PROTOCOL].open:
+        with tabs[PROTOCOL], guarded("Loading the dataset"):
+            _protocol_form(len(current_dataset().features))
 
 
 run_page(_body, "Overview")

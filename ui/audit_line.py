@@ -27,5 +27,5 @@ def audit_line(result: AuditResult) -> None:
     st.caption(
         f"Audit: **{dataset_label(shared_state().dataset)}**{sample} · **{model_label(result.model_name)}** · "
         f"seed {result.seed} · protocol `{result.protocol.fingerprint[:12]}` · certificate fingerprint "
-        f"`{result.fingerprint[:16]}…` — change them in the sidebar and on the Overview page."
+        f"`{result.fingerprint[:16]}…` — change them in the sidebar and in the Overview's Protocol tab."
     )

@@ -98,7 +98,7 @@ def _folder_result(path: str, stamp: str) -> AuditResult:
         raise ValueError(
             f"this folder was written before audit folders kept their tables for the pages ({VIEW_DIR}/), "
             f"and {saved.unavailable}, so it cannot be recomputed either. The saved summary and "
-            "certificate table are on the Overview page; re-create the audit (`python -m core audit "
+            "certificate table are in the Overview's Saved files tab; re-create the audit (`python -m core audit "
             "... --out DIR` or AuditResult.save) to see every page."
         )
     with st.spinner("Re-certifying the saved audit with its model (folder written before view/)…"):
@@ -269,7 +269,7 @@ def _digest(data: bytes) -> str:
 def _check_and_open(source: dict) -> None:
     """Load the model of ``source`` now; open it on the tabular pages only when it loads.
 
-    A button callback (it runs before the next script run, so it may open or close the form).
+    A button callback (it runs before the next script run, so it may open the form).
     A file holding types outside skops' trusted set becomes a trust offer (the types listed,
     nothing loaded); any other failure is kept as the form's error. Either way the form stays
     open, filled as it was, and the pages keep what they showed.
@@ -284,8 +284,9 @@ def _check_and_open(source: dict) -> None:
     except ValueError as exc:
         own_model_state().error = FormError(digest=_digest(data), message=str(exc))
     else:
+        # The form stays open and filled: its files are gone once it is closed (it is drawn only
+        # while open), and an audit that fails in the background is fixed from them.
         own_model_state().audit = source
-        own_model_state().form_open = False
         return
     own_model_state().form_open = True
 
@@ -372,82 +373,96 @@ def render_own_model_sidebar() -> None:
             own_model_state().audit = None
             own_model_state().offer = own_model_state().error = None
             st.rerun()
-    # Keyed and state-tracked, so an error or a trust offer can keep it open; its widgets are
-    # drawn closed too, so the files chosen survive closing it.
+    # Keyed and state-tracked, so an error or a trust offer keeps it open. Its widgets are drawn
+    # only while it is open: three file uploaders cost a tenth of a second of every start in the
+    # browser (docs/dashboard.md); closing the form discards the files chosen and not yet audited.
     with st.expander(
         "Audit a fitted model (.skops / .onnx)",
         key=OwnModelState.form_open.key,
         on_change="rerun",
         icon=":material/upload_file:",
-    ):
-        st.caption(
-            "Only .skops (skops) and .onnx (onnxruntime) files are read — never pickles. "
-            f"At most {UPLOAD_LIMIT_MB} MB a file."
-        )
-        model = st.file_uploader("Model", type=["skops", "onnx"], key="own_model_file", max_upload_size=UPLOAD_LIMIT_MB)
-        test = st.file_uploader(
-            "Test table (CSV / Parquet)", type=["csv", "parquet"], key="own_test_file", max_upload_size=UPLOAD_LIMIT_MB
-        )
-        train = st.file_uploader(
-            "Training table (optional)",
-            type=["csv", "parquet"],
-            key="own_train_file",
-            max_upload_size=UPLOAD_LIMIT_MB,
-            help="Supplies the baseline and the noise scales. Without it, a stratified "
-            "half of the test table (seed 0) is held out for that.",
-        )
-        model_bytes = model.getvalue() if model is not None else None
-        error = own_model_state().error
-        if error is not None and (model_bytes is None or error.digest == _digest(model_bytes)):
-            st.error(error.message, icon=":material/error:")
-        _trust_offer(model_bytes)
-        if model is not None and test is not None:
-            with guarded(f"Reading {test.name}"):
-                columns = table_columns(test.getvalue(), test.name)
-                if own_model_state().target not in columns:
-                    own_model_state().target = None
-                st.selectbox(
-                    "Target column", columns, key=OwnModelState.target.key, placeholder="choose the label column"
-                )
-                st.text_input(
-                    "ONNX feature order (comma-separated)",
-                    key=OwnModelState.feature_order.key,
-                    help="Only for an ONNX model with one 2-D input and no 'feature_order' metadata.",
-                )
-                st.button(
-                    "Audit my model",
-                    type="primary",
-                    key="own_run",
-                    disabled=own_model_state().target is None,
-                    on_click=_check_and_open,
-                    args=(
-                        {
-                            "kind": "upload",
-                            "target": own_model_state().target,
-                            "trust": [],
-                            "feature_order": _names(own_model_state().feature_order) or None,
-                            "files": {
-                                "model": (model.name, model_bytes),
-                                "test": (test.name, test.getvalue()),
-                                "train": (train.name, train.getvalue()) if train is not None else None,
-                            },
+    ) as form:
+        if form.open:
+            _upload_form()
+    # Drawn only while open: its folder listing reads the disk, on every run of every page.
+    with st.expander(
+        "Open a saved audit", key=OwnModelState.folders_open.key, on_change="rerun", icon=":material/folder_open:"
+    ) as folders:
+        if folders.open:
+            _saved_audit_choice()
+
+
+def _upload_form() -> None:
+    """The upload form: the model and its tables, the target column, the trust offer or error."""
+    st.caption(
+        "Only .skops (skops) and .onnx (onnxruntime) files are read — never pickles. "
+        f"At most {UPLOAD_LIMIT_MB} MB a file."
+    )
+    model = st.file_uploader("Model", type=["skops", "onnx"], key="own_model_file", max_upload_size=UPLOAD_LIMIT_MB)
+    test = st.file_uploader(
+        "Test table (CSV / Parquet)", type=["csv", "parquet"], key="own_test_file", max_upload_size=UPLOAD_LIMIT_MB
+    )
+    train = st.file_uploader(
+        "Training table (optional)",
+        type=["csv", "parquet"],
+        key="own_train_file",
+        max_upload_size=UPLOAD_LIMIT_MB,
+        help="Supplies the baseline and the noise scales. Without it, a stratified "
+        "half of the test table (seed 0) is held out for that.",
+    )
+    model_bytes = model.getvalue() if model is not None else None
+    error = own_model_state().error
+    if error is not None and (model_bytes is None or error.digest == _digest(model_bytes)):
+        st.error(error.message, icon=":material/error:")
+    _trust_offer(model_bytes)
+    if model is not None and test is not None:
+        with guarded(f"Reading {test.name}"):
+            columns = table_columns(test.getvalue(), test.name)
+            if own_model_state().target not in columns:
+                own_model_state().target = None
+            st.selectbox("Target column", columns, key=OwnModelState.target.key, placeholder="choose the label column")
+            st.text_input(
+                "ONNX feature order (comma-separated)",
+                key=OwnModelState.feature_order.key,
+                help="Only for an ONNX model with one 2-D input and no 'feature_order' metadata.",
+            )
+            st.button(
+                "Audit my model",
+                type="primary",
+                key="own_run",
+                disabled=own_model_state().target is None,
+                on_click=_check_and_open,
+                args=(
+                    {
+                        "kind": "upload",
+                        "target": own_model_state().target,
+                        "trust": [],
+                        "feature_order": _names(own_model_state().feature_order) or None,
+                        "files": {
+                            "model": (model.name, model_bytes),
+                            "test": (test.name, test.getvalue()),
+                            "train": (train.name, train.getvalue()) if train is not None else None,
                         },
-                    ),
-                )
-    with st.expander("Open a saved audit", icon=":material/folder_open:"):
-        root = Path(own_model_state().audits_dir)
-        folders = list_audit_folders(root)
-        st.caption(
-            "Audits saved in the dashboard's audits folder, set when it was started; save one there with "
-            "`AuditResult.save` (Python) or the `audit` command."
-        )
-        if not folders:
-            st.caption("No audit folder there yet.")
-            return
-        names = [p.name for p in folders]
-        if own_model_state().folder not in names:
-            own_model_state().folder = names[0]
-        st.selectbox("Audit folder", names, key=OwnModelState.folder.key)
-        if st.button("Open", key="own_open"):
-            own_model_state().audit = {"kind": "folder", "path": str(root / own_model_state().folder)}
-            st.rerun()
+                    },
+                ),
+            )
+
+
+def _saved_audit_choice() -> None:
+    """The audits folder's saved audits, one to open."""
+    root = Path(own_model_state().audits_dir)
+    folders = list_audit_folders(root)
+    st.caption(
+        "Audits saved in the dashboard's audits folder, set when it was started; save one there with "
+        "`AuditResult.save` (Python) or the `audit` command."
+    )
+    if not folders:
+        st.caption("No audit folder there yet.")
+        return
+    names = [p.name for p in folders]
+    if own_model_state().folder not in names:
+        own_model_state().folder = names[0]
+    st.selectbox("Audit folder", names, key=OwnModelState.folder.key)
+    if st.button("Open", key="own_open"):
+        own_model_state().audit = {"kind": "folder", "path": str(root / own_model_state().folder)}
+        st.rerun()

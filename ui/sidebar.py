@@ -100,7 +100,7 @@ def _tabular_selection() -> None:
         key=SharedState.dataset.key,
         format_func=dataset_label,
         persist_state="session",
-        help="Bundled tables load offline; upload your own on the Overview page.",
+        help="Bundled tables load offline; upload your own in the Overview's Data tab.",
     )
     st.selectbox(
         "Model",

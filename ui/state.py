@@ -220,6 +220,8 @@ class OwnModelState(PageState):
     offer = Slot[TrustOffer | None]("own_offer", None)
     #: The upload form's last error: ``{"digest", "message"}``.
     error = Slot[FormError | None]("own_error", None)
+    #: The saved-audit list's expander (the audits folder is listed only while it is open).
+    folders_open = Slot[bool]("own_folders_open", False)
     folder = Slot[str | None]("own_folder", None)
 
 
@@ -245,10 +247,14 @@ class OverviewState(PageState):
     proto_path_rule = Slot[str]("proto_path_rule", _PROTOCOL.path)
     proto_merge_threshold = Slot[float]("proto_merge_threshold", _PROTOCOL.merge_threshold)
     column = Slot[str | None]("overview_column", None)
+    #: The open tab (``pages/overview.py``: only its content is drawn).
+    tab = Slot[str]("overview_tab", "At a glance")
     #: Raw-data preview expander (its table is drawn only when open).
     preview_open = Slot[bool]("overview_preview_open", False)
     #: Evidence-groups expander (idem).
     groups_open = Slot[bool]("overview_groups_open", False)
+    #: Score-evaluation expander (idem).
+    evaluation_open = Slot[bool]("overview_evaluation_open", False)
 
 
 class ExplorerState(PageState):

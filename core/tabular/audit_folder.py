@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from core.tabular.audit_view import LABEL_ARRAYS, VIEW_DIR, VIEW_SCHEMA, write_view
+from core.tabular.audit_view import LABEL_ARRAYS, VIEW_DIR, VIEW_SCHEMA, read_frame, write_view
 from core.tabular.lazy_model import LazyModel
 
 __all__ = [
@@ -182,7 +182,7 @@ def open_audit_folder(path: str | Path, *, trusted: Iterable[str] = (), load_mod
 
     path = check_audit_folder(path)
     tables = {
-        name: pd.read_parquet(path / f"{name}.parquet") if (path / f"{name}.parquet").is_file() else None
+        name: read_frame(path / f"{name}.parquet") if (path / f"{name}.parquet").is_file() else None
         for name in ("train", "test")
     }
     task, why = None, None
@@ -203,7 +203,7 @@ def open_audit_folder(path: str | Path, *, trusted: Iterable[str] = (), load_mod
         why = "the folder has no train.parquet / test.parquet (written by an earlier version)"
     summary = (path / "summary.md").read_text(encoding="utf-8") if (path / "summary.md").is_file() else ""
     protocol = _json(path / "protocol.json")
-    certificates, _ = labelled_certificates(pd.read_parquet(path / "certificates.parquet"), protocol, path)
+    certificates, _ = labelled_certificates(read_frame(path / "certificates.parquet"), protocol, path)
     return SavedAudit(
         path=path,
         protocol=protocol,
@@ -456,8 +456,8 @@ def saved_result(saved: SavedAudit, *, dataset: Any = None, lazy_model: bool = F
                 f"{saved.path}: {what} holds fingerprint {value[:16]}…, protocol.json "
                 f"{saved.fingerprint[:16]}…; the folder mixes two audits."
             )
-    tables = {name: pd.read_parquet(view / f"{name}.parquet") for name in meta["tables"]}
-    scores = pd.read_parquet(view / "scores.parquet")
+    tables = {name: read_frame(view / f"{name}.parquet") for name in meta["tables"]}
+    scores = read_frame(view / "scores.parquet")
     dataset, split = _view_dataset(meta, saved, arrays, dataset)
     pre = meta["preprocessor"]
     c = meta["calibration"]

@@ -20,7 +20,16 @@ import pandas as pd
 from core.tabular.persist import normalised_zip
 from core.tabular.spaces import feature_origins
 
-__all__ = ["LABEL_ARRAYS", "VIEW_DIR", "VIEW_SCHEMA", "VIEW_TABLES", "jsonable", "parquet_safe", "write_view"]
+__all__ = [
+    "LABEL_ARRAYS",
+    "VIEW_DIR",
+    "VIEW_SCHEMA",
+    "VIEW_TABLES",
+    "jsonable",
+    "parquet_safe",
+    "read_frame",
+    "write_view",
+]
 
 #: Sub-folder holding everything the dashboard shows, so that no page needs the model.
 VIEW_DIR = "view"
@@ -49,6 +58,20 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, np.bool_):
         return bool(value)
     return value
+
+
+def read_frame(path: str | Path) -> pd.DataFrame:
+    """A Parquet file of an audit folder as the frame ``pd.read_parquet`` returns, read faster.
+
+    ``pd.read_parquet`` goes through ``pyarrow.dataset``, which costs about 50 ms on its first
+    call in a process: a third of opening the shipped audit on a fresh server (the first screen
+    reads nine such files). Reading the file with ``pyarrow.parquet`` and converting it with
+    its stored pandas metadata gives the same frame (index, dtypes and values; tested on every
+    file an audit folder holds).
+    """
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pandas()
 
 
 def parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:

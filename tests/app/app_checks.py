@@ -34,3 +34,12 @@ def only_error(at) -> str:
     messages = [e.value for e in at.error]
     assert len(messages) == 1, messages
     return messages[0]
+
+
+def open_overview_tab(at, name: str) -> None:
+    """Open the Overview's tab ``name`` (as a click on it does: its content is drawn once open)."""
+    from ui.state import OverviewState
+
+    at.session_state[OverviewState.tab.key] = name
+    at.run()
+    assert_ok(at)

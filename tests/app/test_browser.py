@@ -51,6 +51,10 @@ def _choose(page, label: str, steps: int = 1) -> None:
 
 
 def _interact_overview(page) -> None:
+    # The Protocol and Data tabs are drawn once opened (a rerun each).
+    page.get_by_role("tab", name="Protocol").click()
+    page.get_by_role("button", name="Apply protocol").wait_for(timeout=RUN_TIMEOUT_MS)
+    page.get_by_role("tab", name="Data").click()
     _choose(page, "Column to inspect", 3)
 
 

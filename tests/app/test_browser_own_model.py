@@ -44,6 +44,7 @@ def test_upload_a_skops_model_and_a_csv_then_open_the_explorer(server, browser, 
     _ready(page, "Overview: data & protocol")
     sidebar = page.locator('[data-testid="stSidebar"]')
     sidebar.get_by_text("Audit a fitted model (.skops / .onnx)").click()
+    _settle(page)  # the form is drawn once its expander is opened (a rerun)
     uploaders = sidebar.locator('[data-testid="stFileUploader"]')
     uploaders.filter(has_text="Model").first.locator('input[type="file"]').set_input_files(tmp_path / "logreg.skops")
     _settle(page)

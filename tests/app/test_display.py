@@ -8,6 +8,8 @@ sniffing in ``tests/test_validation.py``.
 
 from __future__ import annotations
 
+from app_checks import open_overview_tab
+
 
 # ---------------------------------------------------------------------------- pages (AppTest)
 def _markdown(at) -> str:
@@ -87,6 +89,7 @@ def test_unwritable_database_error_is_shown_once_on_triage(new_app, tmp_path, mo
 
 def test_png_renamed_csv_is_refused_at_upload_without_offering_columns(app):
     png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(200)
+    open_overview_tab(app, "Data")  # the table upload is on the Data tab
     app.get("file_uploader")[0].set_value(("photo.csv", png, "text/csv")).run()
     assert not app.exception
     assert any("'photo.csv' is a PNG image" in e.value for e in app.error)

@@ -21,7 +21,7 @@ import skops.io as sio
 from core.cli import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tabular"))
-from app_checks import assert_ok  # noqa: E402
+from app_checks import assert_ok, open_overview_tab  # noqa: E402
 from own_models import penguin_pipeline, penguin_tables  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -66,14 +66,20 @@ def test_the_reopened_folder_names_the_classes_on_every_page(monkeypatch, review
     for page in TABULAR_PAGES:
         at.switch_page(f"pages/{page}.py").run()
         assert_ok(at)
-        frames = [df.value for df in at.dataframe]
+        frames, texts = [], []
+        # Every tab of the Overview (each is drawn once opened).
+        for tab in ("At a glance", "Data", "Saved files") if page == "overview" else (None,):
+            if tab is not None:
+                open_overview_tab(at, tab)
+            frames += [df.value for df in at.dataframe]
+            texts += (
+                [m.value for m in at.markdown]
+                + [f"{m.label} {m.value}" for m in at.metric]
+                + [s.value for s in at.subheader]
+                + [c.value for c in at.caption]
+            )
         text = " ".join(
-            [m.value for m in at.markdown]
-            + [f"{m.label} {m.value}" for m in at.metric]
-            + [s.value for s in at.subheader]
-            + [c.value for c in at.caption]
-            + [f.astype(str).to_string() for f in frames]
-            + [" ".join(map(str, f.columns)) for f in frames]
+            texts + [f.astype(str).to_string() for f in frames] + [" ".join(map(str, f.columns)) for f in frames]
         )
         assert "class 1" not in text and "P(class" not in text, page
         if page in ("overview", "explorer", "triage"):

@@ -10,10 +10,10 @@ import pytest
 import skops.io as sio
 
 from core import audit_model
-from ui.state import OwnModelState
+from ui.state import OverviewState, OwnModelState
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tabular"))
-from app_checks import assert_ok  # noqa: E402
+from app_checks import assert_ok, open_overview_tab  # noqa: E402
 from own_models import default_tables, hist_gb_pipeline, wine_tables  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -108,6 +108,7 @@ def test_every_page_works_on_a_folder_whose_model_cannot_be_used(monkeypatch, re
     named = damage(folder)
     at = _app(monkeypatch, "--audit", str(folder))
     assert_ok(at)
+    open_overview_tab(at, "Saved files")
     assert at.dataframe, "the saved certificate table is still shown"
     for page in PAGES:
         at.switch_page(f"pages/{page}.py").run()
@@ -146,6 +147,9 @@ def test_a_folder_written_before_view_without_model_says_why(monkeypatch, review
     at = _app(monkeypatch, "--audit", str(folder))
     assert not at.exception
     assert any("never loaded" in w.value for w in at.warning)
+    at.session_state[OverviewState.tab.key] = "Saved files"  # as a click on the tab sets it
+    at.run()
+    assert not at.exception
     assert at.dataframe, "the saved certificate table is still shown"
     at.switch_page("pages/explorer.py").run()
     assert not at.exception
@@ -205,6 +209,8 @@ def _no_cli_flags(at) -> None:
 
 
 def _upload_form(at, model: tuple[str, bytes], train, test, target: str):
+    at.session_state[OwnModelState.form_open.key] = True  # as a click on the expander sets it: drawn once open
+    at.run()
     at.sidebar.file_uploader(key="own_model_file").upload(*model)
     at.sidebar.file_uploader(key="own_test_file").upload("test.csv", test.to_csv(index=False).encode(), "text/csv")
     at.sidebar.file_uploader(key="own_train_file").upload("train.csv", train.to_csv(index=False).encode(), "text/csv")
@@ -290,6 +296,9 @@ def test_the_sidebar_never_claims_a_model_it_failed_to_load(monkeypatch, reviews
 def test_audits_dir_lists_saved_audits_and_opens_one(monkeypatch, reviews_db, wine_audit):
     at = _app(monkeypatch, "--audits-dir", str(wine_audit.parent))
     assert_ok(at)
+    assert "own_folder" not in [s.key for s in at.sidebar.selectbox], "the folders are listed once it is opened"
+    at.session_state[OwnModelState.folders_open.key] = True  # as a click on the expander sets it
+    at.run()
     assert at.sidebar.selectbox(key="own_folder").options == ["wine"]
     at.sidebar.button(key="own_open").click().run()
     assert_ok(at)

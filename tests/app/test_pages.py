@@ -11,7 +11,7 @@ import re
 
 import pandas as pd
 import pytest
-from app_checks import assert_ok, explorer_path, metric
+from app_checks import assert_ok, explorer_path, metric, open_overview_tab
 
 from core.reviews import ReviewStore
 from ui.state import ExplorerState, OverviewState, SharedState
@@ -47,24 +47,37 @@ def test_every_page_runs_without_error(app, page):
 
 def test_default_overview_shows_the_default_audit(app):
     assert app.title[0].value == "Overview: data & protocol"
-    assert metric(app, "Rows") == "4,454"
     assert re.fullmatch(r"0\.\d{3}", metric(app, "FDS AUROC (brittle vs not)"))
     assert any("certificate fingerprint" in c.value for c in app.caption)
+    assert not [m for m in app.metric if m.label == "Rows"], "the Data tab is drawn once opened"
+    assert not [b for b in app.button if b.label == "Apply protocol"], "the Protocol tab too"
+    open_overview_tab(app, "Data")
+    assert metric(app, "Rows") == "4,454"
+    assert not [m for m in app.metric if m.label.startswith("FDS AUROC")], "only the open tab is drawn"
+    open_overview_tab(app, "Protocol")
+    assert [b for b in app.button if b.label == "Apply protocol"]
 
 
 def test_overview_draws_the_preview_and_the_groups_only_once_opened(app):
     from ui.data import _bundled
 
     frame = _bundled("credit_data").frame
-    assert not _tables_with(app, "row_id") and not _tables_with(app, "group")  # closed: not drawn
-    app.session_state[OverviewState.preview_open.key] = True  # as a click on the expander sets it
-    app.session_state[OverviewState.groups_open.key] = True
+    assert not app.dataframe, "no table on the first screen: every one is drawn once opened"
+    app.session_state[OverviewState.groups_open.key] = True  # as a click on the expander sets it
+    app.session_state[OverviewState.evaluation_open.key] = True
+    app.run()
+    assert_ok(app)
+    groups = _tables_with(app, "group")
+    assert len(groups) == 1 and len(groups[0].value) == 13  # one group per raw column of credit_data
+    evaluation = _tables_with(app, "auroc")
+    assert len(evaluation) == 1 and "fds" in evaluation[0].value["score"].tolist()
+    open_overview_tab(app, "Data")
+    assert not _tables_with(app, "row_id")  # closed: not drawn
+    app.session_state[OverviewState.preview_open.key] = True
     app.run()
     assert_ok(app)
     preview = _tables_with(app, "row_id")[0].value
     assert len(preview) == 500 and preview["row_id"].tolist() == frame.index[:500].tolist()
-    groups = _tables_with(app, "group")
-    assert len(groups) == 1 and len(groups[0].value) == 13  # one group per raw column of credit_data
 
 
 def test_budget_slider_changes_the_queue_length(app):
@@ -170,6 +183,7 @@ def test_unwritable_review_database_is_an_error_message_not_a_crash(new_app, tmp
 def test_all_zero_fds_weights_are_refused_on_the_protocol_form(app):
     # FDS would be 0 for every row: refused (core.cfc.protocol), shown as a message, protocol kept.
     before = app.session_state[SharedState.protocol.key]
+    open_overview_tab(app, "Protocol")
     for key in ("proto_w1", "proto_w2", "proto_w3"):
         app.number_input(key=key).set_value(0.0)
     app.button[[b.label for b in app.button].index("Apply protocol")].click().run()
@@ -180,6 +194,7 @@ def test_all_zero_fds_weights_are_refused_on_the_protocol_form(app):
 
 def test_bad_upload_shows_what_to_fix(app):
     csv = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0], "y": ["a", "a", "a", "a"]}).to_csv(index=False).encode()
+    open_overview_tab(app, "Data")
     app.get("file_uploader")[0].set_value(("single_class.csv", csv, "text/csv")).run()
     assert_ok(app)
     app.selectbox(key="upload_target").set_value("y").run()

@@ -14,7 +14,7 @@ import pytest
 import skops.io as sio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tabular"))
-from app_checks import assert_ok  # noqa: E402
+from app_checks import assert_ok, open_overview_tab  # noqa: E402
 from own_models import default_tables, hist_gb_pipeline  # noqa: E402
 from test_default_audit_app import HEAVY, HEAVY_SUBMODULES  # noqa: E402
 
@@ -79,7 +79,7 @@ print(json.dumps(report))
     report = json.loads(out.stdout.strip().splitlines()[-1])
     overview, explorer, later = report["overview"], report["explorer"], report["later"]
     assert not overview["exception"] and not overview["error"], overview
-    assert overview["glance"] and overview["charts"] == {"vega_lite": 3, "plotly": 0}, overview
+    assert overview["glance"] and overview["charts"] == {"vega_lite": 2, "plotly": 0}, overview
     assert overview["heavy"] == [], "opening a saved audit reads its tables only"
     # The explorer draws the certificate at once; its two live panels say the model is coming.
     assert not explorer["exception"] and not explorer["error"], explorer
@@ -116,6 +116,10 @@ def _every_page(monkeypatch, folder) -> dict[str, list]:
         at.switch_page(f"pages/{page}.py").run()
         assert_ok(at)
         pages[page] = _dump(at)
+        if page == "overview":  # and its other tabs (each drawn once opened)
+            for tab in ("Data", "Saved files"):
+                open_overview_tab(at, tab)
+                pages[page] += _dump(at)
     return pages
 
 
@@ -181,6 +185,8 @@ def test_an_uploaded_models_audit_is_saved_into_the_audits_folder_and_reopens(
     assert [c.value for c in again.sidebar.caption if "Saved in the audits folder as" in c.value] == saved
     # After a restart: offered under *Open a saved audit*, shown from its tables.
     reopened = _app(monkeypatch)
+    reopened.session_state[OwnModelState.folders_open.key] = True  # as a click on the expander sets it
+    reopened.run()
     assert reopened.sidebar.selectbox(key="own_folder").options == [folders[0].name]
     reopened.sidebar.button(key="own_open").click().run()
     assert_ok(reopened)

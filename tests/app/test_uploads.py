@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from app_checks import assert_ok, metric, only_error
+from app_checks import assert_ok, metric, only_error, open_overview_tab
 
 from core.imaging.demo import DEFAULT_DIR, load_demo_pool
 from core.paired.bounds import identified_intervals
@@ -183,6 +183,7 @@ def test_large_upload_is_audited_on_a_stratified_sample(app):
 
     frame = _large_table()
     app.session_state[SharedState.audit_sample_rows.key] = 1_000  # keep the test fast; the default is 20,000
+    open_overview_tab(app, "Data")  # the table upload is on the Data tab
     app.get("file_uploader")[0].set_value(("big.csv", _csv(frame), "text/csv")).run()
     app.selectbox(key="upload_target").set_value("y").run()
     app.button[[b.label for b in app.button].index("Add to the datasets")].click().run()
@@ -192,7 +193,6 @@ def test_large_upload_is_audited_on_a_stratified_sample(app):
     code = [c.value for c in app.code]
     assert any(c.startswith("python -m core audit --data big.csv --target y --model hist_gb --seed 0") for c in code)
     assert any(c.startswith("python -m core certify --data big.csv --target y") for c in code)
-    assert any("stratified sample of 1,000 of 20,500 rows" in c.value for c in app.caption)
 
     import io
 
@@ -200,12 +200,16 @@ def test_large_upload_is_audited_on_a_stratified_sample(app):
     buffer.name = "big.csv"
     dataset = load_user_data(buffer, "y")
     expected = split_dataset(subsample_dataset(dataset, 1_000, seed=0), seed=0, val_size=0.2, test_size=0.2)
+    open_overview_tab(app, "At a glance")
+    assert any("stratified sample of 1,000 of 20,500 rows" in c.value for c in app.caption)
     assert metric(app, "Test predictions") == f"{len(expected.test_index):,}"
 
+    open_overview_tab(app, "Data")
     app.number_input(key="audit_sample_rows").set_value(2_000).run()
     assert_ok(app)
-    assert any("stratified sample of 2,000 of 20,500 rows" in c.value for c in app.caption)
     expected = split_dataset(subsample_dataset(dataset, 2_000, seed=0), seed=0, val_size=0.2, test_size=0.2)
+    open_overview_tab(app, "At a glance")
+    assert any("stratified sample of 2,000 of 20,500 rows" in c.value for c in app.caption)
     assert metric(app, "Test predictions") == f"{len(expected.test_index):,}"
 
 

@@ -15,7 +15,7 @@ import re
 
 import numpy as np
 import pandas as pd
-from app_checks import assert_ok
+from app_checks import assert_ok, open_overview_tab
 
 from core.views.uploads import interactive_sample_rows
 
@@ -47,6 +47,7 @@ def test_explorer_on_a_500_column_upload(app):
     buffer = io.BytesIO()
     _wide(n_rows=400).to_csv(buffer, index=False)
     app.sidebar.selectbox(key="model").set_value("logreg").run()
+    open_overview_tab(app, "Data")  # the table upload is on the Data tab
     app.get("file_uploader")[0].set_value(("wide.csv", buffer.getvalue(), "text/csv")).run()
     app.selectbox(key="upload_target").set_value("target").run()
     app.button[[b.label for b in app.button].index("Add to the datasets")].click().run()

@@ -178,3 +178,31 @@ print(json.dumps({{"opened": opened, "used": heavy()}}))
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["opened"] == [], report
     assert "skops" in report["used"] and "sklearn" in report["used"], report
+
+
+def _parquets(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.parquet")) + sorted((folder / "view").glob("*.parquet"))
+
+
+def test_read_frame_equals_pandas_on_every_file_of_a_folder(wine, tmp_path):
+    """``read_frame`` (pyarrow.parquet, faster on a fresh server) returns ``pd.read_parquet``'s
+    frame: index, dtypes, values, on a saved folder, the shipped default and every dtype kind."""
+    from core.tabular.audit_view import read_frame
+    from core.tabular.shipped import SHIPPED_DIR
+
+    files = _parquets(wine[1]) + [p for d in sorted(Path(SHIPPED_DIR).iterdir()) for p in _parquets(d)]
+    assert len(files) >= 20
+    kinds = pd.DataFrame(
+        {
+            "text": pd.Series(["a", None, "ç"], dtype="str"),
+            "category": pd.Categorical(["x", "y", None]),
+            "flag": [True, False, True],
+            "count": pd.array([1, None, 3], dtype="Int64"),
+            "value": [0.5, float("nan"), float("inf")],
+            "when": pd.to_datetime(["2026-01-01", None, "2026-12-03"]),
+        },
+        index=pd.Index([10, 20, 30], name="row_id"),
+    )
+    kinds.to_parquet(tmp_path / "kinds.parquet")
+    for path in [*files, tmp_path / "kinds.parquet"]:
+        pd.testing.assert_frame_equal(read_frame(path), pd.read_parquet(path), check_exact=True, obj=str(path))
