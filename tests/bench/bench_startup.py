@@ -68,8 +68,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
-from browser_kit import CHART, free_port, is_idle, launch_chromium, start_server, stop_server, wait_healthy  # noqa: E402
-from browser_kit import wait_idle as _wait_idle  # noqa: E402
+from browser_kit import (  # noqa: E402
+    CHART,
+    free_port,
+    launch_chromium,
+    run_over,
+    start_server,
+    stop_server,
+    wait_healthy,
+    wait_idle,
+)
 
 PAGES = [
     ("Overview: data & protocol", "Overview"),
@@ -87,6 +95,13 @@ OVERVIEW_CHARTS = 2
 #: The saved audit the bench writes with the CLI (not the shipped one: opened with ``--audit``).
 SAVED_AUDIT = ("credit_data", "hist_gb")
 TRIAGE = "Triage"
+
+
+def _wait_idle(page) -> float:
+    """:func:`browser_kit.wait_idle`, with a run seen as over only once the app root's script
+    state says so (:func:`browser_kit.run_over`): the status widget alone let a page whose charts
+    came before the end of its run (its sidebar still to come) pass for done."""
+    return wait_idle(page, idle=run_over)
 
 
 #: True once a heading containing ``heading`` (or any, if it is empty) and the ``nth`` chart
@@ -147,7 +162,7 @@ _FILLS_IN = {
 
 
 def _timed(page, act, probe: str, *, timeout_s: float = 120.0, settle_s: float = 0.6) -> float:
-    """Seconds from ``act()`` until the status is idle and ``probe`` reads a new value, both
+    """Seconds from ``act()`` until the run is over and ``probe`` reads a new value, both
     holding for ``settle_s`` (so a second rerun queued behind the first, or a status widget
     shown late in a run, is not missed; 0.5 s like ``_wait_idle`` plus margin)."""
     before = _probe(page, probe)
@@ -158,7 +173,7 @@ def _timed(page, act, probe: str, *, timeout_s: float = 120.0, settle_s: float =
         now = time.perf_counter()
         if now - start > timeout_s:
             raise TimeoutError(f"no change of {probe[:40]!r} within {timeout_s} s")
-        done = is_idle(page) and _probe(page, probe) != before
+        done = run_over(page) and _probe(page, probe) != before
         if done and done_since is None:
             done_since = now
         elif not done:
