@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -176,25 +176,22 @@ def is_idle(page) -> bool:
     return status.count() == 0 or not status.first.is_visible()
 
 
+#: True while no script run is in progress, by the app root's script state (which Streamlit sets
+#: as each run starts and ends; a fragment's run counts too).
+RUN_OVER = """() => { const app = document.querySelector('[data-testid="stApp"]');
+    return !app || app.getAttribute('data-test-script-state') === 'notRunning'; }"""
+
+
 def run_over(page) -> bool:
-    """Whether no script run is in progress, read from the app root's script state (which
-    Streamlit sets as each run starts and ends) and the status widget. Stricter than
-    :func:`is_idle`: the status widget is shown only some time into a run, so a short run, or
-    the start of one, can pass for idle there."""
-    state = page.evaluate(_SCRIPT_STATE)
-    return state in (None, "notRunning") and is_idle(page)
+    """Whether no script run is in progress, by the script state and the status widget. Stricter
+    than :func:`is_idle`: the status widget is shown only some time into a run, so a short run,
+    or the start of one, can pass for idle there."""
+    return bool(page.evaluate(RUN_OVER)) and is_idle(page)
 
 
-_SCRIPT_STATE = """() => { const app = document.querySelector('[data-testid="stApp"]');
-    return app ? app.getAttribute('data-test-script-state') : null; }"""
-
-
-def wait_idle(
-    page, *, timeout_s: float = 300.0, steady_s: float = 0.5, poll_ms: float = 25, idle: Callable = is_idle
-) -> float:
+def wait_idle(page, *, timeout_s: float = 300.0, steady_s: float = 0.5, poll_ms: float = 25) -> float:
     """Block until the app has been idle for ``steady_s`` (not merely between two reruns).
 
-    ``idle(page)`` says whether it is (:func:`is_idle`, or the stricter :func:`run_over`).
     Returns the ``time.perf_counter()`` moment it was first seen idle in that steady span, so a
     benchmark can time up to it; raises :class:`TimeoutError` after ``timeout_s``.
     """
@@ -204,7 +201,7 @@ def wait_idle(
         now = time.perf_counter()
         if now > deadline:
             raise TimeoutError("the app was still running after the timeout")
-        if not idle(page):
+        if not is_idle(page):
             idle_since = None
         elif idle_since is None:
             idle_since = now

@@ -70,6 +70,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 from browser_kit import (  # noqa: E402
     CHART,
+    RUN_OVER,
     free_port,
     launch_chromium,
     run_over,
@@ -98,10 +99,12 @@ TRIAGE = "Triage"
 
 
 def _wait_idle(page) -> float:
-    """:func:`browser_kit.wait_idle`, with a run seen as over only once the app root's script
-    state says so (:func:`browser_kit.run_over`): the status widget alone let a page whose charts
-    came before the end of its run (its sidebar still to come) pass for done."""
-    return wait_idle(page, idle=run_over)
+    """:func:`browser_kit.wait_idle` once the run that drew the page is over by the app root's
+    script state (:data:`browser_kit.RUN_OVER`): the status widget alone let a page whose charts
+    came before the end of its run (its sidebar still to come) pass for done. That run only: while
+    a background job runs, its progress panel (a fragment) reruns every 0.5 s around a drawn page."""
+    page.wait_for_function(RUN_OVER, polling="raf", timeout=300_000)
+    return wait_idle(page)
 
 
 #: True once a heading containing ``heading`` (or any, if it is empty) and the ``nth`` chart
