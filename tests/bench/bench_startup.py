@@ -24,10 +24,10 @@ and for each of them:
 3. **cached page switches**: later visits of every page, which must only read caches;
 4. **interactions**, ``--interactions`` of each: a row click in the explorer's sample table,
    a what-if toggle, a step of the triage budget slider, and a page switch between the
-   explorer and the triage queue. Each is timed from the input event to the moment the app's
-   status widget is idle again (no running indicator) *and* the element the interaction must
-   change has changed (the explorer's sample heading, the what-if line, the queue length, the
-   page title); p50 / p95 are printed. Then *Save & next* on the Triage queue,
+   explorer and the triage queue. Each is timed from the input event to the moment no run is
+   in progress (the app root's script state, and no running indicator) *and* the element the
+   interaction must change has changed (the explorer's sample heading, the what-if line, the
+   queue length, the page title); p50 / p95 are printed. Then *Save & next* on the Triage queue,
    ``--interactions`` times: from the click to the next case shown (the decision written, the
    queue and the case's evidence drawn again);
 5. **second start**: the server stopped and started again (a fresh process, the same machine),
