@@ -18,13 +18,14 @@ from core.views.audit_inputs import (
     load_user_data,
     protocol_from_form,
 )
-from core.views.tabular import column_summary, flip_budget_shown, groups_table, strongest_confidence_score
+from core.views.tabular import column_summary, flip_budget_shown, groups_table
 from core.views.uploads import CELL_BUDGET, LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, TableUpload, parse_blocks, table_columns
 from ui.audit_line import audit_line
 from ui.auth import report_reviews
 from ui.components import chart, guarded, page_header, preload_plotly, run_page, table, vega_spec
 from ui.data import audit_max_rows, current_audit, current_dataset, current_protocol, dataset_label
 from ui.entry import ensure_entrypoint
+from ui.glance import current_glance
 from ui.layout import flow_columns
 from ui.own_model import own_label, own_mode, saved_folder
 from ui.state import OverviewState, SharedState, overview_state, shared_state, triage_state
@@ -315,15 +316,18 @@ def _glance_section(progress_at=None) -> None:
     # A new audit's progress bar goes where the audit is first asked for; ``progress_at`` (a
     # container at the top of the page) keeps it in view instead of below the stale page.
     with progress_at if progress_at is not None else st.container():
-        result = current_audit()
-    audit_line(result)
+        # A saved audit's glance is read alone: the whole audit is read for the expanders below
+        # when opened, and for the report on click.
+        view = current_glance()
+    g = view.glance
+    audit_line(g)
     st.subheader("The audit at a glance")
     # Built only on click (on Streamlit's download thread): the file inlines plotly.js (~5 MB).
-    reviews, budget = report_reviews(), triage_state().budget / 100
+    reviews, budget, load = report_reviews(), triage_state().budget / 100, view.load
     st.download_button(
         "Download report",
-        lambda: _report(result, budget=budget, **reviews),
-        file_name=f"report_{result.dataset.name}_{result.model_name}_seed{result.seed}.html",
+        lambda: _report(load(), budget=budget, **reviews),
+        file_name=f"report_{g.dataset_name}_{g.model_name}_seed{g.seed}.html",
         mime="text/html",
         icon=":material/download:",
         on_click="ignore",
@@ -331,53 +335,39 @@ def _glance_section(progress_at=None) -> None:
         help="One self-contained HTML file for stakeholders (opens offline): protocol, metrics, "
         "FDS vs confidence, triage decisions, example certificates, paired demo summary.",
     )
-    cert = result.certificates.table
-    ev = result.evaluation.set_index("score")
-    best_conf = strongest_confidence_score(result.evaluation)  # None: no confidence AUROC to compare with
+    best_conf = g.confidence_score  # None: no confidence AUROC to compare with
     # Wrapping at 210 px each: five metrics in one row cut their labels at 1000 px ("High confiden…").
     cols = flow_columns(5, key="overview_glance_metrics", min_width=210, gap="small")
-    cols[0].metric("Test predictions", f"{len(cert):,}")
-    cols[1].metric(
-        f"High confidence (p̂ ≥ {result.label_channel.tau_p:g})", f"{int(result.labels.high_confidence.sum()):,}"
-    )
+    cols[0].metric("Test predictions", f"{g.test_rows:,}")
+    cols[1].metric(f"High confidence (p̂ ≥ {g.tau_p:g})", f"{g.high_confidence:,}")
     cols[2].metric(
         "Held-out brittle",
-        f"{int(result.labels.labels.sum()):,}",
+        f"{g.brittle_count:,}",
         help="High-confidence predictions that flip or collapse under the held-out stressors "
         "(random masking, dropout, noise) — never used to compute FDS.",
     )
     cols[3].metric(
         "FDS AUROC (brittle vs not)",
-        f"{ev.loc['fds', 'auroc']:.3f}",
-        delta=(f"{ev.loc['fds', 'auroc'] - ev.loc[best_conf, 'auroc']:+.3f} vs {best_conf}" if best_conf else None),
+        f"{g.fds_auroc:.3f}",
+        delta=(f"{g.fds_auroc - g.confidence_auroc:+.3f} vs {best_conf}" if best_conf else None),
         help="How well FDS ranks the held-out brittle cases above the others (0.5 = chance).",
     )
     cols[4].metric(
         "Capture@20 of FDS",
-        f"{ev.loc['fds', 'capture@20']:.2f}",
-        delta=(
-            f"{ev.loc['fds', 'capture@20'] - ev.loc[best_conf, 'capture@20']:+.2f} vs {best_conf}"
-            if best_conf
-            else None
-        ),
+        f"{g.fds_capture:.2f}",
+        delta=(f"{g.fds_capture - g.confidence_capture:+.2f} vs {best_conf}" if best_conf else None),
         help="Share of all brittle cases found by reviewing the 20 % highest-FDS predictions.",
     )
     left, right = flow_columns(2, key="overview_glance_charts", min_width=380)
     with left:
         chart(
-            vega_spec(
-                "confidence_fds_spec",
-                cert["confidence"].to_numpy(),
-                cert["fds"].to_numpy(),
-                brittle=result.labels.labels,
-                threshold=result.labels.tau_p,
-            ),
+            vega_spec("confidence_fds_spec", g.confidence, g.fds, brittle=g.brittle, threshold=g.tau_p),
             "Each dot is a test prediction. Right of the dashed line the model is confident; high up it is "
             "fragile (FDS, larger = more fragile). Red-orange dots broke under held-out stress.",
         )
     with right:
         chart(
-            vega_spec("flip_budget_spec", cert["flip_budget"].to_numpy(), depth=result.certificates.depth),
+            vega_spec("flip_budget_spec", g.flip_budget, depth=g.depth),
             "How many evidence groups (removed greedily, most supportive first) it takes to flip each "
             "prediction. Bars on the left are predictions that hinge on one or two groups.",
         )
@@ -394,20 +384,20 @@ def _glance_section(progress_at=None) -> None:
                 "predictions (AUROC, capture at 5, 10 and 20 % reviewed, AURC); every score is oriented "
                 "larger = riskier."
             )
-            table(result.evaluation, name="score evaluation", key="overview_evaluation")
+            table(current_audit().evaluation, name="score evaluation", key="overview_evaluation")
     with st.expander(
         "Evidence groups of this protocol", key=OverviewState.groups_open.key, on_change="rerun"
     ) as groups:
         if groups.open:
+            result = current_audit()
             pre = result.preprocessor
             table(
                 groups_table(result.groups, pre.feature_names, feature_origins(pre)),
                 name="evidence groups",
                 key="overview_groups",
             )
-    if result.notes:
-        for note in result.notes:
-            st.caption(f"Note: {note}")
+    for note in g.notes:
+        st.caption(f"Note: {note}")
 
 
 def _tabs(names: list[str]) -> dict[str, TabContainer]:

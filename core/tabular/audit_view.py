@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.tabular.glance import write_glance
 from core.tabular.persist import normalised_zip
 from core.tabular.spaces import feature_origins
 
@@ -104,7 +105,8 @@ def write_view(result: Any, directory: str | Path) -> list[Path]:
     """Write ``directory/view/``: what :func:`core.tabular.audit_folder.saved_result` needs to rebuild ``result`` without its model.
 
     Files: ``meta.json`` (dataset description, split, feature names and origins, label
-    channel, nominal metrics, calibration fit, notes), ``arrays.npz`` (transformed test rows,
+    channel, nominal metrics, calibration fit, notes), ``glance.json`` (the Overview's first
+    screen, :mod:`core.tabular.glance`), ``arrays.npz`` (transformed test rows,
     labels, probabilities, baseline, split positions; plain arrays, read with
     ``allow_pickle=False``), ``certificates.json.gz`` (the full certificate bundle of
     :meth:`~core.cfc.certificate_set.CertificateSet.to_bundle`, gzip without a time stamp, so the
@@ -210,6 +212,7 @@ def write_view(result: Any, directory: str | Path) -> list[Path]:
         members[f"{name}.npy"] = member.getvalue()
     written = [view / "meta.json", view / "arrays.npz", view / "certificates.json.gz"]
     atomic_write_text(written[0], json.dumps(jsonable(meta), indent=1, allow_nan=False) + "\n")
+    written.append(write_glance(result, view))
     atomic_write_bytes(written[1], normalised_zip(members))  # an .npz with fixed time stamps: same bytes
     bundle = json.dumps(result.certificates.to_bundle(), allow_nan=False, separators=(",", ":")).encode()
     atomic_write_bytes(written[2], gzip.compress(bundle, mtime=0))

@@ -39,6 +39,7 @@ __all__ = [
     "audit_source",
     "shipped_audit",
     "shipped_folder",
+    "shipped_glance",
     "source_fingerprint",
     "write_source",
 ]
@@ -234,15 +235,47 @@ def shipped_audit(
     from core.tabular.audit_folder import open_audit_folder, saved_result
 
     folder = shipped_folder(dataset.name, model, seed, root=root)
-    if not (folder / SOURCE_FILE).is_file():
-        return None
     try:
-        stored = json.loads((folder / SOURCE_FILE).read_text(encoding="utf-8"))
-        expected = source_fingerprint(audit_source(dataset, model=model, seed=seed, protocol=protocol))
-        if not isinstance(stored, dict) or stored.get("fingerprint") != expected:
+        if not _matches(folder, dataset, model=model, seed=seed, protocol=protocol):
             return None
         result = saved_result(open_audit_folder(folder, load_model=False), dataset=dataset)
     except (OSError, ValueError):
         # A damaged shipped folder is not an error for the user: the audit is computed instead.
         return None
     return dataclasses.replace(result, model=RefitModel(result), model_unavailable=None)
+
+
+def shipped_glance(
+    dataset: Any, *, model: str, seed: int, protocol: Protocol | None = None, root: str | Path | None = None
+):
+    """The glance (:mod:`core.tabular.glance`) of the shipped audit :func:`shipped_audit` returns.
+
+    Read from the folder's ``view/glance.json`` alone, under the same source check: the
+    dashboard's first screen needs nothing else of the audit. None where :func:`shipped_audit`
+    returns None for a missing or changed source, and when the folder holds no glance of its
+    certificate fingerprint.
+
+    Returns
+    -------
+    AuditGlance or None
+    """
+    from core.tabular.audit_view import VIEW_DIR
+    from core.tabular.glance import read_glance
+
+    folder = shipped_folder(dataset.name, model, seed, root=root)
+    try:
+        if not _matches(folder, dataset, model=model, seed=seed, protocol=protocol):
+            return None
+        stored = json.loads((folder / "protocol.json").read_text(encoding="utf-8"))
+        return read_glance(folder / VIEW_DIR, str(stored["certificate_fingerprint"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # damaged: as shipped_audit, the audit is computed instead
+
+
+def _matches(folder: Path, dataset: Any, *, model: str, seed: int, protocol: Protocol | None) -> bool:
+    """Whether ``folder``'s ``source.json`` is the source of this audit in this environment."""
+    if not (folder / SOURCE_FILE).is_file():
+        return False
+    stored = json.loads((folder / SOURCE_FILE).read_text(encoding="utf-8"))
+    expected = source_fingerprint(audit_source(dataset, model=model, seed=seed, protocol=protocol))
+    return isinstance(stored, dict) and stored.get("fingerprint") == expected

@@ -261,6 +261,7 @@ def test_exports(tmp_path, credit):
         "view/meta.json",
         "view/arrays.npz",
         "view/certificates.json.gz",
+        "view/glance.json",
         "view/evaluation.parquet",
         "view/naturalistic_evaluation.parquet",
         "view/unavailable.parquet",

@@ -119,7 +119,7 @@ def test_a_damaged_view_file_is_named(wine, tmp_path):
 def test_the_view_is_byte_deterministic(wine, tmp_path):
     result, folder = wine
     again = result.save(tmp_path / "again")
-    for name in ("meta.json", "arrays.npz", "certificates.json.gz"):
+    for name in ("meta.json", "glance.json", "arrays.npz", "certificates.json.gz"):
         assert (again / "view" / name).read_bytes() == (folder / "view" / name).read_bytes(), name
 
 
