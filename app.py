@@ -36,6 +36,18 @@ def _main() -> None:
     # Imported here, not above: the server's first run imports them with the collector paused.
     import streamlit as st
 
+    from ui.preload import preload_vega
+
+    st.set_page_config(
+        page_title="Reliability audit",
+        page_icon=str(Path(__file__).parent / "assets" / "favicon.png"),
+        layout="wide",
+        initial_sidebar_state="expanded",
+    )
+    # First, before the app's modules are imported: the browser compiles the chart library of the
+    # Overview's first screen meanwhile, not once its charts arrive.
+    preload_vega()
+
     from ui.auth import Blocked, gate, reviews_db_path, team_path
     from ui.own_model import default_audits_dir
     from ui.prefetch import prefetch_demo_data
@@ -43,12 +55,6 @@ def _main() -> None:
     from ui.state import AuthState, OwnModelState, SharedState, auth_state, seed_defaults
 
     args = _cli_args()
-    st.set_page_config(
-        page_title="Reliability audit",
-        page_icon=str(Path(__file__).parent / "assets" / "favicon.png"),
-        layout="wide",
-        initial_sidebar_state="expanded",
-    )
     # Every session value of the app is a typed slot of ui.state with its default (widgets read
     # their value from there, none passes its own default), so a page always opens in a defined
     # state. File uploaders and buttons hold no settable value and are not listed. Four defaults

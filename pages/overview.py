@@ -22,12 +22,13 @@ from core.views.tabular import column_summary, flip_budget_shown, groups_table
 from core.views.uploads import CELL_BUDGET, LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, TableUpload, parse_blocks, table_columns
 from ui.audit_line import audit_line
 from ui.auth import report_reviews
-from ui.components import chart, guarded, page_header, preload_plotly, run_page, table, vega_spec
+from ui.components import chart, guarded, page_header, run_page, table, vega_spec
 from ui.data import audit_max_rows, current_audit, current_dataset, current_protocol, dataset_label
 from ui.entry import ensure_entrypoint
 from ui.glance import current_glance
 from ui.layout import flow_columns
 from ui.own_model import own_label, own_mode, saved_folder
+from ui.preload import preload_plotly
 from ui.state import OverviewState, SharedState, overview_state, shared_state, triage_state
 
 if TYPE_CHECKING:

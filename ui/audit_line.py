@@ -17,17 +17,20 @@ if TYPE_CHECKING:
 
 def audit_line(audit: AuditResult | AuditGlance) -> None:
     """One line naming the audit every tabular page is showing, with its fingerprint."""
-    g = audit if isinstance(audit, AuditGlance) else AuditGlance.of(audit)
+    if isinstance(audit, AuditGlance):
+        test_rows, audited, protocol = audit.test_rows, audit.audited_rows, audit.protocol_fingerprint
+    else:
+        test_rows, audited, protocol = len(audit.y_test), len(audit.dataset.frame), audit.protocol.fingerprint
     if own_mode():
         st.caption(
-            f"Audit: **{own_label()}** ({g.test_rows:,} test rows) · protocol `{g.protocol_fingerprint[:12]}` · "
-            f"certificate fingerprint `{g.fingerprint[:16]}…` — change it under *Your model* in the sidebar."
+            f"Audit: **{own_label()}** ({test_rows:,} test rows) · protocol `{protocol[:12]}` · "
+            f"certificate fingerprint `{audit.fingerprint[:16]}…` — change it under *Your model* in the sidebar."
         )
         return
     total = len(current_dataset().frame)
-    sample = f" (stratified sample of {g.audited_rows:,} of {total:,} rows)" if g.audited_rows < total else ""
+    sample = f" (stratified sample of {audited:,} of {total:,} rows)" if audited < total else ""
     st.caption(
-        f"Audit: **{dataset_label(shared_state().dataset)}**{sample} · **{model_label(g.model_name)}** · "
-        f"seed {g.seed} · protocol `{g.protocol_fingerprint[:12]}` · certificate fingerprint "
-        f"`{g.fingerprint[:16]}…` — change them in the sidebar and in the Overview's Protocol tab."
+        f"Audit: **{dataset_label(shared_state().dataset)}**{sample} · **{model_label(audit.model_name)}** · "
+        f"seed {audit.seed} · protocol `{protocol[:12]}` · certificate fingerprint "
+        f"`{audit.fingerprint[:16]}…` — change them in the sidebar and in the Overview's Protocol tab."
     )

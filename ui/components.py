@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -69,39 +67,6 @@ def chart(spec: dict, caption: str, *, key: str | None = None) -> None:
     """
     st.vega_lite_chart(spec=spec, width="stretch", key=key)
     st.caption(caption)
-
-
-@functools.cache
-def plotly_bundle() -> str | None:
-    """File name of Streamlit's plotly bundle (``PlotlyChart.<hash>.js``), None if not exactly one."""
-    found = sorted((Path(st.__file__).parent / "static" / "static" / "js").glob("PlotlyChart.*.js"))
-    return found[0].name if len(found) == 1 else None
-
-
-def preload_plotly() -> None:
-    """Have the browser load Streamlit's plotly bundle once it is idle, drawing nothing.
-
-    The Overview draws Vega-Lite charts only; every other page draws plotly, and the browser
-    loads and compiles plotly's 4.7 MB bundle on the first of them: 1.5 s of that page's first
-    visit on a 2-core machine (a bare two-page Streamlit app: 1.8-2.5 s without, 0.35-0.6 s
-    with it preloaded; its first page's start unchanged). Imported from the URL Streamlit's own
-    code imports it from, the bundle is then already in the page's module map. The browser
-    starts when the page is idle (``requestIdleCallback``), after the page is drawn.
-    """
-    bundle = plotly_bundle()
-    if bundle is None:  # another Streamlit layout: the first plotly page loads it, as before
-        return
-    st.html(
-        f"""<script>
-(() => {{
-  const index = document.querySelector('script[type="module"][src*="/static/js/index."]');
-  if (!index) return;
-  const load = () => import(new URL("./{bundle}", index.src).href).catch(() => {{}});
-  if (window.requestIdleCallback) requestIdleCallback(load, {{timeout: 5000}}); else setTimeout(load, 1000);
-}})();
-</script>""",
-        unsafe_allow_javascript=True,
-    )
 
 
 def _slug(text: str) -> str:

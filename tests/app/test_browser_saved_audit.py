@@ -8,7 +8,7 @@ from browser_kit import ServerStartError, dashboard_server
 from test_browser import _ready
 
 from core.tabular.audit import run_audit
-from ui.components import plotly_bundle
+from ui.preload import plotly_bundle, vega_bundle
 
 pytestmark = pytest.mark.browser
 PILLS = '[data-testid="stButtonGroup"]'
@@ -37,6 +37,12 @@ def test_a_saved_audit_fills_its_live_panels_in_by_itself(saved_server, browser)
         f"() => performance.getEntriesByType('resource').some(e => e.name.endsWith('/{bundle}'))", timeout=60_000
     )
     assert page.locator(".js-plotly-plot").count() == 0
+    # The Vega-Lite bundle is imported from app.py's first element, which takes no space.
+    assert page.evaluate(
+        f"() => performance.getEntriesByType('resource').some(e => e.name.endsWith('/{vega_bundle()}'))"
+    )
+    hidden = page.locator('[data-testid="stLayoutWrapper"]:has(> .st-key-chart_library_preload)')
+    assert hidden.count() == 1 and hidden.is_hidden()
     page.locator('[data-testid="stSidebarNav"] a', has_text="Certificate explorer").first.click()
     page.get_by_role("heading", name="Certificate explorer").first.wait_for(timeout=150_000)
     # The polled progress ends in a rerun of the page: the what-if toggles appear without a click.

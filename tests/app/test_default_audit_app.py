@@ -120,10 +120,28 @@ def test_every_page_waits_for_its_audit_without_failing(monkeypatch, reviews_db)
     assert any(m.label.startswith("Global temperature") for m in at.metric)
 
 
+def test_every_page_has_the_browser_load_vega_lite_first(app):
+    """app.py's first element, before it imports the app's modules, has the browser import the
+    Vega-Lite bundle at once (ui.preload.preload_vega), in a container hidden by a style-only
+    element, so the Overview's charts need not wait for it."""
+    from ui.preload import vega_bundle
+
+    bundle = vega_bundle()
+    assert bundle is not None, "Streamlit's Vega-Lite bundle is not where preload_vega looks for it"
+    scripts = [h.proto for h in app.get("html") if bundle in h.proto.body]
+    assert len(scripts) == 1 and scripts[0].unsafe_allow_javascript, scripts
+    assert "import(" in scripts[0].body and "requestIdleCallback" not in scripts[0].body
+    assert any(
+        ".st-key-chart_library_preload, " in h.proto.body and "display: none" in h.proto.body for h in app.get("html")
+    )
+    first = next(iter(app.main.children.values()))
+    assert bundle in first.children[0].proto.body  # the first element of the page
+
+
 def test_the_overview_has_the_browser_load_plotly_for_the_next_pages(app):
     """The Overview draws Vega-Lite only; its last element has the browser import Streamlit's plotly
-    bundle when idle (ui.components.preload_plotly), so the next page's charts need not wait for it."""
-    from ui.components import plotly_bundle
+    bundle when idle (ui.preload.preload_plotly), so the next page's charts need not wait for it."""
+    from ui.preload import plotly_bundle
 
     bundle = plotly_bundle()
     assert bundle is not None, "Streamlit's plotly bundle is not where preload_plotly looks for it"
