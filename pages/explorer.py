@@ -19,7 +19,7 @@ from core.views.tabular import (
 )
 from ui.audit_line import audit_line
 from ui.certificate import certificate_figures, evidence_tables, flip_budget_text
-from ui.components import cached_figure, figure, guarded, page_header, run_page, table
+from ui.components import chart, guarded, page_header, run_page, table, vega_spec
 from ui.data import current_audit
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
@@ -215,8 +215,8 @@ def _whatif_live(result, cert, position: int, classes: list[str]) -> None:
         f"What-if prediction: **{new_pred}** (P = {p1.max():.3f}) — {verdict}, with "
         f"{len(chosen)} group(s) at the baseline."
     )
-    figure(
-        cached_figure("whatif_figure", classes, p0, p1),
+    chart(
+        vega_spec("whatif_spec", classes, p0, p1),
         "Grey: the model's probabilities for the original input; orange: with the selected groups removed.",
         key="explorer_whatif",
     )

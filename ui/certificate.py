@@ -10,7 +10,7 @@ import streamlit as st
 from core.tabular.own_model import feature_origins
 from core.views.tabular import path_evidence_table, removal_steps_table
 from core.viz.tables import flip_budget_text as budget_text
-from ui.components import cached_figure, figure, table
+from ui.components import chart, table, vega_spec
 from ui.layout import flow_columns
 from ui.state import DEFAULT_TOP_GROUPS, PANEL_TABS, CertificateState
 
@@ -39,23 +39,25 @@ def _trajectory_row(cert: SampleCertificate, classes: list[str], *, key: str) ->
     # Side by side from about 800 px of page width, stacked below (the step labels need 420 px).
     left, right = flow_columns([3, 2], key=f"{key}_trajectory_row", min_width=[420, 340])
     with left:
-        figure(
-            cached_figure(
-                "trajectory_figure",
-                list(cert.path),
-                cert.path_margins,
-                cert.proba[:, cert.pred],
-                flip_budget=int(cert.flip_budget),
-                predicted=[classes[p] for p in cert.preds],
-                class_label=classes[cert.pred],
-            ),
+        trajectory = vega_spec(
+            "trajectory_spec",
+            list(cert.path),
+            cert.path_margins,
+            cert.proba[:, cert.pred],
+            flip_budget=int(cert.flip_budget),
+            predicted=[classes[p] for p in cert.preds],
+            class_label=classes[cert.pred],
+        )
+        chart(trajectory.margin, None, key=f"{key}_trajectory")
+        chart(
+            trajectory.probability,
             "Read left to right: each step removes one more evidence group. Blue points keep the original "
             "prediction, vermillion ones have flipped; the dashed line marks the flip point k*.",
-            key=f"{key}_trajectory",
+            key=f"{key}_trajectory_proba",
         )
     with right:
-        figure(
-            cached_figure("collapse_figure", cert.collapse, rcma=float(cert.rcma), path=list(cert.path)),
+        chart(
+            vega_spec("collapse_spec", cert.collapse, rcma=float(cert.rcma), path=list(cert.path)),
             "Bars: share of the original margin lost after k removals along the path above (1 = all of "
             "it, above 1 = flipped). RCMA is their mean — the dashed line.",
             key=f"{key}_collapse",
@@ -65,9 +67,9 @@ def _trajectory_row(cert: SampleCertificate, classes: list[str], *, key: str) ->
 def _operator_row(cert: SampleCertificate, *, key: str) -> None:
     left, right = flow_columns(2, key=f"{key}_operator_row", min_width=380)
     with left:
-        figure(
-            cached_figure(
-                "degradation_figure",
+        chart(
+            vega_spec(
+                "degradation_spec",
                 cert.severities,
                 dict(cert.operator_margins),
                 dict(cert.lambda_star),
@@ -107,8 +109,8 @@ def drops_chart(cert: SampleCertificate, *, key: str) -> None:
         if top_n is None or top_n >= n_groups
         else (f" The {n_groups - top_n} smaller ones are folded into the last (light grey) bar.")
     )
-    figure(
-        cached_figure("drops_figure", list(cert.group_names), cert.drops, path=list(cert.path), top_n=top_n),
+    chart(
+        vega_spec("drops_spec", list(cert.group_names), cert.drops, path=list(cert.path), top_n=top_n),
         "Margin lost when only that group is removed. The path removes them in this order (largest first)." + folded,
         key=f"{key}_drops",
     )

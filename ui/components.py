@@ -53,20 +53,24 @@ def figure(fig: go.Figure, caption: str, *, key: str | None = None) -> None:
     st.caption(caption)
 
 
-def vega_spec(builder: str, *args: Any, **kwargs: Any) -> dict:
-    """``core.viz.<builder>(*args, **kwargs)``: a Vega-Lite spec for :func:`chart`, named like
-    :func:`cached_figure`'s builders so that a page reaches ``core.viz`` through ``ui`` only."""
+def vega_spec(builder: str, *args: Any, **kwargs: Any) -> Any:
+    """``core.viz.<builder>(*args, **kwargs)``: a Vega-Lite spec for :func:`chart` (or specs, as
+    :class:`core.viz.certificate_spec.TrajectorySpecs`), named like :func:`cached_figure`'s
+    builders so that a page reaches ``core.viz`` through ``ui`` only. Not cached: a spec is
+    plain JSON data, built in about a millisecond."""
     return getattr(viz, builder)(*args, **kwargs)
 
 
-def chart(spec: dict, caption: str, *, key: str | None = None) -> None:
-    """A full-width Vega-Lite chart (``core.viz.*_spec``) with its one-line reading guide underneath.
+def chart(spec: dict, caption: str | None, *, key: str | None = None) -> None:
+    """A full-width Vega-Lite chart (``core.viz.*_spec``) with its one-line reading guide
+    underneath (none for a chart whose guide is under the next one).
 
     For the first screen: Streamlit's Vega-Lite bundle is a sixth of its plotly bundle, which the
     browser would otherwise load and compile before it draws anything (about 3 s a start here).
     """
     st.vega_lite_chart(spec=spec, width="stretch", key=key)
-    st.caption(caption)
+    if caption:
+        st.caption(caption)
 
 
 def _slug(text: str) -> str:

@@ -9,6 +9,7 @@ has flipped.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
@@ -371,6 +372,58 @@ def degradation_figure(
     )
 
 
+@dataclass(frozen=True)
+class DropsFold:
+    """The bars of a one-step-drops chart, largest first, the smaller ones folded into one.
+
+    Shared by :func:`drops_figure` and its Vega-Lite twin, so both show the same bars.
+
+    Attributes
+    ----------
+    names, colours, values, hover : tuple, length B
+        Per bar: the group (or ``"<n> other groups"``), its colour (blue on the path, grey off
+        it, light grey folded), its length in nats and its hover text (lines joined by ``<br>``).
+    title : str
+        The chart's title (says how many groups are shown when some are folded).
+    """
+
+    names: tuple[str, ...]
+    colours: tuple[str, ...]
+    values: tuple[float, ...]
+    hover: tuple[str, ...]
+    title: str
+
+
+def fold_drops(
+    groups: Sequence[str], drops: ArrayLike, *, path: Sequence[str] = (), top_n: int | None = None
+) -> DropsFold:
+    """The bars :func:`drops_figure` draws (its parameters; see there)."""
+    d = _vector(drops, "drops", length=len(groups))
+    if top_n is not None and (isinstance(top_n, bool) or not isinstance(top_n, (int, np.integer)) or top_n < 1):
+        raise ValueError(f"`top_n` must be a positive int or None; got {top_n!r}.")
+    order = np.argsort(-d, kind="stable")
+    shown = order if top_n is None else order[:top_n]
+    folded = order[shown.shape[0] :]
+    names = [str(groups[i]) for i in shown]
+    on_path = set(path)
+    colours = [_KEPT if n in on_path else GREY for n in names]
+    values = d[shown].tolist()
+    hover = [f"{n}<br>δ = {v:.3f} nats" for n, v in zip(names, values)]
+    title = "One-step drops δ_g"
+    if folded.shape[0]:
+        rest = d[folded]
+        label = f"{folded.shape[0]} other group{'s' if folded.shape[0] > 1 else ''}"
+        names.append(label)
+        colours.append(LIGHT_GREY)
+        values.append(float(rest.max()))
+        hover.append(
+            f"{label} (folded)<br>largest δ = {rest.max():.3f}, smallest δ = {rest.min():.3f} nats<br>"
+            f"{int((rest > 0).sum())} of them support the prediction"
+        )
+        title = f"One-step drops δ_g: top {shown.shape[0]} of {len(groups)} groups"
+    return DropsFold(tuple(names), tuple(colours), tuple(values), tuple(hover), title)
+
+
 def drops_figure(
     groups: Sequence[str], drops: ArrayLike, *, path: Sequence[str] = (), top_n: int | None = None
 ) -> go.Figure:
@@ -393,27 +446,8 @@ def drops_figure(
     plotly.graph_objects.Figure
         At most ``top_n + 1`` horizontal bars.
     """
-    d = _vector(drops, "drops", length=len(groups))
-    if top_n is not None and (isinstance(top_n, bool) or not isinstance(top_n, (int, np.integer)) or top_n < 1):
-        raise ValueError(f"`top_n` must be a positive int or None; got {top_n!r}.")
-    order = np.argsort(-d, kind="stable")
-    shown = order if top_n is None else order[:top_n]
-    folded = order[shown.shape[0] :]
-    names = [str(groups[i]) for i in shown]
-    on_path = set(path)
-    colours = [_KEPT if n in on_path else GREY for n in names]
-    values = d[shown].tolist()
-    hover = [f"{n}<br>δ = {v:.3f} nats" for n, v in zip(names, values)]
-    if folded.shape[0]:
-        rest = d[folded]
-        label = f"{folded.shape[0]} other group{'s' if folded.shape[0] > 1 else ''}"
-        names.append(label)
-        colours.append(LIGHT_GREY)
-        values.append(float(rest.max()))
-        hover.append(
-            f"{label} (folded)<br>largest δ = {rest.max():.3f}, smallest δ = {rest.min():.3f} nats<br>"
-            f"{int((rest > 0).sum())} of them support the prediction"
-        )
+    fold = fold_drops(groups, drops, path=path, top_n=top_n)
+    names, colours, values, hover = list(fold.names), list(fold.colours), list(fold.values), list(fold.hover)
     fig = go.Figure(
         go.Bar(
             x=values,
@@ -426,12 +460,9 @@ def drops_figure(
     )
     fig.add_vline(x=0, line=dict(color="black", width=1))
     fig.update_yaxes(autorange="reversed", type="category", automargin=True)
-    title = "One-step drops δ_g"
-    if folded.shape[0]:
-        title = f"One-step drops δ_g: top {shown.shape[0]} of {len(groups)} groups"
     return finish(
         fig,
-        title=title,
+        title=fold.title,
         subtitle="blue = on the removal path",
         x_title="margin drop δ_g (nats)",
         y_title="evidence group",

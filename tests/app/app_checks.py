@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pyarrow as pa
+
 
 def assert_ok(at) -> None:
     """The run shows no exception box and no error message."""
@@ -18,14 +20,20 @@ def metric(at, label: str) -> str:
     return values[0]
 
 
-def explorer_path(at) -> list[str]:
-    """The removal path of the open certificate, read from the trajectory chart's ticks."""
-    for chart in at.get("plotly_chart"):
+def vega_chart(at, title_start: str) -> tuple[dict, list[dict]]:
+    """The spec of the Vega-Lite chart whose title starts with ``title_start``, and its data rows
+    (Streamlit sends a spec's top-level ``data.values`` beside it, as Arrow)."""
+    for chart in at.get("vega_lite_chart"):
         spec = json.loads(chart.proto.spec)
-        ticks = spec["layout"].get("xaxis2", {}).get("ticktext")
-        if ticks and ticks[0] == "0<br>intact":
-            return [t.split("<br>", 1)[1] for t in ticks[1:]]  # "step<br>group"
-    raise AssertionError("trajectory chart not found")
+        if spec["title"]["text"].startswith(title_start):
+            return spec, pa.ipc.open_stream(chart.proto.data.data).read_all().to_pylist()
+    raise AssertionError(f"no chart titled {title_start!r}")
+
+
+def explorer_path(at) -> list[str]:
+    """The removal path of the open certificate, read from the trajectory chart's steps."""
+    _, rows = vega_chart(at, "Removal trajectory")
+    return [row["step"].split(" −", 1)[1] for row in rows[1:]]  # "3 −income"
 
 
 def only_error(at) -> str:

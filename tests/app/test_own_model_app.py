@@ -361,7 +361,7 @@ def test_an_uploaded_model_is_audited_in_the_background(monkeypatch, reviews_db)
     at.session_state[OwnModelState.audit.key] = None  # back to the tool's (shipped, cached) audit meanwhile
     at.switch_page("pages/triage.py").run()
     assert_ok(at)
-    assert at.get("plotly_chart") and not at.get("progress")
+    assert at.get("vega_lite_chart") and not at.get("progress")
     at.session_state[OwnModelState.audit.key] = upload
     deadline = time.monotonic() + 600
     at.switch_page("pages/explorer.py")
@@ -373,4 +373,4 @@ def test_an_uploaded_model_is_audited_in_the_background(monkeypatch, reviews_db)
         assert time.monotonic() < deadline, "the background audit did not finish"
         time.sleep(0.5)
     assert any("your model bg.skops" in c.value for c in at.caption)
-    assert at.get("plotly_chart"), "the explorer shows the finished audit"
+    assert at.get("vega_lite_chart"), "the explorer shows the finished audit"

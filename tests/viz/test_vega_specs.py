@@ -1,4 +1,4 @@
-"""The Overview's Vega-Lite charts (``core.viz.*_spec``): the counts against independent
+"""The dashboard's Vega-Lite charts (``core.viz.*_spec``): the counts against independent
 references, the points against their plotly twins, and the house layout."""
 
 from __future__ import annotations
@@ -25,7 +25,18 @@ def _every_spec() -> dict[str, dict]:
         ),
         "confidence_fds_spec": viz.confidence_fds_spec([0.6, 0.95], [0.2, 0.9], brittle=[False, True]),
         "flip_budget_spec": viz.flip_budget_spec([1, 2, 6], depth=5),
+        "trajectory_spec (margin)": _trajectory.margin,
+        "trajectory_spec (probability)": _trajectory.probability,
+        "collapse_spec": viz.collapse_spec([0.0, 0.4, 1.2], rcma=0.53, path=["a", "b"]),
+        "degradation_spec": viz.degradation_spec(
+            [0.5, 1.0], {"attenuate_all": [0.5, -0.2], "attenuate_single": [1.0, 0.4]}, {"attenuate_all": 1.0}
+        ),
+        "drops_spec": viz.drops_spec(["a", "b", "c"], [0.3, -0.1, 0.2], path=["a"], top_n=2),
+        "whatif_spec": viz.whatif_spec(["good", "bad"], [0.8, 0.2], [0.4, 0.6]),
     }
+
+
+_trajectory = viz.trajectory_spec(["a", "b"], [1.0, 0.2, -0.5], [0.7, 0.55, 0.4], flip_budget=2)
 
 
 def _fields(encoding: dict) -> set[str]:
@@ -43,10 +54,11 @@ def test_every_spec_has_the_house_layout_and_encodes_only_fields_of_its_data(nam
     assert spec["title"]["anchor"] == "start" and spec["title"]["text"]
     assert spec["config"]["legend"]["orient"] == "bottom"  # never beside the title
     assert spec["autosize"] == {"type": "fit-x", "contains": "padding"}
-    assert isinstance(spec["height"], int) and spec["height"] >= 200
-    columns = set().union(*(row.keys() for row in spec["data"]["values"]))
+    assert isinstance(spec["height"], int) and spec["height"] >= 150
     layers = spec.get("layer", [spec])
     for layer in layers:
+        data = layer.get("data", spec.get("data")) or {"values": []}  # a rule at a datum has none
+        columns = set().union(*(row.keys() for row in data["values"]))
         assert _fields(layer["encoding"]) <= columns, (name, _fields(layer["encoding"]) - columns)
         for axis in ("x", "y"):
             if "field" in layer["encoding"].get(axis, {}):
@@ -54,7 +66,7 @@ def test_every_spec_has_the_house_layout_and_encodes_only_fields_of_its_data(nam
 
 
 def test_finish_spec_rejects_a_bad_height():
-    with pytest.raises(ValueError, match=r"`height` must be an int >= 1 \(px\); got 0"):
+    with pytest.raises(ValueError, match=r"`height` must be an int >= 1 \(px\) or None; got 0"):
         finish_spec({}, title="t", height=0)
 
 
