@@ -210,32 +210,26 @@ def finish(
     return fig
 
 
-def finish_spec(spec: dict, *, title: str, subtitle: str | None = None, height: int | None = 300) -> dict:
+def finish_spec(spec: dict, *, title: str, subtitle: str | None = None, height: int = 300) -> dict:
     """The house layout of a Vega-Lite chart, the twin of :func:`finish` for the dashboard.
 
     ``spec`` holds the chart's data, marks and encodings (Vega-Lite 5 JSON); this adds the title
     pinned left with its reading key as ``subtitle``, the plot height in px (the width fills the
     column) and every legend below the plot, never beside the title. Vega-Lite wraps neither: keep the title short (about 45
-    characters for a half-width column), as for :func:`finish`. ``height=None`` leaves the
-    heights to the views of a concatenation (``vconcat``), whose widths Streamlit sets to the
-    column's: Vega-Lite fits only a single or layered view to its container.
+    characters for a half-width column), as for :func:`finish`.
     """
-    if height is not None and (not isinstance(height, int) or height < 1):
-        raise ValueError(f"`height` must be an int >= 1 (px) or None; got {height!r}.")
+    if not isinstance(height, int) or height < 1:
+        raise ValueError(f"`height` must be an int >= 1 (px); got {height!r}.")
     head: dict = {"text": title, "anchor": "start", "fontSize": 16}
     if subtitle:
         head.update(subtitle=subtitle, subtitleColor=GREY, subtitleFontSize=12)
-    sized: dict = (
-        # Fill the column's width and keep ``height`` for the plot: Streamlit's default fit
-        # squeezed a layered chart into a third of its height and cut its title.
-        {"height": height, "autosize": {"type": "fit-x", "contains": "padding"}}
-        if height is not None
-        else {"autosize": {"type": "pad"}}
-    )
     return {
         **spec,
         "title": head,
-        **sized,
+        "height": height,
+        # Fill the column's width and keep ``height`` for the plot: Streamlit's default fit
+        # squeezed a layered chart into a third of its height and cut its title.
+        "autosize": {"type": "fit-x", "contains": "padding"},
         "config": {
             "legend": {"orient": "bottom", "title": None, "labelLimit": 260},
             "axis": {"labelLimit": 160, "titleFontWeight": "normal"},

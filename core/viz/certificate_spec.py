@@ -2,15 +2,16 @@
 
 The explorer redraws a certificate on every row click, and the Triage queue on every *Save &
 next*. Drawn by plotly.js, its four charts and the what-if chart were most of a row click: in
-paired browser probes (32 clicks each) the click took 0.35 s at the median and 0.50 s at p95
-with plotly, 0.25 / 0.30 s with Vega-Lite, and 0.23 / 0.26 s with no chart at all
+paired browser probes (48 clicks each) the click took 0.37 s at the median and 0.54 s at p95
+with plotly, 0.28 / 0.35 s with these specs; with no chart at all (another set), 0.23 / 0.26 s
 (``docs/performance.md``). The HTML report and the notebook helpers keep the plotly figures.
 
 Each ``*_spec`` takes the arguments of its ``*_figure`` twin, validates them the same way
 (the same errors) and shows the same data: the same points, bars, colours, flip markers, fold
 of the small drops (:func:`core.viz.certificate.fold_drops`) and titles
-(``tests/viz/test_certificate_spec.py`` compares each pair). Returns a Vega-Lite 5 spec with its
-data inline, laid out by :func:`core.viz._style.finish_spec`.
+(``tests/viz/test_certificate_spec.py`` compares each pair). Each returns a Vega-Lite 5 spec
+with its data inline, laid out by :func:`core.viz._style.finish_spec` (the trajectory two:
+:class:`TrajectorySpecs`).
 """
 
 from __future__ import annotations

@@ -66,7 +66,7 @@ def test_every_spec_has_the_house_layout_and_encodes_only_fields_of_its_data(nam
 
 
 def test_finish_spec_rejects_a_bad_height():
-    with pytest.raises(ValueError, match=r"`height` must be an int >= 1 \(px\) or None; got 0"):
+    with pytest.raises(ValueError, match=r"`height` must be an int >= 1 \(px\); got 0"):
         finish_spec({}, title="t", height=0)
 
 
