@@ -100,6 +100,70 @@ def _flip_budget_iv(flip_budget: int, depth: int) -> int:
     return int(flip_budget)
 
 
+@dataclass(frozen=True)
+class TrajectoryPoints:
+    """The points of a removal trajectory, validated, as both of its twins draw them
+    (:func:`trajectory_figure` and :func:`core.viz.certificate_spec.trajectory_spec`).
+
+    Attributes
+    ----------
+    depth : int
+        ``K``, the path's length.
+    margins, proba : ndarray of shape (K + 1,)
+        Margin (nats) and probability of the original class at steps ``0 … K``.
+    flip_budget : int
+        ``k*`` in ``1 … K + 1``.
+    steps : ndarray of shape (K + 1,)
+        ``0 … K``.
+    flipped : tuple of bool, length K + 1
+        Whether the prediction has flipped at each step (``k >= k*``).
+    labels : tuple of str, length K + 1
+        Step-axis tick labels, lines joined by ``<br>``.
+    hover_steps, predicted : tuple of str, length K + 1
+        ``"3 −income"`` per step, and the predicted class per step (empty when not given).
+    """
+
+    depth: int
+    margins: np.ndarray
+    proba: np.ndarray
+    flip_budget: int
+    steps: np.ndarray
+    flipped: tuple[bool, ...]
+    labels: tuple[str, ...]
+    hover_steps: tuple[str, ...]
+    predicted: tuple[str, ...]
+
+
+def trajectory_points(
+    path: Sequence[str],
+    margins: ArrayLike,
+    proba: ArrayLike,
+    *,
+    flip_budget: int,
+    predicted: Sequence[str] | None = None,
+) -> TrajectoryPoints:
+    """The points :func:`trajectory_figure` draws (its parameters; see there)."""
+    depth = len(path)
+    m = _vector(margins, "margins", length=depth + 1)
+    p = _vector(proba, "proba", length=depth + 1)
+    k_star = _flip_budget_iv(flip_budget, depth)
+    hover_pred = list(predicted) if predicted is not None else [""] * (depth + 1)
+    if len(hover_pred) != depth + 1:
+        raise ValueError(f"`predicted` must have length {depth + 1}; got {len(hover_pred)}.")
+    steps = np.arange(depth + 1)
+    return TrajectoryPoints(
+        depth=depth,
+        margins=m,
+        proba=p,
+        flip_budget=k_star,
+        steps=steps,
+        flipped=tuple(bool(k >= k_star) for k in steps),
+        labels=tuple(_step_labels(path, width=_label_width(depth))),
+        hover_steps=("0 intact", *(f"{k} −{name}" for k, name in enumerate(path, start=1))),
+        predicted=tuple(str(c) for c in hover_pred),
+    )
+
+
 def trajectory_figure(
     path: Sequence[str],
     margins: ArrayLike,
@@ -131,18 +195,10 @@ def trajectory_figure(
     plotly.graph_objects.Figure
         Two stacked panels sharing the step axis; the flip step is marked by a dashed line.
     """
-    depth = len(path)
-    m = _vector(margins, "margins", length=depth + 1)
-    p = _vector(proba, "proba", length=depth + 1)
-    k_star = _flip_budget_iv(flip_budget, depth)
-    steps = np.arange(depth + 1)
-    flipped = steps >= k_star
-    colours = np.where(flipped, _FLIPPED, _KEPT).tolist()
-    hover_pred = list(predicted) if predicted is not None else [""] * (depth + 1)
-    if len(hover_pred) != depth + 1:
-        raise ValueError(f"`predicted` must have length {depth + 1}; got {len(hover_pred)}.")
-    labels = _step_labels(path, width=_label_width(depth))
-    hover_steps = ["0 intact"] + [f"{k} −{name}" for k, name in enumerate(path, start=1)]
+    points = trajectory_points(path, margins, proba, flip_budget=flip_budget, predicted=predicted)
+    depth, m, p, k_star, steps = points.depth, points.margins, points.proba, points.flip_budget, points.steps
+    colours = [_FLIPPED if flipped else _KEPT for flipped in points.flipped]
+    labels, hover_steps, hover_pred = list(points.labels), list(points.hover_steps), list(points.predicted)
 
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.55, 0.45])
     custom = np.column_stack([np.array(hover_steps, dtype=object), np.array(hover_pred, dtype=object)])

@@ -26,11 +26,9 @@ from core.viz._style import GREY, LIGHT_GREY, OKABE_ITO, finish_spec, is_finite,
 from core.viz.certificate import (
     _FLIPPED,
     _KEPT,
-    _flip_budget_iv,
-    _label_width,
-    _step_labels,
     _vector,
     fold_drops,
+    trajectory_points,
 )
 
 __all__ = ["TrajectorySpecs", "collapse_spec", "degradation_spec", "drops_spec", "trajectory_spec", "whatif_spec"]
@@ -104,16 +102,9 @@ def trajectory_spec(
     One data row per step ``k = 0 … K``: ``k``, ``step`` (``"3 −income"``), ``margin``,
     ``proba``, ``prediction`` and ``state`` (``"prediction unchanged"`` / ``"flipped"``).
     """
-    depth = len(path)
-    m = _vector(margins, "margins", length=depth + 1)
-    p = _vector(proba, "proba", length=depth + 1)
-    k_star = _flip_budget_iv(flip_budget, depth)
-    hover_pred = list(predicted) if predicted is not None else [""] * (depth + 1)
-    if len(hover_pred) != depth + 1:
-        raise ValueError(f"`predicted` must have length {depth + 1}; got {len(hover_pred)}.")
-    steps = np.arange(depth + 1)
-    labels = _step_labels(path, width=_label_width(depth))
-    hover_steps = ["0 intact"] + [f"{k} −{name}" for k, name in enumerate(path, start=1)]
+    points = trajectory_points(path, margins, proba, flip_budget=flip_budget, predicted=predicted)
+    depth, m, p, k_star, steps = points.depth, points.margins, points.proba, points.flip_budget, points.steps
+    labels, hover_steps, hover_pred = list(points.labels), points.hover_steps, points.predicted
     values = [
         {
             "k": int(k),
@@ -121,7 +112,7 @@ def trajectory_spec(
             "margin": float(m[k]),
             "proba": float(p[k]) if np.isfinite(p[k]) else None,
             "prediction": str(hover_pred[k]),
-            "state": _STATES[int(k >= k_star)],
+            "state": _STATES[int(points.flipped[k])],
         }
         for k in steps
     ]
