@@ -137,6 +137,9 @@ class ReviewInputs:
         :meth:`core.reviews.ReviewStore.ratings`: each reviewer's decision in force per case.
     reviewers_per_case : int, default=1
         Of the audit's review plan in force.
+    verification : str, default=""
+        The review log's verification (:func:`core.reviews.maintenance.verify_log`), in words:
+        "review log verified: N entries (...)" or why it failed or could not run.
     """
 
     path: str
@@ -144,6 +147,7 @@ class ReviewInputs:
     history: pd.DataFrame
     ratings: pd.DataFrame
     reviewers_per_case: int = 1
+    verification: str = ""
 
     @property
     def n_decisions(self) -> int:
@@ -254,6 +258,9 @@ def load_audit_folder(directory: str | os.PathLike[str]) -> AuditInputs:
             f"{str(path)!r} is not an audit folder: missing {', '.join(missing)}{hint}; expected the "
             "output of `python -m core audit --out DIR`."
         )
+    from core.tabular.audit_folder import check_audit_folder
+
+    check_audit_folder(path)  # a folder made by a newer version is refused before it is read
     evaluation = _read_json(path / "evaluation.json")
     protocol = _read_json(path / "protocol.json")
     for name, data, keys in (
@@ -306,9 +313,20 @@ def load_reviews(path: str | os.PathLike[str], fingerprint: str) -> ReviewInputs
             store.history(fingerprint),
             store.ratings(fingerprint),
             store.current_plan(fingerprint).reviewers_per_case,
+            _verification(db),
         )
     except Exception as exc:  # sqlite3.DatabaseError on a file that is not a database
         raise ValueError(f"cannot read the review database {str(db)!r}: {exc}") from None
+
+
+def _verification(db: Path) -> str:
+    """The review log's verification in one sentence (the file's name only, never its folder)."""
+    from core.reviews.maintenance import verify_log
+
+    try:
+        return verify_log(db).summary
+    except ValueError as exc:
+        return "review log not verified: " + str(exc).replace(str(db), db.name)
 
 
 def load_paired(directory: str | os.PathLike[str], *, coverage: float = _COVERAGE) -> PairedInputs:
@@ -391,6 +409,11 @@ def _paired_from_pool(path: Path, coverage: float) -> PairedInputs:
 
 
 def _paired_from_output(path: Path) -> PairedInputs:
+    from core.formats import PAIRED_OUTPUT
+
+    manifest = _read_json(path / "manifest.json") if (path / "manifest.json").is_file() else {}
+    PAIRED_OUTPUT.check(manifest.get("format") if isinstance(manifest, dict) else None, where=str(path), missing=1)
+
     def read(name: str) -> pd.DataFrame:
         try:
             return pd.read_csv(path / name)
@@ -751,6 +774,8 @@ def _triage_section(a: AuditInputs, reviews: ReviewInputs | None, reviews_note: 
             f"{int(in_queue.sum()):,} of the {len(queue):,} queued cases are reviewed (the decision in force per "
             "sample below).</p>"
         )
+        if reviews.verification:
+            out.append(f"<p><strong>{_e(reviews.verification[0].upper() + reviews.verification[1:])}.</strong></p>")
         if len(latest):
             out.append(_table(counts))
         else:

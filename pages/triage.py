@@ -35,6 +35,7 @@ from ui.review import (
     queue_table,
     review_form,
     seed_reviewer,
+    show_log_state,
     store,
     viewer,
 )
@@ -170,6 +171,7 @@ def _curves(fingerprint: str, result_id: int, scope: str, *, _scores, _brittle):
 def _body() -> None:
     result = current_audit()
     audit_line(result)
+    show_log_state()
     _triage(result, prediction_table(result))
 
 

@@ -115,6 +115,20 @@ def test_report_counts_agreement_and_adjudication_match_the_store(audit, tmp_pat
     adjudicated = triage[triage.index("Adjudicated decisions") :]
     assert f"<td>{ids[2]}</td><td>Needs evidence re-acquisition</td><td>Ana</td>" in adjudicated
     assert "Bo: Confirmed brittle; Cy: Acceptable" in adjudicated and "rescan the form" in adjudicated
+    # The review log's verification, with the count of every entry of the database (all audits).
+    with sqlite3.connect(db) as conn:
+        n_all = conn.execute("SELECT COUNT(*) FROM reviews").fetchone()[0]
+    assert f"Review log verified: {n_all} entries (hash chain only, no key)." in triage
+    # An entry edited behind the tool's back: the report says the log failed, and where.
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TRIGGER reviews_append_only_update")
+        conn.execute("UPDATE reviews SET decision = 'confirmed_brittle' WHERE review_id = 2")
+        conn.execute(
+            "CREATE TRIGGER reviews_append_only_update BEFORE UPDATE ON reviews "
+            "BEGIN SELECT RAISE(ABORT, 'reviews are append-only'); END"
+        )
+    tampered = report_for_result(result, reviews_db=db)
+    assert "Review log FAILED verification: entry 2 was edited" in tampered
 
 
 def _machine_paths(*extra: Path) -> list[str]:

@@ -29,14 +29,18 @@ move to the next / previous case of the shown queue.
 
 from __future__ import annotations
 
+import os
 import uuid
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
+from core.csv_safe import csv_bytes
 from core.exceptions import UndefinedMetricWarning
 from core.reviews import (
     CASE_STATES,
@@ -58,6 +62,8 @@ from core.reviews import (
     remembered_reviewer,
     step_case,
 )
+from core.reviews.chain import KEY_ENV_VAR
+from core.reviews.maintenance import verify_log
 from core.reviews.queue import UNREVIEWED, minutes
 from ui.auth import current_access, server_team
 from ui.layout import flow_columns
@@ -116,9 +122,60 @@ def key_of(result) -> AuditKey:
     return _audit_key(result.fingerprint, id(result), result)
 
 
+@dataclass(frozen=True)
+class LogState:
+    """Whether the review log verified, and the sentence that says so."""
+
+    ok: bool
+    text: str
+
+
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _open_store(path: str, team_id: int, _team: Team | None) -> ReviewStore:
-    return ReviewStore(path, team=_team)
+    _adopt_secret_key()
+    store = ReviewStore(path, team=_team)
+    _log_state(path)  # the log is verified when the server first opens it
+    return store
+
+
+@st.cache_resource(show_spinner=False)
+def _adopt_secret_key() -> None:
+    """The review log's key from ``[reviews] key`` in the secrets file, for every core path of
+    this server (the store, the verification, the report), unless ``AUDIT_REVIEWS_KEY`` is set."""
+    if os.environ.get(KEY_ENV_VAR):
+        return
+    try:
+        key = st.secrets.get("reviews", {}).get("key") if st.secrets.load_if_toml_exists() else None
+    except Exception:  # an unreadable secrets file: Streamlit reports it itself
+        key = None
+    if key:
+        os.environ[KEY_ENV_VAR] = str(key)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _log_state(path: str) -> LogState:
+    """The review log's verification, once per server and database (an O(entries) walk)."""
+    name = Path(path).name
+    try:
+        found = verify_log(path)
+    except ValueError as exc:  # signed but no key here, not a review database, too old...
+        return LogState(False, str(exc).replace(str(Path(path).expanduser()), name).replace(path, name))
+    if found.ok:
+        return LogState(True, found.summary[0].upper() + found.summary[1:] + ".")
+    return LogState(
+        False,
+        f"The review log of {name} failed its verification: {found.problem}. Decisions shown may have been "
+        "changed outside this tool: ask the administrator to restore the latest backup.",
+    )
+
+
+def show_log_state() -> None:
+    """The review log's state, for the Triage page: a caption when verified, an error otherwise."""
+    path = shared_state().reviews_db
+    if not path or not Path(path).expanduser().is_file():
+        return
+    state = _log_state(path)
+    (st.caption if state.ok else st.error)(state.text)
 
 
 def store() -> ReviewStore:
@@ -285,7 +342,7 @@ def queue_table(shown: pd.DataFrame, *, score_label: str, caption: str) -> list[
     st.caption(caption)
     st.download_button(
         "CSV",
-        shown.to_csv(index=False).encode("utf-8"),
+        csv_bytes(shown, index=False),
         file_name="triage_queue.csv",
         mime="text/csv",
         key="dl_triage_table",
@@ -826,7 +883,7 @@ def export_button(key: AuditKey) -> None:
     everything = store().export(audit_fingerprint=key.fingerprint, viewer=access.user)
     st.download_button(
         f"Export all {len(everything)} entries of this audit (CSV)",
-        everything.to_csv(index=False).encode("utf-8"),
+        csv_bytes(everything, index=False),
         file_name=f"reviews_{key.fingerprint[:12]}.csv",
         mime="text/csv",
         icon=":material/download:",

@@ -14,9 +14,11 @@ The file is ours or refused: a new database is stamped with :data:`APPLICATION_I
 application_id``) and a one-row marker table ``reliability_audit_marker``; opening any other
 SQLite file (another application's, or a review database written by a *newer* version of this
 tool) is refused with a :class:`ReviewStoreError` and the file is left byte-identical (it is
-inspected through a read-only connection first). ``PRAGMA quick_check`` runs on every open, so
-corrupted pages are reported as such instead of surfacing later as ``DatabaseError``. The
-history is append-only in the schema itself: triggers abort any ``UPDATE`` or ``DELETE``.
+inspected through a read-only SQLite connection first: nothing but SQLite ever opens the file,
+since closing any other descriptor of it would drop the locks of SQLite's connections in this
+process). Opening costs O(1); the whole-file check is :func:`core.reviews.maintenance.check_integrity`,
+on demand. The history is append-only in the schema itself: triggers abort any ``UPDATE`` or
+``DELETE``, and a file of the current version whose triggers were dropped is refused.
 ``created_at`` is taken inside the write transaction (and never earlier than the previous
 row's), so time order and ``review_id`` order agree.
 
@@ -54,6 +56,15 @@ own decisions; only an admin plans, adjudicates and exports. Reads take the read
 reviewers' entries on a case only once they have recorded their own. Without a team the store
 is single-user (local mode): every write is allowed and the reviewer is a typed name.
 
+Schema version 5 adds the tamper-evident chain (:mod:`core.reviews.chain`: every entry's
+``prev_hash``, ``entry_hash`` and ``mac``, and the ``chain_head``) and ``store_settings``, where
+the file remembers that it belongs to a team and the check of its key: a store opened without
+the team, or without the key (``key=`` or ``AUDIT_REVIEWS_KEY``), or with another key, refuses
+every write. A version-4 file is chained (and signed, when opened with a key) in place.
+
+**Durability** (``docs/review_team.md``): every connection runs ``synchronous = FULL`` in WAL
+mode, so a returned write is on disk.
+
 **The decision of a case** (:meth:`ReviewStore.latest`) is its most recent adjudication in
 force, else its most recent decision in force.
 
@@ -67,8 +78,10 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import shutil
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
@@ -80,7 +93,9 @@ from typing import Literal, get_args
 import pandas as pd
 
 from core.atomic import atomic_path
+from core.csv_safe import write_csv
 from core.reviews.assignment import ReviewPlan, round_robin
+from core.reviews.chain import GENESIS, KEY_ENV_VAR, entry_hash, entry_mac, head_mac, key_bytes, key_check
 from core.reviews.team import AccessRefused, Team, User
 
 __all__ = [
@@ -161,10 +176,19 @@ APPLICATION_ID = 0x52417564
 _MARKER_TABLE = "reliability_audit_marker"
 _MARKER = "reliability-audit review store"
 #: Version 1: the table only (files from before the marker); version 2: marker + triggers;
-#: version 3: reasons, retractions, audit context, submission ids; version 4: the team (see the
-#: module docstring).
-_SCHEMA_VERSION = 4
-_SQLITE_MAGIC = b"SQLite format 3\x00"
+#: version 3: reasons, retractions, audit context, submission ids; version 4: the team; version 5:
+#: the tamper-evident chain, the store's settings (team, key check) (see the module docstring).
+_SCHEMA_VERSION = 5
+#: The triggers that make the history append-only; a file of the current version without one of
+#: them was edited outside this tool (someone dropped it to change the history) and is refused.
+_TRIGGERS = frozenset(
+    {"reviews_append_only_update", "reviews_append_only_delete", "reviews_retraction_target", "chain_head_kept"}
+    | {
+        f"{t}_append_only_{op}"
+        for t in ("review_plans", "assignments", "access_refusals", "store_settings")
+        for op in ("update", "delete")
+    }
+)
 _ENTRY_KINDS = ", ".join(f"'{d}'" for d in (*DECISIONS, RETRACTED))
 
 
@@ -185,7 +209,10 @@ CREATE TABLE {name} (
     protocol_fingerprint TEXT    NOT NULL DEFAULT '',
     submission_id        TEXT,
     reviewer_email       TEXT    NOT NULL DEFAULT '',
-    kind                 TEXT    NOT NULL DEFAULT '{REVIEW}' CHECK (kind IN ('{REVIEW}', '{ADJUDICATION}'))
+    kind                 TEXT    NOT NULL DEFAULT '{REVIEW}' CHECK (kind IN ('{REVIEW}', '{ADJUDICATION}')),
+    prev_hash            TEXT    NOT NULL DEFAULT '',
+    entry_hash           TEXT    NOT NULL DEFAULT '',
+    mac                  TEXT    NOT NULL DEFAULT ''
 );
 """
 
@@ -245,7 +272,16 @@ CREATE TABLE IF NOT EXISTS access_refusals (
     sample_id         TEXT NOT NULL,
     reason            TEXT NOT NULL
 );
-{_append_only("review_plans")}{_append_only("assignments")}{_append_only("access_refusals")}
+CREATE TABLE IF NOT EXISTS store_settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chain_head (
+    id      INTEGER PRIMARY KEY CHECK (id = 1),
+    entries INTEGER NOT NULL CHECK (entries >= 0),
+    head    TEXT    NOT NULL,
+    mac     TEXT    NOT NULL DEFAULT ''
+);
+CREATE TRIGGER IF NOT EXISTS chain_head_kept BEFORE DELETE ON chain_head
+BEGIN SELECT RAISE(ABORT, 'the head of the review log cannot be deleted'); END;
+{_append_only("review_plans")}{_append_only("assignments")}{_append_only("access_refusals")}{_append_only("store_settings")}
 PRAGMA application_id = {APPLICATION_ID};
 PRAGMA user_version = {_SCHEMA_VERSION};
 """
@@ -262,10 +298,13 @@ _MIGRATE_V3 = (
     "ALTER TABLE reviews ADD COLUMN reviewer_email TEXT NOT NULL DEFAULT '';\n"
     f"ALTER TABLE reviews ADD COLUMN kind TEXT NOT NULL DEFAULT '{REVIEW}' CHECK (kind IN ('{REVIEW}', '{ADJUDICATION}'));\n"
 )
+# Version 4 -> 5: the chain's columns (filled in by `_seal_chain` in the same transaction).
+_MIGRATE_V4 = "".join(
+    f"ALTER TABLE reviews ADD COLUMN {c} TEXT NOT NULL DEFAULT '';\n" for c in ("prev_hash", "entry_hash", "mac")
+)
 _V1_TABLES = {"reviews", "sqlite_sequence"}
 _COLUMNS = ", ".join(REVIEW_COLUMNS)
 _COLUMNS_R = ", ".join(f"r.{c}" for c in REVIEW_COLUMNS)
-_COLUMNS_NO_ID = ", ".join(REVIEW_COLUMNS[1:])
 # A decision still in force: not a retraction, and named by no retraction.
 _ACTIVE = f"decision != '{RETRACTED}' AND review_id NOT IN (SELECT retracts FROM reviews WHERE retracts IS NOT NULL)"
 
@@ -433,6 +472,147 @@ def _sample_id_iv(value: object) -> str:
     return text
 
 
+def _db_path(path: str | os.PathLike[str] | None) -> Path:
+    """The database file named by ``path`` (default: :func:`default_db_path`), checked."""
+    if isinstance(path, str) and "://" in path:
+        raise ValueError(
+            f"Review database {path!r} looks like a URL; this version stores reviews in an SQLite file: "
+            "give a file path."
+        )
+    db = Path(path).expanduser() if path is not None else default_db_path()
+    if db.is_dir():
+        raise ValueError(f"Review database path {str(db)!r} is a directory; expected a file path.")
+    if db.exists() and not db.is_file():
+        raise ReviewStoreError(f"Review database path {str(db)!r} is not a regular file.")
+    return db
+
+
+@dataclass(frozen=True)
+class _Identity:
+    """What an existing file says it is, read through SQLite in one read transaction."""
+
+    app_id: int
+    version: int
+    tables: frozenset[str]
+    columns: tuple[str, ...]
+    marker: tuple[tuple, ...]
+    triggers: frozenset[str]
+    settings: dict
+    journal: str
+
+    def refuse_unusable(self, path: Path, *, edited_ok: bool = False) -> None:
+        """Raise :class:`ReviewStoreError` unless the file is an empty SQLite file or ours, not newer.
+
+        ``edited_ok`` lets a file whose append-only triggers were dropped through (the
+        verification reports that itself).
+        """
+        where = f"Review database {str(path)!r}"
+        if self.empty or self.ours_v1:
+            return
+        if self.app_id != APPLICATION_ID or self.marker != ((_MARKER,),):
+            raise ReviewStoreError(
+                f"{where} is not a review database of this tool (application_id {self.app_id:#x}, tables "
+                f"{sorted(self.tables)}); refusing to modify it. Choose a new file path."
+            )
+        if self.version > _SCHEMA_VERSION:
+            raise ReviewStoreError(
+                f"{where} has schema version {self.version}, newer than this version of the tool understands "
+                f"({_SCHEMA_VERSION}); upgrade the tool. The file was not modified."
+            )
+        missing = sorted(_TRIGGERS - self.triggers)
+        if self.version == _SCHEMA_VERSION and missing and not edited_ok:
+            raise ReviewStoreError(
+                f"{where} was edited outside this tool: the trigger(s) that keep its history append-only "
+                f"({', '.join(missing)}) were removed, so entries may have been changed or deleted. Restore "
+                "it from a backup; the review log verification names the first changed entry. "
+                "The file was not modified."
+            )
+
+    @property
+    def empty(self) -> bool:
+        return self.app_id == 0 and self.version == 0 and not self.tables
+
+    @property
+    def ours_v1(self) -> bool:
+        return self.app_id == 0 and self.version == 1 and self.tables == _V1_TABLES and self.columns == _V1_COLUMNS
+
+    def adopted(self, team: bool, key: bytes | None) -> bool:
+        """Whether the file already remembers this store's team and key (nothing to write at open)."""
+        if team and "team" not in self.settings:
+            return False
+        return key is None or "key_check" in self.settings or self.version < _SCHEMA_VERSION
+
+
+def _identify(path: Path, timeout: float) -> _Identity:
+    """Read what an existing file is, without changing it, through SQLite only.
+
+    Nothing but SQLite opens the file while a connection may exist: closing any other
+    descriptor of it would drop every POSIX lock this process holds on it, the locks of
+    SQLite's other connections included (SQLite's "How To Corrupt An SQLite Database File",
+    section 2.2). SQLite itself reads the header: a file that is not a database fails the first
+    read with "file is not a database".
+    """
+    where = f"Review database {str(path)!r}"
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=timeout)
+    except sqlite3.Error as exc:
+        raise ReviewStoreError(f"{where} cannot be opened ({exc}).") from exc
+    with closing(conn):
+        try:
+            # One read transaction: every value below comes from the same snapshot. Read one by
+            # one, a file that another process creates meanwhile could show its tables but not
+            # yet its application_id, and be refused as a foreign file.
+            conn.isolation_level = None
+            conn.execute("BEGIN")
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            master = conn.execute("SELECT type, name FROM sqlite_master").fetchall()
+            tables = frozenset(n for t, n in master if t == "table")
+            triggers = frozenset(n for t, n in master if t == "trigger")
+            columns = tuple(r[1] for r in conn.execute("PRAGMA table_info(reviews)")) if "reviews" in tables else ()
+            marker = (
+                tuple(conn.execute(f"SELECT marker FROM {_MARKER_TABLE}").fetchall()) if _MARKER_TABLE in tables else ()
+            )
+            settings = _settings(conn) if "store_settings" in tables else {}
+            journal = conn.execute("PRAGMA journal_mode").fetchone()[0]
+            if journal != "wal":
+                # Turning it to WAL writes its header: a file in another mode (a restored backup,
+                # a file from elsewhere) is checked in full once, before it is first written.
+                problems = [r[0] for r in conn.execute("PRAGMA quick_check(3)").fetchall()]
+                if problems != ["ok"]:
+                    raise sqlite3.DatabaseError(f"malformed (PRAGMA quick_check: {'; '.join(problems)})")
+            conn.execute("ROLLBACK")
+        except sqlite3.DatabaseError as exc:
+            if "not a database" in str(exc):
+                raise ReviewStoreError(
+                    f"{where} is not an SQLite database (SQLite: {exc}): either another kind of file, or a "
+                    "review database whose first page is corrupted. Choose another file, or restore it from "
+                    "a backup. It was not modified."
+                ) from exc
+            if "malformed" in str(exc):
+                raise ReviewStoreError(
+                    f"{where} is corrupted ({exc}); restore it from a backup or choose another file. "
+                    "It was not modified."
+                ) from exc
+            raise ReviewStoreError(f"{where}: opening failed ({exc}); nothing was changed.") from exc
+    return _Identity(app_id, version, tables, columns, marker, triggers, settings, journal)
+
+
+_WRITE_LOCKS: dict[str, threading.RLock] = {}
+_WRITE_LOCKS_GUARD = threading.Lock()
+
+
+def _write_lock(path: Path) -> threading.RLock:
+    """This process's write lock of one database file (shared by every store object on it)."""
+    key = os.path.realpath(path)
+    with _WRITE_LOCKS_GUARD:
+        return _WRITE_LOCKS.setdefault(key, threading.RLock())
+
+
+def _settings(conn: sqlite3.Connection) -> dict[str, str]:
+    return dict(conn.execute("SELECT name, value FROM store_settings").fetchall())
+
+
 class ReviewStore:
     """Append-only store of review decisions in a SQLite file.
 
@@ -460,25 +640,31 @@ class ReviewStore:
     """
 
     def __init__(
-        self, path: str | os.PathLike[str] | None = None, *, timeout: float = 10.0, team: Team | None = None
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        timeout: float = 10.0,
+        team: Team | None = None,
+        key: str | bytes | None = None,
     ) -> None:
         if not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0):
             raise ValueError(f"`timeout` must be a positive number of seconds; got {timeout!r}.")
         if team is not None and not isinstance(team, Team):
             raise ValueError(f"`team` must be a core.reviews.Team or None; got {type(team).__name__}.")
         self.team = team
-        self.path = Path(path).expanduser() if path is not None else default_db_path()
+        self._key = key_bytes(key if key is not None else (os.environ.get(KEY_ENV_VAR) or None))
+        self.path = _db_path(path)
         self.timeout = float(timeout)
-        if self.path.is_dir():
-            raise ValueError(f"Review database path {str(self.path)!r} is a directory; expected a file path.")
-        if self.path.exists() and not self.path.is_file():
-            raise ReviewStoreError(f"Review database path {str(self.path)!r} is not a regular file.")
         try:
-            version = self._inspect() if self.path.exists() and self.path.stat().st_size > 0 else 0
+            found = _identify(self.path, self.timeout) if self.path.exists() and self.path.stat().st_size > 0 else None
+            if found is not None:
+                found.refuse_unusable(self.path)
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._enable_wal()
-            if version < _SCHEMA_VERSION:  # a new file, or ours at version 1 to 3: upgrade in one transaction
-                with self._transaction() as conn:
+            if found is None or found.journal != "wal":
+                self._enable_wal()
+            if found is None or found.version < _SCHEMA_VERSION or not found.adopted(team is not None, self._key):
+                # A new file, ours at versions 1 to 4, or a team / key to remember: one transaction.
+                with self._transaction(guard=False) as conn:
                     self._upgrade(conn)
         except ReviewStoreError:
             raise
@@ -488,23 +674,71 @@ class ReviewStore:
                 f"file path (`--reviews-db` or the {ENV_VAR} environment variable)."
             ) from exc
 
-    @staticmethod
-    def _upgrade(conn: sqlite3.Connection) -> None:
+    @property
+    def keyed(self) -> bool:
+        """Whether this process holds a key for the review log (``key=`` or ``AUDIT_REVIEWS_KEY``)."""
+        return self._key is not None
+
+    def _upgrade(self, conn: sqlite3.Connection) -> None:
         # Re-read inside the write lock: another process may have upgraded the file since it
         # was inspected, and migrating twice would copy only the old columns of newer rows.
         version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version >= _SCHEMA_VERSION:
-            return
-        has_table = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'reviews'").fetchone()
-        if not has_table:
-            script = _table_sql("reviews")
-        elif version == 3:
-            script = _MIGRATE_V3
-        else:  # version 1 or 2: rebuilt at the current layout
-            script = _MIGRATE
-        script += _UPGRADE
-        for statement in _statements(script):
-            conn.execute(statement)
+        if version < _SCHEMA_VERSION:
+            has_table = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'reviews'").fetchone()
+            if not has_table:
+                script = _table_sql("reviews")
+            elif version == 4:
+                script = _MIGRATE_V4
+            elif version == 3:
+                script = _MIGRATE_V3 + _MIGRATE_V4
+            else:  # version 1 or 2: rebuilt at the current layout
+                script = _MIGRATE
+            for statement in _statements(script + _UPGRADE):
+                conn.execute(statement)
+            if has_table:
+                self._seal_chain(conn, sign=self._key is not None)
+        settings = _settings(conn)
+        if self.team is not None and "team" not in settings:
+            conn.execute("INSERT INTO store_settings (name, value) VALUES ('team', 'yes')")
+        if self._key is not None and "key_check" not in settings:
+            if conn.execute("SELECT 1 FROM reviews LIMIT 1").fetchone() is None or version < _SCHEMA_VERSION:
+                # An empty log, or one migrated right now: the key signs it from its start.
+                conn.execute(
+                    "INSERT INTO store_settings (name, value) VALUES ('key_check', ?)", (key_check(self._key),)
+                )
+                self._seal_chain(conn, sign=True)
+
+    def _seal_chain(self, conn: sqlite3.Connection, *, sign: bool) -> int:
+        """(Re)compute every entry's chain fields, and the head; with ``sign``, their HMACs.
+
+        Only a migration (the entries predate the chain) and :meth:`sign` (an admin adopts a
+        key for an existing unsigned log) do this, inside their write transaction; the
+        update trigger is lifted for it and put back before the commit.
+        """
+        conn.execute("DROP TRIGGER IF EXISTS reviews_append_only_update")
+        prev, n = GENESIS, 0
+        rows = conn.execute(f"SELECT {_COLUMNS} FROM reviews ORDER BY review_id").fetchall()
+        for row in rows:
+            digest = entry_hash(prev, row)
+            mac = entry_mac(self._key, digest) if sign else ""
+            conn.execute(
+                "UPDATE reviews SET prev_hash = ?, entry_hash = ?, mac = ? WHERE review_id = ?",
+                (prev, digest, mac, row[0]),
+            )
+            prev, n = digest, n + 1
+        self._write_head(conn, n, prev, sign=sign)
+        for statement in _statements(_UPGRADE):
+            if "reviews_append_only_update" in statement:
+                conn.execute(statement)
+        return n
+
+    def _write_head(self, conn: sqlite3.Connection, entries: int, head: str, *, sign: bool) -> None:
+        mac = head_mac(self._key, entries, head) if sign else ""
+        conn.execute(
+            "INSERT INTO chain_head (id, entries, head, mac) VALUES (1, ?, ?, ?)"
+            " ON CONFLICT (id) DO UPDATE SET entries = excluded.entries, head = excluded.head, mac = excluded.mac",
+            (entries, head, mac),
+        )
 
     def _enable_wal(self) -> None:
         # Switching the journal mode needs an exclusive lock, and SQLite answers "locked" at
@@ -521,66 +755,6 @@ class ReviewStore:
                     raise
                 time.sleep(0.01)
 
-    def _inspect(self) -> int:
-        """Schema version of an existing file, read without changing it; refuse a foreign file."""
-        where = f"Review database {str(self.path)!r}"
-        with open(self.path, "rb") as fh:
-            magic = fh.read(len(_SQLITE_MAGIC))
-        if magic != _SQLITE_MAGIC:
-            raise ReviewStoreError(
-                f"{where} is not an SQLite database (it does not start with the SQLite "
-                "header); choose another file. It was not modified."
-            )
-        try:
-            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=self.timeout)
-        except sqlite3.Error as exc:
-            raise ReviewStoreError(f"{where} cannot be opened ({exc}).") from exc
-        with closing(conn):
-            try:
-                # One read transaction: every value below comes from the same snapshot. Read one
-                # by one, a file that another process creates meanwhile could show its tables
-                # but not yet its application_id, and be refused as a foreign file.
-                conn.isolation_level = None
-                conn.execute("BEGIN")
-                check = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
-                app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-                version = conn.execute("PRAGMA user_version").fetchone()[0]
-                tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-                columns = [r[1] for r in conn.execute("PRAGMA table_info(reviews)")] if "reviews" in tables else []
-                marker = (
-                    conn.execute(f"SELECT marker FROM {_MARKER_TABLE}").fetchall() if _MARKER_TABLE in tables else []
-                )
-                conn.execute("ROLLBACK")
-            except sqlite3.DatabaseError as exc:
-                if "malformed" in str(exc) or "not a database" in str(exc):
-                    raise ReviewStoreError(
-                        f"{where} is corrupted ({exc}); restore it from a backup or choose "
-                        "another file. It was not modified."
-                    ) from exc
-                raise self._error(exc, "opening") from exc
-        if check != ["ok"]:
-            raise ReviewStoreError(
-                f"{where} is corrupted (PRAGMA quick_check: {'; '.join(check[:3])}); restore "
-                "it from a backup or choose another file. It was not modified."
-            )
-        ours_v1 = app_id == 0 and version == 1 and tables == _V1_TABLES and columns == list(_V1_COLUMNS)
-        empty = app_id == 0 and version == 0 and not tables
-        if empty:
-            return 0
-        if ours_v1:
-            return 1
-        if app_id != APPLICATION_ID or marker != [(_MARKER,)]:
-            raise ReviewStoreError(
-                f"{where} is not a review database of this tool (application_id {app_id:#x}, tables "
-                f"{sorted(tables)}); refusing to modify it. Choose a new file path."
-            )
-        if version > _SCHEMA_VERSION:
-            raise ReviewStoreError(
-                f"{where} has schema version {version}, newer than this version of the tool understands "
-                f"({_SCHEMA_VERSION}); upgrade the tool. The file was not modified."
-            )
-        return version
-
     def __repr__(self) -> str:
         return f"ReviewStore({str(self.path)!r})"
 
@@ -590,6 +764,9 @@ class ReviewStore:
         # writer takes the write lock up front instead of failing half-way on an upgrade.
         conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
         conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+        # An acknowledged decision is on disk: in WAL mode FULL syncs the log at every commit
+        # (NORMAL would only survive a crash of the process, not of the machine).
+        conn.execute("PRAGMA synchronous = FULL")
         return conn
 
     def _error(self, exc: sqlite3.Error, doing: str) -> ReviewStoreError:
@@ -597,26 +774,89 @@ class ReviewStore:
         if "disk I/O error" in text and _free_bytes(self.path.parent) < 1 << 20:
             text += ", no space left on the device"  # SQLite reports a full tmpfs as an I/O error
         if "locked" in text or "busy" in text:
-            hint = f"another process held the lock for more than {self.timeout:g} s; retry"
+            hint = f"other writers kept the database busy for more than {self.timeout:g} s; retry"
         elif "full" in text or "no space" in text:
             hint = "the disk is full; free space and retry (nothing was stored)"
         elif isinstance(exc, sqlite3.DatabaseError) and ("malformed" in text or "not a database" in text):
-            hint = "the file is corrupted; restore it from a backup"
+            hint = (
+                "the file is corrupted; stop every dashboard and script using it, then put your latest "
+                "backup in its place (docs/review_team.md, 'Backups and restore')"
+            )
         else:
             hint = "nothing was changed"
         return ReviewStoreError(f"Review database {str(self.path)!r}: {doing} failed ({text}); {hint}.")
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with closing(self._connect()) as conn:
-            conn.execute("BEGIN IMMEDIATE")
+    def _transaction(self, *, guard: bool = True) -> Iterator[sqlite3.Connection]:
+        deadline = time.monotonic() + self.timeout
+        # One writer per process and file at a time: the threads of a dashboard queue here
+        # instead of all polling SQLite's lock, and only one waiter per process competes with
+        # the other processes for it.
+        lock = _write_lock(self.path)
+        if not lock.acquire(timeout=self.timeout):
+            raise sqlite3.OperationalError("database is locked (by this process's other writers)")
+        try:
+            with closing(self._connect()) as conn:
+                self._begin(conn, deadline)
+                try:
+                    if guard:
+                        self._guard(conn)
+                    yield conn
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+        finally:
+            lock.release()
+
+    def _begin(self, conn: sqlite3.Connection, deadline: float) -> None:
+        """``BEGIN IMMEDIATE``, retried every few milliseconds until ``deadline``.
+
+        SQLite's own busy handler backs off to one try every 100 ms, so under steady load a
+        waiter keeps losing the lock to newcomers that try sooner, and times out although no
+        transaction held the lock for long (seen: 3 of 8,000 writes at 10 s under 20 writers).
+        Short, jittered retries give every waiter the same chance; the jitter only spreads the
+        waiters in time, no result depends on it.
+        """
+        conn.execute("PRAGMA busy_timeout = 0")
+        while True:
             try:
-                yield conn
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+                conn.execute("BEGIN IMMEDIATE")
+                break
+            except sqlite3.OperationalError as exc:
+                if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.0005 + 0.002 * random.random())
+        conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+
+    def _guard(self, conn: sqlite3.Connection) -> None:
+        """Refuse a write the file's settings forbid (read under the write lock): a team's file
+        opened without its team, a signed file opened without its key or with another key."""
+        settings = _settings(conn)
+        where = f"Review database {str(self.path)!r}"
+        if "team" in settings and self.team is None:
+            raise ReviewStoreError(
+                f"{where} belongs to a team: open it with its team file to record decisions (every write "
+                "names a signed-in member). Nothing was stored."
+            )
+        check = settings.get("key_check")
+        if check is not None and self._key is None:
+            raise ReviewStoreError(
+                f"{where} is signed with the server's key, and this process has none ({KEY_ENV_VAR} is not "
+                "set): a decision written without it would not verify. Nothing was stored."
+            )
+        if check is not None and key_check(self._key) != check:
+            raise ReviewStoreError(
+                f"{where} is signed with another key than this process's ({KEY_ENV_VAR}): a decision "
+                "written with it would not verify. Nothing was stored."
+            )
+        if check is None and self._key is not None:
+            raise ReviewStoreError(
+                f"{where} was started without a key and already holds entries: an admin signs them "
+                "once with the key (`reliability-audit reviews sign`, see docs/security.md) before "
+                "this process may add more. Nothing was stored."
+            )
 
     def _query(self, sql: str, params: Iterable[object] = ()) -> pd.DataFrame:
         try:
@@ -707,7 +947,7 @@ class ReviewStore:
             reason,
         )
         try:
-            with self._transaction() as conn:
+            with self._transaction(guard=False) as conn:
                 conn.execute(
                     "INSERT INTO access_refusals (created_at, user_email, user_name, role, action, audit_fingerprint,"
                     " sample_id, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -1005,9 +1245,17 @@ class ReviewStore:
         # Inside the write lock: the clock is read in review_id order, and never earlier than
         # the previous row (a clock stepped back must not reorder the history).
         created = _now()
-        last = conn.execute("SELECT created_at FROM reviews ORDER BY review_id DESC LIMIT 1").fetchone()
-        if last is not None and last[0] > created:
-            created = last[0]
+        last = conn.execute(
+            "SELECT review_id, created_at, entry_hash FROM reviews ORDER BY review_id DESC LIMIT 1"
+        ).fetchone()
+        if last is not None and last[1] > created:
+            created = last[1]
+        # The id is chosen here (not by AUTOINCREMENT after the insert) because the entry's hash
+        # covers it; under the write lock nobody else takes it. sqlite_sequence keeps ids of
+        # deleted rows from being reused.
+        seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'reviews'").fetchone()
+        review_id = max(seq[0] if seq else 0, last[0] if last else 0) + 1
+        prev = last[2] if last is not None else GENESIS
         values = (
             created,
             key.fingerprint,
@@ -1024,8 +1272,72 @@ class ReviewStore:
             user.email,
             kind,
         )
-        cursor = conn.execute(f"INSERT INTO reviews ({_COLUMNS_NO_ID}) VALUES ({', '.join('?' * len(values))})", values)
-        return Review(int(cursor.lastrowid), *values[:6], _split_reasons(reasons), *values[7:])
+        digest = entry_hash(prev, (review_id, *values))
+        mac = entry_mac(self._key, digest) if self._key is not None else ""
+        conn.execute(
+            f"INSERT INTO reviews ({_COLUMNS}, prev_hash, entry_hash, mac) VALUES ({', '.join('?' * (len(values) + 4))})",
+            (review_id, *values, prev, digest, mac),
+        )
+        head = conn.execute("SELECT entries FROM chain_head WHERE id = 1").fetchone()
+        self._write_head(conn, (head[0] if head else 0) + 1, digest, sign=self._key is not None)
+        return Review(review_id, *values[:6], _split_reasons(reasons), *values[7:])
+
+    def sign(self, *, admin: User | None = None) -> int:
+        """Sign an existing unsigned review log with this process's key, once.
+
+        A log started without a key holds entries without HMACs; a keyed store refuses to add
+        to it until an admin adopts the key here. The chain is checked first (a log that fails
+        it is not signed: signing would certify the change), then every entry and the head get
+        their HMAC in one transaction.
+
+        Parameters
+        ----------
+        admin : User, optional
+            Who signs (required with a team, and must be an admin).
+
+        Returns
+        -------
+        int
+            The number of entries signed (0 when the log was already signed with this key).
+        """
+        from core.reviews.chain import walk_chain
+
+        if self._key is None:
+            raise ValueError(f"Signing the review log needs the server's key: set {KEY_ENV_VAR} (or pass `key=`).")
+        if self.team is not None:
+            if not isinstance(admin, User):
+                raise ValueError(f"With a team, signing names the admin who signs (`admin`); got {admin!r}.")
+            if not self.team.allows(admin.email, "admin"):
+                role = self.team.role_of(admin.email) or "none"
+                raise self._refuse(admin, "sign", "", [], f"is a {role}; to sign the log needs the admin role")
+        try:
+            with self._transaction(guard=False) as conn:
+                check = _settings(conn).get("key_check")
+                if check is not None:
+                    if check != key_check(self._key):
+                        raise ReviewStoreError(
+                            f"Review database {str(self.path)!r} is signed with another key already; nothing was changed."
+                        )
+                    return 0
+                head = conn.execute("SELECT entries, head, mac FROM chain_head WHERE id = 1").fetchone()
+                rows = (
+                    (row[:-3], row[-3], row[-2], row[-1])
+                    for row in conn.execute(
+                        f"SELECT {_COLUMNS}, prev_hash, entry_hash, mac FROM reviews ORDER BY review_id"
+                    )
+                )
+                found = walk_chain(rows, key=None, head=None if head is None else tuple(head), keyed=False)
+                if not found.ok:
+                    raise ReviewStoreError(
+                        f"Review database {str(self.path)!r} fails verification ({found.problem}); signing it would "
+                        "certify the change. Restore it from a backup. Nothing was changed."
+                    )
+                conn.execute(
+                    "INSERT INTO store_settings (name, value) VALUES ('key_check', ?)", (key_check(self._key),)
+                )
+                return self._seal_chain(conn, sign=True)
+        except sqlite3.Error as exc:
+            raise self._error(exc, "signing the review log") from exc
 
     # ------------------------------------------------------------------------------------
     # Review plans and assignments
@@ -1400,8 +1712,12 @@ class ReviewStore:
             decision_label=frame["decision"].map(ENTRY_LABELS), reason_labels=frame["reasons"].map(reason_labels)
         )
         if dest is not None:
+            if Path(dest).expanduser().resolve() in {
+                self.path.resolve().with_name(self.path.name + sfx) for sfx in ("", "-wal", "-shm", "-journal")
+            }:
+                raise ValueError(f"Export file {str(dest)!r} is the review database itself; choose another file.")
             with atomic_path(dest) as tmp:
-                frame.to_csv(tmp, index=False)
+                write_csv(frame, tmp, index=False)  # a note such as "=HYPERLINK(...)" is not a formula
         return frame
 
 

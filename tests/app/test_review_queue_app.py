@@ -155,3 +155,31 @@ def test_reviewer_walks_the_queue_and_finds_it_again_after_a_restart(new_app, re
     history = _history(fresh)
     assert history["audit"].tolist() == ["this audit", "random_forest · protocol abcdef12"]
     assert ReviewStore(reviews_db).latest(fingerprint)["sample_id"].tolist() == sorted([ids[0], ids[3], ids[4], ids[5]])
+
+
+def test_triage_shows_the_review_log_verified_or_the_entry_that_was_changed(new_app, reviews_db, monkeypatch, tmp_path):
+    import sqlite3
+
+    store = ReviewStore(reviews_db)
+    store.record("fp-a", 1, reviewer="ana", decision="acceptable")
+    store.record("fp-a", 2, reviewer="ana", decision="acceptable")
+    app = new_app()
+    app.switch_page(PAGE).run()
+    assert_ok(app)
+    assert "Review log verified: 2 entries (hash chain only, no key)." in [c.value for c in app.caption]
+    # Another database, changed behind the tool's back (its triggers lifted and put back).
+    changed = tmp_path / "changed.sqlite3"
+    other = ReviewStore(changed)
+    other.record("fp-a", 1, reviewer="ana", decision="acceptable")
+    other.record("fp-a", 2, reviewer="ana", decision="acceptable")
+    with sqlite3.connect(changed) as conn:
+        (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'reviews_append_only_update'").fetchone()
+        conn.execute("DROP TRIGGER reviews_append_only_update")
+        conn.execute("UPDATE reviews SET decision = 'confirmed_brittle' WHERE review_id = 2")
+        conn.execute(sql)
+    monkeypatch.setenv("AUDIT_REVIEWS_DB", str(changed))
+    tampered = new_app()
+    tampered.switch_page(PAGE).run()
+    errors = [e.value for e in tampered.error]
+    assert any("changed.sqlite3 failed its verification: entry 2 was edited" in e for e in errors), errors
+    assert not any(str(tmp_path) in e for e in errors)  # the file's name, never its folder

@@ -271,7 +271,7 @@ def test_an_older_file_opens_with_its_history_intact(tmp_path, script):
     old = _old_file(path, script)
     store = ReviewStore(path)
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4  # migrated to the current version (4, the team)
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 5  # migrated to the current version (5, the chain)
         assert conn.execute("PRAGMA application_id").fetchone()[0] == 0x52417564
     history = store.history("fp")
     pd.testing.assert_frame_equal(history[V1_COLUMNS], old[V1_COLUMNS])

@@ -457,7 +457,7 @@ def test_a_version_3_file_is_upgraded_in_place_with_its_history(tmp_path):
         )
     before = pd.read_sql("SELECT * FROM reviews ORDER BY review_id", sqlite3.connect(path))
     store = ReviewStore(path)
-    assert _raw(path, "PRAGMA user_version") == [(4,)]
+    assert _raw(path, "PRAGMA user_version") == [(5,)]
     after = store.export()
     pd.testing.assert_frame_equal(
         after[list(before.columns)].astype({"retracts": "float64"}), before.astype({"retracts": "float64"})
