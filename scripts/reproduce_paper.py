@@ -187,12 +187,13 @@ def _win(ev: pd.DataFrame, score: str, reference: str) -> float:
 
 def report(args) -> int:
     from core.cfc.evaluation import paired_bootstrap
+    from core.csv_safe import write_csv
     from core.tabular.reproduction import weighted_u
 
     out = Path(args.out)
     units = load_units(out)
     ev = evaluate_all(units)
-    ev.to_csv(out / "evaluation_units.csv", index=False)
+    write_csv(ev, out / "evaluation_units.csv", index=False)
     order = [d for d in DATASETS if d in set(ev["dataset"])]
     sections = [
         f"Units: {len(units)} ({ev.groupby('dataset')['seed'].size().div(ev['score'].nunique()).astype(int).to_dict()})"

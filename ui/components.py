@@ -12,6 +12,7 @@ import plotly.io as pio
 import streamlit as st
 
 from core import viz
+from core.csv_safe import csv_bytes
 from core.views.formatting import display_frame
 from core.viz.tables import column_label, display_values
 from ui.errors import guarded  # re-exported: the pages take their building blocks from here
@@ -137,7 +138,7 @@ def table(
     # Written on click (Streamlit's download thread), not on every rerun: 50 ms for the raw data.
     st.download_button(
         "CSV",
-        lambda: full.to_csv(index=False).encode("utf-8"),
+        lambda: csv_bytes(full, index=False),  # formula cells neutralised (core.csv_safe)
         file_name=f"{_slug(name)}.csv",
         mime="text/csv",
         key=f"dl_{key or _slug(name)}",

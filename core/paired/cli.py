@@ -42,6 +42,7 @@ from core.cli_options import (
     unit_float,
 )
 from core.constants import CLEAN_COVERAGE, COVERAGES
+from core.csv_safe import write_csv
 from core.validation import check_input_file
 
 __all__ = ["register"]
@@ -161,11 +162,13 @@ def run(args) -> int:
         warnings.simplefilter("always")
         tables, manifest = _paired(args) if args.records else _unpaired(args)
     notes = sorted({str(w.message) for w in caught})
-    manifest["warnings"] = notes
+    from core.formats import PAIRED_OUTPUT
+
+    manifest = {"format": PAIRED_OUTPUT.tag, **manifest, "warnings": notes}
     out = Path(args.out)
     with atomic_folder(out) as tmp:
         for name, frame in tables.items():
-            frame.to_csv(tmp / f"{name}.csv", index=False)
+            write_csv(frame, tmp / f"{name}.csv", index=False)
         manifest["files"] = sorted(f"{name}.csv" for name in tables) + ["manifest.json"]
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
     for note in notes:
@@ -248,6 +251,10 @@ def _screening(args, records):
         raise ValueError(f"screening is not available in this build ({exc}).") from None
     import pandas as pd
 
+    from core.formats import PROBE_OUTPUTS, check_table_file
+
+    for f in (*args.probes, args.clean_outputs):  # the files of `probe` carry their version
+        check_table_file(f, PROBE_OUTPUTS, where=str(f))
     probes = pd.concat([read_table(f).frame for f in args.probes], ignore_index=True)
     clean = read_table(args.clean_outputs).frame
     outcomes = None

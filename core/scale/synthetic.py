@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 
 from core._rng import as_generator
 from core.atomic import atomic_path
+from core.csv_safe import neutralise
 from core.validation import check_positive_int
 
 __all__ = ["ATOM_SHARE", "BLOCK_ROWS", "SyntheticTable", "fit_synthetic", "write_synthetic"]
@@ -248,6 +249,7 @@ def write_synthetic(
     n_rows : int
     seed : int
     format : {'parquet', 'csv'}, default 'parquet'
+        A CSV has its formula cells neutralised (:mod:`core.csv_safe`); Parquet keeps raw values.
     row_group_rows : int, default BLOCK_ROWS
         Rows per Parquet row group.
 
@@ -265,7 +267,8 @@ def write_synthetic(
         writer = None
         try:
             for frame in table.iter_blocks(n_rows, seed=seed):
-                batch = pa.Table.from_pandas(frame, preserve_index=False)
+                # A CSV's formula cells are neutralised (core.csv_safe); Parquet keeps raw values.
+                batch = pa.Table.from_pandas(frame if format == "parquet" else neutralise(frame), preserve_index=False)
                 if writer is None:
                     writer = (
                         pq.ParquetWriter(tmp, batch.schema, compression="zstd")
@@ -280,6 +283,7 @@ def write_synthetic(
             if writer is not None:
                 writer.close()
         if writer is None:  # zero rows: still a valid file with the header / schema
-            empty = pa.Table.from_pandas(table.sample(0, seed=seed), preserve_index=False)
+            empty = table.sample(0, seed=seed)
+            empty = pa.Table.from_pandas(empty if format == "parquet" else neutralise(empty), preserve_index=False)
             (pq.write_table(empty, tmp) if format == "parquet" else pcsv.write_csv(empty, tmp))
     return path

@@ -343,7 +343,7 @@ class AuditResult:
     space_kind: Literal["tool", "pipeline", "raw"] = "tool"
     model_unavailable: str | None = None
 
-    def save(self, directory: str | Path) -> Path:
+    def save(self, directory: str | Path, *, made_by: str = "", actor: Any = None) -> Path:
         """Write the audit into a new folder, atomically: the layout of ``python -m core audit --out``.
 
         Files: those of :func:`write_audit` (certificates, evaluation, protocol, summary and
@@ -354,17 +354,28 @@ class AuditResult:
         ----------
         directory : str or Path
             Must not exist yet, or be empty.
+        made_by : str, default=""
+            Who made the audit, kept in ``view/meta.json`` and shown with the saved audit;
+            default: the address of ``actor``'s user.
+        actor : core.reviews.permissions.Actor, optional
+            Who saves on a server with sign-in: must be allowed to ``save`` into the shared
+            audits folder (:func:`core.reviews.permissions.check`). None: local mode.
 
         Returns
         -------
         Path
             The folder.
         """
+        from core.reviews.permissions import check
+
         directory = Path(directory)
+        check(actor, "save", what=directory.name)
+        if not made_by and actor is not None and getattr(actor, "user", None) is not None:
+            made_by = actor.user.email
         if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
             raise ValueError(f"{str(directory)!r} already exists and is not an empty folder; choose a new one.")
         with atomic_folder(directory) as tmp:
-            write_audit(self, tmp)
+            write_audit(self, tmp, made_by=made_by)
         return directory
 
     @property
@@ -1064,7 +1075,7 @@ def summary_markdown(result: AuditResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_audit(result: AuditResult, directory: str | Path) -> list[Path]:
+def write_audit(result: AuditResult, directory: str | Path, *, made_by: str = "") -> list[Path]:
     """Write the audit's files into an existing ``directory``.
 
     Files: ``certificates.parquet`` and ``certificates.csv`` (:func:`certificate_export`;
@@ -1095,8 +1106,10 @@ def write_audit(result: AuditResult, directory: str | Path) -> list[Path]:
     flat = table.copy()
     for col in ("path", "path_margins"):
         flat[col] = [json.dumps(jsonable(v)) for v in flat[col]]
+    from core.csv_safe import write_csv  # formula cells neutralised (CSV injection); Parquet keeps raw values
+
     with atomic_path(written[1]) as tmp:
-        flat.to_csv(tmp, index=False)
+        write_csv(flat, tmp, index=False)
     atomic_write_text(written[2], json.dumps(evaluation_json(result), indent=2, allow_nan=False) + "\n")
     atomic_write_text(written[3], json.dumps(protocol_json(result), indent=2, allow_nan=False) + "\n")
     atomic_write_text(written[4], summary_markdown(result))
@@ -1109,7 +1122,7 @@ def write_audit(result: AuditResult, directory: str | Path) -> list[Path]:
 
     written.append(save_certify_task(task_from_audit(result), directory / TASK_FILE))
 
-    return written + write_view(result, directory)
+    return written + write_view(result, directory, made_by=made_by)
 
 
 # --------------------------------------------------------------------------------------------

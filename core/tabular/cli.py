@@ -7,8 +7,10 @@
     The same on a user table.
 ``python -m core audit --model-file model.skops --train train.csv --test test.csv --target y --out results/``
     Audit your own fitted model (``.skops``, or ``.onnx`` run with onnxruntime); nothing is
-    refitted. ``--trust TYPE[,TYPE...]`` names skops types outside skops' trusted set,
-    ``--feature-order FILE`` the column order of a single 2-D ONNX input.
+    refitted. ``--trust TYPE[,TYPE...]`` names skops types outside skops' trusted set (a type
+    that is never trusted, :mod:`core.tabular.never_trusted`, is refused with exit code 2
+    whatever ``--trust`` says), ``--feature-order FILE`` the column order of a single 2-D ONNX
+    input.
 ``python -m core audit --datasets credit_data,wa_churn --models logreg,hist_gb --seeds 0,1,2 --out results/``
     A sweep: one sub-folder ``<dataset>/<model>/seed<k>/`` per unit plus ``sweep_table.csv`` /
     ``.md`` (per-model nominal metrics beside mean RCMA, FDS AUROC and Capture@20),
@@ -88,7 +90,8 @@ def register(subparsers) -> None:
         type=names,
         default=[],
         metavar="TYPE[,TYPE...]",
-        help="skops types outside skops' trusted set that may be loaded (the error lists them)",
+        help="skops types outside skops' trusted set that may be loaded (the error lists them); "
+        "types that reach the system (os.system, eval, subprocess, pickle, ...) are never trusted",
     )
     own.add_argument(
         "--feature-order", metavar="FILE", help="raw column of each column of a single 2-D ONNX input (one name a line)"
@@ -186,6 +189,10 @@ def _audit(args) -> int:
     from core.tabular.datasets import DATASET_NAMES, load_blocks, load_user_data
     from core.tabular.models import MODEL_NAMES
 
+    if args.trust:  # a never-trusted type is refused first, whatever else the command line says
+        from core.tabular.never_trusted import check_trust_list
+
+        check_trust_list(args.trust, where=args.model_file or "the model file")
     if args.model_file is not None:
         return _audit_own(args)
     for flag in ("train", "test", "feature_order"):
@@ -264,11 +271,13 @@ def _audit(args) -> int:
                     options=options,
                 )
                 table = markdown_table(result.table)
-                result.table.to_csv(tmp / "sweep_table.csv", index=False)
+                from core.csv_safe import write_csv  # formula cells neutralised (CSV injection)
+
+                write_csv(result.table, tmp / "sweep_table.csv", index=False)
                 (tmp / "sweep_table.md").write_text(table + "\n", encoding="utf-8")
-                result.units.to_csv(tmp / "sweep_units.csv", index=False)
-                result.runs.to_csv(tmp / "sweep_runs.csv", index=False)
-                result.bootstrap.to_csv(tmp / "sweep_bootstrap.csv", index=False)
+                write_csv(result.units, tmp / "sweep_units.csv", index=False)
+                write_csv(result.runs, tmp / "sweep_runs.csv", index=False)
+                write_csv(result.bootstrap, tmp / "sweep_bootstrap.csv", index=False)
                 message = (
                     table
                     + "\n\n"

@@ -32,6 +32,8 @@ LAYERS: list[tuple[str, tuple[str, ...], bool]] = [
             "core.validation",
             "core.onnx_session",
             "core.digests",
+            "core.formats",
+            "core.csv_safe",
             "core.resources",
             "core.metrics",
             "core.metrics.*",
