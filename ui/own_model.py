@@ -9,6 +9,13 @@ the form's last error. Every
 tabular page then shows that audit (:func:`ui.data.current_audit`). Nothing is unpickled:
 models are read by :func:`core.tabular.model_files.load_model_bytes` and folders by
 :func:`core.tabular.audit_folder.open_audit_folder`.
+
+On a server with sign-in, uploading, trusting skops types, starting the audit and saving it in
+the shared audits folder each need the role the team file gives them (admin by default,
+:mod:`core.reviews.permissions`): the form, the trust button and the save are not offered to
+anyone who may not use them, and each step is checked again (``check(actor, ...)``) right
+before it is done, in the callback or the background job, with the signed-in user's
+:attr:`ui.auth.Access.actor`.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
+from core.reviews.permissions import ACTIONS, Actor, check
+from core.reviews.team import AccessRefused
 from core.tabular.audit import AuditResult
 from core.tabular.audit_folder import (
     VIEW_DIR,
@@ -33,11 +42,13 @@ from core.tabular.audit_folder import (
     saved_result,
 )
 from core.tabular.model_files import load_model_bytes
+from core.tabular.never_trusted import refusal_reason
 from core.tabular.own_model import audit_model
-from core.tabular.persist import UntrustedTypesError
+from core.tabular.persist import NeverTrustedTypeError, SkopsType, UntrustedTypesError, skops_types
 from core.validation import read_table
 from core.views.uploads import UPLOAD_LIMIT_MB, table_columns, upload_digest
 from ui.audit_jobs import foreground_wait_s, job_for, show_progress_and_stop
+from ui.auth import current_access
 from ui.errors import guarded
 from ui.state import FormError, OwnModelState, TrustOffer, own_model_state
 
@@ -127,13 +138,19 @@ def _tables(files: dict, target: str):
     return _holdout(test, target)
 
 
-def _load_model(source: dict, train) -> object:
-    """The uploaded model (nothing unpickled); ONNX class labels default to the training labels."""
+def _load_model(source: dict, train, actor: Actor | None = None) -> object:
+    """The uploaded model (nothing unpickled); ONNX class labels default to the training labels.
+
+    ``actor`` must be allowed to upload, and to trust the types of ``source["trust"]`` if any
+    (:func:`core.reviews.permissions.check`, before a byte of the model is read).
+    """
     name, data = source["files"]["model"]
     order = tuple(source["feature_order"]) if source["feature_order"] else None
     target = source["target"]
     labels = sorted({v.item() if isinstance(v, np.generic) else v for v in train[target].dropna().unique()}, key=str)
-    return load_model_bytes(data, name, trust=tuple(source["trust"]), feature_order=order, default_classes=labels)
+    return load_model_bytes(
+        data, name, trust=tuple(source["trust"]), feature_order=order, default_classes=labels, actor=actor
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,15 +178,22 @@ def _saved_name(model_name: str, key: tuple) -> str:
     return f"{stem}-{hashlib.sha256(repr(key).encode()).hexdigest()[:8]}"
 
 
-def _save_copy(result: AuditResult, folder: Path) -> tuple[Path | None, str | None]:
-    """Save ``result`` as ``folder``; the folder, or None and why not (no server path in it)."""
+def _save_copy(result: AuditResult, folder: Path, actor: Actor | None = None) -> tuple[Path | None, str | None]:
+    """Save ``result`` as ``folder``; the folder, or None and why not (no server path in it).
+
+    Only for an ``actor`` who may save into the shared audits folder (the team file's
+    ``[permissions] save``); anyone else's audit is shown and not saved.
+    """
+    if actor is not None and not actor.may("save"):
+        need = actor.team.permissions["save"] if actor.team is not None else "admin"
+        return None, f"saving there needs the {need} role"
     if folder.exists():
         if (folder / "protocol.json").is_file():  # the same upload, audited before
             return folder, None
         return None, f"a folder named {folder.name} is there already and holds no audit"
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
-        return result.save(folder), None
+        return result.save(folder, actor=actor), None  # records who made it
     except OSError as exc:
         _LOG.warning("the audit of an upload could not be saved as %s: %s", folder, exc)
         return None, exc.strerror or type(exc).__name__
@@ -178,30 +202,41 @@ def _save_copy(result: AuditResult, folder: Path) -> tuple[Path | None, str | No
         return None, str(exc)
 
 
-def _upload_result(source: dict, folder: Path, progress=None) -> _UploadAudit:
+def _upload_result(source: dict, folder: Path, progress=None, actor: Actor | None = None) -> _UploadAudit:
     if progress is not None:  # reading a .skops model imports skops (seconds): say so at once
         progress("load data", 0, 1)
     files, target = source["files"], source["target"]
+    check(actor, "run", what=f"an audit of {files['model'][0]}")
     train, test = _tables(files, target)
-    model = _load_model(source, train)
-    result = audit_model(model, train, test, target=target, name=files["model"][0], progress=progress)
+    model = _load_model(source, train, actor)
+    result = audit_model(model, train, test, target=target, name=files["model"][0], progress=progress, actor=actor)
     if progress is not None:
         progress("save a copy", 0, 1)
     # Kept in the audits folder, so that after a restart it opens from its saved tables in
     # seconds (*Open a saved audit*) instead of being uploaded and audited again.
-    saved, error = _save_copy(result, folder)
+    saved, error = _save_copy(result, folder, actor)
     return _UploadAudit(result=result, saved=saved, save_error=error)
 
 
 def _upload_job(source: dict):
-    """The background audit of an upload (started on first use; the same upload, the same job)."""
+    """The background audit of an upload (started on first use; the same upload, the same job).
+
+    The job checks the signed-in user's role at each step (:func:`_upload_result`); jobs are
+    shared by every session, so what this user may do is part of its key: an admin's upload is
+    saved even when a reviewer who may not save audited the same files first, and a refused
+    job is never handed to someone allowed.
+    """
     files = {role: tuple(v) for role, v in source["files"].items() if v is not None}
     order = tuple(source["feature_order"]) if source["feature_order"] else None
     key = ("own", upload_digest(files), source["target"], tuple(source["trust"]), order)
     folder = Path(own_model_state().audits_dir) / _saved_name(files["model"][0], key)
     plain = {**source, "files": files}
+    access = current_access()
+    actor = access.actor
     return job_for(
-        (*key, str(folder)), f"your model {files['model'][0]}", lambda progress: _upload_result(plain, folder, progress)
+        (*key, str(folder), tuple(access.may(action) for action in ACTIONS)),
+        f"your model {files['model'][0]}",
+        lambda progress: _upload_result(plain, folder, progress, actor),
     )
 
 
@@ -211,6 +246,33 @@ def _untrusted_message(exc: UntrustedTypesError) -> str:
         f"{exc.where} holds {len(exc.types)} type(s) outside skops' trusted set: {', '.join(exc.types)}. "
         "Trust them in the sidebar (*Your model*) to load it."
     )
+
+
+def _never_trusted_message(exc: NeverTrustedTypeError) -> str:
+    """The dashboard's wording of types that are never trusted (no offer: nothing can trust them)."""
+    items = "; ".join(
+        f"`{t}` ({exc.descriptions[t] + ': ' if t in exc.descriptions else ''}{exc.reasons[t]})" for t in exc.types
+    )
+    subject = "The types trusted for this upload include" if exc.named_by_caller else f"{exc.where} holds"
+    it = "it" if len(exc.types) == 1 else "them"
+    return (
+        f"{subject} {len(exc.types)} type(s) that are never trusted: {items}. Nothing was loaded, and "
+        f"the dashboard cannot trust {it}: re-save the model without {it}."
+    )
+
+
+def _described(data: bytes) -> dict[str, SkopsType]:
+    """What each type of an uploaded ``.skops`` file is (class, function or method, and its
+    module), read from the file's schema without importing anything; empty if unreadable."""
+    try:
+        return skops_types(data)
+    except ValueError:
+        return {}
+
+
+def _type_line(name: str, described: dict[str, SkopsType]) -> str:
+    kind = described.get(name)
+    return f"- `{name}` — {kind.description}" if kind is not None else f"- `{name}`"
 
 
 def saved_folder() -> SavedAudit | None:
@@ -249,6 +311,8 @@ def own_audit() -> AuditResult:
         return job.result().result
     except UntrustedTypesError as exc:
         raise ValueError(_untrusted_message(exc)) from None
+    except NeverTrustedTypeError as exc:
+        raise ValueError(_never_trusted_message(exc)) from None
 
 
 def own_label() -> str:
@@ -266,22 +330,27 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _check_and_open(source: dict) -> None:
+def _check_and_open(source: dict, actor: Actor | None = None) -> None:
     """Load the model of ``source`` now; open it on the tabular pages only when it loads.
 
     A button callback (it runs before the next script run, so it may open the form).
     A file holding types outside skops' trusted set becomes a trust offer (the types listed,
-    nothing loaded); any other failure is kept as the form's error. Either way the form stays
-    open, filled as it was, and the pages keep what they showed.
+    nothing loaded); any other failure is kept as the form's error, a role that may not upload,
+    trust or start the audit (``actor``, :mod:`core.reviews.permissions`) too. Either way the
+    form stays open, filled as it was, and the pages keep what they showed.
     """
     own_model_state().offer = own_model_state().error = None
     data = source["files"]["model"][1]
     try:
+        check(actor, "upload", what=source["files"]["model"][0])
+        check(actor, "run", what=f"an audit of {source['files']['model'][0]}")
         train, _ = _tables(source["files"], source["target"])
-        _load_model(source, train)
+        _load_model(source, train, actor)
     except UntrustedTypesError as exc:
         own_model_state().offer = TrustOffer(digest=_digest(data), types=list(exc.types), source=source)
-    except ValueError as exc:
+    except NeverTrustedTypeError as exc:  # never offered for trust: the form's error says why
+        own_model_state().error = FormError(digest=_digest(data), message=_never_trusted_message(exc))
+    except (ValueError, AccessRefused) as exc:
         own_model_state().error = FormError(digest=_digest(data), message=str(exc))
     else:
         # The form stays open and filled: its files are gone once it is closed (it is drawn only
@@ -291,8 +360,9 @@ def _check_and_open(source: dict) -> None:
     own_model_state().form_open = True
 
 
-def _trust_and_retry(source: dict, types: list[str]) -> None:
-    _check_and_open({**source, "trust": sorted(set(source["trust"]) | set(types))})
+def _trust_and_retry(source: dict, types: list[str], actor: Actor | None = None) -> None:
+    offered = {t for t in types if refusal_reason(t) is None}  # never a never-trusted type, whatever the offer held
+    _check_and_open({**source, "trust": sorted(set(source["trust"]) | offered)}, actor)
 
 
 def _trust_offer(model_bytes: bytes | None) -> None:
@@ -300,21 +370,37 @@ def _trust_offer(model_bytes: bytes | None) -> None:
     offer = own_model_state().offer
     if offer is None or (model_bytes is not None and offer.digest != _digest(model_bytes)):
         return
+    name, data = offer.source["files"]["model"]
+    described = _described(data)  # class or function, and its module: from the file's schema
+    refused = [t for t in offer.types if refusal_reason(t) is not None]
+    if refused:  # the loader refuses these before any offer; never offered if one slips through
+        st.error(
+            f"**{name} holds {len(refused)} type(s) that are never trusted:**\n\n"
+            + "\n".join(f"{_type_line(t, described)}: {refusal_reason(t)[0]}" for t in refused)
+            + "\n\nNo one can trust these here: re-save the model without them. Nothing has been loaded.",
+            icon=":material/dangerous:",
+        )
+        return
     types = offer.types
-    name = offer.source["files"]["model"][0]
     st.warning(
         f"**{name} holds {len(types)} type(s) outside skops' trusted set:**\n\n"
-        + "\n".join(f"- `{t}`" for t in types)
+        + "\n".join(_type_line(t, described) for t in types)
         + "\n\nLoading the model runs code that these types define. Trust them only if you trust "
         "whoever made the file; nothing has been loaded yet.",
         icon=":material/gpp_maybe:",
     )
+    access = current_access()
+    if not access.may("trust"):
+        st.caption(
+            f"Trusting types needs the {access.needs('trust')} role (you are a {access.role}): ask one to load this model."
+        )
+        return
     st.button(
         f"Trust {'this type' if len(types) == 1 else f'these {len(types)} types'} and retry",
         key="own_trust_retry",
         icon=":material/verified_user:",
         on_click=_trust_and_retry,
-        args=(offer.source, types),
+        args=(offer.source, types, access.actor),
     )
 
 
@@ -334,6 +420,8 @@ def _upload_status(source: dict) -> None:
                 f"Saved in the audits folder as **{done.saved.name}**: after a restart it opens from there "
                 "in seconds (*Open a saved audit*)."
             )
+        elif not current_access().may("save"):  # not an error: this role does not save there
+            st.caption(f"Not saved in the shared audits folder: {done.save_error}.")
         else:
             st.warning(f"A copy could not be saved in the audits folder: {done.save_error}", icon=":material/warning:")
         return
@@ -349,7 +437,9 @@ def _upload_status(source: dict) -> None:
 def _error_text(exc: BaseException) -> str:
     if isinstance(exc, UntrustedTypesError):
         return _untrusted_message(exc)
-    if isinstance(exc, ValueError):
+    if isinstance(exc, NeverTrustedTypeError):
+        return _never_trusted_message(exc)
+    if isinstance(exc, (ValueError, AccessRefused)):
         return str(exc)
     return f"the audit failed unexpectedly ({type(exc).__name__}: {exc}); the details are in the server log."
 
@@ -360,7 +450,9 @@ def render_own_model_sidebar() -> None:
     An uploaded model is read when *Audit my model* is pressed: only a model that loads is
     opened on the tabular pages (the sidebar never names one it failed to load); types outside
     skops' trusted set are listed and offered for trust, never trusted silently; and the form
-    stays open and filled after an error.
+    stays open and filled after an error. On a server with sign-in the upload form is drawn only
+    for a role that may upload (admin by default: :meth:`ui.auth.Access.may`); *Open a saved
+    audit* is reading, open to every role.
     """
     st.subheader("Your model")
     source = own_model_state().audit
@@ -376,14 +468,17 @@ def render_own_model_sidebar() -> None:
     # Keyed and state-tracked, so an error or a trust offer keeps it open. Its widgets are drawn
     # only while it is open: three file uploaders cost a tenth of a second of every start in the
     # browser (docs/dashboard.md); closing the form discards the files chosen and not yet audited.
-    with st.expander(
-        "Audit a fitted model (.skops / .onnx)",
-        key=OwnModelState.form_open.key,
-        on_change="rerun",
-        icon=":material/upload_file:",
-    ) as form:
-        if form.open:
-            _upload_form()
+    # Not drawn at all for a role that may not upload (a viewer; a reviewer unless the team file
+    # grants it): core refuses the upload anyway.
+    if current_access().may("upload"):
+        with st.expander(
+            "Audit a fitted model (.skops / .onnx)",
+            key=OwnModelState.form_open.key,
+            on_change="rerun",
+            icon=":material/upload_file:",
+        ) as form:
+            if form.open:
+                _upload_form()
     # Drawn only while open: its folder listing reads the disk, on every run of every page.
     with st.expander(
         "Open a saved audit", key=OwnModelState.folders_open.key, on_change="rerun", icon=":material/folder_open:"
@@ -417,7 +512,7 @@ def _upload_form() -> None:
     _trust_offer(model_bytes)
     if model is not None and test is not None:
         with guarded(f"Reading {test.name}"):
-            columns = table_columns(test.getvalue(), test.name)
+            columns = table_columns(test.getvalue(), test.name, actor=current_access().actor)
             if own_model_state().target not in columns:
                 own_model_state().target = None
             st.selectbox("Target column", columns, key=OwnModelState.target.key, placeholder="choose the label column")
@@ -426,6 +521,10 @@ def _upload_form() -> None:
                 key=OwnModelState.feature_order.key,
                 help="Only for an ONNX model with one 2-D input and no 'feature_order' metadata.",
             )
+            access = current_access()
+            if not access.may("run"):
+                st.caption(f"Starting an audit needs the {access.needs('run')} role (you are a {access.role}).")
+                return
             st.button(
                 "Audit my model",
                 type="primary",
@@ -444,6 +543,7 @@ def _upload_form() -> None:
                             "train": (train.name, train.getvalue()) if train is not None else None,
                         },
                     },
+                    access.actor,
                 ),
             )
 

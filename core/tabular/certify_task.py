@@ -28,6 +28,8 @@ import pyarrow.compute as pc
 
 from core.atomic import atomic_write_bytes
 from core.cfc import Protocol, certificate_fingerprint, certify
+from core.formats import CERTIFY_TASK
+from core.tabular.never_trusted import check_trust_list
 from core.tabular.persist import (
     OWN_TRUSTED_TYPES,
     dump_skops,
@@ -58,7 +60,7 @@ __all__ = [
 TASK_FILE = "_task.zip"
 #: The pickle file of earlier versions: refused, never read.
 LEGACY_TASK_FILE = "_task.pkl"
-_TASK_SCHEMA = "certify-task/2"
+_TASK_SCHEMA = CERTIFY_TASK.tag  # "certify-task/2" (core.formats.CERTIFY_TASK)
 
 
 def label_text(column: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -262,17 +264,19 @@ def _task_members(task: CertifyTask) -> dict[str, bytes]:
 
 
 def _task_from_members(members: dict[str, bytes], where: str, trusted) -> CertifyTask:
+    trusted = check_trust_list(trusted, where=where)  # never-trusted types: refused before anything is read
     if "task.json" not in members:
         raise ValueError(f"{where} holds no task.json; it is not a saved task.")
     try:
         spec = json.loads(members["task.json"])
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{where}: task.json is not valid JSON ({exc}).") from exc
-    if not isinstance(spec, dict) or spec.get("schema") != _TASK_SCHEMA:
-        raise ValueError(
-            f"{where}: task schema must be {_TASK_SCHEMA!r}; got "
-            f"{spec.get('schema') if isinstance(spec, dict) else type(spec).__name__!r}."
-        )
+    found = spec.get("schema") if isinstance(spec, dict) else type(spec).__name__
+    CERTIFY_TASK.check(
+        found if isinstance(spec, dict) else None,
+        where=where,
+        mismatch=f"{where}: task schema must be {_TASK_SCHEMA!r}; got {found!r}.",
+    )
     trusted = set(trusted) | OWN_TRUSTED_TYPES
     pre_spec = spec["preprocessor"]
     kind = pre_spec.get("kind")
@@ -301,7 +305,7 @@ def _task_from_members(members: dict[str, bytes], where: str, trusted) -> Certif
         classes=tuple(spec["classes"]),
         groups={k: list(v) for k, v in spec["groups"].items()},
         baseline=np.asarray(spec["baseline"], dtype=np.float64),
-        protocol=Protocol.from_dict(spec["protocol"]),
+        protocol=Protocol.from_dict(spec["protocol"], where=where),
         target=spec["target"],
         id_column=spec["id_column"],
         fit_rows=int(spec["fit_rows"]),
@@ -372,7 +376,9 @@ def load_certify_task(path: str | Path, *, trusted=()) -> CertifyTask:
     ----------
     path : str or Path
     trusted : iterable of str, optional
-        Types (beyond skops' and the tool's own) that a user's model in the task may contain.
+        Types (beyond skops' and the tool's own) that a user's model in the task may contain;
+        a never-trusted one (:mod:`core.tabular.never_trusted`) is refused with
+        :class:`~core.tabular.never_trusted.NeverTrustedTypeError`, as is a task holding one.
     """
     path = _task_file(path)
     data = path.read_bytes()

@@ -1,7 +1,8 @@
 """Reading a user's model file for ``audit --model-file`` and the dashboard.
 
 Only formats that cannot run code when read are accepted: ``.skops`` (:mod:`skops.io`, types
-outside skops' trusted set refused unless named in ``trust``) and ``.onnx`` (onnxruntime).
+outside skops' trusted set refused unless named in ``trust``, and the types of
+:mod:`core.tabular.never_trusted` refused whatever ``trust`` says) and ``.onnx`` (onnxruntime).
 Pickle and joblib files are refused by name, never opened. The tables that go with the model
 are read by :func:`core.validation.read_table`, the one reader of a user's table.
 """
@@ -27,6 +28,7 @@ def load_model_bytes(
     trust: Iterable[str] = (),
     feature_order: Sequence[str] | None = None,
     default_classes: Sequence[Any] | None = None,
+    actor: Any = None,
 ) -> Any:
     """The fitted model in ``data`` (the bytes of the file called ``name``).
 
@@ -36,20 +38,34 @@ def load_model_bytes(
     name : str
         File name; its suffix picks the format (``.skops`` or ``.onnx``).
     trust : iterable of str
-        Types outside skops' trusted set that may be loaded (``--trust``).
+        Types outside skops' trusted set that may be loaded (``--trust``); a never-trusted
+        type here is refused whatever the format.
     feature_order : sequence of str, optional
         Raw column of each column of a single 2-D ONNX input (``--feature-order``).
     default_classes : sequence, optional
         Class labels for an ONNX model that does not state them.
+    actor : core.reviews.permissions.Actor, optional
+        Who loads it on a server with sign-in: must be allowed to ``upload``, and to ``trust``
+        when ``trust`` names any type (checked before a byte is read). None: local mode.
 
     Raises
     ------
+    NeverTrustedTypeError
+        ``trust`` names, or the ``.skops`` file holds, a type that is never trusted
+        (:class:`core.tabular.never_trusted.NeverTrustedTypeError`, a ``ValueError``).
     ValueError
         Another format (pickle / joblib refused by name), untrusted skops types (listed:
         :class:`core.tabular.persist.UntrustedTypesError`), a corrupt or truncated file, an
         ONNX model onnxruntime refuses (its own reason quoted, and where the documentation
         shows an export that loads: :func:`core.onnx_session.cpu_session`).
     """
+    from core.reviews.permissions import check
+    from core.tabular.never_trusted import check_trust_list
+
+    check(actor, "upload", what=name)
+    trust = check_trust_list(trust, where=name)
+    if trust:
+        check(actor, "trust", what=f"{', '.join(trust)} (in {name})")
     suffix = Path(name).suffix.lower()
     if suffix in _REFUSED:
         raise ValueError(

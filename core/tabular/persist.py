@@ -14,7 +14,8 @@ family          members
                 ``torch.load(weights_only=True)``; constructor parameters in ``meta``
 ``onnx``        ``model.onnx``: run with onnxruntime (:mod:`core.tabular.onnx_model`)
 ``sklearn``     ``model.skops``: :mod:`skops.io`; only skops' trusted types plus
-                :data:`OWN_TRUSTED_TYPES` (and types the caller names) are loaded
+                :data:`OWN_TRUSTED_TYPES` (and types the caller names) are loaded, and
+                never a type of :mod:`core.tabular.never_trusted`, whoever names it
 ==============  =============================================================================
 
 A family is picked by :func:`family_of` (first match in :data:`FAMILIES` order, ``sklearn``
@@ -26,24 +27,30 @@ last). Adding a model library means adding one entry to :data:`FAMILIES`.
 
 from __future__ import annotations
 
+import inspect
 import io
 import json
+import sys
 import tempfile
+import types
 import zipfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from core.atomic import atomic_write_bytes
+from core.tabular.never_trusted import NeverTrustedTypeError, check_trust_list, refuse_never_trusted
 
 __all__ = [
     "FAMILIES",
     "HARMLESS_TYPES",
     "OWN_TRUSTED_TYPES",
     "BoosterClassifier",
+    "NeverTrustedTypeError",
+    "SkopsType",
     "UntrustedTypesError",
     "dump_skops",
     "family_of",
@@ -52,6 +59,7 @@ __all__ = [
     "normalised_zip",
     "read_archive",
     "save_estimator",
+    "skops_types",
     "unzip_members",
     "write_archive",
 ]
@@ -85,11 +93,15 @@ _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 class UntrustedTypesError(ValueError):
     """A ``.skops`` file holds types nobody declared trusted; ``types`` lists them, ``where``
-    names the file (callers word their own advice from these; the message is the CLI's)."""
+    names the file, ``described`` says what each one is (:class:`SkopsType`, where the file's
+    schema names it). Callers word their own advice from these; the message is the CLI's.
+    Never raised for a type of :mod:`core.tabular.never_trusted` (that is a
+    :class:`NeverTrustedTypeError`, which nothing can trust)."""
 
-    def __init__(self, where: str, types: Iterable[str]) -> None:
+    def __init__(self, where: str, types: Iterable[str], *, described: Mapping[str, SkopsType] | None = None) -> None:
         self.where = where
         self.types = tuple(types)
+        self.described = {t: d for t, d in (described or {}).items() if t in self.types}
         super().__init__(
             f"{where} contains types outside skops' trusted set: {', '.join(self.types)}. Load it only if you "
             f"trust them: pass --trust {','.join(self.types)} (Python: trusted=[...])."
@@ -163,29 +175,136 @@ def dump_skops(obj: Any) -> bytes:
     return normalised_zip(out)
 
 
-def load_skops(data: bytes, *, trusted: Iterable[str] = (), where: str = "the .skops file") -> Any:
-    """Load a ``.skops`` payload, refusing types that are neither skops-trusted, in
-    :data:`HARMLESS_TYPES` nor in ``trusted``.
+@dataclass(frozen=True, kw_only=True)
+class SkopsType:
+    """One type named in a ``.skops`` file, as the file's ``schema.json`` describes it.
+
+    Read from the schema's nodes (``__module__``, ``__class__`` and the ``__loader__`` skops
+    rebuilds the node with): no module is imported to tell a class from a function.
+
+    Attributes
+    ----------
+    name : str
+        The dotted name skops reports (``posix.system``; ``pathlib.PosixPath.write_text`` for a
+        bound method).
+    module : str
+        The module the file names for it (``posix``).
+    kind : {"class", "function", "method", "class or function"}
+        What the name is when its module is already imported (read statically from the
+        module's dictionary, :func:`inspect.getattr_static`: nothing is imported or run);
+        otherwise what the node says: ``function`` for skops' ``FunctionNode`` (a Python
+        function or ufunc), ``class or function`` for a ``TypeNode`` (skops saves classes and
+        built-in functions such as ``posix.system`` alike), ``class`` for the other nodes (an
+        instance of the class). ``method`` for a bound method (``MethodNode``).
+    """
+
+    name: str
+    module: str
+    kind: Literal["class", "function", "method", "class or function"]
+
+    @property
+    def description(self) -> str:
+        """``"a function in module posix"``, ``"a class in module sklearn.pipeline"`` or
+        ``"a method of class pathlib.PosixPath"``."""
+        if self.kind == "method":
+            return f"a method of class {self.name.rpartition('.')[0]}"
+        return f"a {self.kind} in module {self.module}"
+
+
+def _imported_kind(module: str, name: str) -> Literal["class", "function"] | None:
+    """Whether ``module.name`` is a class or a function, from an already imported module's
+    dictionary (nothing is imported, no ``__getattr__`` runs); None when not known."""
+    found = sys.modules.get(module)
+    try:
+        obj = inspect.getattr_static(found, name) if found is not None else None
+    except AttributeError:
+        obj = None
+    if isinstance(obj, type):
+        return "class"
+    if isinstance(obj, (types.BuiltinFunctionType, types.FunctionType)):
+        return "function"
+    return None
+
+
+_NODE_KINDS: dict[Any, Literal["function", "class or function"]] = {
+    "FunctionNode": "function",
+    "TypeNode": "class or function",
+}
+
+
+def skops_types(data: bytes) -> dict[str, SkopsType]:
+    """Every type the ``schema.json`` of a ``.skops`` payload names, by dotted name.
+
+    Nothing is imported or constructed: the schema's JSON is walked (without recursion) for
+    nodes with a string ``__module__`` and ``__class__``.
 
     Raises
     ------
+    ValueError
+        Not a zip archive, no ``schema.json``, or a schema that is not JSON.
+    """
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            schema = json.loads(zf.read("schema.json"))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, EOFError, OSError, ValueError, RecursionError) as exc:
+        raise ValueError(f"not a readable skops schema ({type(exc).__name__}: {exc}).") from exc
+    found: dict[str, SkopsType] = {}
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        stack.extend(node.values())
+        module, cls, loader = node.get("__module__"), node.get("__class__"), node.get("__loader__")
+        if not (isinstance(module, str) and isinstance(cls, str)):
+            continue
+        kind = _imported_kind(module, cls) or _NODE_KINDS.get(loader, "class")
+        found.setdefault(f"{module}.{cls}", SkopsType(name=f"{module}.{cls}", module=module, kind=kind))
+        content = node.get("content")
+        if loader == "MethodNode" and isinstance(content, dict) and isinstance(content.get("func"), str):
+            name = f"{module}.{cls}.{content['func']}"
+            found.setdefault(name, SkopsType(name=name, module=module, kind="method"))
+    return found
+
+
+def load_skops(data: bytes, *, trusted: Iterable[str] = (), where: str = "the .skops file") -> Any:
+    """Load a ``.skops`` payload, refusing types that are neither skops-trusted, in
+    :data:`HARMLESS_TYPES` nor in ``trusted``, and every type that is never trusted.
+
+    The never-trusted rule (:func:`core.tabular.never_trusted.never_trusted`) is applied
+    before anything is constructed to the caller's ``trusted`` list, to every type skops
+    reports as untrusted and to every type the file's schema names (skops-trusted ones too).
+
+    Raises
+    ------
+    NeverTrustedTypeError
+        ``trusted`` or the file names a type that is never trusted (nothing is constructed).
     UntrustedTypesError
         Listing every undeclared type (nothing is constructed).
     ValueError
-        The payload is not a readable skops file (corrupt, truncated, another format).
+        The payload is not a readable skops file (corrupt, truncated, another format), or
+        ``trusted`` is not a list of names.
     """
     import skops.io as sio
 
+    trusted = check_trust_list(trusted, where=where)
     if not zipfile.is_zipfile(io.BytesIO(data)):
         raise ValueError(f"{where} is not a skops file (not a zip archive; corrupt, truncated or another format).")
     try:
         found = sio.get_untrusted_types(data=data)
+        named = skops_types(data)
     except Exception as exc:  # skops raises many types on malformed schemas
         raise ValueError(f"{where} is corrupt or not a skops file ({type(exc).__name__}: {exc}).") from exc
+    refuse_never_trusted(
+        sorted(set(found) | set(named)), where=where, descriptions={n: t.description for n, t in named.items()}
+    )
     allowed = set(trusted) | HARMLESS_TYPES
     missing = [t for t in found if t not in allowed]
     if missing:
-        raise UntrustedTypesError(where, missing)
+        raise UntrustedTypesError(where, missing, described=named)
     try:
         return sio.loads(data, trusted=list(found))
     except Exception as exc:
@@ -420,7 +539,12 @@ def save_estimator(model: Any, prefix: str) -> tuple[dict[str, bytes], dict]:
 
 
 def load_estimator(members: Mapping[str, bytes], spec: Mapping, prefix: str, *, trusted: Iterable[str] = ()) -> Any:
-    """Inverse of :func:`save_estimator`; ``trusted`` extends the skops allowance."""
+    """Inverse of :func:`save_estimator`; ``trusted`` extends the skops allowance.
+
+    A ``trusted`` list naming a never-trusted type is refused whatever the family
+    (:class:`NeverTrustedTypeError`).
+    """
+    trusted = check_trust_list(trusted, where="the saved model")
     family = spec.get("family") if isinstance(spec, Mapping) else None
     if family not in FAMILIES:
         raise ValueError(f"unknown model family {family!r}; known: {list(FAMILIES)}.")
