@@ -8,7 +8,9 @@ the dashboard's own Streamlit settings (``.streamlit/config.toml`` beside ``app.
 reads that file only from the working folder, so they are passed as options). Options after
 ``--`` go to Streamlit and win over those settings, e.g. ``-- --server.port 8600
 --server.headless true``. Paths are checked first: a bad ``--audit`` exits with code 2 and one
-line, and no server starts.
+line, and no server starts; so does a saved audit written by a newer version of the tool
+(:func:`core.tabular.audit_folder.check_audit_folder` reads its format versions:
+``error: DIR: made by a newer reliability-audit (format 2; this one reads up to 1): upgrade.``).
 
 **A review team.** ``--team FILE`` gives the roles (:mod:`core.reviews.team`; checked here, so a
 bad file stops the start with its line and value) and ``--secrets FILE`` the sign-in settings
@@ -123,7 +125,8 @@ def streamlit_command(
     Raises
     ------
     ValueError
-        ``audit`` is not an audit folder, ``audits_dir`` is not a folder, ``reviews_db``
+        ``audit`` is not an audit folder or was written by a newer version of the tool
+        (:class:`core.formats.NewerFormatError`), ``audits_dir`` is not a folder, ``reviews_db``
         is a folder or its parent folder does not exist, the team file or the secrets file
         is unusable, or ``secrets`` is given without ``team``.
     """

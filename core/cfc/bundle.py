@@ -28,6 +28,7 @@ import pandas as pd
 from core.atomic import atomic_write_text
 from core.cfc.protocol import Protocol
 from core.cfc.search import FlipSearchResult
+from core.formats import CERTIFICATE_SET
 
 __all__ = [
     "ARRAY_FIELDS",
@@ -42,7 +43,7 @@ __all__ = [
     "write_bundle",
 ]
 
-SCHEMA = "cfc-certificate-set/1"
+SCHEMA = CERTIFICATE_SET.tag  # "cfc-certificate-set/1" (core.formats.CERTIFICATE_SET)
 _NONFINITE = {"inf": np.inf, "-inf": -np.inf, "nan": np.nan}
 _DTYPES = ("float64", "int64", "bool")
 #: The per-sample arrays of a certificate set, stored under ``"arrays"``.
@@ -144,16 +145,31 @@ def write_bundle(bundle: Mapping[str, Any], path: str | Path) -> Path:
 
 
 def read_bundle(path: str | Path) -> dict[str, Any]:
-    """Read a bundle written by :func:`write_bundle` and check its schema tag."""
+    """Read a bundle written by :func:`write_bundle` and check its schema tag.
+
+    Raises
+    ------
+    NewerFormatError
+        Written by a newer version of the tool (the message names the file).
+    ValueError
+        Not JSON, or not a certificate bundle.
+    """
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not valid JSON ({exc}).") from exc
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        found = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise ValueError(f"{path}: not a certificate bundle (schema {found!r}, expected {SCHEMA!r}).")
+    _check_schema(data, str(path), prefix=f"{path}: not")
     return data
+
+
+def _check_schema(data: Any, where: str, *, prefix: str) -> None:
+    found = data.get("schema") if isinstance(data, Mapping) else type(data).__name__
+    CERTIFICATE_SET.check(
+        found if isinstance(data, Mapping) else None,
+        where=where,
+        mismatch=f"{prefix} a certificate bundle (schema {found!r}, expected {SCHEMA!r}).",
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -234,25 +250,26 @@ def encode_certificate_set(cs: Any) -> dict[str, Any]:
     }
 
 
-def decode_certificate_set(data: Mapping[str, Any]) -> dict[str, Any]:
+def decode_certificate_set(data: Mapping[str, Any], *, where: str = "certificate bundle") -> dict[str, Any]:
     """The fields of the ``CertificateSet`` a bundle holds, exactly as stored.
 
     Returns the keyword arguments of ``CertificateSet`` except that ``operators`` maps every
-    operator name to the keyword arguments of its ``OperatorTrace``.
+    operator name to the keyword arguments of its ``OperatorTrace``. ``where`` names the
+    bundle's file in the message of a newer bundle.
 
     Raises
     ------
+    NewerFormatError
+        Written by a newer version of the tool.
     ValueError
         Naming the field of a bundle that is not one, lacks fields or holds malformed values.
     """
-    if not isinstance(data, Mapping) or data.get("schema") != SCHEMA:
-        found = data.get("schema") if isinstance(data, Mapping) else type(data).__name__
-        raise ValueError(f"Not a certificate bundle (schema {found!r}, expected {SCHEMA!r}).")
+    _check_schema(data, where, prefix="Not")
     missing = [k for k in _REQUIRED if k not in data]
     if missing:
         raise ValueError(f"Certificate bundle lacks field(s) {missing}.")
     dec = decode_array
-    protocol = Protocol.from_dict(data["protocol"])
+    protocol = Protocol.from_dict(data["protocol"], where=where)
     try:
         names = tuple(str(g["name"]) for g in data["groups"])
         columns = tuple(tuple(int(c) for c in g["columns"]) for g in data["groups"])

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal, get_args
 
+from core.formats import PROTOCOL
+
 __all__ = [
     "BASELINE_RULES",
     "DEFAULT_SEVERITIES",
@@ -44,7 +46,7 @@ PATH_RULES: tuple[str, ...] = get_args(PathRule)
 
 DEFAULT_SEVERITIES: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 _DEFAULT_DEPTH_CAP = 5
-_SCHEMA = "cfc-protocol/1"
+_SCHEMA = PROTOCOL.tag  # "cfc-protocol/1" (core.formats.PROTOCOL)
 
 
 def _choice(value: Any, name: str, allowed: tuple[str, ...]) -> str:
@@ -201,14 +203,21 @@ class Protocol:
         return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Protocol:
-        """Inverse of :meth:`to_dict`; unknown keys or another schema are refused."""
+    def from_dict(cls, data: Mapping[str, Any], *, where: str = "protocol") -> Protocol:
+        """Inverse of :meth:`to_dict`; unknown keys or another schema are refused.
+
+        A dictionary without ``schema`` is read as ``cfc-protocol/1``. ``where`` names the
+        file the protocol came from in the message of a newer one
+        (:class:`core.formats.NewerFormatError`: ``"<where>: made by a newer reliability-audit
+        (format 2; this one reads up to 1): upgrade."``).
+        """
         if not isinstance(data, Mapping):
             raise ValueError(f"A protocol must be a JSON object; got {type(data).__name__}.")
         body = dict(data)
-        schema = body.pop("schema", _SCHEMA)
-        if schema != _SCHEMA:
-            raise ValueError(f"Protocol schema must be {_SCHEMA!r}; got {schema!r}.")
+        tagged = "schema" in body
+        schema = body.pop("schema", None)
+        mismatch = f"Protocol schema must be {_SCHEMA!r}; got {schema!r}."
+        PROTOCOL.check(schema, where=where, missing=None if tagged else 1, mismatch=mismatch)
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(body) - names)
         if unknown:
@@ -219,10 +228,10 @@ class Protocol:
         return cls(**body)
 
     @classmethod
-    def from_json(cls, text: str) -> Protocol:
-        """Inverse of :meth:`to_json`."""
+    def from_json(cls, text: str, *, where: str = "protocol") -> Protocol:
+        """Inverse of :meth:`to_json`; ``where`` as in :meth:`from_dict`."""
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ValueError(f"Protocol JSON could not be parsed: {exc}.") from exc
-        return cls.from_dict(data)
+        return cls.from_dict(data, where=where)

@@ -48,6 +48,7 @@ import pandas as pd
 
 from core._rng import as_generator
 from core.atomic import atomic_path, atomic_write_bytes, atomic_write_text
+from core.formats import DEMO_POOL
 from core.imaging.corruptions import CORRUPTIONS, NATURAL_TRANSFORMS, motion_blur_image
 from core.imaging.recapture_sim import SimulatedRecapture, recapture_conditions, simulate
 from core.resources import ASSETS_DIR
@@ -1217,7 +1218,8 @@ def save_demo_pool(pool: DemoPool, directory) -> dict[str, Path]:
     dictionary encoding and zstd keep the files as small as the former categorical / int8 /
     float32 tables. Fitted
     models in ``pool.fitted`` go to ``models/`` (:func:`save_demo_models`). The manifest lists
-    every file with its size.
+    every file with its size, and its ``format`` is the pool's version
+    (:data:`core.formats.DEMO_POOL`; a pool without one, as the shipped one, is version 1).
 
     Returns
     -------
@@ -1240,7 +1242,7 @@ def save_demo_pool(pool: DemoPool, directory) -> dict[str, Path]:
     )
     atomic_write_bytes(paths["images"], buf.getvalue())
     model_paths = save_demo_models(pool.fitted, directory)
-    manifest = dict(pool.manifest)
+    manifest = {**dict(pool.manifest), "format": DEMO_POOL.tag}
     manifest["files"] = {
         role: {"name": path.name, "bytes": path.stat().st_size} for role, path in paths.items() if role != "manifest"
     }
@@ -1253,13 +1255,24 @@ def save_demo_pool(pool: DemoPool, directory) -> dict[str, Path]:
 
 
 def _require(directory: Path, roles) -> None:
-    """Raise ``FileNotFoundError`` naming every file of ``roles`` missing from the pool in ``directory``."""
+    """Raise ``FileNotFoundError`` naming every file of ``roles`` missing from the pool in ``directory``,
+    and :class:`core.formats.NewerFormatError` when a newer version of the tool wrote the pool."""
     missing = [_FILES[role] for role in roles if not (directory / _FILES[role]).is_file()]
     if missing:
         raise FileNotFoundError(
             f"demo pool in {directory} is incomplete: missing {', '.join(map(repr, missing))}; "
             "regenerate it with `python scripts/make_demo_pool.py`."
         )
+    if (directory / _FILES["manifest"]).is_file():
+        _pool_manifest(directory)
+
+
+def _pool_manifest(directory: Path) -> dict:
+    """The pool's ``manifest.json``, its format checked (untagged: version 1, the shipped pool)."""
+    manifest = json.loads((directory / _FILES["manifest"]).read_text())
+    tag = manifest.get("format") if isinstance(manifest, dict) else None
+    DEMO_POOL.check(tag, where=str(directory), missing=1)
+    return manifest
 
 
 def load_demo_records(directory=DEFAULT_DIR) -> pd.DataFrame:
@@ -1317,7 +1330,7 @@ def load_demo_images(directory=DEFAULT_DIR) -> DemoImages:
             npz["true_label"].astype(np.int64),
             npz["split"].astype(str),
         )
-    manifest = json.loads((directory / _FILES["manifest"]).read_text())
+    manifest = _pool_manifest(directory)
     return DemoImages(images=images, image_ids=ids, image_labels=labels, image_splits=splits, manifest=manifest)
 
 

@@ -18,12 +18,19 @@ image file is listed (hidden files and ``__MACOSX/`` are ignored), every image o
 JPEG within :data:`MAX_PIXELS`, archive members stay inside the archive's root (no absolute
 paths, no ``..``, no links) and the archive stays within its size limits. Errors are
 ``ValueError`` naming the file.
+
+Every image file is opened by :func:`open_image`, which reads its size from the header and
+refuses one above :data:`MAX_PIXELS` before a pixel is decoded, in the tool's words (the file,
+its size, the limit), so a "decompression bomb" (a small file whose header claims 100,000 x
+100,000 pixels) costs nothing; Pillow's own bomb check (``Image.MAX_IMAGE_PIXELS``, above the
+tool's limit) is never what the user reads.
 """
 
 from __future__ import annotations
 
 import io
 import stat
+import struct
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,15 +45,24 @@ from core.validation import check_input_file, csv_header_duplicate
 __all__ = [
     "IMAGE_SUFFIXES",
     "MAX_PIXELS",
+    "ImageRefused",
     "ImageSet",
+    "open_image",
     "open_images",
     "open_zip_images",
     "png_data_uri",
+    "too_large",
 ]
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 MAX_PIXELS = 40_000_000
-"""Largest image accepted (pixels); larger files are refused before they are decoded."""
+"""Largest image accepted, in pixels (width x height): 40 million, e.g. 8000 x 5000.
+
+Read from the file's header and checked before the image is decoded (:func:`open_image`); an
+``.npz``'s images are checked from its array header likewise, and an ONNX model whose input is
+larger is refused (:class:`core.imaging.probe.OnnxImageClassifier`). A probe resizes every
+image to its model's input size, so larger files would only cost memory and time.
+"""
 _FORMATS = {"PNG", "JPEG", "MPO"}  # MPO: a JPEG with extra frames, as many phone cameras write
 ZIP_LIMITS = {"max_members": 200_000, "max_bytes": 4 * 1024**3, "max_ratio": 200}
 """Default archive limits: members, total uncompressed bytes, compression ratio of a member."""
@@ -111,6 +127,8 @@ class ImageSet:
                 if img.size != (w, h):
                     img = img.resize((w, h), Image.BILINEAR)
                 out[j] = np.asarray(img, dtype=np.uint8).reshape(h, w, channels)
+            except ImageRefused:  # a file changed since it was validated: refused from its header again
+                raise
             except (OSError, ValueError, SyntaxError) as exc:
                 raise ValueError(f"{self.name(int(i))}: could not be decoded as an image ({exc}).") from None
         return out
@@ -192,21 +210,108 @@ def _ignored(rel: str) -> bool:
     return any(p.startswith(".") for p in parts) or (parts and parts[0] == "__MACOSX")
 
 
-def _check_image(opener: Callable[[], Image.Image], name: str) -> int:
-    """Open, check format and size, verify; returns the number of channels (1 or 3)."""
+class ImageRefused(ValueError):
+    """An image file the tool refuses (not PNG / JPEG, unreadable header, above :data:`MAX_PIXELS`)."""
+
+
+def too_large(name: str, width: int, height: int) -> str | None:
+    """The refusal of an image of ``width x height`` pixels named ``name``; None within :data:`MAX_PIXELS`.
+
+    Examples
+    --------
+    >>> too_large("a.png", 20_000, 20_000)
+    'a.png: is 20,000 x 20,000 pixels (400,000,000 pixels); images are limited to 40,000,000 pixels.'
+    >>> too_large("b.png", 32, 32) is None
+    True
+    """
+    if int(width) * int(height) <= MAX_PIXELS:
+        return None
+    return (
+        f"{name}: is {int(width):,} x {int(height):,} pixels ({int(width) * int(height):,} pixels); images are "
+        f"limited to {MAX_PIXELS:,} pixels."
+    )
+
+
+def open_image(source, name: str) -> Image.Image:
+    """Open a PNG or JPEG file lazily, refusing it from its header when above :data:`MAX_PIXELS`.
+
+    Only the header is read here (Pillow decodes on first use), and Pillow's own
+    decompression-bomb check is not reached: the size is compared with the tool's limit first.
+
+    Parameters
+    ----------
+    source : str, Path, bytes or file object
+        The file, its bytes, or a binary stream positioned at its start.
+    name : str
+        The file as messages name it.
+
+    Returns
+    -------
+    PIL.Image.Image
+        Not yet decoded; close it (``with open_image(...) as img``).
+
+    Raises
+    ------
+    ImageRefused
+        A ``ValueError`` naming the file: not PNG / JPEG, a damaged header, or larger than
+        :data:`MAX_PIXELS` (its size and the limit given).
+    """
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        source = io.BytesIO(bytes(source))
     try:
-        with opener() as img:
-            if img.format not in _FORMATS:
-                raise ValueError(f"{name}: is a {img.format} image; expected PNG or JPEG.")
-            w, h = img.size
-            if w * h > MAX_PIXELS:
-                raise ValueError(f"{name}: is {w} x {h} pixels; images are limited to {MAX_PIXELS:,} pixels.")
+        if isinstance(source, (str, Path)):
+            with open(source, "rb") as fh:
+                prefix = fh.read(16)
+        else:
+            prefix = source.read(16)
+            source.seek(0)
+    except OSError as exc:
+        raise ImageRefused(f"{name}: could not be read ({exc}).") from None
+    Image.preinit()  # registers the PNG and JPEG plugins (MPO through the JPEG factory)
+    for kind in ("PNG", "JPEG"):
+        factory, accept = Image.OPEN[kind]
+        if accept is not None and accept(prefix) is not True:
+            continue
+        try:
+            img = factory(source, name)  # header only; unlike Image.open, no bomb check here
+        except (OSError, SyntaxError, IndexError, TypeError, ValueError, struct.error) as exc:
+            raise ImageRefused(f"{name}: is not a readable PNG or JPEG image ({exc}).") from None
+        refusal = too_large(name, *img.size)
+        if refusal is not None:
+            img.close()
+            raise ImageRefused(refusal)
+        return img
+    raise ImageRefused(_not_png_or_jpeg(source, name))
+
+
+def _not_png_or_jpeg(source, name: str) -> str:
+    """Why a file that is neither PNG nor JPEG is refused, naming its format when Pillow knows it."""
+    import warnings
+
+    try:
+        if not isinstance(source, (str, Path)):
+            source.seek(0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with Image.open(source) as img:  # only to name the format; never decoded
+                kind = img.format
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError):
+        kind = None
+    if kind is None:
+        return f"{name}: is not a readable PNG or JPEG image (unrecognised content)."
+    return f"{name}: is a {kind} image; expected PNG or JPEG."
+
+
+def _check_image(source, name: str) -> int:
+    """Open (:func:`open_image`), check format and size, verify; returns the number of channels (1 or 3)."""
+    try:
+        with open_image(source, name) as img:
+            if img.format not in _FORMATS:  # pragma: no cover - open_image reads PNG / JPEG only
+                raise ImageRefused(f"{name}: is a {img.format} image; expected PNG or JPEG.")
             channels = 1 if img.mode in ("1", "L", "I", "I;16", "I;16B", "F", "LA") else 3
             img.verify()
             return channels
-    except UnidentifiedImageError:
-        raise ValueError(f"{name}: is not a readable PNG or JPEG image (unrecognised content).") from None
-    except (OSError, SyntaxError, Image.DecompressionBombError) as exc:
+    except (OSError, SyntaxError, struct.error) as exc:
         raise ValueError(f"{name}: is not a readable PNG or JPEG image ({exc}).") from None
 
 
@@ -282,7 +387,7 @@ def _folder_images(root: Path, table: pd.DataFrame, labels_where: str, *, skip: 
         found.append(rel)
     listed = table["file"].tolist()
     _check_membership(listed, found, where, labels_where)
-    channels = {_check_image(lambda f=f: Image.open(root / f), f"{where}/{f}") for f in listed}
+    channels = {_check_image(root / f, f"{where}/{f}") for f in listed}
     return ImageSet(
         tuple(listed),
         table["label"].to_numpy(),
@@ -299,7 +404,7 @@ class _FolderOpener:
     files: tuple[str, ...]
 
     def __call__(self, i: int) -> Image.Image:
-        return Image.open(self.root / self.files[i])
+        return open_image(self.root / self.files[i], f"{self.root}/{self.files[i]}")
 
 
 @dataclass(frozen=True)
@@ -331,11 +436,22 @@ class _ZipOpener:
         if self._archive is None:
             source = io.BytesIO(self.data) if self.data is not None else io.BytesIO(Path(self.path).read_bytes())
             self._archive = zipfile.ZipFile(source)
-        return Image.open(io.BytesIO(self._archive.read(self.members[i])))
+        return open_image(self._archive.read(self.members[i]), self.members[i])
 
 
 def _splits(table: pd.DataFrame):
     return table["split"].to_numpy(dtype=object) if "split" in table.columns else None
+
+
+def _npz_shape(data, key: str) -> tuple | None:
+    """The shape of array ``key`` of an open ``.npz``, read from its header only (None if unreadable)."""
+    try:
+        with data.zip.open(f"{key}.npy") as fh:
+            version = np.lib.format.read_magic(fh)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            return tuple(read(fh)[0])
+    except Exception:  # an unusual member: np.load's own reading reports it
+        return None
 
 
 def _npz_images(path: Path) -> ImageSet:
@@ -348,6 +464,11 @@ def _npz_images(path: Path) -> ImageSet:
                     f"{where}: has no array(s) {missing}; expected `images` (N, H, W[, C]) uint8 and "
                     f"`labels` (N,); it has {sorted(data.files)}."
                 )
+            shape = _npz_shape(data, "images")
+            if shape is not None and len(shape) in (3, 4):  # refused before the array is read
+                refusal = too_large(f"{where} (`images`)", shape[2], shape[1])
+                if refusal is not None:
+                    raise ImageRefused(refusal)
             images, labels = data["images"], data["labels"]
     except (OSError, zipfile.BadZipFile) as exc:
         raise ValueError(f"{where}: could not be read as an .npz ({exc}).") from None
@@ -484,10 +605,7 @@ def open_zip_images(
     listed = table["file"].tolist()
     _check_membership(listed, found, where, labels_where)
 
-    def opener(rel: str) -> Image.Image:
-        return Image.open(io.BytesIO(archive.read(members[prefix + rel])))
-
-    channels = {_check_image(lambda f=f: opener(f), f"{where}/{prefix}{f}") for f in listed}
+    channels = {_check_image(archive.read(members[prefix + f]), f"{where}/{prefix}{f}") for f in listed}
     positions = _ZipOpener(tuple(members[prefix + f].filename for f in listed), data=data, path=path)
     return ImageSet(tuple(listed), table["label"].to_numpy(), _splits(table), where, max(channels), positions)
 

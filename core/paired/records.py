@@ -30,6 +30,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from core.formats import PROBE_OUTPUTS, check_table_file
 from core.validation import TableOrigin, check_cells, read_table
 
 __all__ = [
@@ -75,6 +76,8 @@ def _show(value) -> str:
 def _read(path: str | Path) -> tuple[pd.DataFrame, TableOrigin]:
     # The one table reader (core.validation): the file named as given, rows with their CSV line.
     table = read_table(path)
+    # The records.parquet of `probe` carries its format version; a newer one is refused.
+    check_table_file(path, PROBE_OUTPUTS, where=str(path))
     return table.frame, table.origin
 
 

@@ -50,6 +50,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from core.constants import CLEAN_COVERAGE
+from core.formats import PROBE_OUTPUTS, check_table_file
 from core.paired.bounds import LEVELS, identified_intervals_grid
 from core.paired.policies import COVERAGES, LAMBDAS, evaluate_policies, policy_thresholds
 from core.paired.records import CELL_COLUMNS, PAIRED_COLUMNS, TableOrigin, validate_records_at
@@ -184,6 +185,8 @@ def scan_records(path: str | Path) -> tuple[CellSource, pd.DataFrame, bool]:
     if not root.exists():
         raise FileNotFoundError(f"paired records {path} do not exist.")
     files = _parquet_files(root)
+    for file in files:  # the records.parquet of `probe` names its version: a newer one is refused
+        check_table_file(file, PROBE_OUTPUTS, where=str(file))
     try:
         dataset = ds.dataset(list(map(str, files)), format="parquet")
     except (OSError, pa.ArrowException) as exc:

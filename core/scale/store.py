@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from core.atomic import atomic_write_bytes as _atomic_write_bytes
+from core.formats import RUN_FOLDER
 
 __all__ = [
     "MANIFEST",
@@ -54,7 +55,7 @@ MANIFEST = "_manifest.json"
 SUMMARY = "_summary.json"
 _JOURNAL = ".progress.jsonl"
 _LOCK = ".lock"
-_FORMAT = "core.scale/1"
+_FORMAT = RUN_FOLDER.tag  # "core.scale/1" (core.formats.RUN_FOLDER)
 # File names carry a 5-digit index so that lexical order is partition order.
 MAX_PARTITIONS = 100_000
 
@@ -190,6 +191,9 @@ class RunStore:
 
         Raises
         ------
+        NewerFormatError
+            ``out`` holds a run written by a newer version of the tool (``_manifest.json``'s
+            ``format``, :data:`core.formats.RUN_FOLDER`).
         ValueError
             ``out`` is a file, is a non-empty folder that is not a run of ``kind``, holds a
             run with a different config, or is locked by a live process.
@@ -254,11 +258,15 @@ class RunStore:
             stored = json.loads(path.read_text())
         except ValueError as exc:
             raise ValueError(f"{path} is not valid JSON ({exc}); choose a new output folder.") from exc
-        if stored.get("format") != _FORMAT or stored.get("kind") != self.kind:
-            raise ValueError(
-                f"{path} belongs to a {stored.get('kind')!r} run ({stored.get('format')}), not a "
-                f"{self.kind!r} run; choose a new output folder."
-            )
+        if not isinstance(stored, dict):
+            stored = {}
+        mismatch = (
+            f"{path} belongs to a {stored.get('kind')!r} run ({stored.get('format')}), not a "
+            f"{self.kind!r} run; choose a new output folder."
+        )
+        RUN_FOLDER.check(stored.get("format"), where=str(self.out), mismatch=mismatch)
+        if stored.get("kind") != self.kind:
+            raise ValueError(mismatch)
         diffs = _differences(stored.get("config", {}), self.config)
         if stored.get("fingerprint") != self.fingerprint:
             diffs.append(f"fingerprint: {stored.get('fingerprint')} (stored) vs {self.fingerprint} (now)")

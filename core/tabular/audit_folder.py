@@ -23,6 +23,7 @@ from typing import Any
 
 import pandas as pd
 
+from core.formats import AUDIT_VIEW, CERTIFICATE_SET, PROTOCOL
 from core.tabular.audit_view import LABEL_ARRAYS, VIEW_DIR, VIEW_SCHEMA, read_frame, write_view
 from core.tabular.lazy_model import LazyModel
 
@@ -67,6 +68,9 @@ class SavedAudit:
     unavailable : str or None
         Why the model cannot be used (for people), else None. Opened without loading the
         model, only what the files alone tell (no ``_task.zip``, an old ``_task.pkl``).
+    made_by : str
+        Who made the audit (``view/meta.json``'s ``made_by``, the signed-in user's e-mail
+        address or name given to :func:`~core.tabular.audit_view.write_view`); "" when unknown.
     """
 
     path: Path
@@ -78,6 +82,7 @@ class SavedAudit:
     test: pd.DataFrame | None
     task: Any
     unavailable: str | None
+    made_by: str = ""
 
     @property
     def fingerprint(self) -> str:
@@ -140,13 +145,37 @@ def labelled_certificates(table: pd.DataFrame, protocol: dict, folder: str | Pat
 
 
 def check_audit_folder(path: str | Path) -> Path:
-    """``path`` as a Path when it is an audit folder (its required files exist); nothing is read.
+    """``path`` as a Path when it is an audit folder this version reads.
+
+    Its required files must exist, and the format tags of ``view/meta.json`` (the folder's
+    version, :data:`core.formats.AUDIT_VIEW`) and of ``protocol.json``'s protocol
+    (:data:`core.formats.PROTOCOL`) must be ones this version reads; only those two small
+    JSON files are read. A folder written before ``view/`` existed has no folder version and
+    passes; a damaged ``meta.json`` is left to the readers, which name the damage.
 
     Raises
     ------
+    NewerFormatError
+        The folder was written by a newer version of the tool (the message names the folder
+        and says to upgrade).
     ValueError
-        The folder does not exist, or the first missing required file is named.
+        The folder does not exist, the first missing required file is named, or a format tag
+        is not one of an audit folder.
     """
+    return _checked_folder(path)[0]
+
+
+def _json_object(path: Path) -> dict | None:
+    """The JSON object in ``path``; None when the file is missing, unreadable or not an object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _checked_folder(path: str | Path) -> tuple[Path, dict | None]:
+    """:func:`check_audit_folder`'s path and the folder's ``view/meta.json`` (None if absent or damaged)."""
     path = Path(path)
     if not path.is_dir():
         raise ValueError(f"audit folder {str(path)!r} does not exist or is not a folder.")
@@ -156,7 +185,14 @@ def check_audit_folder(path: str | Path) -> Path:
             f"{path} is not an audit folder: {missing[0]} is missing (expected the output of "
             "`reliability-audit audit --out` or AuditResult.save)."
         )
-    return path
+    meta = _json_object(path / VIEW_DIR / "meta.json")
+    if meta is not None:
+        AUDIT_VIEW.check(meta.get("schema"), where=str(path))
+    stored = _json_object(path / "protocol.json")
+    protocol = stored.get("protocol") if stored is not None else None
+    if isinstance(protocol, dict):
+        PROTOCOL.check(protocol.get("schema"), where=str(path), missing=1)
+    return path, meta
 
 
 def open_audit_folder(path: str | Path, *, trusted: Iterable[str] = (), load_model: bool = True) -> SavedAudit:
@@ -175,12 +211,14 @@ def open_audit_folder(path: str | Path, *, trusted: Iterable[str] = (), load_mod
 
     Raises
     ------
+    NewerFormatError
+        Written by a newer version of the tool (:func:`check_audit_folder`).
     ValueError
         Not an audit folder (the missing file is named) or a malformed file.
     """
     from core.tabular.certify_task import LEGACY_TASK_FILE, TASK_FILE, load_certify_task
 
-    path = check_audit_folder(path)
+    path, meta = _checked_folder(path)
     tables = {
         name: read_frame(path / f"{name}.parquet") if (path / f"{name}.parquet").is_file() else None
         for name in ("train", "test")
@@ -214,7 +252,13 @@ def open_audit_folder(path: str | Path, *, trusted: Iterable[str] = (), load_mod
         test=tables["test"],
         task=task if why is None else None,
         unavailable=why,
+        made_by=_made_by(meta),
     )
+
+
+def _made_by(meta: dict | None) -> str:
+    value = (meta or {}).get("made_by", "")
+    return value if isinstance(value, str) else ""
 
 
 def reopen_audit(saved: SavedAudit, *, progress: Any = None):
@@ -415,6 +459,8 @@ def saved_result(saved: SavedAudit, *, dataset: Any = None, lazy_model: bool = F
 
     Raises
     ------
+    NewerFormatError
+        The view was written by a newer version of the tool.
     ValueError
         The folder has no ``view/`` (written before it existed: recompute with
         :func:`reopen_audit`), a view file is malformed, or the view does not belong to the
@@ -438,14 +484,24 @@ def saved_result(saved: SavedAudit, *, dataset: Any = None, lazy_model: bool = F
             "re-create the audit, or reopen it with its model."
         )
     meta = _json(view / "meta.json")
-    if meta.get("schema") != VIEW_SCHEMA:
-        raise ValueError(f"{view / 'meta.json'}: schema must be {VIEW_SCHEMA!r}; got {meta.get('schema')!r}.")
+    AUDIT_VIEW.check(
+        meta.get("schema"),
+        where=str(saved.path),
+        mismatch=f"{view / 'meta.json'}: schema must be {VIEW_SCHEMA!r}; got {meta.get('schema')!r}.",
+    )
     try:
         bundle = json.loads(gzip.decompress((view / "certificates.json.gz").read_bytes()))
         with np.load(view / "arrays.npz", allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
     except (OSError, EOFError, ValueError, KeyError) as exc:
         raise ValueError(f"{view}: a view file is missing or damaged ({exc}); re-create the audit.") from exc
+    if isinstance(bundle, dict):  # anything else is refused by from_bundle, naming what it is
+        CERTIFICATE_SET.check(
+            bundle.get("schema"),
+            where=str(saved.path),
+            mismatch=f"{view / 'certificates.json.gz'}: not a certificate bundle (schema {bundle.get('schema')!r}, "
+            f"expected {CERTIFICATE_SET.tag!r}).",
+        )
     certificates = CertificateSet.from_bundle(bundle)
     for what, value in (
         ("view/meta.json", meta["fingerprint"]),
@@ -501,7 +557,7 @@ def saved_result(saved: SavedAudit, *, dataset: Any = None, lazy_model: bool = F
         preprocessor=SavedSpace(tuple(pre["raw_columns"]), tuple(pre["feature_names"]), tuple(pre["origins"])),
         groups=certificates.groups,
         baseline=arrays["baseline"],
-        protocol=Protocol.from_dict(saved.protocol["protocol"]),
+        protocol=Protocol.from_dict(saved.protocol["protocol"], where=str(saved.path)),
         fingerprint=certificates.fingerprint,
         label_channel=channel,
         raw_test=saved.test,

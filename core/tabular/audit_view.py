@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.formats import AUDIT_VIEW
 from core.tabular.glance import write_glance
 from core.tabular.persist import normalised_zip
 from core.tabular.spaces import feature_origins
@@ -34,7 +35,8 @@ __all__ = [
 
 #: Sub-folder holding everything the dashboard shows, so that no page needs the model.
 VIEW_DIR = "view"
-VIEW_SCHEMA = "audit-view/1"
+#: Format tag of ``view/meta.json``, the saved audit folder's version (:data:`core.formats.AUDIT_VIEW`).
+VIEW_SCHEMA = AUDIT_VIEW.tag
 VIEW_TABLES = (
     "evaluation",
     "naturalistic_evaluation",
@@ -101,11 +103,12 @@ def _labels_meta(labels: Any) -> dict | None:
 LABEL_ARRAYS = ("labels", "high_confidence", "confidence", "prediction", "flip_share", "max_collapse", "hits")
 
 
-def write_view(result: Any, directory: str | Path) -> list[Path]:
+def write_view(result: Any, directory: str | Path, *, made_by: str = "") -> list[Path]:
     """Write ``directory/view/``: what :func:`core.tabular.audit_folder.saved_result` needs to rebuild ``result`` without its model.
 
-    Files: ``meta.json`` (dataset description, split, feature names and origins, label
-    channel, nominal metrics, calibration fit, notes), ``glance.json`` (the Overview's first
+    Files: ``meta.json`` (the format tag :data:`VIEW_SCHEMA`, who made the audit, dataset
+    description, split, feature names and origins, label channel, nominal metrics, calibration
+    fit, notes), ``glance.json`` (the Overview's first
     screen, :mod:`core.tabular.glance`), ``arrays.npz`` (transformed test rows,
     labels, probabilities, baseline, split positions; plain arrays, read with
     ``allow_pickle=False``), ``certificates.json.gz`` (the full certificate bundle of
@@ -118,10 +121,20 @@ def write_view(result: Any, directory: str | Path) -> list[Path]:
     result : core.tabular.audit.AuditResult
     directory : str or Path
         An existing folder (the audit folder being written).
+    made_by : str, default=""
+        Who made the audit (the signed-in user's e-mail address or name; "" when unknown),
+        kept in ``meta.json`` and ``glance.json`` and read back as
+        :attr:`core.tabular.audit_folder.SavedAudit.made_by` and
+        :attr:`core.tabular.glance.AuditGlance.made_by`.
 
     Returns
     -------
     list of Path
+
+    Raises
+    ------
+    ValueError
+        ``made_by`` is not text.
     """
     import gzip
     import io
@@ -130,6 +143,8 @@ def write_view(result: Any, directory: str | Path) -> list[Path]:
 
     from core.atomic import atomic_path, atomic_write_bytes, atomic_write_text
 
+    if not isinstance(made_by, str):
+        raise ValueError(f"`made_by` must be text (an e-mail address or a name); got {made_by!r}.")
     view = Path(directory) / VIEW_DIR
     view.mkdir(exist_ok=True)
     pre, ds, cal = result.preprocessor, result.dataset, result.calibration
@@ -146,6 +161,7 @@ def write_view(result: Any, directory: str | Path) -> list[Path]:
     }
     meta = {
         "schema": VIEW_SCHEMA,
+        "made_by": made_by,
         "fingerprint": result.fingerprint,
         "model_name": result.model_name,
         "seed": result.seed,
@@ -212,7 +228,7 @@ def write_view(result: Any, directory: str | Path) -> list[Path]:
         members[f"{name}.npy"] = member.getvalue()
     written = [view / "meta.json", view / "arrays.npz", view / "certificates.json.gz"]
     atomic_write_text(written[0], json.dumps(jsonable(meta), indent=1, allow_nan=False) + "\n")
-    written.append(write_glance(result, view))
+    written.append(write_glance(result, view, made_by=made_by))
     atomic_write_bytes(written[1], normalised_zip(members))  # an .npz with fixed time stamps: same bytes
     bundle = json.dumps(result.certificates.to_bundle(), allow_nan=False, separators=(",", ":")).encode()
     atomic_write_bytes(written[2], gzip.compress(bundle, mtime=0))

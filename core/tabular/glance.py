@@ -29,11 +29,16 @@ from typing import Any
 
 import numpy as np
 
+from core.formats import AUDIT_GLANCE
+
 __all__ = ["GLANCE_FILE", "GLANCE_SCHEMA", "AuditGlance", "read_glance", "write_glance"]
 
 GLANCE_FILE = "glance.json"
-GLANCE_SCHEMA = "audit-glance/1"
+#: Format tag of ``glance.json`` (:data:`core.formats.AUDIT_GLANCE`).
+GLANCE_SCHEMA = AUDIT_GLANCE.tag
 _ARRAYS = ("confidence", "fds", "brittle", "flip_budget")
+# Fields a file may lack (written before they existed), read as their defaults.
+_OPTIONAL = ("made_by",)
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,6 +76,10 @@ class AuditGlance:
         That score's AUROC and Capture@20 (NaN without one).
     notes : tuple of str
         The audit's notes.
+    made_by : str, default=""
+        Who made the audit (the signed-in user's e-mail address or name), as
+        :func:`core.tabular.audit_view.write_view` was told; "" when unknown (audits made by a
+        command, files written before the field existed).
     """
 
     fingerprint: str
@@ -92,6 +101,7 @@ class AuditGlance:
     confidence_auroc: float
     confidence_capture: float
     notes: tuple[str, ...]
+    made_by: str = ""
 
     @property
     def test_rows(self) -> int:
@@ -104,8 +114,8 @@ class AuditGlance:
         return int(self.brittle.sum())
 
     @classmethod
-    def of(cls, result: Any) -> AuditGlance:
-        """The glance of an :class:`~core.tabular.audit.AuditResult`."""
+    def of(cls, result: Any, *, made_by: str = "") -> AuditGlance:
+        """The glance of an :class:`~core.tabular.audit.AuditResult`; ``made_by`` as in :attr:`made_by`."""
         from core.cfc.evaluation import strongest_confidence_score
 
         cert = result.certificates.table
@@ -132,6 +142,7 @@ class AuditGlance:
             confidence_auroc=nan if best is None else float(ev.loc[best, "auroc"]),
             confidence_capture=nan if best is None else float(ev.loc[best, "capture@20"]),
             notes=tuple(str(n) for n in result.notes),
+            made_by=str(made_by),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -154,14 +165,18 @@ class AuditGlance:
 
         Raises
         ------
+        NewerFormatError
+            Written by a newer version of the tool (a later ``audit-glance/N``).
         ValueError
             Not an object of schema :data:`GLANCE_SCHEMA`, a field missing or of the wrong
             type, or arrays of different lengths.
         """
-        if not isinstance(data, dict) or data.get("schema") != GLANCE_SCHEMA:
-            got = data.get("schema") if isinstance(data, dict) else type(data).__name__
-            raise ValueError(f"{source}: expected an object of schema {GLANCE_SCHEMA!r}; got {got!r}.")
-        missing = [f.name for f in fields(cls) if f.name not in data]
+        tag = data.get("schema") if isinstance(data, dict) else None  # a non-object has no tag: refused
+        got = tag if isinstance(data, dict) else type(data).__name__
+        AUDIT_GLANCE.check(
+            tag, where=source, mismatch=f"{source}: expected an object of schema {GLANCE_SCHEMA!r}; got {got!r}."
+        )
+        missing = [f.name for f in fields(cls) if f.name not in data and f.name not in _OPTIONAL]
         if missing:
             raise ValueError(f"{source}: field {missing[0]!r} is missing.")
 
@@ -209,6 +224,9 @@ class AuditGlance:
         notes = data["notes"]
         if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
             raise ValueError(f"{source}: 'notes' must be a list of text; got {notes!r}.")
+        made_by = data.get("made_by", "")
+        if not isinstance(made_by, str):
+            raise ValueError(f"{source}: 'made_by' must be text; got {made_by!r}.")
         return cls(
             fingerprint=text("fingerprint"),
             protocol_fingerprint=text("protocol_fingerprint"),
@@ -226,6 +244,7 @@ class AuditGlance:
             confidence_auroc=number("confidence_auroc"),
             confidence_capture=number("confidence_capture"),
             notes=tuple(notes),
+            made_by=made_by,
         )
 
     def to_json(self) -> str:
@@ -233,7 +252,7 @@ class AuditGlance:
         return json.dumps(self.to_dict(), sort_keys=True, allow_nan=False, separators=(",", ":")) + "\n"
 
 
-def write_glance(result: Any, view: str | Path) -> Path:
+def write_glance(result: Any, view: str | Path, *, made_by: str = "") -> Path:
     """Write ``view/glance.json``, the :class:`AuditGlance` of ``result``, atomically.
 
     Parameters
@@ -241,6 +260,8 @@ def write_glance(result: Any, view: str | Path) -> Path:
     result : core.tabular.audit.AuditResult
     view : str or Path
         An existing folder: an audit folder's ``view/``.
+    made_by : str, default=""
+        Who made the audit (:attr:`AuditGlance.made_by`).
 
     Returns
     -------
@@ -249,7 +270,7 @@ def write_glance(result: Any, view: str | Path) -> Path:
     from core.atomic import atomic_write_text
 
     path = Path(view) / GLANCE_FILE
-    atomic_write_text(path, AuditGlance.of(result).to_json())
+    atomic_write_text(path, AuditGlance.of(result, made_by=made_by).to_json())
     return path
 
 
@@ -271,6 +292,8 @@ def read_glance(view: str | Path, fingerprint: str) -> AuditGlance | None:
 
     Raises
     ------
+    NewerFormatError
+        The file was written by a newer version of the tool.
     ValueError
         The file is not valid JSON or not a glance (the file and the field are named).
     """

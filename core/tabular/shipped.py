@@ -28,6 +28,7 @@ import pandas as pd
 
 from core.cfc.protocol import Protocol
 from core.cfc.stressors import LabelChannel
+from core.formats import SHIPPED_AUDIT
 from core.resources import ASSETS_DIR
 from core.tabular.lazy_model import LazyModel
 
@@ -37,6 +38,7 @@ __all__ = [
     "SOURCE_FILE",
     "RefitModel",
     "audit_source",
+    "read_source",
     "shipped_audit",
     "shipped_folder",
     "shipped_glance",
@@ -50,8 +52,9 @@ SOURCE_FILE = "source.json"
 #: What ``scripts/build_default_audit.py`` ships: the default dataset at seed 0 under the default
 #: protocol, for the sidebar's default model and the Model comparison page's default models.
 SHIPPED_MODELS = ("logreg", "random_forest", "hist_gb")
-# Bump when the audit pipeline changes what it computes from the same inputs.
-_SCHEMA = "shipped-audit/1"
+# Bump (core.formats.SHIPPED_AUDIT) when the audit pipeline changes what it computes from the
+# same inputs.
+_SCHEMA = SHIPPED_AUDIT.tag
 # Libraries whose kernels or defaults decide the numbers of every audit.
 _CORE_LIBRARIES = ("numpy", "pandas", "scipy", "scikit-learn", "pyarrow")
 # Models computed by a library other than scikit-learn (no import: names only).
@@ -272,10 +275,41 @@ def shipped_glance(
         return None  # damaged: as shipped_audit, the audit is computed instead
 
 
+def read_source(folder: str | Path) -> dict[str, Any]:
+    """The ``source.json`` of a shipped audit folder (written by :func:`write_source`).
+
+    Returns
+    -------
+    dict
+        ``{"fingerprint": ..., "source": audit_source(...)}``.
+
+    Raises
+    ------
+    NewerFormatError
+        Written by a newer version of the tool (``source.schema``, :data:`core.formats.SHIPPED_AUDIT`).
+    ValueError
+        Not valid JSON, or not a shipped audit's source.
+    OSError
+        The file cannot be read.
+    """
+    path = Path(folder) / SOURCE_FILE
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is not valid JSON ({exc}).") from exc
+    source = stored.get("source") if isinstance(stored, dict) else None
+    SHIPPED_AUDIT.check(source.get("schema") if isinstance(source, dict) else None, where=str(folder))
+    return stored
+
+
 def _matches(folder: Path, dataset: Any, *, model: str, seed: int, protocol: Protocol | None) -> bool:
-    """Whether ``folder``'s ``source.json`` is the source of this audit in this environment."""
+    """Whether ``folder``'s ``source.json`` is the source of this audit in this environment.
+
+    A source of a newer or another format raises (:func:`read_source`); the callers then compute
+    the audit instead.
+    """
     if not (folder / SOURCE_FILE).is_file():
         return False
-    stored = json.loads((folder / SOURCE_FILE).read_text(encoding="utf-8"))
+    stored = read_source(folder)
     expected = source_fingerprint(audit_source(dataset, model=model, seed=seed, protocol=protocol))
-    return isinstance(stored, dict) and stored.get("fingerprint") == expected
+    return stored.get("fingerprint") == expected
