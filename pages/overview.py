@@ -21,7 +21,7 @@ from core.views.audit_inputs import (
 from core.views.tabular import column_summary, flip_budget_shown, groups_table
 from core.views.uploads import CELL_BUDGET, LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, TableUpload, parse_blocks, table_columns
 from ui.audit_line import audit_line
-from ui.auth import report_reviews
+from ui.auth import current_access, report_reviews
 from ui.components import chart, guarded, page_header, run_page, table, vega_spec
 from ui.data import audit_max_rows, current_audit, current_dataset, current_protocol, dataset_label
 from ui.entry import ensure_entrypoint
@@ -54,6 +54,11 @@ _GROUPING_HELP = {
 
 
 def _upload_section() -> None:
+    """The table upload, for a role that may upload (every role in local mode; core refuses the
+    others' uploads too: ``table_columns(..., actor=...)``)."""
+    access = current_access()
+    if not access.may("upload"):
+        return
     with st.expander("Upload your own table (CSV or Parquet)", icon=":material/upload_file:"):
         st.markdown(
             "The file is validated (target, types, missing values, identifier columns) before it "
@@ -66,7 +71,7 @@ def _upload_section() -> None:
             return
         data = upload.getvalue()
         with guarded(f"Reading {upload.name}"):
-            columns = table_columns(data, upload.name)
+            columns = table_columns(data, upload.name, actor=access.actor)
             if overview_state().upload_target not in columns:
                 overview_state().upload_target = None
             target = st.selectbox(
@@ -81,7 +86,9 @@ def _upload_section() -> None:
                 key="upload_blocks_file",
             )
             if st.button("Add to the datasets", type="primary", disabled=target is None):
-                blocks = parse_blocks(blocks_file.getvalue(), blocks_file.name) if blocks_file else None
+                blocks = (
+                    parse_blocks(blocks_file.getvalue(), blocks_file.name, actor=access.actor) if blocks_file else None
+                )
                 dataset = load_user_data(
                     _named(data, upload.name),
                     target,

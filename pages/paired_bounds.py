@@ -33,6 +33,7 @@ from core.views.paired import (
 )
 from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload
 from ui.audit_jobs import AuditJob, foreground_wait_s, job_for, progress_panel
+from ui.auth import current_access
 from ui.components import cached_figure, figure, guarded, page_header, run_page, table
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
@@ -483,14 +484,19 @@ def _upload_widgets(source: str) -> None:
 
 
 def _body() -> None:
-    st.segmented_control(
-        "Records",
-        list(_SOURCES),
-        key=PairedBoundsState.data_source.key,
-        format_func=_SOURCES.get,
-        required=True,
-        persist_state="session",
-    )
+    access = current_access()
+    if access.may("upload"):
+        st.segmented_control(
+            "Records",
+            list(_SOURCES),
+            key=PairedBoundsState.data_source.key,
+            format_func=_SOURCES.get,
+            required=True,
+            persist_state="session",
+        )
+    else:  # a role that may not upload (a viewer; a reviewer unless granted): the demo pool only
+        paired_bounds_state().data_source = "demo"
+        st.caption(f"Records: **{_SOURCES['demo']}** (uploading records needs the {access.needs('upload')} role).")
     source = paired_bounds_state().data_source
     if source != "demo":
         with st.expander("Your records", expanded=True, icon=":material/upload_file:"):

@@ -22,6 +22,7 @@ from core.views.recapture import (
 )
 from core.views.screening import coverage_by_budget
 from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload, upload_digest
+from ui.auth import current_access
 from ui.components import cached_figure, figure, guarded, page_header, run_page, table
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
@@ -182,6 +183,7 @@ def _probe_widgets() -> None:
             bar.progress(done / total, text=f"Probing: {label} (batch {done} of {total})")
 
         with guarded("Probing the uploaded model"):
+            names = ", ".join(f[0] for f in files.values() if f is not None)
             mean = parse_floats(recapture_state().mean, "Mean per channel")
             std = parse_floats(recapture_state().std, "Std per channel")
             result, images = probe_uploaded(
@@ -192,9 +194,9 @@ def _probe_widgets() -> None:
                 std=std,
                 limit_mb=UPLOAD_LIMIT_MB,
                 progress=progress,
+                actor=current_access().actor,
             )
             key = upload_digest(files) + f":{mean}:{std}"
-            names = ", ".join(f[0] for f in files.values() if f is not None)
             recapture_state().probe_run = ProbeRun(
                 key=key,
                 label=names,
@@ -277,12 +279,21 @@ def _uploaded_outcomes() -> tuple[pd.DataFrame | None, str | None]:
 
 
 def _body() -> None:
-    with st.expander(
-        "Probe your own ONNX model on your images", expanded=bool(_run()), icon=":material/model_training:"
-    ):
-        _probe_widgets()
-    with st.expander("Your per-probe outputs", expanded=bool(recapture_state().upload), icon=":material/upload_file:"):
-        _upload_widgets()
+    # Uploads and probe runs only for a role that may do them (a viewer sees neither; a reviewer
+    # unless the team file grants them): the checks in the handlers refuse the others anyway.
+    access = current_access()
+    if access.may("upload") and access.may("run"):
+        with st.expander(
+            "Probe your own ONNX model on your images", expanded=bool(_run()), icon=":material/model_training:"
+        ):
+            _probe_widgets()
+    if access.may("upload"):
+        with st.expander(
+            "Your per-probe outputs", expanded=bool(recapture_state().upload), icon=":material/upload_file:"
+        ):
+            _upload_widgets()
+    else:
+        st.caption(f"Images: the shipped demo pool (uploading needs the {access.needs('upload')} role).")
     run = _run()
     if run:
         data = None

@@ -24,6 +24,8 @@ from typing import Any
 
 import streamlit as st
 
+from core.reviews.team import AccessRefused
+
 __all__ = ["AuditJob", "foreground_wait_s", "job_for", "progress_panel", "show_progress_and_stop"]
 
 _LOG = logging.getLogger("reliability_audit.ui")
@@ -79,7 +81,7 @@ class AuditJob:
         try:
             self._result = compute(self._progress)
         except BaseException as exc:  # kept and re-raised in the script run that asks for the result
-            if not isinstance(exc, ValueError):
+            if not isinstance(exc, (ValueError, AccessRefused)):  # bad input; a refusal (logged where refused)
                 _LOG.exception("background audit %s failed", self.label)
             self._error = exc
         finally:

@@ -9,7 +9,10 @@ Two modes, chosen by the server's configuration, never by the visitor:
   signed-in visitor gets the role the team file (``--team`` or ``AUDIT_TEAM``) gives their
   e-mail address; one without a role sees only a "no access" page. Decisions carry the
   signed-in address and name. The review store enforces the roles
-  (:class:`core.reviews.ReviewStore` with ``team=``); the widgets only follow them.
+  (:class:`core.reviews.ReviewStore` with ``team=``), and core's server-side actions (upload,
+  trust, run, save: :mod:`core.reviews.permissions`) check the :attr:`Access.actor` they are
+  given; the widgets only follow them (:meth:`Access.may`: a control the visitor may not use is
+  not drawn).
 
 :func:`gate` runs in ``app.py`` before the navigation; pages read :func:`current_access`.
 """
@@ -25,6 +28,7 @@ from pathlib import Path
 import streamlit as st
 
 from core.reviews import TEAM_ENV_VAR, Team, TeamFileError, User, default_db_path, load_team
+from core.reviews.permissions import Actor, allowed, check
 from ui.state import auth_state, shared_state
 
 __all__ = [
@@ -66,9 +70,34 @@ class Access:
     team: Team | None = None
     note: str = ""
 
+    def __post_init__(self) -> None:
+        if self.mode == "team" and (self.team is None or self.user is None):
+            raise ValueError("A signed-in visitor's access needs the server's team and the user.")
+
     @property
     def team_mode(self) -> bool:
         return self.mode == "team"
+
+    @property
+    def actor(self) -> Actor | None:
+        """Who acts, for the ``actor`` keyword of core's server-side actions: the signed-in user
+        and the server's team; None in local mode (everything allowed)."""
+        return Actor(user=self.user, team=self.team) if self.team_mode else None
+
+    def may(self, action: str) -> bool:
+        """Whether the visitor may do the server-side ``action`` (``"upload"``, ``"trust"``,
+        ``"run"``, ``"save"``; the team file's ``[permissions]``); everything in local mode."""
+        return allowed(self.team, self.user, action) if self.team_mode else allowed(None, None, action)
+
+    def require(self, action: str, *, what: str = "") -> None:
+        """Refuse ``action`` unless the visitor may do it (:func:`core.reviews.permissions.check`:
+        :class:`core.reviews.AccessRefused`, logged); for a page calling a core function that takes
+        no ``actor`` itself. Nothing in local mode."""
+        check(self.actor, action, what=what)
+
+    def needs(self, action: str) -> str:
+        """The least role that may do ``action`` on this server, for people ("admin" by default)."""
+        return self.team.permissions[action] if self.team is not None else "admin"
 
     def can(self, role: str) -> bool:
         """Whether the visitor has at least the rights of ``role`` (everything in local mode)."""

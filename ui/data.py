@@ -6,6 +6,11 @@ never recomputes. The default audits are shipped precomputed (``assets/default_a
 only when their source fingerprint matches, :mod:`core.tabular.shipped`); any other audit runs
 in a background thread (:mod:`ui.audit_jobs`) while its page shows the progress and the other
 pages stay usable.
+
+On a server with sign-in, a table uploaded in this session is read and audited only for a
+role that may upload and run (:mod:`core.reviews.permissions`, checked in the script run
+before the cached read and before the background audit starts); the bundled tables are
+reading, open to every role.
 """
 
 from __future__ import annotations
@@ -17,12 +22,14 @@ import streamlit as st
 
 from core.cfc.protocol import Protocol
 from core.reviews import ReviewStore
+from core.reviews.permissions import check
 from core.tabular.audit import AuditOptions, AuditResult, run_audit
 from core.tabular.datasets import DATASET_NAMES, Dataset, load_dataset, load_user_data
 from core.tabular.models import MODELS
 from core.tabular.shipped import shipped_audit
 from core.views.uploads import UPLOAD_LIMIT_MB, interactive_sample_rows
 from ui.audit_jobs import AuditJob, foreground_wait_s, job_for, show_progress_and_stop
+from ui.auth import current_access
 from ui.state import shared_state
 
 
@@ -61,6 +68,7 @@ def current_dataset() -> Dataset:
     if key in DATASET_NAMES:
         return _bundled(key)
     upload = shared_state().uploads[key.split(":", 1)[1]]  # a core.views.uploads.TableUpload
+    check(current_access().actor, "upload", what=upload.file)  # before the cache, shared by all sessions
     blocks = upload.blocks
     return _uploaded(
         upload.digest,
@@ -114,6 +122,9 @@ def _job(model: str) -> AuditResult | AuditJob:
         shipped = _shipped(key, model, seed, protocol, _dataset=dataset)
         if shipped is not None:
             return shipped
+
+    if key not in DATASET_NAMES:  # an uploaded table: starting its audit is the `run` action
+        check(current_access().actor, "run", what=f"an audit of {dataset_label(key)}")
 
     def compute(progress):
         options = AuditOptions(model=model, seed=seed, protocol=Protocol.from_json(protocol), max_rows=max_rows)

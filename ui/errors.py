@@ -13,6 +13,8 @@ from contextlib import contextmanager
 
 import streamlit as st
 
+from core.reviews.team import AccessRefused
+
 __all__ = ["guarded"]
 
 _LOG = logging.getLogger("reliability_audit.ui")
@@ -23,13 +25,16 @@ def guarded(what: str) -> Iterator[None]:
     """Show failures inside the block as ``st.error`` with what to do — never a traceback.
 
     ``ValueError`` is bad input (its message names the file, column or parameter to fix);
-    a locked review database asks to retry; anything else is logged with its traceback on
+    an action the visitor's role does not allow (:class:`core.reviews.AccessRefused`, logged
+    where it was refused) says so; a locked review database asks to retry; anything else is logged with its traceback on
     the server and summarised for the user.
     """
     try:
         yield
     except ValueError as exc:
         st.error(f"**{what}:** {exc}", icon=":material/error:")
+    except AccessRefused as exc:
+        st.error(f"**{what}:** {exc}", icon=":material/lock:")
     except sqlite3.OperationalError as exc:
         st.error(
             f"**{what}:** the review database is busy or unwritable ({exc}). Retry in a moment, "

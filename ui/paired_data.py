@@ -3,7 +3,9 @@
 Apart from :mod:`ui.data` so that the first screen (the tabular Overview) never imports the
 paired engine (``core.paired``: 0.18 s of every cold start). ``st.cache_resource`` holds the
 demo pool and its scores once per server process; uploads are validated once per content
-(``st.cache_data``, keyed by :func:`core.views.uploads.upload_digest`).
+(``st.cache_data``, keyed by :func:`core.views.uploads.upload_digest`). On a server with
+sign-in an upload is read only for a role that may upload (:mod:`core.reviews.permissions`):
+checked before the cache, which every session shares, and by the core loader it calls.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ from core.imaging.demo import (
 )
 from core.imaging.demo_screening import demo_screening, load_precomputed_screening, recapture_records
 from core.paired.records import UnpairedRecords
+from core.reviews.permissions import Actor, check
 from core.views.uploads import load_paired_upload, load_screening_upload, load_unpaired_upload, upload_digest
+from ui.auth import current_access
 from ui.state import paired_bounds_state, recapture_state
 
 
@@ -143,13 +147,13 @@ class PairedData:
 
 
 @st.cache_data(show_spinner="Validating the uploaded records…", max_entries=4)
-def _paired_upload(content: str, file_name: str, *, _data: bytes) -> pd.DataFrame:
-    return load_paired_upload(file_name, _data)
+def _paired_upload(content: str, file_name: str, *, _data: bytes, _actor: Actor | None) -> pd.DataFrame:
+    return load_paired_upload(file_name, _data, actor=_actor)
 
 
 @st.cache_data(show_spinner="Validating the uploaded tables…", max_entries=4)
-def _unpaired_upload(content: str, *, _files: dict) -> UnpairedRecords:
-    return load_unpaired_upload(_files["clean"], _files["perturbed"], _files.get("counts"))
+def _unpaired_upload(content: str, *, _files: dict, _actor: Actor | None) -> UnpairedRecords:
+    return load_unpaired_upload(_files["clean"], _files["perturbed"], _files.get("counts"), actor=_actor)
 
 
 def paired_data() -> PairedData | None:
@@ -174,20 +178,22 @@ def paired_data() -> PairedData | None:
     files = {role: tuple(item) for role, item in upload.files.items() if item is not None}
     content = upload_digest(files)
     label = ", ".join(name for name, _ in files.values())
+    actor = current_access().actor
+    check(actor, "upload", what=label)  # before the cache: a cached upload is not read again
     if source == "paired":
         name, data = files["records"]
-        return PairedData("paired", content, label, records=_paired_upload(content, name, _data=data))
-    return PairedData("unpaired", content, label, unpaired=_unpaired_upload(content, _files=files))
+        return PairedData("paired", content, label, records=_paired_upload(content, name, _data=data, _actor=actor))
+    return PairedData("unpaired", content, label, unpaired=_unpaired_upload(content, _files=files, _actor=actor))
 
 
 @st.cache_data(show_spinner="Validating and scoring the uploaded probe outputs…", max_entries=4)
 def _screening_upload(
-    content: str, outcomes_key: str | None, *, _files: dict, _outcomes: pd.DataFrame | None
+    content: str, outcomes_key: str | None, *, _files: dict, _outcomes: pd.DataFrame | None, _actor: Actor | None
 ) -> pd.DataFrame:
     with warnings.catch_warnings():
         # Scores the upload cannot define (A3 without prob_*, TTA without transforms) are NaN.
         warnings.simplefilter("ignore", AuditWarning)
-        return load_screening_upload(_files["probes"], _files["clean"], outcomes=_outcomes)
+        return load_screening_upload(_files["probes"], _files["clean"], outcomes=_outcomes, actor=_actor)
 
 
 @dataclass(frozen=True)
@@ -263,6 +269,8 @@ def screening_data(outcome_records: pd.DataFrame | None = None, records_key: str
         raise ValueError("`records_key` is required with `outcome_records`.")
     files = {role: tuple(item) for role, item in upload.files.items()}
     content = upload_digest(files)
-    scores = _screening_upload(content, records_key, _files=files, _outcomes=outcome_records)
     label = ", ".join(name for name, _ in files.values())
+    actor = current_access().actor
+    check(actor, "upload", what=label)  # before the cache: a cached upload is not read again
+    scores = _screening_upload(content, records_key, _files=files, _outcomes=outcome_records, _actor=actor)
     return ScreeningData(f"{content}:{records_key}", label, scores, outcome_records)

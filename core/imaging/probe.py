@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from core.imaging.corruptions import CORRUPTIONS, NATURAL_TRANSFORMS
-from core.imaging.images import ImageSet
+from core.imaging.images import MAX_PIXELS, ImageSet
 
 __all__ = [
     "DEFAULT_PROBES",
@@ -162,7 +162,8 @@ class OnnxImageClassifier:
     ------
     ValueError
         Unreadable model; not exactly one float image input of rank 4 with fixed height and
-        width (the message shows the input's shape); ambiguous layout; an output that is not
+        width (the message shows the input's shape) of at most
+        :data:`core.imaging.images.MAX_PIXELS` pixels; ambiguous layout; an output that is not
         ``(N, C)``; bad ``mean`` / ``std``.
     """
 
@@ -232,6 +233,11 @@ class OnnxImageClassifier:
                 f"{self.where}: input {inp.name!r} has shape {shape}; cannot read the image size: "
                 "its height and width are not fixed numbers (re-export the model with a static "
                 "input size)."
+            )
+        if int(h) * int(w) > MAX_PIXELS:  # every image is resized to this size: bounded like a file
+            raise ValueError(
+                f"{self.where}: input {inp.name!r} takes {int(w):,} x {int(h):,} images ({int(h) * int(w):,} "
+                f"pixels); images are limited to {MAX_PIXELS:,} pixels."
             )
         return ModelInput(inp.name, layout, int(h), int(w), int(c), _fixed(shape[0]), _FLOAT_TYPES[inp.type])
 
@@ -828,17 +834,28 @@ def assemble_probe_result(
 
 
 def write_probe_outputs(result: ProbeResult, out) -> list[str]:
-    """Write ``clean``, ``probes``, ``natural``, ``records`` (Parquet) and ``manifest.json`` atomically."""
+    """Write ``clean``, ``probes``, ``natural``, ``records`` (Parquet) and ``manifest.json`` atomically.
+
+    The folder's version (:data:`core.formats.PROBE_OUTPUTS`, ``probe-outputs/1``) is the
+    manifest's ``format`` and the schema metadata of every Parquet file
+    (:data:`core.formats.PARQUET_FORMAT_KEY`), so that a file read alone (``paired --probes``,
+    an upload) is refused when a newer version wrote it.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     from core.atomic import atomic_folder
+    from core.formats import PARQUET_FORMAT_KEY, PROBE_OUTPUTS
 
     names = ["clean.parquet", "probes.parquet", "natural.parquet", "records.parquet", "manifest.json"]
     with atomic_folder(Path(out)) as tmp:
-        result.clean.to_parquet(tmp / "clean.parquet", index=False)
-        result.probes.to_parquet(tmp / "probes.parquet", index=False)
-        result.natural.to_parquet(tmp / "natural.parquet", index=False)
-        result.records.to_parquet(tmp / "records.parquet", index=False)
+        for name, frame in zip(names, (result.clean, result.probes, result.natural, result.records)):
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            tag = {PARQUET_FORMAT_KEY: PROBE_OUTPUTS.tag.encode()}
+            pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), **tag}), tmp / name)
         (tmp / "manifest.json").write_text(
-            json.dumps({**result.manifest, "files": names}, indent=2) + "\n", encoding="utf-8"
+            json.dumps({"format": PROBE_OUTPUTS.tag, **result.manifest, "files": names}, indent=2) + "\n",
+            encoding="utf-8",
         )
     return names
 
@@ -868,6 +885,7 @@ def probe_uploaded(
     batch_size: int = 64,
     seed: int = 0,
     progress: Callable[[str, int, int], None] | None = None,
+    actor=None,
 ) -> tuple[ProbeResult, ImageSet]:
     """:func:`run_probes` on an uploaded ``.onnx`` model and ``.zip`` of labelled images.
 
@@ -882,6 +900,9 @@ def probe_uploaded(
     mean, std : sequence of float, optional
     limit_mb, batch_size, seed, progress
         See :func:`run_probes`.
+    actor : core.reviews.permissions.Actor, optional
+        Who runs it on a server with sign-in: must be allowed to ``upload`` and to ``run``
+        (checked before anything is read). None: local mode.
 
     Returns
     -------
@@ -892,9 +913,16 @@ def probe_uploaded(
     ------
     ValueError
         Naming the uploaded file.
+    AccessRefused
+        ``actor`` may not upload or run.
     """
     from core.imaging.images import open_zip_images
+    from core.reviews.permissions import check
     from core.validation import check_upload_size
+
+    names = ", ".join(f[0] for f in (model_file, images_zip, labels_file) if f is not None)
+    check(actor, "upload", what=names)
+    check(actor, "run", what=f"a probe run of {model_file[0]}")
 
     files = [("model", model_file, ".onnx"), ("images", images_zip, ".zip")]
     if labels_file is not None:

@@ -11,9 +11,18 @@ environment variable)::
     "bo@example.org" = "reviewer"  # decides on the cases assigned to them (all, when assignment is off)
     "cy@example.org" = "viewer"    # reads
 
+    [permissions]                  # optional: who may act on the server (admin when not given)
+    upload = "reviewer"            # upload tables, models and images
+    trust = "admin"                # trust the skops types of an uploaded model
+    run = "reviewer"               # start an audit of an uploaded model or table, or a probe run
+    save = "reviewer"              # save an audit into the shared audits folder
+
 E-mail addresses are compared without regard to case. The roles are ordered: an admin may do
 everything a reviewer may, a reviewer everything a viewer may. :class:`ReviewStore
-<core.reviews.store.ReviewStore>` enforces them on every write (:class:`AccessRefused`).
+<core.reviews.store.ReviewStore>` enforces them on every write (:class:`AccessRefused`); the
+server-side actions of :data:`ACTIONS` need the role :attr:`Team.permissions` gives them
+(:meth:`Team.may`), enforced by :func:`core.reviews.permissions.require`. A viewer is read-only:
+no action can be granted to viewers.
 """
 
 from __future__ import annotations
@@ -27,9 +36,12 @@ from pathlib import Path
 from typing import Literal, get_args
 
 __all__ = [
+    "ACTIONS",
+    "DEFAULT_PERMISSIONS",
     "ROLES",
     "TEAM_ENV_VAR",
     "AccessRefused",
+    "Action",
     "Role",
     "Team",
     "TeamFileError",
@@ -45,6 +57,17 @@ _DEFAULT_ROLES = ("none", "viewer", "reviewer")
 #: Environment variable naming the team file when ``--team`` is not given.
 TEAM_ENV_VAR = "AUDIT_TEAM"
 _RANK = {"viewer": 1, "reviewer": 2, "admin": 3}
+
+Action = Literal["upload", "trust", "run", "save"]
+#: The server-side actions a team file's ``[permissions]`` table grants (besides the review
+#: store's own): upload a table, a model or images; trust the skops types of an uploaded model;
+#: start an audit of an uploaded model or table, or a probe run; save an audit into the shared
+#: audits folder.
+ACTIONS: tuple[str, ...] = get_args(Action)
+#: Who may do each action when the team file does not say: admins only.
+DEFAULT_PERMISSIONS: Mapping[str, str] = {action: "admin" for action in ACTIONS}
+#: The roles an action may be granted to (viewers are read-only).
+_GRANTABLE = ("reviewer", "admin")
 # Deliberately loose (one "@", no blanks, a dot in the domain): identity providers decide what
 # an address is; this only catches a name or a typo typed where an address belongs.
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -65,7 +88,8 @@ class AccessRefused(PermissionError):
     role : str
         Their role (``"none"`` when they have no access).
     action : str
-        What they tried (``"decide"``, ``"retract"``, ``"adjudicate"``, ``"assign"``, ``"export"``).
+        What they tried: a review store action (``"decide"``, ``"retract"``, ``"adjudicate"``,
+        ``"assign"``, ``"export"``, ``"read"``) or a server-side action of :data:`ACTIONS`.
     """
 
     def __init__(self, message: str, *, user: User, role: str, action: str) -> None:
@@ -121,6 +145,9 @@ class Team:
         Role of a signed-in user who is not listed; ``"none"`` means no access.
     source : str, default=""
         Where the team was read from (for messages).
+    permissions : mapping of str to str, default=:data:`DEFAULT_PERMISSIONS`
+        Action (one of :data:`ACTIONS`) -> the least role that may do it (``"reviewer"`` or
+        ``"admin"``); actions not given need ``"admin"``.
 
     Examples
     --------
@@ -129,11 +156,16 @@ class Team:
     ('admin', None)
     >>> team.allows("bo@example.org", "reviewer"), team.allows("bo@example.org", "admin")
     (True, False)
+    >>> team.may("bo@example.org", "upload"), Team(members=team.members, permissions={"upload": "reviewer"}).may(
+    ...     "bo@example.org", "upload"
+    ... )
+    (False, True)
     """
 
     members: Mapping[str, str] = field(default_factory=dict)
     default_role: str = "none"
     source: str = ""
+    permissions: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_PERMISSIONS))
 
     def __post_init__(self) -> None:
         where = f"team {self.source!r}" if self.source else "team"
@@ -152,6 +184,17 @@ class Team:
                 raise TeamFileError(f"{where}: member {email!r} is listed twice (addresses ignore case).")
             members[address] = role
         object.__setattr__(self, "members", members)
+        if not isinstance(self.permissions, Mapping):
+            raise TeamFileError(
+                f"{where}: `permissions` must map actions to roles; got {type(self.permissions).__name__}."
+            )
+        permissions = dict(DEFAULT_PERMISSIONS)
+        for action, role in dict(self.permissions).items():
+            problem = _permission_problem(action, role)
+            if problem:
+                raise TeamFileError(f"{where}: permissions.{action}: {problem}")
+            permissions[action] = role
+        object.__setattr__(self, "permissions", permissions)
 
     def role_of(self, email: str) -> str | None:
         """The role of ``email`` (listed, else the default role), or None for no access."""
@@ -165,14 +208,45 @@ class Team:
         mine = self.role_of(email)
         return mine is not None and _RANK[mine] >= _RANK[role]
 
+    def may(self, email: str, action: str) -> bool:
+        """Whether ``email`` may do the server-side ``action`` (one of :data:`ACTIONS`).
+
+        Raises
+        ------
+        ValueError
+            ``action`` is not one of :data:`ACTIONS`.
+        """
+        if action not in ACTIONS:
+            raise ValueError(f"`action` must be one of {list(ACTIONS)}; got {action!r}.")
+        return self.allows(email, self.permissions[action])
+
     def with_role(self, *roles: str) -> tuple[str, ...]:
         """The listed addresses whose role is one of ``roles``, in the file's order."""
         return tuple(email for email, role in self.members.items() if role in roles)
 
 
-def _line_of(text: str, needle: str) -> int | None:
+def _permission_problem(action: object, role: object) -> str:
+    """Why ``action = role`` cannot stand in ``[permissions]`` ("" when it can)."""
+    if action not in ACTIONS:
+        return f"unknown action {action!r}; expected one of {list(ACTIONS)}."
+    if role == "viewer":
+        return f"{role!r} cannot be given {action!r}: viewers are read-only; expected one of {list(_GRANTABLE)}."
+    if not isinstance(role, str) or role not in _GRANTABLE:
+        return f"role {role!r} is not one of {list(_GRANTABLE)}."
+    return ""
+
+
+def _line_of(text: str, needle: str, *, after: str | None = None, key: bool = False) -> int | None:
+    """The first line holding ``needle`` (not a comment), after the line holding ``after``; with
+    ``key``, the first line whose key is ``needle`` (bare or quoted)."""
+    start = 0
+    if after is not None:
+        start = _line_of(text, after) or 0
     for number, line in enumerate(text.splitlines(), start=1):
-        if needle in line and not line.lstrip().startswith("#"):
+        bare = line.lstrip()
+        if number <= start or bare.startswith("#"):
+            continue
+        if (bare.partition("=")[0].strip().strip("\"'") == needle) if key else (needle in line):
             return number
     return None
 
@@ -185,7 +259,8 @@ def load_team(path: str | os.PathLike[str]) -> Team:
     TeamFileError
         Naming the file, and the line or key and the value that is wrong: a missing file, TOML
         syntax, an unknown key, a role that does not exist, an address that is not one, an
-        address listed twice, an admin as default role.
+        address listed twice, an admin as default role; in ``[permissions]``, an action not in
+        :data:`ACTIONS` or a role other than ``"reviewer"`` / ``"admin"`` (viewers are read-only).
 
     Examples
     --------
@@ -206,12 +281,12 @@ def load_team(path: str | os.PathLike[str]) -> Team:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise TeamFileError(f"team file {str(path)!r} is not valid TOML: {exc}.") from None
-    unknown = sorted(set(data) - {"default_role", "members"})
+    unknown = sorted(set(data) - {"default_role", "members", "permissions"})
     if unknown:
         line = _line_of(text, unknown[0])
         raise TeamFileError(
             f"team file {str(path)!r}{f', line {line}' if line else ''}: unknown key {unknown[0]!r}; "
-            "expected `default_role` and a [members] table."
+            "expected `default_role`, a [members] table and a [permissions] table."
         )
     members = data.get("members", {})
     if not isinstance(members, dict):
@@ -237,4 +312,16 @@ def load_team(path: str | os.PathLike[str]) -> Team:
         if address in seen:
             raise TeamFileError(f"{at}: {email!r} is listed twice (as {seen[address]!r}; addresses ignore case).")
         seen[address] = email
-    return Team(members=members, default_role=default, source=str(path))
+    permissions = data.get("permissions", {})
+    if not isinstance(permissions, dict):
+        raise TeamFileError(
+            f'team file {str(path)!r}: `permissions` must be a table of action = "role"; got {permissions!r}.'
+        )
+    for action, role in permissions.items():
+        problem = _permission_problem(action, role)
+        if problem:
+            line = _line_of(text, action, after="[permissions]", key=True)
+            raise TeamFileError(
+                f"team file {str(path)!r}{f', line {line}' if line else ''}, permissions.{action} = {role!r}: {problem}"
+            )
+    return Team(members=members, default_role=default, source=str(path), permissions=permissions)

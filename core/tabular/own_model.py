@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -50,6 +50,9 @@ from core.tabular.metrics import nominal_metrics
 from core.tabular.preprocessing import detect_unavailable_fields
 from core.tabular.spaces import PipelineSpace, RawModel, RawSpace, feature_origins, is_categorical, plain_value
 from core.validation import check_informative_features, warn_constant_features
+
+if TYPE_CHECKING:
+    from core.reviews.permissions import Actor
 
 __all__ = ["PipelineSpace", "RawModel", "RawSpace", "audit_model", "feature_origins", "model_space"]
 
@@ -176,6 +179,7 @@ def audit_model(
     progress: Any = None,
     name: str | None = None,
     batch_size: int = 65536,
+    actor: Actor | None = None,
 ):
     """Audit a fitted classifier on your own train / test tables.
 
@@ -203,6 +207,10 @@ def audit_model(
         Model name shown in summaries; default ``"own:<class name>"``.
     batch_size : int, default=65536
         Rows per model call.
+    actor : core.reviews.permissions.Actor, optional
+        Who starts the audit on a server with sign-in (the signed-in user and the server's
+        team): refused unless they may ``run`` (:func:`core.reviews.permissions.check`). None:
+        local mode (the command line, a notebook), allowed.
 
     Returns
     -------
@@ -218,8 +226,15 @@ def audit_model(
         labels of ``test``; probabilities that do not sum to 1; missing columns; every
         feature column the model reads constant over ``train`` and ``test`` (named); a model
         that fails on a baseline replacement (the group is named). Nothing is written.
+    core.reviews.AccessRefused
+        ``actor`` may not start an audit (logged; nothing is computed).
     """
     from core.tabular.audit import AuditStages
+
+    if actor is not None:
+        from core.reviews.permissions import check
+
+        check(actor, "run", what=f"an audit of {name or type(model).__name__}")
 
     if not callable(getattr(model, "predict_proba", None)):
         raise ValueError(f"`model` ({type(model).__name__}) has no predict_proba; a fitted classifier is needed.")

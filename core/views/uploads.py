@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from core.paired.records import UnpairedRecords
+    from core.reviews.permissions import Actor
 
 __all__ = [
     "CELL_BUDGET",
@@ -215,19 +216,22 @@ def upload_digest(files: Mapping[str, tuple[str, bytes] | None]) -> str:
 # Tables and block files read from bytes
 
 
-def table_columns(data: bytes, file_name: str) -> list[str]:
+def table_columns(data: bytes, file_name: str, *, actor: Actor | None = None) -> list[str]:
     """Column names of an uploaded CSV / TSV / Parquet table, read from its header only.
 
     Used to offer the target column before the full validation of
     :func:`core.tabular.datasets.load_user_data`; the format, content and header checks are
     those of :func:`core.validation.read_table` (an image renamed ``.csv`` is refused here,
     before any column is offered), the CSV delimiter is :func:`core.validation.csv_delimiter`'s.
+    With ``actor`` (the signed-in user and the server's team, team mode) the upload is refused
+    first unless they may upload (:class:`core.reviews.AccessRefused`, logged).
 
     Examples
     --------
     >>> table_columns(b"a;b;c\\n1;2;3\\n", "x.csv")
     ['a', 'b', 'c']
     """
+    _check_upload(actor, file_name)
     fmt = table_format(file_name)
     raw = check_table_content(data, file_name, fmt)
     if fmt == "parquet":
@@ -244,8 +248,10 @@ def table_columns(data: bytes, file_name: str) -> list[str]:
     return [c.strip() for c in next(csv.reader([head[0]], delimiter=delimiter))]
 
 
-def parse_blocks(data: bytes, file_name: str) -> BlockFile:
+def parse_blocks(data: bytes, file_name: str, *, actor: Actor | None = None) -> BlockFile:
     """Parse an uploaded domain-block file (YAML, or JSON for ``.json``).
+
+    With ``actor`` the upload is refused first unless they may upload (as :func:`table_columns`).
 
     Returns
     -------
@@ -258,6 +264,7 @@ def parse_blocks(data: bytes, file_name: str) -> BlockFile:
     >>> parse_blocks(b'{"money": ["Income", "Debt"]}', "b.json").mapping
     {'money': ['Income', 'Debt']}
     """
+    _check_upload(actor, file_name)
     text = data.decode("utf-8", errors="replace")
     try:
         if Path(file_name).suffix.lower() == ".json":
@@ -278,6 +285,15 @@ def parse_blocks(data: bytes, file_name: str) -> BlockFile:
 
 # ---------------------------------------------------------------------------------------------
 # Uploads of paired / unpaired records and of screening outputs
+
+
+def _check_upload(actor: Actor | None, *file_names: str) -> None:
+    """Refuse the upload unless ``actor`` may upload (:func:`core.reviews.permissions.check`;
+    None: local mode). Raises :class:`core.reviews.AccessRefused`, logged."""
+    if actor is not None:
+        from core.reviews.permissions import check
+
+        check(actor, "upload", what=", ".join(_safe_name(str(name), "a file") for name in file_names))
 
 
 def _safe_name(file_name: str, fallback: str) -> str:
@@ -321,7 +337,7 @@ def _staged(
             raise ValueError(message) from None
 
 
-def load_paired_upload(file_name: str, data: bytes) -> pd.DataFrame:
+def load_paired_upload(file_name: str, data: bytes, *, actor: Actor | None = None) -> pd.DataFrame:
     """Validate uploaded paired records (CSV or Parquet bytes) with :func:`core.paired.records.load_records`.
 
     Parameters
@@ -330,6 +346,8 @@ def load_paired_upload(file_name: str, data: bytes) -> pd.DataFrame:
         The name the file was uploaded with (its suffix picks the reader; messages use it).
     data : bytes
         The file's content, at most :data:`UPLOAD_LIMIT_MB` MB.
+    actor : core.reviews.permissions.Actor, optional
+        Who uploads (team mode): refused unless they may upload. None: local mode.
 
     Returns
     -------
@@ -341,14 +359,21 @@ def load_paired_upload(file_name: str, data: bytes) -> pd.DataFrame:
     ValueError
         Too large, unreadable, or failing validation; the message names the file, the row (and
         CSV line) and the column.
+    core.reviews.AccessRefused
+        ``actor`` may not upload (logged; nothing is read).
     """
     from core.paired.records import load_records
 
+    _check_upload(actor, file_name)
     return _staged({"records": (file_name, data)}, {"records": "{name}"}, lambda p: load_records(p["records"]))
 
 
 def load_unpaired_upload(
-    clean: tuple[str, bytes], perturbed: tuple[str, bytes], counts: tuple[str, bytes] | None = None
+    clean: tuple[str, bytes],
+    perturbed: tuple[str, bytes],
+    counts: tuple[str, bytes] | None = None,
+    *,
+    actor: Actor | None = None,
 ) -> UnpairedRecords:
     """Validate an uploaded unpaired cell with :func:`core.paired.records.load_unpaired`.
 
@@ -358,6 +383,8 @@ def load_unpaired_upload(
         Tables ``record_id, true_label, pred, max_prob, true_prob`` of the two sides.
     counts : (file name, bytes), optional
         Per-class counts ``true_label, k`` (level Ik) or ``true_label, h, r, s, w, k`` (I5).
+    actor : core.reviews.permissions.Actor, optional
+        As :func:`load_paired_upload`.
 
     Returns
     -------
@@ -371,13 +398,18 @@ def load_unpaired_upload(
     """
     from core.paired.records import load_unpaired
 
+    _check_upload(actor, *(item[0] for item in (clean, perturbed, counts) if item is not None))
     files = {"clean": clean, "perturbed": perturbed, "counts": counts}
     labels = {role: "{name} (" + role + " table)" for role in files}
     return _staged(files, labels, lambda p: load_unpaired(p["clean"], p["perturbed"], p["counts"]))
 
 
 def load_screening_upload(
-    probes: tuple[str, bytes], clean: tuple[str, bytes], *, outcomes: pd.DataFrame | None = None
+    probes: tuple[str, bytes],
+    clean: tuple[str, bytes],
+    *,
+    outcomes: pd.DataFrame | None = None,
+    actor: Actor | None = None,
 ) -> pd.DataFrame:
     """Validate uploaded per-probe and clean outputs and score them with
     :func:`core.paired.screening.screening_scores` (as ``python -m core paired --probes``).
@@ -394,6 +426,8 @@ def load_screening_upload(
     outcomes : DataFrame, optional
         Validated paired records of one source (the real conditions); their development rows
         fit ``g(S, U)``. Without them ``g_SU`` is NaN.
+    actor : core.reviews.permissions.Actor, optional
+        As :func:`load_paired_upload`.
 
     Returns
     -------
@@ -410,12 +444,16 @@ def load_screening_upload(
     from core.paired.screening import screening_scores
     from core.validation import read_table
 
+    _check_upload(actor, probes[0], clean[0])
     labels = {"probes": "{name} (per-probe outputs)", "clean": "{name} (clean outputs)"}
 
     def load(paths: dict[str, Path | None]) -> pd.DataFrame:
+        from core.formats import PROBE_OUTPUTS, check_table_file
+
         frames, origins = {}, {}
         for role, path in paths.items():
             table = read_table(path)
+            check_table_file(path, PROBE_OUTPUTS, where=str(path))  # `probe`'s files name their version
             frames[role], origins[role] = table.frame, table.origin
         try:
             return screening_scores(frames["probes"], frames["clean"], outcomes=outcomes)
