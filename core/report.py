@@ -258,9 +258,9 @@ def load_audit_folder(directory: str | os.PathLike[str]) -> AuditInputs:
             f"{str(path)!r} is not an audit folder: missing {', '.join(missing)}{hint}; expected the "
             "output of `python -m core audit --out DIR`."
         )
-    from core.tabular.audit_folder import check_audit_folder
+    from core.tabular.audit_folder import check_folder_versions
 
-    check_audit_folder(path)  # a folder made by a newer version is refused before it is read
+    check_folder_versions(path)  # a folder made by a newer version is refused before it is read
     evaluation = _read_json(path / "evaluation.json")
     protocol = _read_json(path / "protocol.json")
     for name, data, keys in (

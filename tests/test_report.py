@@ -413,3 +413,17 @@ def test_report_needs_only_the_tables_not_the_model(audit, tmp_path, capsys):
     a, b = load_audit_folder(folder), load_audit_folder(csv_only)
     strip = lambda t: re.sub(r"Built .*? UTC from <code>.*?</code>", "", t)  # noqa: E731
     assert strip(build_report(a)) == strip(build_report(b))
+
+
+def test_report_refuses_an_audit_folder_made_by_a_newer_version(audit, tmp_path, capsys):
+    import json
+    import shutil
+
+    folder = tmp_path / "newer"
+    shutil.copytree(audit[1], folder)
+    meta = folder / "view" / "meta.json"
+    data = json.loads(meta.read_text())
+    meta.write_text(json.dumps({**data, "schema": "audit-view/99"}))
+    code, err = _run(["report", str(folder), "--out", str(tmp_path / "r.html")], capsys)
+    assert code == 2 and "made by a newer reliability-audit (format 99; this one reads up to 1): upgrade" in err
+    assert not (tmp_path / "r.html").exists()

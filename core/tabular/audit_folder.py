@@ -33,6 +33,7 @@ __all__ = [
     "SavedModel",
     "SavedSpace",
     "check_audit_folder",
+    "check_folder_versions",
     "labelled_certificates",
     "list_audit_folders",
     "open_audit_folder",
@@ -185,6 +186,24 @@ def _checked_folder(path: str | Path) -> tuple[Path, dict | None]:
             f"{path} is not an audit folder: {missing[0]} is missing (expected the output of "
             "`reliability-audit audit --out` or AuditResult.save)."
         )
+    return path, check_folder_versions(path)
+
+
+def check_folder_versions(path: str | Path) -> dict | None:
+    """Refuse an audit folder whose ``view/meta.json`` or protocol a newer version wrote.
+
+    Only the format tags are read (the folder's files are not required: the ``report``
+    command reads a folder of tables alone). Returns ``view/meta.json`` (None if absent or
+    damaged).
+
+    Raises
+    ------
+    NewerFormatError
+        Made by a newer version (the message names the folder and says to upgrade).
+    ValueError
+        A format tag that is not one of an audit folder.
+    """
+    path = Path(path)
     meta = _json_object(path / VIEW_DIR / "meta.json")
     if meta is not None:
         AUDIT_VIEW.check(meta.get("schema"), where=str(path))
@@ -192,7 +211,7 @@ def _checked_folder(path: str | Path) -> tuple[Path, dict | None]:
     protocol = stored.get("protocol") if stored is not None else None
     if isinstance(protocol, dict):
         PROTOCOL.check(protocol.get("schema"), where=str(path), missing=1)
-    return path, meta
+    return meta
 
 
 def open_audit_folder(path: str | Path, *, trusted: Iterable[str] = (), load_model: bool = True) -> SavedAudit:
