@@ -199,7 +199,7 @@ RUN_FOLDER = Format("core.scale", 1, "partitioned run folder")
 #: The output folder of ``probe`` (``manifest.json`` and the schema metadata of its Parquet
 #: files, :mod:`core.imaging.probe`); read back by ``paired`` and the dashboard's uploads.
 PROBE_OUTPUTS = Format("probe-outputs", 1, "probe output file")
-#: The output folder of ``paired`` (``manifest.json``, :mod:`core.paired.cli`); written only.
+#: The output folder of ``paired`` (``manifest.json``, :mod:`core.cli.paired`); written only.
 PAIRED_OUTPUT = Format("paired-output", 1, "paired output folder")
 #: The demo pool (``manifest.json``, :mod:`core.imaging.demo`); the shipped one is untagged (1).
 DEMO_POOL = Format("demo-pool", 1, "demo pool")

@@ -10,7 +10,7 @@ validates here, so one input gets one verdict everywhere:
   against the content; :func:`check_table` then checks an audit table's columns and cells;
 - **scalars**: :func:`check_seed`, :func:`check_positive_int` / :func:`check_batch_size`,
   :func:`check_budget`, :func:`check_share`, :func:`check_unit_interval` / :func:`check_tau`,
-  used by the public functions, the views and (through :mod:`core.cli_options`) the CLI types.
+  used by the public functions, the views and (through :mod:`core.cli.options`) the CLI types.
 
 Each check runs before any output exists and raises ``ValueError`` (or ``FileNotFoundError``)
 with a message naming the file, the row, the column and the value, and what was expected.

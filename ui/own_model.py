@@ -93,8 +93,9 @@ def _stamp(path: Path) -> str:
 
 @st.cache_resource(show_spinner="Opening the saved audit…", max_entries=8)
 def _folder(path: str, stamp: str) -> SavedAudit:
-    # The model is not read here: skops' trusted-type scan imports torch (seconds), and only
-    # the live panels need it (ui.live_model loads it in the background on their first visit).
+    # The model is not read here: skops' trusted-type scan imports all of scikit-learn (a second
+    # or more), and only the live panels need it (ui.live_model loads it in the background on
+    # their first visit).
     return open_audit_folder(path, load_model=False)
 
 

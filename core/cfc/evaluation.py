@@ -51,6 +51,7 @@ from core.metrics.ranking import (
     review_budget,
     roc_auc_rows,
 )
+from core.optional import require
 from core.validation import check_batch_size
 
 __all__ = [
@@ -627,7 +628,7 @@ def group_shap_concentration(
         )
     if explainer not in ("tree", "linear"):
         raise ValueError(f"`explainer` must be 'tree', 'linear' or None; got {explainer!r}.")
-    import shap  # heavy import, only when requested
+    shap = require("shap", what="the group-SHAP concentration (--shap)")  # heavy: only when requested
 
     if explainer == "tree":
         values = shap.TreeExplainer(model).shap_values(A, check_additivity=False)

@@ -6,7 +6,7 @@ transforms; :mod:`~core.imaging.recapture_sim`: simulated screen and print re-ca
 seeded Fashion-MNIST demo pool (:mod:`~core.imaging.demo`, torch and scikit-learn load lazily)
 and its precomputed screening scores (:mod:`~core.imaging.demo_screening`), labelled image
 inputs (:mod:`~core.imaging.images`) and the ONNX probe of a user's classifier
-(:mod:`~core.imaging.probe`, command ``python -m core probe`` in :mod:`~core.imaging.cli`).
+(:mod:`~core.imaging.probe`, command ``python -m core probe`` in :mod:`~core.cli.imaging`).
 """
 
 from core.imaging.corruptions import (

@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from core.optional import require
 from core.validation import check_positive_int
 
 __all__ = ["check_worker_paths", "connect"]
@@ -60,8 +61,9 @@ def connect(
     2
     """
     _validate(scheduler, workers, timeout)
-    import dask
-    from distributed import Client, LocalCluster
+    dask = require("dask", what="the Dask engine (--engine dask)")
+    distributed = require("distributed", what="the Dask engine (--engine dask)")
+    Client, LocalCluster = distributed.Client, distributed.LocalCluster
 
     if scheduler is not None:
         try:

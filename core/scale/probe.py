@@ -14,7 +14,7 @@ logits vs probabilities on all clean rows at once.
 The partitions live in a work folder beside the output, ``.<OUT name>.probe-parts/``, removed
 once the output is published; the output folder itself appears only complete, as with the
 local engine. This module sits in the scale layer: it imports :mod:`core.imaging` (below it),
-and only the command line (:mod:`core.imaging.cli`) imports it.
+and only the command line (:mod:`core.cli.imaging`) imports it.
 """
 
 from __future__ import annotations

@@ -39,6 +39,7 @@ from typing import Literal, Protocol
 
 import pyarrow as pa
 
+from core.optional import require
 from core.scale.sources import PartitionReadError, Source
 from core.scale.store import MAX_PARTITIONS, PartitionInfo, RunStore, write_partition
 from core.validation import check_positive_int
@@ -183,8 +184,9 @@ def _run_dask(
     client,
     progress: Callable[[PartitionInfo], None] | None,
 ) -> int:
-    from distributed import KilledWorker, as_completed
-    from distributed.client import FutureCancelledError
+    distributed = require("distributed", what="the Dask engine (--engine dask)")
+    KilledWorker, as_completed = distributed.KilledWorker, distributed.as_completed
+    FutureCancelledError = require("distributed.client", what="the Dask engine (--engine dask)").FutureCancelledError
 
     run = uuid.uuid4().hex[:8]
     # One future holds the task; its recipe (the pickled task) stays with the scheduler, so

@@ -2,7 +2,7 @@
 
 Opening an audit needs none of its model: every page is drawn from the saved tables. Only
 the panels that call the model (the explorer's what-if and flip-set search) need it, and
-making it costs seconds (skops' trusted-type scan imports torch; a refit imports
+making it costs seconds (skops' trusted-type scan imports all of scikit-learn; a refit imports
 scikit-learn). :class:`LazyModel` defers that cost to the first ``predict_proba`` (or
 :meth:`LazyModel.load`, which the dashboard calls in a background thread) and remembers a
 failure, so a model that cannot be made is tried once and says why every time it is asked.

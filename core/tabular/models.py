@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
+from core.optional import require
 from core.validation import check_seed
 
 __all__ = ["MODELS", "MODEL_NAMES", "ModelName", "ModelSpec", "make_model"]
@@ -63,7 +64,8 @@ class ModelSpec:
     _factory: Callable[[], type]
 
     def estimator_class(self) -> type:
-        """The estimator class (imported on first use: torch, xgboost and lightgbm are heavy)."""
+        """The estimator class, imported on first use (torch, xgboost, lightgbm and catboost are
+        heavy, and optional: :class:`core.optional.MissingExtraError` names the extra to install)."""
         return self._factory()
 
 
@@ -92,21 +94,15 @@ def _hist_gb() -> type:
 
 
 def _xgboost() -> type:
-    from xgboost import XGBClassifier
-
-    return XGBClassifier
+    return require("xgboost", what="the xgboost model").XGBClassifier
 
 
 def _lightgbm() -> type:
-    from lightgbm import LGBMClassifier
-
-    return LGBMClassifier
+    return require("lightgbm", what="the lightgbm model").LGBMClassifier
 
 
 def _catboost() -> type:
-    from catboost import CatBoostClassifier
-
-    return CatBoostClassifier
+    return require("catboost", what="the catboost model").CatBoostClassifier
 
 
 def _mlp() -> type:
@@ -116,12 +112,14 @@ def _mlp() -> type:
 
 
 def _resmlp() -> type:
+    require("torch", what="the resmlp model")
     from core.tabular.resmlp import ResMLPClassifier
 
     return ResMLPClassifier
 
 
 def _fr_resmlp() -> type:
+    require("torch", what="the fr_resmlp model")
     from core.tabular.resmlp import FragilityRegularizedResMLPClassifier
 
     return FragilityRegularizedResMLPClassifier
@@ -265,12 +263,12 @@ def make_model(name: ModelName, *, seed: int, **params: Any) -> Any:
     spec = MODELS[name]
     if "random_state" in params:
         raise ValueError("Pass the seed as `seed`, not as `random_state`.")
+    cls = spec.estimator_class()  # first: a library not installed is told before a missing parameter
     missing = [p for p in spec.requires if params.get(p) is None]
     if missing:
         raise ValueError(
             f"Model {name!r} requires {', '.join(f'`{p}`' for p in spec.requires)}; missing `{missing[0]}`."
         )
-    cls = spec.estimator_class()
     # CatBoost's get_params lists only the parameters set explicitly, so the constructor's
     # signature is the complete list.
     signature = set(inspect.signature(cls.__init__).parameters) - {"self", "args", "kwargs"}

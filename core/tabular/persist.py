@@ -42,6 +42,7 @@ from typing import Any, Literal
 import numpy as np
 
 from core.atomic import atomic_write_bytes
+from core.optional import require, skops_io
 from core.tabular.never_trusted import NeverTrustedTypeError, check_trust_list, refuse_never_trusted
 
 __all__ = [
@@ -155,7 +156,7 @@ def dump_skops(obj: Any) -> bytes:
     """
     import re
 
-    import skops.io as sio
+    sio = skops_io()
 
     members = unzip_members(sio.dumps(obj), "skops output")
     schema = members["schema.json"].decode("utf-8")
@@ -288,7 +289,7 @@ def load_skops(data: bytes, *, trusted: Iterable[str] = (), where: str = "the .s
         The payload is not a readable skops file (corrupt, truncated, another format), or
         ``trusted`` is not a list of names.
     """
-    import skops.io as sio
+    sio = skops_io()
 
     trusted = check_trust_list(trusted, where=where)
     if not zipfile.is_zipfile(io.BytesIO(data)):
@@ -372,8 +373,7 @@ def _save_xgboost(model: Any) -> tuple[dict[str, bytes], dict]:
 
 
 def _load_xgboost(members: Mapping[str, bytes], meta: Mapping, trusted: Iterable[str]) -> Any:
-    import xgboost
-
+    xgboost = require("xgboost", what="a saved XGBoost model")
     if meta.get("class") != "XGBClassifier":
         raise ValueError(f"xgboost model class {meta.get('class')!r} is not supported (XGBClassifier only).")
     model = xgboost.XGBClassifier(**dict(meta.get("params", {})))
@@ -393,8 +393,7 @@ def _save_lightgbm(model: Any) -> tuple[dict[str, bytes], dict]:
 
 
 def _load_lightgbm(members: Mapping[str, bytes], meta: Mapping, trusted: Iterable[str]) -> Any:
-    import lightgbm
-
+    lightgbm = require("lightgbm", what="a saved LightGBM model")
     try:
         booster = lightgbm.Booster(model_str=members["model.txt"].decode("utf-8"))
     except (lightgbm.basic.LightGBMError, UnicodeDecodeError) as exc:
@@ -413,8 +412,8 @@ def _save_catboost(model: Any) -> tuple[dict[str, bytes], dict]:
 
 
 def _load_catboost(members: Mapping[str, bytes], meta: Mapping, trusted: Iterable[str]) -> Any:
-    from catboost import CatBoostClassifier, CatBoostError
-
+    catboost = require("catboost", what="a saved CatBoost model")
+    CatBoostClassifier, CatBoostError = catboost.CatBoostClassifier, catboost.CatBoostError
     if meta.get("class") != "CatBoostClassifier":
         raise ValueError(f"catboost model class {meta.get('class')!r} is not supported (CatBoostClassifier only).")
     model = CatBoostClassifier(thread_count=1, verbose=False, allow_writing_files=False)
@@ -430,7 +429,7 @@ def _is_torch_model(model: Any) -> bool:
 
 
 def _save_torch(model: Any) -> tuple[dict[str, bytes], dict]:
-    import torch
+    torch = require("torch", what="a ResMLP model")
 
     buf = io.BytesIO()
     torch.save(model.module_.state_dict(), buf)
@@ -443,8 +442,7 @@ def _save_torch(model: Any) -> tuple[dict[str, bytes], dict]:
 
 
 def _load_torch(members: Mapping[str, bytes], meta: Mapping, trusted: Iterable[str]) -> Any:
-    import torch
-
+    torch = require("torch", what="a saved ResMLP model")
     from core.tabular import resmlp
 
     classes = {

@@ -11,7 +11,7 @@ computes the audit as usual. ``scripts/build_default_audit.py`` regenerates the 
 The shipped folders hold no model file: the live panels' model is refitted on first use
 (:class:`RefitModel`: same split, preprocessing, registry parameters and seed give the same
 model, checked against the certificate fingerprint). Refitting the default model costs less
-than reading it back with skops, whose trusted-type scan imports torch.
+than reading it back with skops, whose trusted-type scan imports every scikit-learn module.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ CONTROLS = (
 @pytest.fixture(scope="module")
 def permissions_server(provider, tmp_path_factory):  # noqa: F811 - the imported fixture
     """The dashboard with sign-in and a team file with a [permissions] table; yields its URL."""
-    from core.dashboard_cli import streamlit_command
+    from core.cli.dashboard import streamlit_command
 
     folder = tmp_path_factory.mktemp("permissions_server")
     port = free_port()

@@ -1,5 +1,5 @@
 """The dashboard under a review team (AppTest): the sign-in gate, roles in the Triage page and the
-local-mode note (the ``dashboard`` command's ``--team`` / ``--secrets``: ``tests/test_dashboard_cli.py``)."""
+local-mode note (the ``dashboard`` command's ``--team`` / ``--secrets``: ``tests/cli/test_cli_dashboard.py``)."""
 
 from __future__ import annotations
 

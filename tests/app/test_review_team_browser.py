@@ -2,7 +2,7 @@
 
 ``oidc-provider-mock`` runs on 127.0.0.1 on a free port with four predefined users; the
 dashboard is started as ``reliability-audit dashboard --team ... --secrets ...`` would start it
-(:func:`core.dashboard_cli.streamlit_command`), from a folder without ``.streamlit/``, with a
+(:func:`core.cli.dashboard.streamlit_command`), from a folder without ``.streamlit/``, with a
 ``secrets.toml`` whose ``[auth]`` points at the provider. In Chromium: a signed-out visitor of a
 deep link sees only the sign-in page; the admin plans a double review; two reviewers decide the
 same five cases (one disagreement), each blind to the other until they have decided; the admin
@@ -82,7 +82,7 @@ def provider(tmp_path_factory):
 @pytest.fixture(scope="module")
 def team_server(provider, tmp_path_factory):
     """The dashboard with sign-in and a team file; yields (url, review database)."""
-    from core.dashboard_cli import streamlit_command
+    from core.cli.dashboard import streamlit_command
 
     folder = tmp_path_factory.mktemp("team_server")
     port = free_port()

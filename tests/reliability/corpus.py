@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paired"))
-from paired_records import records  # noqa: E402  (shared with tests/paired/test_cli_paired.py)
+from paired_records import records  # noqa: E402  (shared with tests/cli/test_cli_paired.py)
 
 VERDICTS = ("clear", "traceback", "silent", "vague", "state")
 

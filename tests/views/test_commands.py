@@ -32,7 +32,7 @@ from core.views.commands import cli_commands
 )
 def test_cli_commands_reproduce_the_interactive_settings(protocol, blocks):
     from core.cli import build_parser
-    from core.cli_options import protocol_from_args
+    from core.cli.options import protocol_from_args
 
     commands = cli_commands("big table.csv", "default", model="logreg", seed=7, protocol=protocol, blocks_file=blocks)
     for name in ("audit", "certify"):

@@ -30,7 +30,7 @@ import warnings
 from pathlib import Path
 
 from core.atomic import atomic_folder, check_output_folder
-from core.cli_options import (
+from core.cli.options import (
     add_execution_options,
     add_tau_levels_options,
     check_run_folder,

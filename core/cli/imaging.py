@@ -16,7 +16,7 @@ a ``.zip`` of them or an ``.npz`` (``images``, ``labels``). Writes ``DIR/clean.p
 gives the bounds and the recapture queue. Everything is validated before the model runs;
 the output folder appears only when complete. Bad input exits with code 2 and one line.
 ``--model`` is a registry name across the product; ``--model PATH`` still works here for one
-release, as a renamed option (:func:`core.cli_options.add_renamed_option`) that says so in a
+release, as a renamed option (:func:`core.cli.options.add_renamed_option`) that says so in a
 ``warning:`` line. ``--engine dask`` computes the batches on a Dask
 cluster (:mod:`core.scale.probe`) with outputs identical to the local run's.
 """
@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 from core.atomic import check_output_folder
-from core.cli_options import (
+from core.cli.options import (
     add_execution_options,
     add_renamed_option,
     argument_type,

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from paired_records import records
 
 from core.cli import main
 from core.csv_safe import FORMULA_PREFIXES
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paired"))
+from paired_records import records  # noqa: E402
 
 NAMES = {"cnn": "=cmd|' /C calc'!A0", "blur": "@SUM(1+1)", "print": "+print"}
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from core.cli_options import fraction
+from core.cli.options import fraction
 
 __all__ = ["register"]
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from core.atomic import check_output_file
-from core.cli_options import add_renamed_option, spelled
+from core.cli.options import add_renamed_option, spelled
 from core.csv_safe import write_csv
 from core.reviews.store import ReviewStore, default_db_path
 

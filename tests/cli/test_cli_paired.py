@@ -6,14 +6,17 @@ import json
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from paired_records import records as _records
 
 from core.cli import main
 from core.paired import identified_intervals_grid, unpair
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paired"))
+from paired_records import records as _records  # noqa: E402
 
 
 def _run(argv, capsys):

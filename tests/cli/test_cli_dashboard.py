@@ -1,4 +1,4 @@
-"""The ``dashboard`` command (``core.dashboard_cli``): ``--team`` and ``--secrets`` passed to the
+"""The ``dashboard`` command (``core.cli.dashboard``): ``--team`` and ``--secrets`` passed to the
 Streamlit server, and a team or secrets file it cannot use refused in one line."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from team_settings import AUTH, TEAM
 
 
 def test_dashboard_command_passes_team_and_secrets(tmp_path):
-    from core.dashboard_cli import streamlit_command
+    from core.cli.dashboard import streamlit_command
 
     team = tmp_path / "team.toml"
     team.write_text(TEAM)

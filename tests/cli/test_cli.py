@@ -11,9 +11,9 @@ import pytest
 
 import core.cli
 from core.cli import _number_list_options, build_parser, main
-from core.cli_options import _RenamedOption, argument_type, comma_floats, float_list, names, takes_number_list
+from core.cli.options import _RenamedOption, argument_type, comma_floats, float_list, names, takes_number_list
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CLI_DOC = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
 
 
@@ -109,7 +109,7 @@ def test_reviews_export_under_old_and_new_names_gives_the_same_file(tmp_path, ca
 
 
 # ---------------------------------------------------------------------------------------------
-# Number lists: declared by the options' types, not listed in core/cli.py
+# Number lists: declared by the options' types, not listed in core/cli/__init__.py
 
 
 def test_the_number_list_options_come_from_the_parsers():
@@ -127,7 +127,7 @@ def test_the_number_list_options_come_from_the_parsers():
     assert options["paired"] == options["paired-grid"] == {"--coverages", "--lambdas"}
     assert options["probe"] == {"--mean", "--std"}
     assert options["synth"] == options["report"] == frozenset()
-    # core/cli.py names no option of any command.
+    # core/cli/__init__.py names no option of any command.
     source = Path(core.cli.__file__).read_text(encoding="utf-8")
     every = {flag for sub in _commands().values() for a in sub._actions for flag in a.option_strings}
     assert not [flag for flag in every - {"-h", "--help"} if f'"{flag}"' in source]
@@ -160,15 +160,20 @@ def test_a_negative_number_list_reaches_its_option(tmp_path, capsys):
 # Who registers what, and the vocabulary of docs/cli.md
 
 
-def test_each_command_is_registered_by_its_own_package():
+def test_each_command_is_registered_by_its_module_of_core_cli_as_docs_cli_md_says():
     commands = _commands()
     owner = {name: sub.get_default("func").__module__ for name, sub in commands.items()}
-    assert owner["paired"] == owner["paired-grid"] == "core.paired.cli"
-    assert owner["certify"] == owner["synth"] == "core.scale.cli"
-    assert owner["audit"] == "core.tabular.cli"
-    assert owner["reviews export"] == "core.reviews.cli"
-    for name in commands:
-        assert f"| `{name}` |" in CLI_DOC, f"docs/cli.md does not list the command {name!r}"
+    assert owner["paired"] == owner["paired-grid"] == "core.cli.paired"
+    assert owner["certify"] == owner["synth"] == "core.cli.scale"
+    assert owner["audit"] == "core.cli.tabular"
+    assert owner["reviews export"] == "core.cli.reviews"
+    # The table of docs/cli.md: | `command` | what it does | `core/cli/<module>.py` |
+    listed = dict(re.findall(r"^\| `([a-z -]+)` \| [^|]+ \| `(core/cli/[a-z_]+\.py)` \|$", CLI_DOC, re.MULTILINE))
+    for name, module in owner.items():
+        assert name in listed, f"docs/cli.md does not list the command {name!r}"
+        assert module.startswith("core.cli."), f"{name!r} is registered outside core/cli/ ({module})"
+        assert listed[name] == module.replace(".", "/") + ".py", f"docs/cli.md names {listed[name]} for {name!r}"
+    assert sorted(listed) == sorted(owner), "docs/cli.md lists a command that no module registers"
 
 
 def test_seed_is_a_non_negative_integer_for_every_command():

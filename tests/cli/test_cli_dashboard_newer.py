@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def newer_folder(root: Path, *, view: str = "audit-view/99", protocol: str = "cfc-protocol/1") -> Path:
@@ -63,7 +63,7 @@ def test_python_m_core_dashboard_exits_2_quickly_without_streamlit(tmp_path):
 
 
 def test_a_folder_of_this_version_still_gives_the_streamlit_command(tmp_path):
-    from core.dashboard_cli import streamlit_command
+    from core.cli.dashboard import streamlit_command
 
     folder = newer_folder(tmp_path, view="audit-view/1")
     command = streamlit_command(audit=str(folder))

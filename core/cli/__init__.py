@@ -1,10 +1,13 @@
 """Command line entry point: ``reliability-audit <command> ...`` (alias ``python -m core <command> ...``).
 
-Each sub-package that offers a command exposes ``register(subparsers)`` in its own ``cli``
-module; this file only wires them together, so adding a command never touches another one (the
-shared vocabulary of the commands is ``docs/cli.md``). An option whose argparse type parses a
-list of numbers (:func:`core.cli_options.takes_number_list`) may get a value starting with
-``-``; this file learns which options those are from the parsers, and names none itself.
+Every command lives in this package, one module per command group (``core.cli.tabular`` for
+``audit``, ``core.cli.paired`` for ``paired`` and ``paired-grid``, …: ``_COMMAND_MODULES``), each
+exposing ``register(subparsers)`` and calling its engine package; the argument types they share
+are :mod:`core.cli.options`. This module only wires them together, so adding a command never
+touches another one (the shared vocabulary of the commands is ``docs/cli.md``). An option
+whose argparse type parses a list of numbers (:func:`core.cli.options.takes_number_list`) may
+get a value starting with ``-``; this module learns which options those are from the parsers,
+and names none itself.
 
 Exit codes: 0 success, 2 bad input — any ``ValueError`` a command raises, the one way user
 input is refused — or an unwritable / full destination (one line on stderr, nothing written),
@@ -22,18 +25,19 @@ import sys
 import warnings
 from pathlib import Path
 
-from core.cli_options import takes_number_list
+from core.cli.options import takes_number_list
 from core.exceptions import DeprecatedOptionWarning
 
 # Modules that register sub-commands, in the order they appear in ``--help``.
 _COMMAND_MODULES = (
-    "core.tabular.cli",
-    "core.paired.cli",
-    "core.imaging.cli",
-    "core.scale.cli",
-    "core.reviews.cli",
-    "core.report_cli",
-    "core.dashboard_cli",
+    "core.cli.tabular",
+    "core.cli.paired",
+    "core.cli.imaging",
+    "core.cli.scale",
+    "core.cli.reviews",
+    "core.cli.report",
+    "core.cli.gate",
+    "core.cli.dashboard",
 )
 
 

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from core.atomic import atomic_folder, check_output_folder
-from core.cli_options import add_protocol_options, argument_type, float_list, names, positive_int, protocol_from_args
+from core.cli.options import add_protocol_options, argument_type, float_list, names, positive_int, protocol_from_args
 from core.validation import check_seed
 
 __all__ = ["register"]

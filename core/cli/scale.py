@@ -12,7 +12,7 @@
 ``python -m core synth --rows 1000000 --out big.parquet``
     A seeded synthetic table resembling a bundled dataset (default credit_data).
 
-``paired-grid``, the resumable run of the paired grid, is a command of :mod:`core.paired.cli`.
+``paired-grid``, the resumable run of the paired grid, is a command of :mod:`core.cli.paired`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import json
 import sys
 
 from core.atomic import check_output_file
-from core.cli_options import (
+from core.cli.options import (
     add_execution_options,
     add_protocol_options,
     add_renamed_option,
