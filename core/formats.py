@@ -31,8 +31,10 @@ core.formats.NewerFormatError: a1: made by a newer reliability-audit (format 99;
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "check_table_file",
     "parquet_format_tag",
     "parse_tag",
+    "read_json_object",
 ]
 
 _TAG = re.compile(r"^(?P<family>[a-z][a-z0-9.\-]*)/(?P<version>[1-9][0-9]{0,8})$")
@@ -269,3 +272,20 @@ def check_table_file(source: Any, fmt: Format, *, where: str) -> int:
         Tagged with another format.
     """
     return fmt.check(parquet_format_tag(source), where=where, missing=1)
+
+
+def read_json_object(path: Path) -> dict:
+    """The JSON object in the file ``path`` (one of the tool's JSON files).
+
+    Raises
+    ------
+    ValueError
+        Naming the file: not valid JSON, not UTF-8, or not an object.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is not valid JSON ({exc}).") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} must hold a JSON object; got {type(data).__name__}.")
+    return data

@@ -229,16 +229,6 @@ class AuditMetrics:
         return f"{self.folder} ({self.dataset} / {self.model}{seed})"
 
 
-def _read_json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path} is not valid JSON ({exc}).") from exc
-    if not isinstance(data, dict):
-        raise ValueError(f"{path} must hold a JSON object; got {type(data).__name__}.")
-    return data
-
-
 def gate_metrics(audit_dir: str | os.PathLike[str]) -> AuditMetrics:
     """The metrics of an audit folder (``reliability-audit audit --out DIR``, ``AuditResult.save``).
 
@@ -263,6 +253,7 @@ def gate_metrics(audit_dir: str | os.PathLike[str]) -> AuditMetrics:
         Not an audit folder (the missing file is named), a sweep's top folder, a malformed
         ``evaluation.json``, or one without any figure.
     """
+    from core.formats import read_json_object
     from core.tabular.audit_folder import check_audit_folder
 
     path = Path(audit_dir)
@@ -271,7 +262,7 @@ def gate_metrics(audit_dir: str | os.PathLike[str]) -> AuditMetrics:
             f"{path} is a sweep folder; gate one of its audits, {path}/<dataset>/<model>/seed<k>, at a time."
         )
     path = check_audit_folder(path)
-    evaluation = _read_json(path / "evaluation.json")
+    evaluation = read_json_object(path / "evaluation.json")
     values = metric_values(evaluation)
     if not values:
         raise ValueError(f"{path / 'evaluation.json'} holds no figure to check (no nominal, fragility or scores).")

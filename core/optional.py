@@ -25,7 +25,9 @@ extra to install, never as a bare ``ModuleNotFoundError``.
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import sys
+import threading
 from types import ModuleType
 
 __all__ = ["EXTRAS", "OPTIONAL_MODULES", "MissingExtraError", "require", "skops_io"]
@@ -115,9 +117,39 @@ def require(module: str, *, extra: str | None = None, what: str) -> ModuleType:
         raise MissingExtraError(module, extra=extra or EXTRAS.get(top, top), what=what) from exc
 
 
-#: Array libraries scikit-learn's vendored ``array_api_compat`` wraps, one sub-package each.
-#: Importing the sub-package imports the library (torch: seconds; dask.array).
-_ARRAY_API_WRAPPERS = tuple(f"sklearn.externals.array_api_compat.{lib}" for lib in ("torch", "dask", "cupy"))
+_SKOPS_IMPORT = threading.Lock()
+
+
+def _walk_packages_but_externals(path=None, prefix="", onerror=None):
+    """:func:`pkgutil.walk_packages`, except that it does not import ``sklearn.externals``'s
+    sub-packages to look inside them (their names are still yielded at the first level)."""
+    for info in pkgutil.iter_modules(path, prefix):
+        yield info
+        if not info.ispkg or info.name.startswith("sklearn.externals"):
+            continue
+        try:
+            __import__(info.name)
+        except ImportError:
+            if onerror is not None:
+                onerror(info.name)
+            continue
+        except Exception:
+            if onerror is None:
+                raise
+            onerror(info.name)
+            continue
+        yield from _walk_packages_but_externals(
+            getattr(sys.modules[info.name], "__path__", None) or [], info.name + ".", onerror
+        )
+
+
+class _PkgutilForSklearn:
+    """``pkgutil`` as ``sklearn.utils.discovery`` sees it while skops is imported."""
+
+    walk_packages = staticmethod(_walk_packages_but_externals)
+
+    def __getattr__(self, name):
+        return getattr(pkgutil, name)
 
 
 def skops_io() -> ModuleType:
@@ -126,21 +158,23 @@ def skops_io() -> ModuleType:
     On import, skops lists scikit-learn's estimators (``sklearn.utils.all_estimators``), which
     walks and imports every scikit-learn sub-package, among them the vendored
     ``array_api_compat`` wrappers of torch, dask and cupy, which import those libraries when
-    installed (torch alone took 4-6 s). ``all_estimators`` skips every ``externals`` module
-    anyway (it imports them only while looking for sub-packages), so the walk is made to skip
-    them: an import that fails is passed over by :func:`pkgutil.walk_packages`, and skops'
-    trusted types stay the same (checked in ``tests/test_optional.py``). The wrappers import
-    normally afterwards (scikit-learn's array-API dispatch imports them when asked).
+    installed (torch alone took 4-6 s). ``all_estimators`` ignores every ``externals`` module
+    anyway (it imports them only while looking for sub-packages), so for the time of skops'
+    import ``sklearn.utils.discovery`` walks the packages without descending into
+    ``sklearn.externals``: skops' trusted types stay the same (checked in
+    ``tests/test_optional.py``). Nothing global changes: other threads import as usual (an
+    earlier version hid the wrappers in ``sys.modules``, and a thread importing one meanwhile
+    failed with ``ModuleNotFoundError``).
     """
     if "skops.io" in sys.modules:
         return sys.modules["skops.io"]
-    blocked = [name for name in _ARRAY_API_WRAPPERS if name not in sys.modules]
-    for name in blocked:
-        sys.modules[name] = None  # type: ignore[assignment]  # `import` raises ImportError
-    try:
-        import skops.io
-    finally:
-        for name in blocked:
-            if name in sys.modules and sys.modules[name] is None:
-                del sys.modules[name]
+    import sklearn.utils.discovery as discovery
+
+    with _SKOPS_IMPORT:
+        real = discovery.pkgutil
+        discovery.pkgutil = _PkgutilForSklearn()
+        try:
+            import skops.io
+        finally:
+            discovery.pkgutil = real
     return skops.io

@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from core.formats import AUDIT_VIEW, CERTIFICATE_SET, PROTOCOL
+from core.formats import AUDIT_VIEW, CERTIFICATE_SET, PROTOCOL, read_json_object
 from core.tabular.audit_view import LABEL_ARRAYS, VIEW_DIR, VIEW_SCHEMA, read_frame, write_view
 from core.tabular.lazy_model import LazyModel
 
@@ -94,16 +94,6 @@ class SavedAudit:
         return f"{self.path.name} ({self.protocol.get('model', '?')})"
 
 
-def _json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path} is not valid JSON ({exc}).") from exc
-    if not isinstance(data, dict):
-        raise ValueError(f"{path} must hold a JSON object; got {type(data).__name__}.")
-    return data
-
-
 def labelled_certificates(table: pd.DataFrame, protocol: dict, folder: str | Path) -> tuple[pd.DataFrame, list | None]:
     """A folder's certificate table with the class labels in ``y_true`` / ``pred``, and the classes.
 
@@ -130,7 +120,7 @@ def labelled_certificates(table: pd.DataFrame, protocol: dict, folder: str | Pat
         return table, list(protocol["classes"])
     meta = Path(folder) / VIEW_DIR / "meta.json"
     try:
-        classes = _json(meta)["dataset"]["classes"] if meta.is_file() else None
+        classes = read_json_object(meta)["dataset"]["classes"] if meta.is_file() else None
     except (ValueError, KeyError, TypeError):
         classes = None
     if not classes:
@@ -259,12 +249,12 @@ def open_audit_folder(path: str | Path, *, trusted: Iterable[str] = (), load_mod
     if why is None and (tables["train"] is None or tables["test"] is None):
         why = "the folder has no train.parquet / test.parquet (written by an earlier version)"
     summary = (path / "summary.md").read_text(encoding="utf-8") if (path / "summary.md").is_file() else ""
-    protocol = _json(path / "protocol.json")
+    protocol = read_json_object(path / "protocol.json")
     certificates, _ = labelled_certificates(read_frame(path / "certificates.parquet"), protocol, path)
     return SavedAudit(
         path=path,
         protocol=protocol,
-        evaluation=_json(path / "evaluation.json"),
+        evaluation=read_json_object(path / "evaluation.json"),
         certificates=certificates,
         summary=summary,
         train=tables["train"],
@@ -502,7 +492,7 @@ def saved_result(saved: SavedAudit, *, dataset: Any = None, lazy_model: bool = F
             f"{saved.path} has no {VIEW_DIR}/meta.json (written by an earlier version); "
             "re-create the audit, or reopen it with its model."
         )
-    meta = _json(view / "meta.json")
+    meta = read_json_object(view / "meta.json")
     AUDIT_VIEW.check(
         meta.get("schema"),
         where=str(saved.path),
