@@ -221,3 +221,52 @@ def ready(page, heading: str, *, timeout_ms: float = 150_000) -> None:
     settle(page, timeout_ms=timeout_ms)
     page.locator(CHART).first.wait_for(state="visible", timeout=timeout_ms)
     settle(page, timeout_ms=timeout_ms)
+
+
+@contextmanager
+def team_dashboard(
+    folder: str | os.PathLike[str], provider: str, team_toml: str, *, timeout_s: float = 90.0
+) -> Iterator[str]:
+    """The dashboard with OIDC sign-in (``provider``: the test provider's URL) and a team file;
+    yields its URL and stops it on exit.
+
+    ``folder`` (which must exist) receives ``team.toml`` (``team_toml``), ``secrets.toml``, the
+    review database ``reviews.sqlite3``, the audits folder ``audits/`` and ``server.log``.
+    """
+    import secrets
+
+    from core.cli.dashboard import streamlit_command
+
+    folder = Path(folder)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    (folder / "team.toml").write_text(team_toml)
+    (folder / "secrets.toml").write_text(
+        "[auth]\n"
+        f'redirect_uri = "{url}/oauth2callback"\n'
+        f'cookie_secret = "{secrets.token_hex(16)}"\n'
+        'client_id = "reliability-audit"\n'
+        'client_secret = "not-a-secret"\n'
+        f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n'
+    )
+    command = streamlit_command(
+        reviews_db=str(folder / "reviews.sqlite3"),
+        team=str(folder / "team.toml"),
+        secrets=str(folder / "secrets.toml"),
+        streamlit_options=[
+            "--server.headless=true",
+            "--browser.gatherUsageStats=false",
+            f"--server.port={port}",
+            "--server.address=127.0.0.1",
+            "--server.fileWatcherType=none",
+        ],
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("AUDIT_REVIEWS_DB", "AUDIT_TEAM")}
+    env.update(PYTHONUNBUFFERED="1", AUDIT_AUDITS_DIR=str(folder / "audits"))  # never the user's audits folder
+    with open(folder / "server.log", "w+") as log:
+        proc = subprocess.Popen(command, cwd=folder, stdout=log, stderr=subprocess.STDOUT, env=env)
+        wait_healthy(url, proc, timeout_s=timeout_s, log=log)
+        try:
+            yield url
+        finally:
+            stop_server(proc)

@@ -182,8 +182,8 @@ def backup(path: str | os.PathLike[str] | None, dest: str | os.PathLike[str]) ->
     """Copy a review database, online and consistent, into a new file.
 
     SQLite's backup API copies one snapshot while other processes go on writing; the copy is
-    then switched to a rollback journal (one self-contained file), checked with
-    ``PRAGMA quick_check``, ``fsync``-ed and linked under ``dest``, which must not exist yet
+    then switched to a rollback journal (one self-contained file; SQLite syncs it, with
+    ``synchronous = FULL``), checked with ``PRAGMA quick_check`` and linked under ``dest``, which must not exist yet
     (a backup never replaces a file: that file could be a database in use).
 
     Parameters
@@ -209,16 +209,12 @@ def backup(path: str | os.PathLike[str] | None, dest: str | os.PathLike[str]) ->
     try:
         with closing(sqlite3.connect(db, timeout=10.0)) as src, closing(sqlite3.connect(tmp)) as copy:
             src.execute("PRAGMA busy_timeout = 10000")
+            copy.execute("PRAGMA synchronous = FULL")  # SQLite syncs the copy at the backup's commit
             src.backup(copy)
             copy.execute("PRAGMA journal_mode = DELETE")
             if copy.execute("PRAGMA quick_check").fetchone()[0] != "ok":
                 raise ReviewStoreError(f"The backup of {str(db)!r} failed its check; nothing was written.")
             entries = copy.execute("SELECT COUNT(*) FROM reviews").fetchone()[0]
-        fd = os.open(tmp, os.O_RDONLY)  # the copy is closed: no lock of ours can be dropped
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
         os.link(tmp, out)  # fails if `dest` appeared meanwhile: nothing is replaced
         fsync_folder(out.parent)
     except FileExistsError as exc:

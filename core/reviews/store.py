@@ -95,7 +95,16 @@ import pandas as pd
 from core.atomic import atomic_path
 from core.csv_safe import write_csv
 from core.reviews.assignment import ReviewPlan, round_robin
-from core.reviews.chain import GENESIS, KEY_ENV_VAR, entry_hash, entry_mac, head_mac, key_bytes, key_check
+from core.reviews.chain import (
+    GENESIS,
+    KEY_ENV_VAR,
+    entry_hash,
+    entry_mac,
+    head_mac,
+    key_bytes,
+    key_check,
+    walk_chain,
+)
 from core.reviews.team import AccessRefused, Team, User
 
 __all__ = [
@@ -695,18 +704,20 @@ class ReviewStore:
                 script = _MIGRATE
             for statement in _statements(script + _UPGRADE):
                 conn.execute(statement)
-            if has_table:
-                self._seal_chain(conn, sign=self._key is not None)
         settings = _settings(conn)
         if self.team is not None and "team" not in settings:
             conn.execute("INSERT INTO store_settings (name, value) VALUES ('team', 'yes')")
-        if self._key is not None and "key_check" not in settings:
-            if conn.execute("SELECT 1 FROM reviews LIMIT 1").fetchone() is None or version < _SCHEMA_VERSION:
-                # An empty log, or one migrated right now: the key signs it from its start.
-                conn.execute(
-                    "INSERT INTO store_settings (name, value) VALUES ('key_check', ?)", (key_check(self._key),)
-                )
-                self._seal_chain(conn, sign=True)
+        migrated = version < _SCHEMA_VERSION
+        # An empty log, or one migrated right now, is signed from its start by the key it opens with.
+        signs = (
+            self._key is not None
+            and "key_check" not in settings
+            and (migrated or conn.execute("SELECT 1 FROM reviews LIMIT 1").fetchone() is None)
+        )
+        if signs:
+            conn.execute("INSERT INTO store_settings (name, value) VALUES ('key_check', ?)", (key_check(self._key),))
+        if migrated or signs:  # entries from before the chain, or a new head with its HMAC
+            self._seal_chain(conn, sign=signs)
 
     def _seal_chain(self, conn: sqlite3.Connection, *, sign: bool) -> int:
         """(Re)compute every entry's chain fields, and the head; with ``sign``, their HMACs.
@@ -1300,8 +1311,6 @@ class ReviewStore:
         int
             The number of entries signed (0 when the log was already signed with this key).
         """
-        from core.reviews.chain import walk_chain
-
         if self._key is None:
             raise ValueError(f"Signing the review log needs the server's key: set {KEY_ENV_VAR} (or pass `key=`).")
         if self.team is not None:

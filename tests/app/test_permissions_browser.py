@@ -12,8 +12,6 @@ grants them, and no probe run (``run`` stays an admin's).
 
 from __future__ import annotations
 
-import secrets
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,8 +19,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
-from browser_kit import ServerStartError, free_port, ready, settle, stop_server, wait_healthy  # noqa: E402
-from test_review_team_browser import TIMEOUT_MS, USERS, _env, _sign_in, provider  # noqa: E402, F401
+from browser_kit import ServerStartError, ready, settle, team_dashboard  # noqa: E402
+from test_review_team_browser import TIMEOUT_MS, USERS, _sign_in, provider  # noqa: E402, F401
 
 pytestmark = pytest.mark.browser
 UPLOADER = '[data-testid="stFileUploader"], [data-testid="stFileUploaderDropzone"], input[type="file"]'
@@ -42,45 +40,16 @@ CONTROLS = (
 @pytest.fixture(scope="module")
 def permissions_server(provider, tmp_path_factory):  # noqa: F811 - the imported fixture
     """The dashboard with sign-in and a team file with a [permissions] table; yields its URL."""
-    from core.cli.dashboard import streamlit_command
-
-    folder = tmp_path_factory.mktemp("permissions_server")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    (folder / "team.toml").write_text(
+    team = (
         'default_role = "none"\n[members]\n'
         + "".join(f'"{e}" = "{r}"\n' for e, (_, r) in USERS.items())
         + '\n[permissions]\nupload = "reviewer"\n'
     )
-    (folder / "secrets.toml").write_text(
-        "[auth]\n"
-        f'redirect_uri = "{url}/oauth2callback"\n'
-        f'cookie_secret = "{secrets.token_hex(16)}"\n'
-        'client_id = "reliability-audit"\n'
-        'client_secret = "not-a-secret"\n'
-        f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n'
-    )
-    command = streamlit_command(
-        reviews_db=str(folder / "reviews.sqlite3"),
-        team=str(folder / "team.toml"),
-        secrets=str(folder / "secrets.toml"),
-        streamlit_options=[
-            "--server.headless=true",
-            "--browser.gatherUsageStats=false",
-            f"--server.port={port}",
-            "--server.address=127.0.0.1",
-            "--server.fileWatcherType=none",
-        ],
-    )
-    env = {**_env(), "AUDIT_AUDITS_DIR": str(folder / "audits")}
-    with open(folder / "server.log", "w+") as log:
-        proc = subprocess.Popen(command, cwd=folder, stdout=log, stderr=subprocess.STDOUT, env=env)
-        try:
-            wait_healthy(url, proc, timeout_s=90, log=log)
-        except ServerStartError as exc:
-            pytest.fail(str(exc))
-        yield url
-        stop_server(proc)
+    try:
+        with team_dashboard(tmp_path_factory.mktemp("permissions_server"), provider, team) as url:
+            yield url
+    except ServerStartError as exc:
+        pytest.fail(str(exc))
 
 
 def _open(page, url: str, path: str, heading: str) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
 import subprocess
 import sys
 import time
@@ -32,7 +31,7 @@ from browser_kit import (  # noqa: E402
     free_port,
     settle,
     stop_server,
-    wait_healthy,
+    team_dashboard,
 )
 
 pytestmark = pytest.mark.browser
@@ -82,50 +81,13 @@ def provider(tmp_path_factory):
 @pytest.fixture(scope="module")
 def team_server(provider, tmp_path_factory):
     """The dashboard with sign-in and a team file; yields (url, review database)."""
-    from core.cli.dashboard import streamlit_command
-
     folder = tmp_path_factory.mktemp("team_server")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    (folder / "team.toml").write_text(
-        'default_role = "none"\n[members]\n' + "".join(f'"{e}" = "{r}"\n' for e, (_, r) in USERS.items())
-    )
-    (folder / "secrets.toml").write_text(
-        "[auth]\n"
-        f'redirect_uri = "{url}/oauth2callback"\n'
-        f'cookie_secret = "{secrets.token_hex(16)}"\n'
-        'client_id = "reliability-audit"\n'
-        'client_secret = "not-a-secret"\n'
-        f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n'
-    )
-    db = folder / "reviews.sqlite3"
-    command = streamlit_command(
-        reviews_db=str(db),
-        team=str(folder / "team.toml"),
-        secrets=str(folder / "secrets.toml"),
-        streamlit_options=[
-            "--server.headless=true",
-            "--browser.gatherUsageStats=false",
-            f"--server.port={port}",
-            "--server.address=127.0.0.1",
-            "--server.fileWatcherType=none",
-        ],
-    )
-    with open(folder / "server.log", "w+") as log:
-        proc = subprocess.Popen(command, cwd=folder, stdout=log, stderr=subprocess.STDOUT, env=_env())
-        try:
-            wait_healthy(url, proc, timeout_s=90, log=log)
-        except ServerStartError as exc:
-            pytest.fail(str(exc))
-        yield url, db
-        stop_server(proc)
-
-
-def _env() -> dict:
-    import os
-
-    env = {k: v for k, v in os.environ.items() if k not in ("AUDIT_REVIEWS_DB", "AUDIT_TEAM")}
-    return {**env, "PYTHONUNBUFFERED": "1"}
+    team = 'default_role = "none"\n[members]\n' + "".join(f'"{e}" = "{r}"\n' for e, (_, r) in USERS.items())
+    try:
+        with team_dashboard(folder, provider, team) as url:
+            yield url, folder / "reviews.sqlite3"
+    except ServerStartError as exc:
+        pytest.fail(str(exc))
 
 
 def _sign_in(browser, url: str, email: str):
