@@ -12,6 +12,7 @@ extra           what it adds
 ``dask``        dask and distributed: ``--engine dask`` (``certify``, ``paired-grid``, ``probe``)
 ``shap``        shap: the group-SHAP concentration (``--shap``)
 ``export``      skl2onnx, onnxmltools: saving your own models as ONNX
+``mlflow``      mlflow-skinny (the client): ``--model-uri``, ``--mlflow-experiment``
 ``paper``       the paper's model suite and scores (``torch``, ``boosting``, ``shap``)
 ``all``         every extra above
 ==============  ===========================================================================
@@ -43,6 +44,7 @@ EXTRAS: dict[str, str] = {
     "shap": "shap",
     "skl2onnx": "export",
     "onnxmltools": "export",
+    "mlflow": "mlflow",
 }
 
 #: Top-level modules the base install does not have (and that no import of the base loads).

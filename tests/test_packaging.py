@@ -63,7 +63,7 @@ def test_the_base_is_lean_and_every_extra_is_in_all():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
     assert not {_name(r) for r in project["dependencies"]} & NOT_IN_THE_BASE
-    assert set(extras) == {"torch", "boosting", "dask", "shap", "export", "paper", "all", "dev"}
+    assert set(extras) == {"torch", "boosting", "dask", "shap", "export", "mlflow", "paper", "all", "dev"}
     every = set().union(*(_expanded(extras, e) for e in extras if e not in ("all", "dev")))
     assert _expanded(extras, "all") == every
     assert _expanded(extras, "dev") >= every

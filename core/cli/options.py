@@ -27,6 +27,7 @@ from core.validation import check_budget, check_positive_int, check_seed, check_
 
 __all__ = [
     "add_execution_options",
+    "add_mlflow_options",
     "add_protocol_options",
     "add_renamed_option",
     "add_tau_levels_options",
@@ -150,6 +151,21 @@ def add_tau_levels_options(group: argparse._ActionsContainer, *, tau_help: str) 
         type=levels_list,
         default=LEVELS,
         help=f"comma-separated information levels (default {','.join(LEVELS)})",
+    )
+
+
+def add_mlflow_options(group: argparse._ActionsContainer) -> None:
+    """``--mlflow-tracking-uri`` and ``--mlflow-experiment`` (docs/mlflow.md)."""
+    group.add_argument(
+        "--mlflow-tracking-uri",
+        metavar="URI",
+        help="MLflow tracking server of --model-uri and --mlflow-experiment (default $MLFLOW_TRACKING_URI)",
+    )
+    group.add_argument(
+        "--mlflow-experiment",
+        metavar="NAME",
+        help="also log the audit to this MLflow experiment (created if missing): one run with the figures as "
+        "metrics, the protocol as params, the audit folder and the HTML report as artifacts",
     )
 
 

@@ -11,6 +11,14 @@
     that is never trusted, :mod:`core.tabular.never_trusted`, is refused with exit code 2
     whatever ``--trust`` says), ``--feature-order FILE`` the column order of a single 2-D ONNX
     input.
+``python -m core audit --model-uri models:/credit@champion --train train.csv --test test.csv --target y --out results/``
+    The same for a model of an MLflow registry or run (``models:/NAME/VERSION``,
+    ``models:/NAME@ALIAS``, ``runs:/RUN_ID/PATH``; ``--mlflow-tracking-uri`` or
+    ``$MLFLOW_TRACKING_URI``): the ONNX flavour, or scikit-learn logged with skops; a pickle
+    model is refused unread (:mod:`core.tabular.mlflow_models`, docs/mlflow.md).
+``... --mlflow-experiment NAME``
+    Also log a single audit to MLflow: one run with its figures, protocol, folder and HTML
+    report (:mod:`core.mlflow_log`).
 ``python -m core audit --datasets credit_data,wa_churn --models logreg,hist_gb --seeds 0,1,2 --out results/``
     A sweep: one sub-folder ``<dataset>/<model>/seed<k>/`` per unit plus ``sweep_table.csv`` /
     ``.md`` (per-model nominal metrics beside mean RCMA, FDS AUROC and Capture@20),
@@ -27,7 +35,15 @@ import sys
 from pathlib import Path
 
 from core.atomic import atomic_folder, check_output_folder
-from core.cli.options import add_protocol_options, argument_type, float_list, names, positive_int, protocol_from_args
+from core.cli.options import (
+    add_mlflow_options,
+    add_protocol_options,
+    argument_type,
+    float_list,
+    names,
+    positive_int,
+    protocol_from_args,
+)
 from core.validation import check_seed
 
 __all__ = ["register"]
@@ -83,6 +99,12 @@ def register(subparsers) -> None:
     )
     own = p.add_argument_group("your own fitted model (instead of --dataset/--data and --model)")
     own.add_argument("--model-file", metavar="MODEL", help="a .skops or .onnx file of a fitted classifier")
+    own.add_argument(
+        "--model-uri",
+        metavar="URI",
+        help="instead of --model-file: an MLflow model, models:/NAME/VERSION, models:/NAME@ALIAS or "
+        "runs:/RUN_ID/PATH (ONNX flavour, or scikit-learn logged with skops; pickles are refused)",
+    )
     own.add_argument("--train", metavar="TRAIN", help="CSV/Parquet training rows (baseline, noise scales)")
     own.add_argument("--test", metavar="TEST", help="CSV/Parquet rows to certify")
     own.add_argument(
@@ -150,6 +172,7 @@ def register(subparsers) -> None:
         help="OpenMP/BLAS threads during the audit (default 1; 0 = the libraries' defaults)",
     )
     out.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_mlflow_options(p.add_argument_group("MLflow (docs/mlflow.md)"))
     p.set_defaults(func=_audit)
 
 
@@ -192,14 +215,17 @@ def _audit(args) -> int:
     if args.trust:  # a never-trusted type is refused first, whatever else the command line says
         from core.tabular.never_trusted import check_trust_list
 
-        check_trust_list(args.trust, where=args.model_file or "the model file")
-    if args.model_file is not None:
-        return _audit_own(args)
+        check_trust_list(args.trust, where=args.model_file or args.model_uri or "the model file")
+    mlflow = _mlflow_logging(args)
+    if args.model_file is not None or args.model_uri is not None:
+        return _audit_own(args, mlflow)
     for flag in ("train", "test", "feature_order"):
         if getattr(args, flag) is not None:
             raise ValueError(f"--{flag.replace('_', '-')} applies to --model-file only.")
     if args.trust:
         raise ValueError("--trust applies to --model-file only.")
+    if args.mlflow_tracking_uri is not None and mlflow is None:
+        raise ValueError("--mlflow-tracking-uri applies to --model-uri and --mlflow-experiment only.")
     # Validate everything cheap before any computation.
     if (args.data is None) == (args.datasets is None):
         raise ValueError("give exactly one of --dataset NAME[,NAME...] or --data FILE.")
@@ -242,6 +268,8 @@ def _audit(args) -> int:
     )
     datasets = [load_user_data(args.data, args.target, blocks=blocks)] if args.data is not None else args.datasets
     sweep = len(datasets) * len(args.models) * len(args.seeds) > 1
+    if sweep and mlflow is not None:
+        raise ValueError("--mlflow-experiment logs one audit; run the sweep's audits one at a time to log them.")
 
     bar = None
     try:
@@ -295,23 +323,58 @@ def _audit(args) -> int:
             bar.close()
     print(message)
     print(f"wrote {out}", file=sys.stderr)
+    if mlflow is not None:
+        _log_to_mlflow(out, args, mlflow)
     return 0
 
 
-def _audit_own(args) -> int:
-    """``audit --model-file``: load the model safely, audit it, publish the folder atomically."""
+def _mlflow_logging(args) -> str | None:
+    """The tracking URI when ``--mlflow-experiment`` asks to log the audit, its server checked
+    now (before the audit runs); None when nothing is logged."""
+    if args.mlflow_experiment is None:
+        return None
+    if not args.mlflow_experiment.strip():
+        raise ValueError("--mlflow-experiment needs an experiment name; got ''.")
+    from core.mlflow_log import check_tracking_server
+
+    return check_tracking_server(tracking_uri=args.mlflow_tracking_uri)
+
+
+def _log_to_mlflow(out: Path, args, tracking: str) -> None:
+    from core.mlflow_log import log_audit_to_mlflow
+
+    logged = log_audit_to_mlflow(
+        out, experiment=args.mlflow_experiment, tracking_uri=tracking, model_uri=args.model_uri
+    )
+    print(
+        f"logged to MLflow at {logged.tracking_uri}: experiment {logged.experiment!r}, run {logged.run_id} "
+        f"({logged.n_metrics} metrics, {logged.n_params} params, the audit folder and report.html)",
+        file=sys.stderr,
+    )
+
+
+def _audit_own(args, mlflow: str | None) -> int:
+    """``audit --model-file`` / ``--model-uri``: load the model safely, audit it, publish the folder atomically."""
     from core.tabular.audit import summary_markdown, write_audit
     from core.tabular.model_files import load_model_file, read_feature_order
     from core.tabular.own_model import audit_model
     from core.validation import read_table
 
+    flag = "--model-file" if args.model_file is not None else "--model-uri"
+    if args.model_file is not None and args.model_uri is not None:
+        raise ValueError("give one of --model-file FILE or --model-uri URI, not both.")
+    if args.model_uri is not None:
+        from core.tabular.mlflow_models import parse_model_uri, tracking_uri_of
+
+        parse_model_uri(args.model_uri)  # a malformed URI is said before any file is read
+        tracking = mlflow or tracking_uri_of(args.mlflow_tracking_uri)
     if args.datasets is not None or args.data is not None:
-        raise ValueError("--model-file replaces --dataset/--data: give --train and --test instead.")
+        raise ValueError(f"{flag} replaces --dataset/--data: give --train and --test instead.")
     if args.models != ["hist_gb"] or args.seeds != [0]:
-        raise ValueError("--model and --seed do not apply to --model-file (the model is already fitted).")
-    for flag in ("train", "test", "target"):
-        if not getattr(args, flag):
-            raise ValueError(f"--{flag} is required with --model-file.")
+        raise ValueError(f"--model and --seed do not apply to {flag} (the model is already fitted).")
+    for required in ("train", "test", "target"):
+        if not getattr(args, required):
+            raise ValueError(f"--{required} is required with {flag}.")
     unsupported = [
         f
         for f, on in (
@@ -325,7 +388,7 @@ def _audit_own(args) -> int:
         if on
     ]
     if unsupported:
-        raise ValueError(f"{', '.join(unsupported)} not available with --model-file.")
+        raise ValueError(f"{', '.join(unsupported)} not available with {flag}.")
     out = Path(args.out)
     _check_out(out, args.force)
     protocol = protocol_from_args(args)
@@ -342,7 +405,16 @@ def _audit_own(args) -> int:
         )
     order = read_feature_order(args.feature_order) if args.feature_order else None
     labels = sorted(pd_unique(train[args.target]))
-    model = load_model_file(args.model_file, trust=args.trust, feature_order=order, default_classes=labels)
+    if args.model_uri is not None:
+        from core.tabular.mlflow_models import load_mlflow_model
+
+        model = load_mlflow_model(
+            args.model_uri, tracking_uri=tracking, trust=args.trust, feature_order=order, default_classes=labels
+        )
+        name = args.model_uri
+    else:
+        model = load_model_file(args.model_file, trust=args.trust, feature_order=order, default_classes=labels)
+        name = Path(args.model_file).name
     result = audit_model(
         model,
         train,
@@ -353,12 +425,14 @@ def _audit_own(args) -> int:
         blocks=blocks,
         population=args.population,
         batch_size=args.batch_size,
-        name=Path(args.model_file).name,
+        name=name,
     )
     with atomic_folder(out) as tmp:
         write_audit(result, tmp)
     print(summary_markdown(result))
     print(f"wrote {out}", file=sys.stderr)
+    if mlflow is not None:
+        _log_to_mlflow(out, args, mlflow)
     return 0
 
 

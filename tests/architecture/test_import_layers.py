@@ -47,7 +47,7 @@ LAYERS: list[tuple[str, tuple[str, ...], bool]] = [
     ("scale", ("core.scale", "core.scale.*"), False),
     ("views", ("core.viz", "core.viz.*", "core.views", "core.views.*"), True),
     ("report", ("core.report", "core.report_pdf", "core.gate"), False),
-    ("cli", ("core", "core.cli", "core.cli.*", "core.__main__"), True),
+    ("cli", ("core", "core.mlflow_log", "core.cli", "core.cli.*", "core.__main__"), True),
     ("ui", ("ui", "ui.*"), False),
     ("pages", ("pages", "pages.*"), False),
     ("app", ("app",), False),
