@@ -2,7 +2,8 @@
 # One-step set-up on a fresh machine.
 #   bash scripts/install.sh        the base and every extra (`reliability-audit[all]`: torch,
 #                                  boosting, Dask, SHAP, MLflow, ONNX export, the paper's data)
-#   bash scripts/install.sh dev    + test tools and the Chromium used by the browser tests
+#   bash scripts/install.sh dev    + test tools, the Chromium of the browser tests and the MLflow
+#                                  server of tests/mlflow/ (a venv of its own)
 #   bash scripts/install.sh base   the base only (what `pip install reliability-audit` brings)
 # Versions follow requirements-lock.txt (the exact set CI runs, torch==2.13.0 among them;
 # refresh: bash scripts/lock.sh). AUDIT_UNLOCKED=1 installs from the ranges of
@@ -30,6 +31,18 @@ if [ "${1:-}" = "dev" ] && ! command -v chromium >/dev/null 2>&1; then
   else
     echo "warning: Debian's chromium is not installed; the browser tests will fail." >&2
     echo "         install it with: sudo apt-get install chromium" >&2
+  fi
+fi
+# The MLflow tracking server that tests/mlflow/ starts: the full `mlflow` in a venv of its own
+# (its pins, pyarrow<26 among them, clash with the lock; the package needs only the client,
+# mlflow-skinny, its [mlflow] extra). Kept between runs; made again when the pin changes.
+if [ "${1:-}" = "dev" ]; then
+  server_pin=mlflow==3.17.2
+  server_venv=${AUDIT_MLFLOW_SERVER_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/reliability-audit/mlflow-server}
+  if [ "$("$server_venv/bin/python" -m pip freeze 2>/dev/null | grep -ix "$server_pin")" = "" ]; then
+    rm -rf "$server_venv"
+    "$py" -m venv "$server_venv"
+    "$server_venv/bin/python" -m pip install -q "$server_pin"
   fi
 fi
 # Fashion-MNIST: only to rebuild the paired demo pool and for its re-training tests (they skip

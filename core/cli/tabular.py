@@ -364,9 +364,10 @@ def _audit_own(args, mlflow: str | None) -> int:
     if args.model_file is not None and args.model_uri is not None:
         raise ValueError("give one of --model-file FILE or --model-uri URI, not both.")
     if args.model_uri is not None:
-        from core.tabular.mlflow_models import parse_model_uri, tracking_uri_of
+        from core.tabular.mlflow_models import parse_model_uri, require_mlflow, tracking_uri_of
 
-        parse_model_uri(args.model_uri)  # a malformed URI is said before any file is read
+        parse_model_uri(args.model_uri)  # a malformed URI or a missing MLflow is said before any file is read
+        require_mlflow("--model-uri (models from MLflow)")
         tracking = mlflow or tracking_uri_of(args.mlflow_tracking_uri)
     if args.datasets is not None or args.data is not None:
         raise ValueError(f"{flag} replaces --dataset/--data: give --train and --test instead.")

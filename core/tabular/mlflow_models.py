@@ -384,7 +384,7 @@ def load_mlflow_model(
             raise _missing(exc, parsed, tracking) from None
         names = [PurePosixPath(f.path).name for f in listing or () if not f.is_dir]
         if not names:
-            raise ValueError(f"{where}: MLflow at {tracking} has no files under {parsed.label}.")
+            raise ValueError(f"{where}: MLflow at {tracking} has no {parsed.label}.")
         _refuse_pickles(names, where=where)
         if "MLmodel" not in names:
             raise ValueError(f"{where} is not an MLflow model (no MLmodel file among {', '.join(sorted(names)[:10])}).")
