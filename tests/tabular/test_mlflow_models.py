@@ -191,7 +191,7 @@ def _mlp_onnx(train: pd.DataFrame) -> bytes:
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory):
+def tracking_server(tmp_path_factory):
     """(URL, access log) of a started ``mlflow server``."""
     folder = tmp_path_factory.mktemp("mlflow-server")
     try:
@@ -202,13 +202,13 @@ def server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def logged(server, tmp_path_factory):
+def logged(tracking_server, tmp_path_factory):
     """The model files, their tables, and the URIs under which the server holds them."""
     import mlflow
     import onnx
     from mlflow import MlflowClient
 
-    url, _ = server
+    url, _ = tracking_server
     d = tmp_path_factory.mktemp("mlflow-models")
     train, test = default_tables(n_train=600, n_test=80)
     train.to_csv(d / "train.csv", index=False)
@@ -323,9 +323,9 @@ def test_the_planted_pickle_runs_when_unpickled(logged):
     ],
     ids=["registered", "run", "renamed-file-mlmodel-says-cloudpickle"],
 )
-def test_pickle_models_are_refused_unread(logged, server, tmp_path, capsys, uri, marker, files, match):
+def test_pickle_models_are_refused_unread(logged, tracking_server, tmp_path, capsys, uri, marker, files, match):
     uri = uri.format(run=logged["run"])
-    _, log = server
+    _, log = tracking_server
     before = log.read_text()
     code, err = _audit(capsys, logged, tmp_path / "out", "--model-uri", uri)
     assert code == 2
