@@ -68,6 +68,7 @@ def mlflow_server(folder: Path, *, timeout_s: float = 120.0) -> Iterator[str]:
         **{k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_") and k != "PYTHONPATH"},
         "MLFLOW_DISABLE_TELEMETRY": "true",
         "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
+        "PYTHONUNBUFFERED": "1",  # the access log is complete when a test reads it
     }
     log_path = folder / "server.log"
     with open(log_path, "w+") as log:

@@ -363,12 +363,6 @@ def _audit_own(args, mlflow: str | None) -> int:
     flag = "--model-file" if args.model_file is not None else "--model-uri"
     if args.model_file is not None and args.model_uri is not None:
         raise ValueError("give one of --model-file FILE or --model-uri URI, not both.")
-    if args.model_uri is not None:
-        from core.tabular.mlflow_models import parse_model_uri, require_mlflow, tracking_uri_of
-
-        parse_model_uri(args.model_uri)  # a malformed URI or a missing MLflow is said before any file is read
-        require_mlflow("--model-uri (models from MLflow)")
-        tracking = mlflow or tracking_uri_of(args.mlflow_tracking_uri)
     if args.datasets is not None or args.data is not None:
         raise ValueError(f"{flag} replaces --dataset/--data: give --train and --test instead.")
     if args.models != ["hist_gb"] or args.seeds != [0]:
@@ -376,6 +370,13 @@ def _audit_own(args, mlflow: str | None) -> int:
     for required in ("train", "test", "target"):
         if not getattr(args, required):
             raise ValueError(f"--{required} is required with {flag}.")
+    if args.model_uri is not None:
+        from core.tabular.mlflow_models import parse_model_uri, require_mlflow, tracking_uri_of
+
+        # A malformed URI, no tracking server or no MLflow is said before any file is read.
+        parse_model_uri(args.model_uri)
+        tracking = mlflow or tracking_uri_of(args.mlflow_tracking_uri)
+        require_mlflow("--model-uri (models from MLflow)")
     unsupported = [
         f
         for f, on in (

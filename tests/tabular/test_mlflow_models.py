@@ -142,6 +142,24 @@ def test_a_missing_mlflow_names_the_extra(monkeypatch, capsys, tmp_path):
     assert code == 2 and 'pip install "reliability-audit[mlflow]"' in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--model-file", "m.skops", "--model-uri", "models:/a/1"], "give one of --model-file FILE or --model-uri URI, not both."),
+        (["--model-uri", "s3://b/m"], "--model-uri 's3://b/m' is not an MLflow model URI; expected models:/NAME/VERSION, models:/NAME@ALIAS or runs:/RUN_ID/PATH."),
+        (["--model-uri", "models:/a/1", "--dataset", "credit_data"], "--model-uri replaces --dataset/--data: give --train and --test instead."),
+        (["--dataset", "credit_data", "--mlflow-tracking-uri", "http://127.0.0.1:1"], "--mlflow-tracking-uri applies to --model-uri and --mlflow-experiment only."),
+    ],
+    ids=["file-and-uri", "not-a-uri", "uri-and-dataset", "tracking-uri-alone"],
+)  # fmt: skip
+def test_option_mistakes_are_one_line_before_any_request(tmp_path, capsys, monkeypatch, args, message):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    tables = [] if "--dataset" in args else ["--train", "t.csv", "--test", "t.csv", "--target", "y"]
+    code = main(["audit", *args, *tables, "--out", str(tmp_path / "o")])
+    assert code == 2 and capsys.readouterr().err.strip() == f"error: {message}"
+    assert not (tmp_path / "o").exists()
+
+
 # --------------------------------------------------------------------------------------------
 # A real server
 # --------------------------------------------------------------------------------------------
