@@ -69,6 +69,7 @@ _QUICK_REQUESTS = {
 }
 # mlflow.set_registry_uri also writes this variable; it is put back on exit.
 _REGISTRY_ENV = "MLFLOW_REGISTRY_URI"
+_MAX_MLMODEL_BYTES = 1 << 20
 _PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib", ".sav", ".dill", ".cloudpkl", ".pt", ".pth")
 _URI = re.compile(
     r"^models:/(?P<name>[^/@]+)(?:/(?P<version>[0-9]+|latest)|@(?P<alias>[^/@]+))/?$"
@@ -266,7 +267,7 @@ def model_file_of(mlmodel: Any, *, where: str) -> str:
         raise ValueError(f"{where}: its MLmodel file names no flavour (a mapping 'flavors:' was expected).")
     onnx, sklearn = flavors.get("onnx"), flavors.get("sklearn")
     if isinstance(onnx, Mapping):
-        return _plain_file(onnx.get("data"), where=where, field="onnx: data")
+        return _plain_file(onnx.get("data"), where=where, field="its MLmodel 'onnx: data'")
     if isinstance(sklearn, Mapping):
         fmt = sklearn.get("serialization_format") or "pickle"
         if fmt != "skops":
@@ -274,7 +275,7 @@ def model_file_of(mlmodel: Any, *, where: str) -> str:
                 f"{where} is a scikit-learn model saved as {fmt}: a pickle runs code when it is loaded, "
                 f"so it was not downloaded or read. Instead, {LOG_SAFELY}."
             )
-        return _plain_file(sklearn.get("pickled_model"), where=where, field="sklearn: pickled_model")
+        return _plain_file(sklearn.get("pickled_model"), where=where, field="its MLmodel 'sklearn: pickled_model'")
     names = ", ".join(sorted(str(f) for f in flavors))
     raise PickleModelError(
         f"{where} is an MLflow model of flavour {names}, which only MLflow's own loader reads (it may unpickle "
@@ -284,7 +285,7 @@ def model_file_of(mlmodel: Any, *, where: str) -> str:
 
 def _plain_file(value: Any, *, where: str, field: str) -> str:
     if not isinstance(value, str) or not value or "/" in value or "\\" in value or value in (".", ".."):
-        raise ValueError(f"{where}: its MLmodel '{field}' should be a file name of the model folder; got {value!r}.")
+        raise ValueError(f"{where}: {field} should be a file name of the model folder; got {value!r}.")
     return value
 
 
@@ -310,7 +311,7 @@ def _external_data_files(model_path: Path) -> list[str]:
     for tensor in _get_all_tensors(model):
         if uses_external_data(tensor):
             location = {e.key: e.value for e in tensor.external_data}.get("location", "")
-            files.add(_plain_file(location, where=model_path.name, field="external data location"))
+            files.add(_plain_file(location, where=model_path.name, field="the location of its external tensor data"))
     return sorted(files)
 
 
@@ -382,12 +383,15 @@ def load_mlflow_model(
             listing = repo.list_artifacts(None)
         except MlflowException as exc:
             raise _missing(exc, parsed, tracking) from None
-        names = [PurePosixPath(f.path).name for f in listing or () if not f.is_dir]
+        sizes = {PurePosixPath(f.path).name: f.file_size for f in listing or () if not f.is_dir}
+        names = list(sizes)
         if not names:
             raise ValueError(f"{where}: MLflow at {tracking} has no {parsed.label}.")
         _refuse_pickles(names, where=where)
         if "MLmodel" not in names:
             raise ValueError(f"{where} is not an MLflow model (no MLmodel file among {', '.join(sorted(names)[:10])}).")
+        if (sizes["MLmodel"] or 0) > _MAX_MLMODEL_BYTES:
+            raise ValueError(f"{where}: its MLmodel file has {sizes['MLmodel']} bytes; an MLmodel file is a few kB.")
 
         def download(name: str) -> Path:
             return Path(repo.download_artifacts(name, dst_path=tmp))
