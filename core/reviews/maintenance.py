@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.atomic import fsync_folder
+from core.reviews.backend import _db_path
 from core.reviews.chain import KEY_ENV_VAR, LogVerification, key_bytes, key_check, walk_chain
-from core.reviews.store import _COLUMNS, _SCHEMA_VERSION, _TRIGGERS, ReviewStoreError, _db_path, _identify
+from core.reviews.records import _COLUMNS, ReviewStoreError
+from core.reviews.schema import _SCHEMA_VERSION, _TRIGGERS, _identify
 
 __all__ = ["BackupResult", "IntegrityCheck", "backup", "check_integrity", "verify_log"]
 
