@@ -76,10 +76,14 @@ def open_backend(target: str | os.PathLike[str] | None, *, timeout: float) -> Ba
     """The backend of ``target``: a PostgreSQL URL, or an SQLite file path (None: the default)."""
     if target is None:
         target = default_target()
-    if isinstance(target, str) and "://" in target:
+    if is_url(target):
+        from core.reviews.postgres import PostgresBackend
+
+        return PostgresBackend(str(target).strip(), timeout=timeout)
+    if isinstance(target, (str, os.PathLike)) and "://" in os.fspath(target):
         raise ValueError(
-            f"Review database {target!r} looks like a URL; this version stores reviews in an SQLite file: "
-            "give a file path."
+            f"Review database {os.fspath(target).split('@')[-1]!r} looks like a URL, but not a PostgreSQL one "
+            "(postgresql://USER@HOST/DATABASE); give such a URL or an SQLite file path."
         )
     return SQLiteBackend(_db_path(target), timeout=timeout)
 

@@ -194,6 +194,8 @@ class ReviewStore(_Policy, _Writes, _Reads, _Export):
         except ReviewStoreError:
             raise
         except (OSError, *self._db.errors) as exc:
+            if self._db.kind != "sqlite":
+                raise self._db.error(exc, "opening") from exc
             raise ReviewStoreError(
                 f"Cannot open the review database at {self._db.name!r} ({exc}); choose a writable "
                 f"file path (`--reviews-db` or the {ENV_VAR} environment variable)."
