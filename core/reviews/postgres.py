@@ -346,10 +346,11 @@ class PostgresBackend:
         return key is not None and "key_check" not in settings
 
     def require_schema(self) -> None:
-        """Refuse (one line) a database without the review store, when it is only to be read."""
+        """Refuse (one line) a database without the review store, when it is only to be read
+        (a log whose triggers were removed is let through: the verification reports it)."""
         try:
             with closing(self.connect()) as conn:
-                found = self._identity(conn)
+                found = self._identity(conn, edited_ok=True)
         except self.errors as exc:
             raise self.error(exc, "connecting") from exc
         if found is None:
@@ -358,7 +359,7 @@ class PostgresBackend:
                 "check the database name. Nothing was read or written."
             )
 
-    def _identity(self, conn: _Connection) -> tuple[dict[str, str], bool] | None:
+    def _identity(self, conn: _Connection, *, edited_ok: bool = False) -> tuple[dict[str, str], bool] | None:
         """None for an empty database; else (its settings, whether this role owns the log)."""
         where = f"Review database {self.name!r}"
         if not self._has_schema(conn):
@@ -382,7 +383,7 @@ class PostgresBackend:
                 f"({_SCHEMA_VERSION}); upgrade the tool. The database was not modified."
             )
         missing = sorted(PG_TRIGGERS - self.trigger_names(conn))
-        if missing:
+        if missing and not edited_ok:
             raise ReviewStoreError(
                 f"{where} was edited outside this tool: the trigger(s) that keep its history append-only "
                 f"({', '.join(missing)}) were removed or disabled, so entries may have been changed or deleted. "
