@@ -32,6 +32,18 @@ if [ "${1:-}" = "dev" ] && ! command -v chromium >/dev/null 2>&1; then
     echo "         install it with: sudo apt-get install chromium" >&2
   fi
 fi
+# PostgreSQL's server binaries (initdb, pg_ctl): the review store's tests start their own
+# cluster on 127.0.0.1 (tests/reviews/pg_cluster.py). Debian puts them in /usr/lib/postgresql/*/bin.
+if [ "${1:-}" = "dev" ] && ! command -v initdb >/dev/null 2>&1 \
+  && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null \
+      || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
+  else
+    echo "warning: PostgreSQL is not installed; the review store's PostgreSQL tests will fail." >&2
+    echo "         install it with: sudo apt-get install postgresql" >&2
+  fi
+fi
 # Fashion-MNIST: only to rebuild the paired demo pool and for its re-training tests (they skip
 # without it); the dashboard and the CLI run from the shipped assets/paired_demo/.
 if [ "${1:-}" = "dev" ] && [ ! -d /usr/share/datasets/fashion-mnist ]; then

@@ -55,10 +55,16 @@ def default_db_path() -> Path:
 
     The environment variable ``AUDIT_REVIEWS_DB`` wins; otherwise ``reviews.sqlite3`` in the
     user's data directory (``platformdirs.user_data_path("reliability-audit")``), so decisions
-    survive reinstalls of the code. (A ``postgresql://`` URL in the variable is a server:
-    :func:`default_target`.)
+    survive reinstalls of the code. A ``postgresql://`` URL in the variable is a server, never
+    a path: it raises ``ValueError`` here (:func:`default_target` answers both).
     """
     env = os.environ.get(ENV_VAR, "").strip()
+    if is_url(env):
+        from core.reviews.postgres import redact
+
+        raise ValueError(
+            f"{ENV_VAR} names a PostgreSQL server ({redact(env)}), not a file; open it with ReviewStore()."
+        )
     if env:
         return Path(env).expanduser()
     import platformdirs
