@@ -23,7 +23,7 @@ from pathlib import Path
 from core.atomic import check_output_file
 from core.cli.options import add_renamed_option, spelled
 from core.csv_safe import write_csv
-from core.reviews.backend import default_target, is_url, open_backend
+from core.reviews.backend import default_target, display_name, is_url, open_backend
 from core.reviews.store import ReviewStore
 
 #: Exit code of ``check`` and ``verify`` when the file fails.
@@ -37,7 +37,7 @@ def _target(text: str) -> str | Path:
 
 def _shown(target: str | Path) -> str:
     """The database as printed: a file's name, or the URL without its password."""
-    return open_backend(target, timeout=10.0).name if is_url(target) else Path(target).name
+    return display_name(target, short=not is_url(target))
 
 
 def _db_option(parser: argparse.ArgumentParser, *, old_name: bool = False) -> None:

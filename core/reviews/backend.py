@@ -39,7 +39,17 @@ from core.reviews.schema import (
     sqlite_update_guard,
 )
 
-__all__ = ["URL_SCHEMES", "Backend", "Connection", "SQLiteBackend", "default_db_path", "is_url", "open_backend"]
+__all__ = [
+    "URL_SCHEMES",
+    "Backend",
+    "Connection",
+    "SQLiteBackend",
+    "default_db_path",
+    "default_target",
+    "display_name",
+    "is_url",
+    "open_backend",
+]
 
 #: The URL schemes of a PostgreSQL server (libpq's connection URIs).
 URL_SCHEMES = ("postgresql://", "postgres://")
@@ -48,6 +58,17 @@ URL_SCHEMES = ("postgresql://", "postgres://")
 def is_url(target: object) -> bool:
     """Whether ``target`` names a PostgreSQL server (``postgresql://...``) rather than a file."""
     return isinstance(target, str) and target.strip().lower().startswith(URL_SCHEMES)
+
+
+def display_name(target: str | os.PathLike[str], *, short: bool = False) -> str:
+    """The review database as shown to people: a file's path (``short``: its name), or a URL
+    without its password (``short``: the database's name). Never the password."""
+    if is_url(target):
+        from core.reviews.postgres import redact
+
+        shown = redact(str(target).strip())
+        return shown.rsplit("/", 1)[-1] if short else shown
+    return Path(target).name if short else str(target)
 
 
 def default_db_path() -> Path:

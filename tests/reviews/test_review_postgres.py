@@ -404,3 +404,17 @@ def test_the_postgres_triggers_cover_sqlites_and_truncate():
     assert {t for t in PG_TRIGGERS if t.endswith("_no_truncate")} == {
         f"{t}_no_truncate" for t in (*COPIED_TABLES, "chain_head")
     }
+
+
+def test_the_dashboard_takes_a_url_as_is_and_shows_it_without_the_password(tmp_path, monkeypatch):
+    from core.cli.dashboard import streamlit_command
+    from core.reviews.backend import display_name
+
+    monkeypatch.chdir(tmp_path)
+    url = "postgresql://ana:hunter2@db.example:5432/reviews?sslmode=require"
+    command = streamlit_command(reviews_db=url)
+    assert command[command.index("--reviews-db") + 1] == url
+    assert display_name(url) == "postgresql://ana@db.example:5432/reviews"
+    assert display_name(url, short=True) == "reviews"
+    assert display_name(tmp_path / "r.sqlite3", short=True) == "r.sqlite3"
+    assert list(tmp_path.iterdir()) == []
