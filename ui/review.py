@@ -159,7 +159,9 @@ def _log_state(path: str) -> LogState:
     name = display_name(path, short=True)
     try:
         found = verify_log(path)
-    except ValueError as exc:  # signed but no key here, not a review database, too old, unreachable...
+    except ValueError as exc:  # signed but no key here, not a review database, too old...
+        if "unreachable" in str(exc):
+            raise  # a server down for a moment: not remembered, verified again once it is back
         text = str(exc).replace(display_name(path), name)
         return LogState(False, text if is_url(path) else text.replace(str(Path(path).expanduser()), name))
     if found.ok:
@@ -176,7 +178,11 @@ def show_log_state() -> None:
     path = shared_state().reviews_db
     if not path or not (is_url(path) or Path(path).expanduser().is_file()):
         return
-    state = _log_state(path)
+    try:
+        state = _log_state(path)
+    except ValueError as exc:  # the review database's server is unreachable (core.reviews.postgres)
+        st.error(str(exc).replace(display_name(path), display_name(path, short=True)))
+        return
     (st.caption if state.ok else st.error)(state.text)
 
 
