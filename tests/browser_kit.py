@@ -225,13 +225,19 @@ def ready(page, heading: str, *, timeout_ms: float = 150_000) -> None:
 
 @contextmanager
 def team_dashboard(
-    folder: str | os.PathLike[str], provider: str, team_toml: str, *, timeout_s: float = 90.0
+    folder: str | os.PathLike[str],
+    provider: str,
+    team_toml: str,
+    *,
+    timeout_s: float = 90.0,
+    reviews_db: str | None = None,
 ) -> Iterator[str]:
     """The dashboard with OIDC sign-in (``provider``: the test provider's URL) and a team file;
     yields its URL and stops it on exit.
 
     ``folder`` (which must exist) receives ``team.toml`` (``team_toml``), ``secrets.toml``, the
-    review database ``reviews.sqlite3``, the audits folder ``audits/`` and ``server.log``.
+    review database ``reviews.sqlite3`` (unless ``reviews_db`` names another one, e.g. a
+    ``postgresql://`` URL shared by several replicas), the audits folder ``audits/`` and ``server.log``.
     """
     import secrets
 
@@ -250,7 +256,7 @@ def team_dashboard(
         f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n'
     )
     command = streamlit_command(
-        reviews_db=str(folder / "reviews.sqlite3"),
+        reviews_db=reviews_db if reviews_db is not None else str(folder / "reviews.sqlite3"),
         team=str(folder / "team.toml"),
         secrets=str(folder / "secrets.toml"),
         streamlit_options=[

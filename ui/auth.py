@@ -27,7 +27,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from core.reviews import TEAM_ENV_VAR, Team, TeamFileError, User, default_db_path, load_team
+from core.reviews import TEAM_ENV_VAR, Team, TeamFileError, User, load_team
+from core.reviews.backend import default_target
 from core.reviews.permissions import Actor, allowed, check
 from ui.state import auth_state, shared_state
 
@@ -116,8 +117,9 @@ def sign_in_configured() -> bool:
 
 
 def reviews_db_path(cli_value: str | None) -> str:
-    """The review database: ``--reviews-db`` on the command line, else the per-user default file."""
-    return cli_value or str(default_db_path())
+    """The review database: ``--reviews-db`` on the command line (a file or a ``postgresql://``
+    URL), else ``AUDIT_REVIEWS_DB``, else the per-user default file."""
+    return cli_value or str(default_target())
 
 
 def team_path(cli_value: str | None) -> str | None:

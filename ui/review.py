@@ -62,6 +62,7 @@ from core.reviews import (
     remembered_reviewer,
     step_case,
 )
+from core.reviews.backend import display_name, is_url
 from core.reviews.chain import KEY_ENV_VAR
 from core.reviews.maintenance import verify_log
 from core.reviews.queue import UNREVIEWED, minutes
@@ -155,11 +156,14 @@ def _adopt_secret_key() -> None:
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _log_state(path: str) -> LogState:
     """The review log's verification, once per server and database (an O(entries) walk)."""
-    name = Path(path).name
+    name = display_name(path, short=True)
     try:
         found = verify_log(path)
     except ValueError as exc:  # signed but no key here, not a review database, too old...
-        return LogState(False, str(exc).replace(str(Path(path).expanduser()), name).replace(path, name))
+        if "unreachable" in str(exc):
+            raise  # a server down for a moment: not remembered, verified again once it is back
+        text = str(exc).replace(display_name(path), name)
+        return LogState(False, text if is_url(path) else text.replace(str(Path(path).expanduser()), name))
     if found.ok:
         return LogState(True, found.summary[0].upper() + found.summary[1:] + ".")
     return LogState(
@@ -172,9 +176,13 @@ def _log_state(path: str) -> LogState:
 def show_log_state() -> None:
     """The review log's state, for the Triage page: a caption when verified, an error otherwise."""
     path = shared_state().reviews_db
-    if not path or not Path(path).expanduser().is_file():
+    if not path or not (is_url(path) or Path(path).expanduser().is_file()):
         return
-    state = _log_state(path)
+    try:
+        state = _log_state(path)
+    except ValueError as exc:  # the review database's server is unreachable (core.reviews.postgres)
+        st.error(str(exc).replace(display_name(path), display_name(path, short=True)))
+        return
     (st.caption if state.ok else st.error)(state.text)
 
 

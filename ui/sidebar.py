@@ -10,10 +10,9 @@ suggest it matters). Its widgets keep their values across those pages (``persist
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import streamlit as st
 
+from core.reviews.backend import display_name
 from core.tabular.datasets import DATASET_NAMES
 from core.tabular.models import MODEL_NAMES
 from ui.auth import SIGN_OUT_KEY, current_access
@@ -50,7 +49,7 @@ def render_sidebar(page_path: str = "") -> None:
         # here: a free-text path would let any visitor create files wherever the server can write.
         # A team sees the file's name only: the server's folders are not theirs to know.
         access = current_access()
-        shown = shared_state().reviews_db if not access.team_mode else Path(shared_state().reviews_db).name
+        shown = display_name(shared_state().reviews_db, short=access.team_mode)  # never a password
         st.caption(
             f"`{shown}`",
             help="Where triage decisions are stored (WAL mode, safe for concurrent sessions). Set it when "

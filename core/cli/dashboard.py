@@ -42,7 +42,11 @@ def register(subparsers) -> None:
         "`-- --server.port 8600 --server.headless true`.",
     )
     p.add_argument("--audit", metavar="DIR", help="open this saved audit folder (the output of `audit --out`)")
-    p.add_argument("--reviews-db", metavar="PATH", help="the review decisions database (SQLite; created if missing)")
+    p.add_argument(
+        "--reviews-db",
+        metavar="PATH_OR_URL",
+        help="the review decisions database: an SQLite file (created if missing) or a postgresql:// URL",
+    )
     p.add_argument("--audits-dir", metavar="DIR", help="folder of saved audits offered in the sidebar")
     p.add_argument(
         "--team", metavar="FILE", help="team file: admin / reviewer / viewer per e-mail address (needs sign-in)"
@@ -138,7 +142,11 @@ def streamlit_command(
         from core.tabular.audit_folder import check_audit_folder
 
         app_args += ["--audit", str(check_audit_folder(Path(audit).expanduser()).resolve())]
-    if reviews_db is not None:
+    from core.reviews.backend import is_url
+
+    if reviews_db is not None and is_url(reviews_db):
+        app_args += ["--reviews-db", reviews_db.strip()]  # a PostgreSQL server, never a path
+    elif reviews_db is not None:
         db = Path(reviews_db).expanduser().resolve()
         if db.is_dir():
             raise ValueError(f"--reviews-db {reviews_db!r} is a folder; expected a database file (created if missing).")

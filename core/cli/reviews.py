@@ -4,7 +4,11 @@
 - ``backup``: an online, consistent copy (SQLite's backup API) while dashboards write to it;
 - ``check``: ``PRAGMA integrity_check``, and what to do when it fails;
 - ``verify``: the tamper-evident chain and, with the server's key, every entry's HMAC;
-- ``sign``: an admin signs an existing unsigned log with the key, once.
+- ``sign``: an admin signs an existing unsigned log with the key, once;
+- ``copy``: the whole store from SQLite to PostgreSQL or back, without loss (:mod:`core.reviews.copy`).
+
+``--reviews-db`` is an SQLite file path or a ``postgresql://`` URL (libpq syntax); a URL is
+shown without its password.
 
 Exit codes: 0 success (for ``check`` and ``verify``: the file is sound), 3 the file failed the
 check or the verification, 2 bad input (:mod:`core.cli`).
@@ -19,22 +23,34 @@ from pathlib import Path
 from core.atomic import check_output_file
 from core.cli.options import add_renamed_option, spelled
 from core.csv_safe import write_csv
-from core.reviews.store import ReviewStore, default_db_path
+from core.reviews.backend import default_target, display_name, is_url, open_backend
+from core.reviews.store import ReviewStore
 
 #: Exit code of ``check`` and ``verify`` when the file fails.
 FAILED = 3
 
 
+def _target(text: str) -> str | Path:
+    """A ``postgresql://`` URL as given (never a path), else a file path."""
+    return text.strip() if is_url(text) else Path(text)
+
+
+def _shown(target: str | Path) -> str:
+    """The database as printed: a file's name, or the URL without its password."""
+    return display_name(target, short=not is_url(target))
+
+
 def _db_option(parser: argparse.ArgumentParser, *, old_name: bool = False) -> None:
     parser.add_argument(
         "--reviews-db",
-        type=Path,
+        type=_target,
         default=None,
-        metavar="PATH",
-        help=f"review database (default: $AUDIT_REVIEWS_DB or {default_db_path()})",
+        metavar="PATH_OR_URL",
+        help="review database: an SQLite file or a postgresql:// URL (default: $AUDIT_REVIEWS_DB or "
+        "reviews.sqlite3 in the user data folder)",
     )
     if old_name:
-        add_renamed_option(parser, "--db", new="--reviews-db", dest="reviews_db", type=Path)
+        add_renamed_option(parser, "--db", new="--reviews-db", dest="reviews_db", type=_target)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -104,9 +120,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _db_option(sign)
     sign.set_defaults(func=_sign)
 
+    copy = actions.add_parser(
+        "copy",
+        help="copy the whole store between SQLite and PostgreSQL, without loss",
+        description="Copy every entry, plan, assignment, refusal and setting, ids, chain and HMACs "
+        "included, from --from into --to, which must be a new SQLite file or an empty PostgreSQL "
+        "database. Each is an SQLite file path or a postgresql:// URL. The row counts of both are "
+        "printed; `reviews verify --reviews-db DST` then verifies the copy.",
+    )
+    copy.add_argument("--from", dest="source", type=_target, required=True, metavar="SRC", help="the store to copy")
+    copy.add_argument("--to", dest="destination", type=_target, required=True, metavar="DST", help="the new store")
+    copy.set_defaults(func=_copy)
 
-def _existing_db(args: argparse.Namespace) -> Path:
-    db = args.reviews_db if args.reviews_db is not None else default_db_path()
+
+def _existing_db(args: argparse.Namespace) -> str | Path:
+    db = args.reviews_db if args.reviews_db is not None else default_target()
+    if is_url(db):
+        open_backend(db, timeout=10.0).require_schema()  # one line when unreachable, refused, or empty
+        return db
     flag = spelled(args, "reviews_db", "--reviews-db")
     path = Path(db).expanduser()
     if path.is_dir():
@@ -130,10 +161,20 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _file_only(args: argparse.Namespace, action: str, instead: str) -> Path:
+    db = _existing_db(args)
+    if is_url(db):
+        raise ValueError(f"`reviews {action}` works on an SQLite file; for {_shown(db)!r} {instead}.")
+    return db
+
+
 def _backup(args: argparse.Namespace) -> int:
     from core.reviews.maintenance import backup
 
-    done = backup(_existing_db(args), args.out)
+    done = backup(
+        _file_only(args, "backup", "use pg_dump, or `reviews copy --from URL --to FILE` (docs/review_team.md)"),
+        args.out,
+    )
     print(f"backed up {done.entries} entries to {done.path} ({done.size_bytes:,} bytes)")
     return 0
 
@@ -141,7 +182,7 @@ def _backup(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from core.reviews.maintenance import check_integrity
 
-    path = _existing_db(args)
+    path = _file_only(args, "check", "the server checks its own pages; `reviews verify` checks the review log")
     found = check_integrity(path)
     if found.ok:
         print(f"{path.name}: integrity check ok")
@@ -159,15 +200,24 @@ def _verify(args: argparse.Namespace) -> int:
     path = _existing_db(args)
     found = verify_log(path)
     if found.ok:
-        print(f"{path.name}: {found.summary}; head {found.head}")
+        print(f"{_shown(path)}: {found.summary}; head {found.head}")
         return 0
     where = f" (first bad entry: review_id {found.first_bad})" if found.first_bad is not None else ""
-    print(f"{path.name}: {found.summary}{where}", file=sys.stderr)
+    print(f"{_shown(path)}: {found.summary}{where}", file=sys.stderr)
     return FAILED
 
 
 def _sign(args: argparse.Namespace) -> int:
     path = _existing_db(args)
     signed = ReviewStore(path).sign()
-    print(f"{path.name}: signed {signed} entries with the key" if signed else f"{path.name}: already signed")
+    print(f"{_shown(path)}: signed {signed} entries with the key" if signed else f"{_shown(path)}: already signed")
+    return 0
+
+
+def _copy(args: argparse.Namespace) -> int:
+    from core.reviews.copy import copy_store
+
+    done = copy_store(args.source, args.destination)
+    counts = ", ".join(f"{table} {n:,}" for table, n in done.rows.items())
+    print(f"copied {done.source} to {done.destination}: {counts}; chain head {done.head}")
     return 0

@@ -1,4 +1,4 @@
-"""Review decisions on flagged predictions, persisted in SQLite (see :mod:`core.reviews.store`)."""
+"""Review decisions on flagged predictions, persisted in SQLite or PostgreSQL (see :mod:`core.reviews.store`)."""
 
 from core.reviews import store as _store
 from core.reviews.agreement import CASE_STATES, Agreement, agreement, case_states

@@ -21,8 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.atomic import fsync_folder
+from core.reviews.backend import _db_path, is_url, open_backend
 from core.reviews.chain import KEY_ENV_VAR, LogVerification, key_bytes, key_check, walk_chain
-from core.reviews.store import _COLUMNS, _SCHEMA_VERSION, _TRIGGERS, ReviewStoreError, _db_path, _identify
+from core.reviews.interface import Connection
+from core.reviews.postgres import PG_TRIGGERS, PostgresBackend
+from core.reviews.records import _COLUMNS, ReviewStoreError
+from core.reviews.schema import _SCHEMA_VERSION, _TRIGGERS, _identify
 
 __all__ = ["BackupResult", "IntegrityCheck", "backup", "check_integrity", "verify_log"]
 
@@ -107,8 +111,10 @@ def verify_log(path: str | os.PathLike[str] | None, *, key: str | bytes | None =
         The file is missing, not a review database, older than the chain, or signed and no key
         (or another key) was given.
     """
-    db = _existing(path, edited_ok=True)
     raw = key_bytes(key if key is not None else (os.environ.get(KEY_ENV_VAR) or None))
+    if is_url(path):
+        return _verify_server(open_backend(path, timeout=10.0), raw)
+    db = _existing(path, edited_ok=True)
     with closing(_read_only(db)) as conn:
         conn.execute("BEGIN")  # one snapshot: writers may go on meanwhile
         version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -118,27 +124,49 @@ def verify_log(path: str | os.PathLike[str] | None, *, key: str | bytes | None =
                 "chain: open it once with this version of the tool (the dashboard, or any `reviews` command "
                 "that writes) to add the chain, then verify it."
             )
-        settings = dict(conn.execute("SELECT name, value FROM store_settings").fetchall())
-        keyed = "key_check" in settings
-        if keyed and raw is None:
-            raise ValueError(
-                f"Review database {str(db)!r} is signed with the server's key: set {KEY_ENV_VAR} (or pass the "
-                "key) to verify it."
-            )
-        if keyed and key_check(raw) != settings["key_check"]:
-            raise ValueError(
-                f"The key given is not the one review database {str(db)!r} was signed with: nothing can be "
-                "verified with it."
-            )
         triggers = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
-        head = conn.execute("SELECT entries, head, mac FROM chain_head WHERE id = 1").fetchone()
-        rows = (
-            (row[:-3], row[-3], row[-2], row[-1])
-            for row in conn.execute(f"SELECT {_COLUMNS}, prev_hash, entry_hash, mac FROM reviews ORDER BY review_id")
-        )
-        result = walk_chain(rows, key=raw, head=None if head is None else tuple(head), keyed=keyed)
+        result, keyed = _walk(conn, raw, str(db))
         conn.execute("ROLLBACK")
-    missing = sorted(_TRIGGERS - triggers)
+    return _with_triggers(result, keyed, _TRIGGERS - triggers)
+
+
+def _verify_server(db: PostgresBackend, raw: bytes | None) -> LogVerification:
+    """:func:`verify_log` of a PostgreSQL database, in one read-only snapshot."""
+    db.require_schema()
+    try:
+        with closing(db.connect()) as conn:
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            triggers = db.trigger_names(conn)
+            result, keyed = _walk(conn, raw, db.name)
+            conn.execute("ROLLBACK")
+    except db.errors as exc:
+        raise db.error(exc, "verifying") from exc
+    return _with_triggers(result, keyed, PG_TRIGGERS - triggers)
+
+
+def _walk(conn: Connection, raw: bytes | None, name: str) -> tuple[LogVerification, bool]:
+    """Walk the chain inside the caller's read snapshot; (the result, whether the log is signed)."""
+    settings = dict(conn.execute("SELECT name, value FROM store_settings").fetchall())
+    keyed = "key_check" in settings
+    if keyed and raw is None:
+        raise ValueError(
+            f"Review database {name!r} is signed with the server's key: set {KEY_ENV_VAR} (or pass the key) to verify it."
+        )
+    if keyed and key_check(raw) != settings["key_check"]:
+        raise ValueError(
+            f"The key given is not the one review database {name!r} was signed with: nothing can be verified with it."
+        )
+    head = conn.execute("SELECT entries, head, mac FROM chain_head WHERE id = 1").fetchone()
+    rows = (
+        (row[:-3], row[-3], row[-2], row[-1])
+        for row in conn.execute(f"SELECT {_COLUMNS}, prev_hash, entry_hash, mac FROM reviews ORDER BY review_id")
+    )
+    return walk_chain(rows, key=raw, head=None if head is None else tuple(head), keyed=keyed), keyed
+
+
+def _with_triggers(result: LogVerification, keyed: bool, missing_triggers: set[str]) -> LogVerification:
+    """A chain that verifies still fails when an append-only trigger is gone."""
+    missing = sorted(missing_triggers)
     if result.ok and missing:
         return LogVerification(
             False,

@@ -12,7 +12,7 @@ from typing import Literal, get_args
 
 import pandas as pd
 
-from core.reviews.store import DECISIONS, REASONS, _split_reasons
+from core.reviews.records import DECISIONS, REASONS, _split_reasons
 
 __all__ = ["UNREVIEWED", "QueueFilter", "filter_queue", "minutes", "next_unreviewed", "step_case"]
 

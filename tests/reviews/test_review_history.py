@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from review_backends import raw
 
 from core.reviews import (
     DECISIONS,
@@ -26,8 +27,8 @@ V1_COLUMNS = list(REVIEW_COLUMNS[:7])
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> ReviewStore:
-    return ReviewStore(tmp_path / "reviews.sqlite3")
+def store(store_target: str) -> ReviewStore:
+    return ReviewStore(store_target)
 
 
 def _replay(history: pd.DataFrame) -> dict[tuple[str, str], int]:
@@ -68,17 +69,17 @@ def test_retraction_restores_the_previous_decision_then_unreviewed(store):
 def test_retractions_are_refused_by_the_schema_when_inconsistent(store):
     store.record("fp", 1, reviewer="a", decision="acceptable")
     store.record("fp", 2, reviewer="a", decision="acceptable")
-    cols = "created_at, audit_fingerprint, sample_id, reviewer, decision, note, retracts"
-    with sqlite3.connect(store.path) as conn:
-        with pytest.raises(sqlite3.IntegrityError, match="same case"):  # names another case's decision
-            conn.execute(f"INSERT INTO reviews ({cols}) VALUES ('t', 'fp', '1', 'x', 'retracted', '', 2)")
-        with pytest.raises(sqlite3.IntegrityError, match="CHECK"):  # a retraction must name its target
-            conn.execute(f"INSERT INTO reviews ({cols}) VALUES ('t', 'fp', '1', 'x', 'retracted', '', NULL)")
-        with pytest.raises(sqlite3.IntegrityError, match="CHECK"):  # a decision names none
-            conn.execute(f"INSERT INTO reviews ({cols}) VALUES ('t', 'fp', '1', 'x', 'acceptable', '', 1)")
-        conn.execute(f"INSERT INTO reviews ({cols}) VALUES ('t', 'fp', '1', 'x', 'retracted', '', 1)")
-        with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):  # retracted at most once
-            conn.execute(f"INSERT INTO reviews ({cols}) VALUES ('t', 'fp', '1', 'x', 'retracted', '', 1)")
+    cols = "review_id, created_at, audit_fingerprint, sample_id, reviewer, decision, note, retracts"
+    errors = store._db.errors
+    with pytest.raises(errors, match="same case"):  # names another case's decision
+        raw(store, f"INSERT INTO reviews ({cols}) VALUES (10, 't', 'fp', '1', 'x', 'retracted', '', 2)")
+    with pytest.raises(errors, match="(?i)check"):  # a retraction must name its target
+        raw(store, f"INSERT INTO reviews ({cols}) VALUES (11, 't', 'fp', '1', 'x', 'retracted', '', NULL)")
+    with pytest.raises(errors, match="(?i)check"):  # a decision names none
+        raw(store, f"INSERT INTO reviews ({cols}) VALUES (12, 't', 'fp', '1', 'x', 'acceptable', '', 1)")
+    raw(store, f"INSERT INTO reviews ({cols}) VALUES (13, 't', 'fp', '1', 'x', 'retracted', '', 1)")
+    with pytest.raises(errors, match="(?i)unique"):  # retracted at most once
+        raw(store, f"INSERT INTO reviews ({cols}) VALUES (14, 't', 'fp', '1', 'x', 'retracted', '', 1)")
     with pytest.raises(ValueError, match=r"`decision` must be one of"):
         store.record("fp", 1, reviewer="a", decision="retracted")
 

@@ -9,12 +9,16 @@ import hmac
 import json
 import sqlite3
 
+import psycopg
 import pytest
+from review_backends import raw
 
 from core.cli import main
 from core.reviews import ReviewStore, ReviewStoreError, User, load_team
+from core.reviews.backend import is_url
 from core.reviews.chain import GENESIS, entry_hash
 from core.reviews.maintenance import verify_log
+from core.reviews.schema import TABLES
 from core.reviews.store import REVIEW_COLUMNS
 
 KEY = "k" * 32
@@ -22,10 +26,11 @@ OTHER = "o" * 32
 
 
 @pytest.fixture
-def signed(tmp_path, monkeypatch):
-    """A signed log of 6 entries (5 decisions and a retraction), the key in the environment."""
+def signed(store_target, monkeypatch):
+    """A signed log of 6 entries (5 decisions and a retraction), the key in the environment,
+    in an SQLite file or a PostgreSQL database."""
     monkeypatch.setenv("AUDIT_REVIEWS_KEY", KEY)
-    db = tmp_path / "r.sqlite3"
+    db = store_target
     store = ReviewStore(db)
     for i in range(5):
         store.record("fp", i, reviewer="ana", decision="acceptable", note=f"n{i}")
@@ -35,6 +40,16 @@ def signed(tmp_path, monkeypatch):
 
 def _tamper(db, *statements, params=()):
     """Run SQL with the append-only triggers lifted and put back, as an attacker would."""
+    if is_url(db):  # the owner of a PostgreSQL database (no sqlite_sequence there)
+        with psycopg.connect(db, autocommit=True) as conn:
+            for table in TABLES:
+                conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
+            for statement in statements:
+                if "sqlite_sequence" not in statement:
+                    conn.execute(statement.replace("?", "%s"), params or None)
+            for table in TABLES:
+                conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
+        return
     with sqlite3.connect(db) as conn:
         triggers = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'").fetchall()
         for name, _ in triggers:
@@ -55,11 +70,9 @@ def test_an_intact_signed_log_verifies_and_the_chain_matches_an_independent_reco
     result = verify_log(signed)
     assert result.ok and result.entries == 6 and result.keyed and result.checked_macs
     # Recompute the chain and every HMAC by hand from the rows (no code of core.reviews.chain).
-    with sqlite3.connect(signed) as conn:
-        rows = conn.execute(
-            f"SELECT {', '.join(REVIEW_COLUMNS)}, prev_hash, entry_hash, mac FROM reviews ORDER BY review_id"
-        ).fetchall()
-        head = conn.execute("SELECT entries, head, mac FROM chain_head").fetchone()
+    store = ReviewStore(signed)
+    rows = raw(store, f"SELECT {', '.join(REVIEW_COLUMNS)}, prev_hash, entry_hash, mac FROM reviews ORDER BY review_id")
+    head = raw(store, "SELECT entries, head, mac FROM chain_head")[0]
     prev = "0" * 64
     for row in rows:
         body = json.dumps(list(row[:-3]), ensure_ascii=False, separators=(",", ":"))
@@ -115,31 +128,32 @@ def test_verify_names_the_first_tampered_entry(signed, capsys, attack, first_bad
 
 
 def test_an_entry_forged_without_the_key_with_a_correct_hash_fails_on_its_hmac(signed, capsys):
-    with sqlite3.connect(signed) as conn:
-        last = conn.execute("SELECT entry_hash FROM reviews ORDER BY review_id DESC LIMIT 1").fetchone()[0]
-        values = (
-            7,
-            "2030-01-01T00:00:00.000000+00:00",
-            "fp",
-            "99",
-            "bo",
-            "acceptable",
-            "",
-            "",
-            None,
-            "",
-            "",
-            "",
-            None,
-            "",
-            "review",
-        )
-        digest = entry_hash(last, values)
-        conn.execute(
-            f"INSERT INTO reviews ({', '.join(REVIEW_COLUMNS)}, prev_hash, entry_hash, mac) VALUES ({', '.join('?' * 18)})",
-            (*values, last, digest, "0" * 64),
-        )
-        conn.execute("UPDATE chain_head SET entries = 7, head = ?", (digest,))
+    store = ReviewStore(signed)
+    last = raw(store, "SELECT entry_hash FROM reviews ORDER BY review_id DESC LIMIT 1")[0][0]
+    values = (
+        7,
+        "2030-01-01T00:00:00.000000+00:00",
+        "fp",
+        "99",
+        "bo",
+        "acceptable",
+        "",
+        "",
+        None,
+        "",
+        "",
+        "",
+        None,
+        "",
+        "review",
+    )
+    digest = entry_hash(last, values)
+    raw(
+        store,
+        f"INSERT INTO reviews ({', '.join(REVIEW_COLUMNS)}, prev_hash, entry_hash, mac) VALUES ({', '.join('?' * 18)})",
+        (*values, last, digest, "0" * 64),
+    )
+    raw(store, "UPDATE chain_head SET entries = 7, head = ?", (digest,))
     result = verify_log(signed)
     assert not result.ok and result.first_bad == 7 and "not written with the server's key" in result.problem
     assert _verify_exit(signed, capsys)[0] == 3
@@ -160,16 +174,15 @@ def test_a_keyless_process_cannot_write_to_a_signed_log_and_a_wrong_key_is_named
 
 
 def test_dropped_triggers_are_refused_at_open_and_named_by_verify(signed):
-    with sqlite3.connect(signed) as conn:
-        conn.execute("DROP TRIGGER reviews_append_only_delete")
+    raw(ReviewStore(signed), "DROP TRIGGER reviews_append_only_delete" + (" ON reviews" if is_url(signed) else ""))
     with pytest.raises(ReviewStoreError, match="edited outside this tool.*reviews_append_only_delete"):
         ReviewStore(signed)
     result = verify_log(signed)
     assert not result.ok and "reviews_append_only_delete" in result.problem
 
 
-def test_an_unsigned_log_is_signed_once_by_an_admin_then_refuses_keyless_writers(tmp_path, monkeypatch, capsys):
-    db = tmp_path / "r.sqlite3"
+def test_an_unsigned_log_is_signed_once_by_an_admin_then_refuses_keyless_writers(store_target, monkeypatch, capsys):
+    db = store_target
     store = ReviewStore(db)
     store.record("fp", 1, reviewer="ana", decision="acceptable")
     assert verify_log(db).ok and not verify_log(db).keyed
@@ -188,8 +201,8 @@ def test_an_unsigned_log_is_signed_once_by_an_admin_then_refuses_keyless_writers
         ReviewStore(db).record("fp", 3, reviewer="ana", decision="acceptable")
 
 
-def test_a_tampered_unsigned_log_is_not_signed(tmp_path):
-    db = tmp_path / "r.sqlite3"
+def test_a_tampered_unsigned_log_is_not_signed(store_target):
+    db = store_target
     store = ReviewStore(db)
     for i in range(3):
         store.record("fp", i, reviewer="ana", decision="acceptable")
@@ -198,10 +211,10 @@ def test_a_tampered_unsigned_log_is_not_signed(tmp_path):
         ReviewStore(db, key=KEY).sign()
 
 
-def test_a_team_database_refuses_writes_from_a_store_opened_without_its_team(tmp_path):
+def test_a_team_database_refuses_writes_from_a_store_opened_without_its_team(tmp_path, store_target):
     team_file = tmp_path / "team.toml"
     team_file.write_text('[members]\n"ana@example.org" = "admin"\n"bo@example.org" = "reviewer"\n')
-    db = tmp_path / "r.sqlite3"
+    db = store_target
     ReviewStore(db, team=load_team(team_file)).record(
         "fp", 1, reviewer=User(email="bo@example.org"), decision="acceptable"
     )

@@ -99,8 +99,9 @@ def test_check_and_verify_of_a_missing_file_are_bad_input(tmp_path, capsys):
     assert not (tmp_path / "none.sqlite3").exists()
 
 
-def test_a_url_is_refused_instead_of_becoming_a_file(tmp_path, monkeypatch):
+def test_a_url_never_becomes_a_file(tmp_path, monkeypatch):
+    # A postgresql:// URL is a server (tests/reviews/test_review_postgres.py); any other URL is refused.
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ValueError, match="looks like a URL"):
-        ReviewStore("postgresql://ana@db.example/reviews")
+    with pytest.raises(ValueError, match="looks like a URL, but not a PostgreSQL one"):
+        ReviewStore("sqlite://ana@db.example/reviews")
     assert list(tmp_path.iterdir()) == []

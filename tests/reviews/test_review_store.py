@@ -12,12 +12,18 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from review_backends import raw
 
 from core.reviews import DECISIONS, ENV_VAR, REVIEW_COLUMNS, ReviewStore, ReviewStoreError, default_db_path
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> ReviewStore:
+def store(store_target: str) -> ReviewStore:
+    return ReviewStore(store_target)
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> ReviewStore:
     return ReviewStore(tmp_path / "reviews.sqlite3")
 
 
@@ -92,7 +98,8 @@ def test_survives_another_process_writing(tmp_path):
     assert ReviewStore(path).latest("child")["sample_id"].tolist() == ["0", "1", "2", "3", "4"]
 
 
-def test_wal_mode_and_busy_timeout_are_set(store):
+def test_wal_mode_and_busy_timeout_are_set(sqlite_store):
+    store = sqlite_store
     with sqlite3.connect(store.path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     conn = store._connect()
@@ -127,7 +134,8 @@ def test_concurrent_threads_with_separate_stores_lose_nothing(tmp_path):
         assert ReviewStore(path).latest(f"fp{t}")["sample_id"].astype(int).sort_values().tolist() == list(range(n_each))
 
 
-def test_writer_waits_for_a_held_lock_and_reader_is_not_blocked(store):
+def test_writer_waits_for_a_held_lock_and_reader_is_not_blocked(sqlite_store):
+    store = sqlite_store
     store.record("fp", 0, reviewer="a", decision="acceptable")
     blocker = sqlite3.connect(store.path, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")
@@ -178,18 +186,19 @@ def test_failed_transaction_rolls_back(store):
     with pytest.raises(RuntimeError):
         with store._transaction() as conn:
             conn.execute(
-                "INSERT INTO reviews (created_at, audit_fingerprint, sample_id, reviewer, decision, note)"
-                " VALUES ('t', 'fp', '9', 'x', 'acceptable', '')"
+                "INSERT INTO reviews (review_id, created_at, audit_fingerprint, sample_id, reviewer, decision, note)"
+                " VALUES (99, 't', 'fp', '9', 'x', 'acceptable', '')"
             )
             raise RuntimeError("boom")
     assert store.history("fp")["sample_id"].tolist() == ["1"]
 
 
 def test_schema_checks_the_decision_enum_even_for_raw_sql(store):
-    with sqlite3.connect(store.path) as conn, pytest.raises(sqlite3.IntegrityError, match="CHECK"):
-        conn.execute(
-            "INSERT INTO reviews (created_at, audit_fingerprint, sample_id, reviewer, decision, note)"
-            " VALUES ('t', 'fp', '1', 'x', 'maybe', '')"
+    with pytest.raises(store._db.errors, match="(?i)check"):
+        raw(
+            store,
+            "INSERT INTO reviews (review_id, created_at, audit_fingerprint, sample_id, reviewer, decision, note)"
+            " VALUES (1, 't', 'fp', '1', 'x', 'maybe', '')",
         )
 
 

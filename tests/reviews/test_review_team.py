@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from review_backends import raw
 
 from core.exceptions import UndefinedMetricWarning
 from core.reviews import (
@@ -47,8 +48,8 @@ TEAM = Team(
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> ReviewStore:
-    return ReviewStore(tmp_path / "team.sqlite3", team=TEAM)
+def store(store_target: str) -> ReviewStore:
+    return ReviewStore(store_target, team=TEAM)
 
 
 def _raw(path: Path, sql: str) -> list[tuple]:
@@ -123,7 +124,7 @@ def test_viewer_and_unassigned_reviewer_writes_are_refused_and_logged(store, cap
         store.record_many("fp", ["1", "2"], reviewer=BO, decision="acceptable")
     with pytest.raises(AccessRefused, match="has no access"):
         store.record("fp", "1", reviewer=ZED, decision="acceptable")
-    assert _raw(store.path, "SELECT COUNT(*) FROM reviews") == [(0,)]  # nothing stored
+    assert raw(store, "SELECT COUNT(*) FROM reviews") == [(0,)]  # nothing stored
     refused = store.refusals()
     assert refused[["user_email", "role", "action", "sample_id"]].values.tolist() == [
         ["dee@example.org", "viewer", "decide", "1"],
@@ -134,8 +135,8 @@ def test_viewer_and_unassigned_reviewer_writes_are_refused_and_logged(store, cap
     assert sum("refused" in r.getMessage() for r in caplog.records) == 4
     # Assigned cases go through; the refusal log is append-only like the history.
     assert store.record("fp", "1", reviewer=BO, decision="acceptable").reviewer_email == "bo@example.org"
-    with sqlite3.connect(store.path) as conn, pytest.raises(sqlite3.IntegrityError, match="append-only"):
-        conn.execute("DELETE FROM access_refusals")
+    with pytest.raises(store._db.errors, match="append-only"):
+        raw(store, "DELETE FROM access_refusals")
 
 
 def test_admin_only_actions(store):
@@ -247,8 +248,8 @@ def test_retract_undoes_the_signed_in_reviewers_latest_decision_whichever_case(s
         store.retract("fp", reviewer=DEE)
 
 
-def test_local_mode_retract_without_a_case_takes_the_latest_decision(tmp_path):
-    store = ReviewStore(tmp_path / "local.sqlite3")
+def test_local_mode_retract_without_a_case_takes_the_latest_decision(store_target):
+    store = ReviewStore(store_target)
     store.record("fp", 1, reviewer="ana", decision="acceptable")
     latest = store.record("fp", 2, reviewer="ana", decision="acceptable")
     assert store.retract("fp", reviewer="ana").retracts == latest.review_id
@@ -286,8 +287,8 @@ def test_adjudication_is_the_final_decision_and_history_stays_append_only(store)
     undo = store.retract("fp", reviewer=ANA)  # the admin's own latest: the adjudication
     assert (undo.retracts, undo.kind) == (final.review_id, "adjudication")
     assert store.latest("fp", viewer=ANA).set_index("sample_id").loc["1", "reviewer"] == "Bo"
-    with sqlite3.connect(store.path) as conn, pytest.raises(sqlite3.IntegrityError, match="append-only"):
-        conn.execute("UPDATE reviews SET decision = 'acceptable' WHERE kind = 'adjudication'")
+    with pytest.raises(store._db.errors, match="append-only"):
+        raw(store, "UPDATE reviews SET decision = 'acceptable' WHERE kind = 'adjudication'")
 
 
 def _naive_cohen(y1, y2) -> float:
