@@ -100,6 +100,12 @@ def _flip_budget_iv(flip_budget: int, depth: int) -> int:
     return int(flip_budget)
 
 
+def flip_note_align(flip_budget: int, depth: int) -> str:
+    """Side of the flip line its note runs to: away from the nearer end of the step axis, so
+    that a flip on the last step keeps its note inside the plot."""
+    return "left" if flip_budget <= depth / 2 else "right"
+
+
 @dataclass(frozen=True)
 class TrajectoryPoints:
     """The points of a removal trajectory, validated, as both of its twins draw them
@@ -233,14 +239,16 @@ def trajectory_figure(
     # The boundary is named by the axis title: a text on the line sat under the path's points.
     fig.add_hline(y=0, line=dict(color=LIGHT_GREY, width=2), row=1, col=1)
     if k_star <= depth:
-        fig.add_vline(x=k_star - 0.5, line=dict(color=_FLIPPED, dash="dash", width=2))
+        # On the flip step itself, through its first flipped point: a line between steps read as
+        # a flip at k* − ½, which no certificate has.
+        fig.add_vline(x=k_star, line=dict(color=_FLIPPED, dash="dash", width=2))
         fig.add_annotation(
-            x=k_star - 0.5,
+            x=k_star,
             y=1.0,
             yref="paper",
             text=f"flip at k* = {k_star}",
             showarrow=False,
-            xanchor="left",
+            xanchor=flip_note_align(k_star, depth),
             yanchor="bottom",
             font=dict(color=_FLIPPED),
         )
