@@ -58,6 +58,7 @@ __all__ = [
     "load_paired",
     "load_reviews",
     "report_for_result",
+    "report_title",
     "write_report",
 ]
 
@@ -962,6 +963,30 @@ def _paired_section(paired: PairedInputs | None, note: str, figure: _Figures) ->
     return "".join(out)
 
 
+#: ``Dataset.source`` of an audit of a model the user fitted (``core.tabular.own_model.audit_model``,
+#: behind the ``audit --model-file`` command and the dashboard's *Your model*).
+_OWN_MODEL_SOURCE = "audit_model"
+
+
+def report_title(audit: AuditInputs) -> str:
+    """The report's default title: dataset, model and seed of a tool-fitted audit; for the user's
+    own fitted model its name alone, since the tool neither split its data nor fitted it by a seed
+    (its seed only draws the label channel, listed under *Protocol*).
+
+    Examples
+    --------
+    >>> own = AuditInputs("m", pd.DataFrame(), {"model": "own:Pipeline", "seed": 0}, {"source": "audit_model"})
+    >>> report_title(own)
+    'Fragility audit: your model Pipeline'
+    >>> report_title(AuditInputs("b", pd.DataFrame(), {"dataset": "adult", "model": "logreg", "seed": 2}, {}))
+    'Fragility audit: adult / logreg / seed 2'
+    """
+    ev = audit.evaluation
+    if audit.protocol.get("source") == _OWN_MODEL_SOURCE:
+        return f"Fragility audit: your model {str(ev.get('model')).removeprefix('own:')}"
+    return f"Fragility audit: {ev.get('dataset')} / {ev.get('model')} / seed {ev.get('seed')}"
+
+
 def build_report(
     audits: AuditInputs | Sequence[AuditInputs],
     *,
@@ -997,7 +1022,7 @@ def build_report(
     budget = check_budget(budget, name="budget")
     a = audits[0]
     ev = a.evaluation
-    title = title or f"Fragility audit: {ev.get('dataset')} / {ev.get('model')} / seed {ev.get('seed')}"
+    title = title or report_title(a)
     figure = _Figures()
     body = [
         f"<h1>{_e(title)}</h1>",
