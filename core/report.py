@@ -35,6 +35,7 @@ import plotly.io as pio
 from core import viz
 from core.atomic import atomic_write_text
 from core.cfc.stressors import LabelChannel
+from core.constants import OWN_MODEL_SOURCE
 from core.exceptions import UndefinedMetricWarning, UndefinedTargetWarning
 from core.reviews import DECISION_LABELS, ReviewStore
 from core.validation import check_budget
@@ -963,11 +964,6 @@ def _paired_section(paired: PairedInputs | None, note: str, figure: _Figures) ->
     return "".join(out)
 
 
-#: ``Dataset.source`` of an audit of a model the user fitted (``core.tabular.own_model.audit_model``,
-#: behind the ``audit --model-file`` command and the dashboard's *Your model*).
-_OWN_MODEL_SOURCE = "audit_model"
-
-
 def report_title(audit: AuditInputs) -> str:
     """The report's default title: dataset, model and seed of a tool-fitted audit; for the user's
     own fitted model its name alone, since the tool neither split its data nor fitted it by a seed
@@ -982,7 +978,7 @@ def report_title(audit: AuditInputs) -> str:
     'Fragility audit: adult / logreg / seed 2'
     """
     ev = audit.evaluation
-    if audit.protocol.get("source") == _OWN_MODEL_SOURCE:
+    if audit.protocol.get("source") == OWN_MODEL_SOURCE:
         return f"Fragility audit: your model {str(ev.get('model')).removeprefix('own:')}"
     return f"Fragility audit: {ev.get('dataset')} / {ev.get('model')} / seed {ev.get('seed')}"
 

@@ -44,6 +44,7 @@ from core.cfc.grouping import build_groups, domain_block_groups, redundancy_merg
 from core.cfc.operators import stack_removals
 from core.cfc.protocol import Protocol
 from core.cfc.stressors import LabelChannel, brittle_labels
+from core.constants import OWN_MODEL_SOURCE
 from core.exceptions import UndefinedMetricWarning
 from core.tabular.datasets import Dataset, DatasetSplit
 from core.tabular.metrics import nominal_metrics
@@ -409,7 +410,7 @@ def _audit_space(
         categorical=categorical,
         classes=tuple(plain_value(c) for c in classes),
         description="Tables passed to audit_model.",
-        source="audit_model",
+        source=OWN_MODEL_SOURCE,
     )
     n_train = len(train)
     split = DatasetSplit(
