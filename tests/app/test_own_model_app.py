@@ -421,3 +421,18 @@ def test_the_sidebar_names_a_saved_tool_audits_dataset_model_and_seed():
         "Model: **m.onnx** (your fitted model)",
         "Data: **test.csv**, target `default`",
     ]
+
+
+def test_the_bundled_selection_survives_a_saved_audit_opened_and_closed(monkeypatch, reviews_db, wine_audit):
+    at = _app(monkeypatch, "--audits-dir", str(wine_audit.parent))
+    at.sidebar.selectbox(key="model").set_value("logreg").run()
+    at.sidebar.number_input(key="seed").set_value(4).run()
+    at.session_state[OwnModelState.folders_open.key] = True
+    at.run()
+    at.sidebar.button(key="own_open").click().run()
+    assert_ok(at)
+    assert "model" not in {w.key for w in at.sidebar.selectbox}, "not offered while the saved audit is open"
+    at.sidebar.button(key="own_close").click().run()
+    assert_ok(at)
+    assert at.sidebar.selectbox(key="model").value == "logreg"
+    assert at.sidebar.number_input(key="seed").value == 4
