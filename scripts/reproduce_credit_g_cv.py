@@ -347,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", required=True)
     r.add_argument("--models", type=lambda t: tuple(t.split(",")), default=MODELS)
     r.add_argument("--folds", type=int, default=5)
-    r.add_argument("--repeats", type=int, default=3)
+    r.add_argument("--repeats", type=int, default=5)
     r.add_argument("--draws", type=int, default=3)
     r.add_argument("--seed", type=int, default=0)
     p = sub.add_parser("report")
