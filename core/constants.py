@@ -14,7 +14,7 @@ Examples
 
 from __future__ import annotations
 
-__all__ = ["CLEAN_COVERAGE", "COVERAGES", "LEVELS", "OWN_MODEL_SOURCE"]
+__all__ = ["CLEAN_COVERAGE", "COVERAGES", "LEVELS"]
 
 #: Information levels of the paired identified intervals (SPEC B.3), lowest first.
 LEVELS: tuple[str, ...] = ("I0", "Ik", "I5")
@@ -22,6 +22,3 @@ LEVELS: tuple[str, ...] = ("I0", "Ik", "I5")
 COVERAGES: tuple[float, ...] = (0.6, 0.7, 0.8, 0.9, 1.0)
 #: Coverage of the fixed clean threshold the policies are compared against (SPEC B.4).
 CLEAN_COVERAGE: float = 0.8
-#: ``Dataset.source`` of an audit of a model the user fitted (``core.tabular.own_model.audit_model``):
-#: the report and the sidebar tell it from a tool-fitted audit, which has a seeded split and fit.
-OWN_MODEL_SOURCE: str = "audit_model"

@@ -35,9 +35,9 @@ import plotly.io as pio
 from core import viz
 from core.atomic import atomic_write_text
 from core.cfc.stressors import LabelChannel
-from core.constants import OWN_MODEL_SOURCE
 from core.exceptions import UndefinedMetricWarning, UndefinedTargetWarning
 from core.reviews import DECISION_LABELS, ReviewStore
+from core.tabular.dataset import OWN_MODEL_SOURCE
 from core.validation import check_budget
 from core.views.paired import evaluation_records
 from core.views.ranking import attach_decisions, capture_curves, rank_queue

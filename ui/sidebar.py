@@ -14,7 +14,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from core.constants import OWN_MODEL_SOURCE
+from core.tabular.dataset import OWN_MODEL_SOURCE
 from core.tabular.datasets import DATASET_NAMES
 from core.tabular.models import MODEL_NAMES
 from ui.auth import SIGN_OUT_KEY, current_access

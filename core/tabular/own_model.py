@@ -44,8 +44,8 @@ from core.cfc.grouping import build_groups, domain_block_groups, redundancy_merg
 from core.cfc.operators import stack_removals
 from core.cfc.protocol import Protocol
 from core.cfc.stressors import LabelChannel, brittle_labels
-from core.constants import OWN_MODEL_SOURCE
 from core.exceptions import UndefinedMetricWarning
+from core.tabular.dataset import OWN_MODEL_SOURCE
 from core.tabular.datasets import Dataset, DatasetSplit
 from core.tabular.metrics import nominal_metrics
 from core.tabular.preprocessing import detect_unavailable_fields
