@@ -37,6 +37,7 @@ from core.atomic import atomic_write_text
 from core.cfc.stressors import LabelChannel
 from core.exceptions import UndefinedMetricWarning, UndefinedTargetWarning
 from core.reviews import DECISION_LABELS, ReviewStore
+from core.tabular.dataset import OWN_MODEL_SOURCE
 from core.validation import check_budget
 from core.views.paired import evaluation_records
 from core.views.ranking import attach_decisions, capture_curves, rank_queue
@@ -58,6 +59,7 @@ __all__ = [
     "load_paired",
     "load_reviews",
     "report_for_result",
+    "report_title",
     "write_report",
 ]
 
@@ -962,6 +964,25 @@ def _paired_section(paired: PairedInputs | None, note: str, figure: _Figures) ->
     return "".join(out)
 
 
+def report_title(audit: AuditInputs) -> str:
+    """The report's default title: dataset, model and seed of a tool-fitted audit; for the user's
+    own fitted model its name alone, since the tool neither split its data nor fitted it by a seed
+    (its seed only draws the label channel, listed under *Protocol*).
+
+    Examples
+    --------
+    >>> own = AuditInputs("m", pd.DataFrame(), {"model": "own:Pipeline", "seed": 0}, {"source": "audit_model"})
+    >>> report_title(own)
+    'Fragility audit: your model Pipeline'
+    >>> report_title(AuditInputs("b", pd.DataFrame(), {"dataset": "adult", "model": "logreg", "seed": 2}, {}))
+    'Fragility audit: adult / logreg / seed 2'
+    """
+    ev = audit.evaluation
+    if audit.protocol.get("source") == OWN_MODEL_SOURCE:
+        return f"Fragility audit: your model {str(ev.get('model')).removeprefix('own:')}"
+    return f"Fragility audit: {ev.get('dataset')} / {ev.get('model')} / seed {ev.get('seed')}"
+
+
 def build_report(
     audits: AuditInputs | Sequence[AuditInputs],
     *,
@@ -997,7 +1018,7 @@ def build_report(
     budget = check_budget(budget, name="budget")
     a = audits[0]
     ev = a.evaluation
-    title = title or f"Fragility audit: {ev.get('dataset')} / {ev.get('model')} / seed {ev.get('seed')}"
+    title = title or report_title(a)
     figure = _Figures()
     body = [
         f"<h1>{_e(title)}</h1>",

@@ -303,3 +303,19 @@ def test_checker_passes_a_clean_page(planted):
 )
 def test_github_slug(heading, slug):
     assert github_slug(heading) == slug
+
+
+def test_install_lines_name_a_checkout_or_a_wheel():
+    # Issue 40: docs/own_model.md said `pip install "reliability-audit[export]"`, a registry name,
+    # while the package is installed from a checkout or a wheel built from one.
+    registry = re.compile(r"""pip install\s+["']?reliability-audit\b""")
+    offenders = [
+        f"{page.relative_to(ROOT)}:{number}"
+        for page in markdown_files(ROOT)
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1)
+        if registry.search(line) and "finds nothing" not in line and "used to" not in line
+    ]
+    assert not offenders, offenders
+    assert 'pip install ".[export]"' in (ROOT / "docs" / "own_model.md").read_text(encoding="utf-8")
+    install = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    assert "pip install ." in install and ".whl[export]" in install

@@ -427,3 +427,36 @@ def test_report_refuses_an_audit_folder_made_by_a_newer_version(audit, tmp_path,
     code, err = _run(["report", str(folder), "--out", str(tmp_path / "r.html")], capsys)
     assert code == 2 and "made by a newer reliability-audit (format 99; this one reads up to 1): upgrade" in err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_the_title_of_a_users_model_names_it_without_a_seed(tmp_path):
+    # Issue 40: the report of the user's own model was titled "own data / own:Pipeline / seed 0",
+    # a seed the tool never used to split or fit that model.
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from core import audit_model
+    from core.tabular.audit import write_audit
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "tabular"))
+    from own_models import wine_tables
+
+    train, test = wine_tables()
+    pipe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000))
+    pipe.fit(train.drop(columns="target"), train["target"])
+    result = audit_model(pipe, train, test, target="target", name="wine.skops")
+    (tmp_path / "own").mkdir()
+    write_audit(result, tmp_path / "own")
+    for inputs in (audit_inputs(result), load_audit_folder(tmp_path / "own")):
+        text = build_report(inputs)
+        assert "<h1>Fragility audit: your model wine.skops</h1>" in text
+        assert "<title>Fragility audit: your model wine.skops</title>" in text
+        assert "seed 0</h1>" not in text
+
+
+def test_the_title_of_a_tool_fitted_audit_keeps_its_seed(audit):
+    result, folder = audit
+    title = f"Fragility audit: {result.dataset.name} / {result.model_name} / seed {result.seed}"
+    for inputs in (audit_inputs(result), load_audit_folder(folder)):
+        assert f"<h1>{title}</h1>" in build_report(inputs)

@@ -10,15 +10,18 @@ suggest it matters). Its widgets keep their values across those pages (``persist
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from core.reviews.backend import display_name
+from core.tabular.dataset import OWN_MODEL_SOURCE
 from core.tabular.datasets import DATASET_NAMES
 from core.tabular.models import MODEL_NAMES
 from ui.auth import SIGN_OUT_KEY, current_access
 from ui.components import guarded
 from ui.data import dataset_label, model_label, review_store
-from ui.own_model import render_own_model_sidebar
+from ui.own_model import render_own_model_sidebar, saved_folder
 from ui.state import SharedState, own_model_state, shared_state
 
 #: url paths of the pages that use none of the tabular selection.
@@ -83,10 +86,70 @@ def _identity() -> None:
     st.divider()
 
 
+def open_audit_lines(source: dict, protocol: dict | None) -> list[str]:
+    """What the sidebar says the tabular pages show while *Your model* is open, one line each.
+
+    Parameters
+    ----------
+    source : dict
+        ``OwnModelState.audit``: ``{"kind": "folder", "path": ...}`` or an upload
+        (``{"kind": "upload", "target": ..., "files": {"model": (name, bytes), "test": ..., ...}}``).
+    protocol : dict or None
+        The open folder's ``protocol.json`` (None for an upload, or a folder that did not open).
+    """
+    if source["kind"] == "upload":
+        files = source["files"]
+        train = files.get("train")
+        return [
+            f"Model: **{files['model'][0]}** (your fitted model)",
+            f"Data: **{files['test'][0]}**"
+            + (f" and **{train[0]}**" if train else "")
+            + f", target `{source['target']}`",
+        ]
+    lines = [f"Saved audit: **{Path(source['path']).name}**"]
+    if not protocol:
+        return lines
+    split = protocol.get("split") or {}
+    rows = (
+        f" ({split['n_train']:,} training, {split['n_test']:,} test rows)"
+        if {"n_train", "n_test"} <= set(split)
+        else ""
+    )
+    if protocol.get("source") == OWN_MODEL_SOURCE:
+        # The tool neither split nor fitted the user's model: no seed to show.
+        model = str(protocol.get("model", "")).removeprefix("own:")
+        return [*lines, f"Model: **{model}** (your fitted model)", f"Data: your tables{rows}"]
+    return [
+        *lines,
+        f"Dataset: **{dataset_label(str(protocol.get('dataset')))}**{rows}",
+        f"Model: **{model_label(str(protocol.get('model')))}**",
+        f"Seed: {protocol.get('seed')}",
+    ]
+
+
+def _open_audit(source: dict) -> None:
+    """The open audit in place of the dataset / model / seed selection, which it does not use."""
+    st.subheader("Open audit")
+    protocol = None
+    if source["kind"] == "folder":
+        try:
+            protocol = saved_folder().protocol
+        except ValueError:  # the pages say why; the sidebar names the folder only
+            protocol = None
+    st.markdown("  \n".join(open_audit_lines(source, protocol)))
+    st.caption("The tool's datasets and models return with *Back to the tool's models* below.")
+
+
 def _tabular_selection() -> None:
+    source = own_model_state().audit
+    if source is not None:
+        # The bundled selection is not drawn: its widgets keep their values (persist_state).
+        _open_audit(source)
+        st.divider()
+        render_own_model_sidebar()
+        st.divider()
+        return
     st.subheader("Audit selection")
-    if own_model_state().audit is not None:
-        st.caption("Not used while *Your model* (below) is open.")
     options = dataset_options()
     if shared_state().dataset_next in options:  # a table just added on the Overview page
         shared_state().dataset = shared_state().dataset_next

@@ -28,6 +28,7 @@ from core.validation import MAX_CLASSES, check_input_file, check_table
 
 __all__ = [
     "MAX_CLASSES",
+    "OWN_MODEL_SOURCE",
     "UNKNOWN_TOKEN",
     "Dataset",
     "DatasetSplit",
@@ -37,6 +38,10 @@ __all__ = [
     "resolve_blocks",
     "with_blocks",
 ]
+
+#: ``Dataset.source`` of an audit of a model the user fitted (``core.tabular.own_model.audit_model``):
+#: the report and the sidebar tell it from a tool-fitted audit, which has a seeded split and fit.
+OWN_MODEL_SOURCE = "audit_model"
 
 #: Text values that mean "not recorded", matched against the lower-cased, stripped value:
 #: "?", "unknown", "unk", "n/a", "missing", "not available", "" and suffixes such as

@@ -169,7 +169,12 @@ class OnnxClassifier:
             if dtype is None:
                 raise ValueError(f"{self._where}: input {name!r} has unsupported type {kind}.")
             col = frame[name]
-            values = col.astype(str).to_numpy(dtype=object) if dtype is object else col.to_numpy(dtype=dtype)
+            if dtype is object:
+                # An empty cell of a text input is sent as "" (pandas' NaN reached onnxruntime as
+                # the text "nan"): the marker skl2onnx's text imputer is given in docs/own_model.md.
+                values = col.astype(object).where(col.notna(), "").astype(str).to_numpy(dtype=object)
+            else:
+                values = col.to_numpy(dtype=dtype)
             feeds[name] = values.reshape(-1, 1)
         return feeds
 

@@ -45,6 +45,7 @@ from core.cfc.operators import stack_removals
 from core.cfc.protocol import Protocol
 from core.cfc.stressors import LabelChannel, brittle_labels
 from core.exceptions import UndefinedMetricWarning
+from core.tabular.dataset import OWN_MODEL_SOURCE
 from core.tabular.datasets import Dataset, DatasetSplit
 from core.tabular.metrics import nominal_metrics
 from core.tabular.preprocessing import detect_unavailable_fields
@@ -409,7 +410,7 @@ def _audit_space(
         categorical=categorical,
         classes=tuple(plain_value(c) for c in classes),
         description="Tables passed to audit_model.",
-        source="audit_model",
+        source=OWN_MODEL_SOURCE,
     )
     n_train = len(train)
     split = DatasetSplit(

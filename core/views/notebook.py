@@ -91,19 +91,20 @@ def certificate_figure(result: Any, sample_id: Any):
     plotly.graph_objects.Figure
         :func:`core.viz.certificate.trajectory_figure` of the sample, titled with its id.
     """
-    from core.viz.certificate import trajectory_figure
+    from core.viz.certificate import StaticFallbackFigure, static_trajectory_html, trajectory_figure, trajectory_points
 
     cert = result.certificates.certificate(_position(result, sample_id))
     names = [str(c) for c in result.class_of(np.arange(len(result.classes)))]
+    args = (list(cert.path), cert.path_margins, cert.proba[:, cert.pred])
+    predicted = [names[p] for p in cert.preds]
+    title = f"Sample {sample_id}: removal trajectory ({names[cert.pred]})"
     fig = trajectory_figure(
-        list(cert.path),
-        cert.path_margins,
-        cert.proba[:, cert.pred],
-        flip_budget=int(cert.flip_budget),
-        predicted=[names[p] for p in cert.preds],
-        class_label=names[cert.pred],
+        *args, flip_budget=int(cert.flip_budget), predicted=predicted, class_label=names[cert.pred]
+    ).update_layout(title_text=title)
+    points = trajectory_points(*args, flip_budget=int(cert.flip_budget), predicted=predicted)
+    return StaticFallbackFigure(
+        fig, static_html=static_trajectory_html(points, title=title, class_label=names[cert.pred])
     )
-    return fig.update_layout(title_text=f"Sample {sample_id}: removal trajectory ({names[cert.pred]})")
 
 
 def _cell(value: Any) -> str:

@@ -8,17 +8,23 @@ has flipped.
 
 from __future__ import annotations
 
+import html
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
+import plotly.io as pio
 from numpy.typing import ArrayLike
 from plotly.subplots import make_subplots
 
 from core.viz._style import COUNT_AXIS, GREY, LIGHT_GREY, OKABE_ITO, finish, finish_spec, is_finite, series_colours
 
 __all__ = [
+    "StaticFallbackFigure",
     "collapse_figure",
     "confidence_fds_figure",
     "confidence_fds_spec",
@@ -26,6 +32,7 @@ __all__ = [
     "drops_figure",
     "flip_budget_histogram",
     "flip_budget_spec",
+    "static_trajectory_html",
     "trajectory_figure",
     "whatif_figure",
 ]
@@ -98,6 +105,12 @@ def _flip_budget_iv(flip_budget: int, depth: int) -> int:
             f"`flip_budget` must be an integer in 1..{depth + 1} (depth + 1 = no flip); got {flip_budget!r}."
         )
     return int(flip_budget)
+
+
+def flip_note_align(flip_budget: int, depth: int) -> str:
+    """Side of the flip line its note runs to: away from the nearer end of the step axis, so
+    that a flip on the last step keeps its note inside the plot."""
+    return "left" if flip_budget <= depth / 2 else "right"
 
 
 @dataclass(frozen=True)
@@ -233,14 +246,16 @@ def trajectory_figure(
     # The boundary is named by the axis title: a text on the line sat under the path's points.
     fig.add_hline(y=0, line=dict(color=LIGHT_GREY, width=2), row=1, col=1)
     if k_star <= depth:
-        fig.add_vline(x=k_star - 0.5, line=dict(color=_FLIPPED, dash="dash", width=2))
+        # On the flip step itself, through its first flipped point: a line between steps read as
+        # a flip at k* − ½, which no certificate has.
+        fig.add_vline(x=k_star, line=dict(color=_FLIPPED, dash="dash", width=2))
         fig.add_annotation(
-            x=k_star - 0.5,
+            x=k_star,
             y=1.0,
             yref="paper",
             text=f"flip at k* = {k_star}",
             showarrow=False,
-            xanchor="left",
+            xanchor=flip_note_align(k_star, depth),
             yanchor="bottom",
             font=dict(color=_FLIPPED),
         )
@@ -279,6 +294,146 @@ def trajectory_figure(
         height=520,
         legend=False,
         tick_lines=1 + max(label.count("<br>") for label in labels),
+    )
+
+
+class StaticFallbackFigure(go.Figure):
+    """A plotly ``Figure`` that also shows without JavaScript.
+
+    Its notebook display bundle holds plotly's own mime type (interactive wherever the front-end
+    renders it: JupyterLab, Notebook 7, VS Code) and, as ``text/html``, a static rendering
+    (``static_html``: no script), which is what a notebook exported to HTML (nbconvert) or shown
+    on a code host displays, since plotly's HTML output needs plotly.js and such a page does
+    not load it. ``show()`` and ``write_html()`` are plotly's, unchanged. The static rendering
+    is the figure as built; later edits show in the interactive view only.
+    """
+
+    def __init__(self, figure: Any = None, *, static_html: str = "", **kwargs: Any) -> None:
+        super().__init__(figure, **kwargs)
+        self._static_html = static_html
+
+    def _ipython_display_(self) -> None:
+        # plotly's own hook sends its renderers' output only; IPython asks this one first.
+        from IPython.display import display
+
+        display(self._repr_mimebundle_(), raw=True)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, validate: bool = True, **kwargs: Any) -> dict:
+        bundle = {
+            "application/vnd.plotly.v1+json": json.loads(pio.to_json(self, validate=validate)),
+            "text/html": self._static_html,
+            "text/plain": f"<{type(self).__name__}: {self.layout.title.text}>",
+        }
+        return {k: v for k, v in bundle.items() if (not include or k in include) and (not exclude or k not in exclude)}
+
+
+def _html_table(frame) -> str:
+    """``frame`` as a plain HTML table (floats to 3 decimals, every cell escaped)."""
+
+    def cell(v: Any) -> str:
+        return "–" if isinstance(v, float) and not np.isfinite(v) else f"{v:.3f}" if isinstance(v, float) else str(v)
+
+    head = "".join(f"<th style='text-align:left;padding:2px 8px'>{html.escape(str(c))}</th>" for c in frame)
+    rows = "".join(
+        "<tr>" + "".join(f"<td style='padding:2px 8px'>{html.escape(cell(v))}</td>" for v in row) + "</tr>"
+        for row in frame.itertuples(index=False)
+    )
+    return f"<table style='border-collapse:collapse;font-size:0.9em'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+
+
+# The static picture's geometry (px): plot area, margins for the y labels and the step labels.
+_W, _H, _LEFT, _TOP, _BOTTOM = 560, 200, 56, 30, 44
+
+
+def static_trajectory_html(points: Any, *, title: str, class_label: str) -> str:
+    """A removal trajectory as static HTML: an inline SVG of the margin per step and a table.
+
+    Parameters
+    ----------
+    points : core.viz.certificate.TrajectoryPoints
+        The trajectory, as :func:`core.viz.certificate.trajectory_figure` draws it.
+    title : str
+        Heading of the picture.
+    class_label : str
+        The original predicted class, naming the probability column.
+
+    Returns
+    -------
+    str
+        HTML without script, style sheet or link: the margins (nats; below 0 = flipped) as a
+        line with one point per step, blue while the prediction is unchanged and vermillion
+        once flipped, the boundary at 0, a dashed line on step k* (or "no flip within K"),
+        then one table row per step (group removed, margin, probability, prediction). Every
+        text is HTML-escaped.
+    """
+    e = html.escape
+    m, depth = np.asarray(points.margins, dtype=float), points.depth
+    finite = m[np.isfinite(m)]
+    low, high = min(0.0, *finite) if finite.size else 0.0, max(0.0, *finite) if finite.size else 1.0
+    pad = 0.08 * (high - low or 1.0)
+    low, high = low - pad, high + pad
+
+    def x(k: float) -> float:
+        return _LEFT + (k + 0.5) * (_W - _LEFT - 10) / (depth + 1)
+
+    def y(v: float) -> float:
+        return _TOP + (high - v) / (high - low) * (_H - _TOP - _BOTTOM)
+
+    marks = [
+        f"<text x='4' y='14' font-size='12' fill='{GREY}'>margin (nats; 0 = boundary)</text>",
+        f"<line x1='{_LEFT}' x2='{_W - 10}' y1='{y(0):.1f}' y2='{y(0):.1f}' stroke='{LIGHT_GREY}' stroke-width='2'/>",
+        f"<text x='{_LEFT - 6}' y='{y(0) + 4:.1f}' font-size='11' text-anchor='end' fill='{GREY}'>0</text>",
+    ]
+    for v in (finite.max(initial=0.0), finite.min(initial=0.0)):
+        if abs(v) > 1e-12:
+            marks.append(f"<text x='{_LEFT - 6}' y='{y(v) + 4:.1f}' font-size='11' text-anchor='end'>{v:.2f}</text>")
+    line = " ".join(f"{x(k):.1f},{y(v):.1f}" for k, v in enumerate(m) if np.isfinite(v))
+    marks.append(f"<polyline points='{line}' fill='none' stroke='{GREY}' stroke-width='2'/>")
+    k_star = points.flip_budget
+    if k_star <= depth:
+        marks.append(
+            f"<line x1='{x(k_star):.1f}' x2='{x(k_star):.1f}' y1='{_TOP}' y2='{_H - _BOTTOM}' stroke='{_FLIPPED}' "
+            "stroke-width='2' stroke-dasharray='6 4'/>"
+        )
+        note, colour, at = f"flip at k* = {k_star}", _FLIPPED, x(k_star)
+    else:
+        note, colour, at = f"no flip within K = {depth}", _KEPT, x(depth)
+    anchor = "start" if k_star <= depth / 2 else "end"
+    marks.append(
+        f"<text x='{at:.1f}' y='{_TOP - 6}' font-size='12' text-anchor='{anchor}' fill='{colour}'>{e(note)}</text>"
+    )
+    for k, (v, flipped) in enumerate(zip(m, points.flipped)):
+        if np.isfinite(v):
+            marks.append(
+                f"<circle cx='{x(k):.1f}' cy='{y(v):.1f}' r='5' fill='{_FLIPPED if flipped else _KEPT}' stroke='white'/>"
+            )
+        # The whole group name, cut to the width of its step: the tick labels' wrapped lines
+        # would need one text element per line.
+        first, name = points.hover_steps[k].split(" ", 1)
+        name = name.removeprefix("−")
+        room = max(3, int((_W - _LEFT - 10) / (depth + 1) / 6))
+        name = name if len(name) <= room else name[: room - 1] + "…"
+        marks.append(
+            f"<text x='{x(k):.1f}' y='{_H - _BOTTOM + 16}' font-size='11' text-anchor='middle'>{e(first)}</text>"
+            f"<text x='{x(k):.1f}' y='{_H - _BOTTOM + 30}' font-size='10' text-anchor='middle' fill='{GREY}'>{e(name)}</text>"
+        )
+    svg = (
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='{_W}' height='{_H}' viewBox='0 0 {_W} {_H}' "
+        f"role='img' aria-label='{e(title)}' font-family='system-ui,sans-serif'>" + "".join(marks) + "</svg>"
+    )
+    steps = pd.DataFrame(
+        {
+            "step": points.hover_steps,
+            "margin (nats)": m,
+            f"P({class_label})": np.asarray(points.proba, dtype=float),
+            "prediction": points.predicted,
+        }
+    )
+    return (
+        "<div style='font-family:system-ui,sans-serif'>"
+        f"<strong>{e(title)}</strong><br>{svg}"
+        f"<div style='font-size:0.85em'><span style='color:{_KEPT}'>●</span> prediction unchanged · "
+        f"<span style='color:{_FLIPPED}'>●</span> flipped</div>" + _html_table(steps) + "</div>"
     )
 
 

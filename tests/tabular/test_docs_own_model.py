@@ -78,4 +78,42 @@ def test_every_code_block_runs(tmp_path, monkeypatch):
 
     (logits,) = session.run(None, {image.name: np.zeros((2, 3, 32, 32), np.float32)})
     assert logits.shape == (2, 10)
-    assert type(namespace["figure"]).__name__ == "Figure"
+    import plotly.graph_objects as go
+
+    assert isinstance(namespace["figure"], go.Figure)
+
+
+def test_the_categorical_onnx_recipe_exports_audits_and_agrees_with_the_pipeline(tmp_path, monkeypatch):
+    """The page's ONNX recipe for text columns with imputers, run as written (after the block that
+    makes the tables): the export loads through the tool's loader, audits from the command line,
+    and gives the pipeline's probabilities to 1e-4 (float32), on rows with an empty cell too."""
+    import numpy as np
+
+    from core import audit_model
+    from core.tabular.model_files import load_model_file
+
+    monkeypatch.chdir(tmp_path)
+    code = blocks()
+    recipe = next(i for i, (kind, text) in enumerate(code) if kind == "python" and "penguins.onnx" in text)
+    command = code[recipe + 1][1]
+    assert code[recipe + 1][0] == "bash" and "penguins.onnx" in command
+    namespace: dict = {"__name__": "__docs__"}
+    for _, text in (code[0], code[recipe]):
+        exec(compile(text, str(DOC), "exec"), namespace)  # noqa: S102 - our own documentation
+    train, test, mixed, marked = (namespace[k] for k in ("onnx_train", "onnx_test", "mixed", "marked"))
+    assert test["sex"].isna().any(), "the test table has empty cells in a text column"
+
+    model = load_model_file(tmp_path / "penguins.onnx")
+    assert list(model.classes_) == ["Adelie", "Chinstrap", "Gentoo"]
+    features = test.drop(columns="species")
+    expected = mixed.predict_proba(marked(features[mixed.feature_names_in_]))
+    np.testing.assert_allclose(model.predict_proba(features), expected, atol=1e-4, rtol=0)
+
+    result = audit_model(model, train, test, target="species")
+    np.testing.assert_allclose(result.proba_test, expected, atol=1e-4, rtol=0)
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    run = command.replace("\\\n", " ").replace("reliability-audit", f"{sys.executable} -m core")
+    done = subprocess.run(["bash", "-ec", run], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    table = pd.read_csv(tmp_path / "penguins_onnx_audit" / "certificates.csv")
+    assert len(table) == len(test) and set(table["pred"]) <= {"Adelie", "Chinstrap", "Gentoo"}

@@ -95,6 +95,41 @@ def test_plot_certificate_names_the_class_and_refuses_unknown_ids(result):
             result.plot_certificate(bad)
 
 
+def test_plot_certificate_shows_without_javascript(result):
+    # Issue 40: an exported notebook (nbconvert to HTML) showed nothing where the figure was:
+    # plotly's output needs plotly.js. The figure now carries a static picture as text/html.
+    import json
+
+    import plotly.graph_objects as go
+
+    table = result.certificates.table
+    for position in range(len(table)):
+        cert = result.certificates.certificate(position)
+        if str(result.classes[cert.pred]) == "<Gentoo & co>" and cert.flip_budget <= result.certificates.depth:
+            break
+    else:
+        pytest.fail("no flipped Gentoo prediction in the fixture")
+    fig = result.plot_certificate(table.index[position])
+    assert isinstance(fig, go.Figure), "still a plotly figure for show() / update_layout()"
+    bundle = fig._repr_mimebundle_()
+    json.dumps(bundle)  # what the kernel sends
+    assert set(bundle) == {"application/vnd.plotly.v1+json", "text/html", "text/plain"}
+    assert [t["name"] for t in bundle["application/vnd.plotly.v1+json"]["data"]] == [t.name for t in fig.data]
+    page = bundle["text/html"]
+    assert "<svg" in page and "<script" not in page.lower() and "<link" not in page.lower()
+    assert "&lt;Gentoo &amp; co&gt;" in page and "<Gentoo & co>" not in page
+    # One point per step, coloured as the figure colours them; the k* line through the first flipped one.
+    circles = re.findall(r"<circle cx='([\d.]+)' cy='[\d.]+' r='5' fill='(#\w+)'", page)
+    assert [c for _, c in circles] == list(fig.data[0].marker.color)
+    k = int(cert.flip_budget)
+    assert re.search(rf"<line x1='{circles[k][0]}' x2='{circles[k][0]}'[^>]*stroke-dasharray", page)
+    assert f"flip at k* = {k}" in page
+    # The table of steps: every margin, to three decimals.
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", page)
+    assert cells[1::4] == [f"{v:.3f}" for v in cert.path_margins]
+    assert fig._repr_mimebundle_(include={"text/html"}) == {"text/html": page}
+
+
 def test_repr_html_is_compact_escaped_and_self_contained(result):
     text = result._repr_html_()
     assert "<script" not in text.lower() and "<link" not in text.lower() and "http" not in text
@@ -130,6 +165,9 @@ def test_the_example_notebook_runs(monkeypatch, tmp_path):
     assert not [o for o in outputs if o.output_type == "error"]
     bundles = [o.get("data", {}) for o in outputs if o.output_type in ("execute_result", "display_data")]
     assert any("Fragility audit" in b.get("text/html", "") for b in bundles), "the result's HTML repr"
-    assert any("application/vnd.plotly.v1+json" in b for b in bundles), "a plotly figure"
+    figures = [b for b in bundles if "application/vnd.plotly.v1+json" in b]
+    assert figures, "a plotly figure"
+    # An export to HTML without JavaScript shows the figure's static picture.
+    assert all("<svg" in b.get("text/html", "") and "<script" not in b["text/html"].lower() for b in figures)
     queue = next(b for b in bundles if "rank" in b.get("text/plain", "") and "sample_id" in b.get("text/plain", ""))
     assert any(name in queue["text/plain"] for name in ("Adelie", "Chinstrap", "Gentoo"))

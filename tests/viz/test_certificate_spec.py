@@ -51,12 +51,15 @@ def test_trajectory_spec_shows_the_figures_points_colours_and_flip(depth, data):
     colours = [_state_colour(specs.margin, r["state"]) for r in rows]
     assert colours == list(fig.data[0].marker.color) == list(fig.data[1].marker.color)
     assert set(colours) <= {_KEPT, _FLIPPED}
-    # The flip step: the dashed rule at k* - 0.5 in both panels, and the same note as the figure.
+    # The flip step: the dashed rule on step k* in both panels, and the same note as the figure.
     figure_rules = sorted({s.x0 for s in fig.layout.shapes if s.line.dash == "dash"})  # one per panel
     for spec in (specs.margin, specs.probability):
         rules = [layer["encoding"]["x"]["datum"] for layer in _marks(spec, "rule") if "x" in layer["encoding"]]
-        assert rules == figure_rules == ([k - 0.5] if k <= depth else [])
+        assert rules == figure_rules == ([k] if k <= depth else [])
     assert _texts(specs.margin) == [a.text for a in fig.layout.annotations]
+    note = [layer for layer in _marks(specs.margin, "text")][0]
+    assert note["encoding"]["x"]["datum"] == fig.layout.annotations[0].x
+    assert note["mark"]["align"] == fig.layout.annotations[0].xanchor
     # The step labels: the figure's tick texts, line by line.
     axis = _marks(specs.probability, "point")[0]["encoding"]["x"]["axis"]
     ticks = fig.layout.xaxis2.ticktext

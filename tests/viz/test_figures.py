@@ -48,7 +48,7 @@ def test_palette_is_okabe_ito_without_yellow_first():
     assert series_colours(8)[7] == series_colours(8)[0]  # seven series colours: vermillion is reserved
 
 
-def test_trajectory_marks_the_flip_between_the_last_kept_and_first_flipped_step():
+def test_trajectory_marks_the_flip_on_the_first_flipped_step():
     fig = viz.trajectory_figure(
         ["income", "debt", "age"],
         [2.0, 0.5, -0.3, -1.0],
@@ -58,11 +58,26 @@ def test_trajectory_marks_the_flip_between_the_last_kept_and_first_flipped_step(
     )
     _check_common(fig)
     shapes = [s for s in fig.layout.shapes if s.type == "line" and s.x0 == s.x1]
-    assert [s.x0 for s in shapes] == [1.5, 1.5]  # one line through each panel
+    assert [s.x0 for s in shapes] == [2, 2]  # one line through each panel, on step k* = 2
     margin_trace = fig.data[0]
     assert list(margin_trace.marker.color) == [OKABE_ITO["blue"]] * 2 + [OKABE_ITO["vermillion"]] * 2
     assert "flip at k* = 2" in [a.text for a in fig.layout.annotations]
     assert list(fig.layout.xaxis2.ticktext) == ["0<br>intact", "1<br>income", "2<br>debt", "3<br>age"]
+
+
+@pytest.mark.parametrize(("depth", "k_star"), [(3, 1), (3, 3), (1, 1), (5, 2)], ids=["first", "last", "only", "inner"])
+def test_the_flip_line_passes_through_the_first_flipped_point(depth, k_star):
+    # Issue 40: "flip at k* = 1" was drawn between steps 0 and 1.
+    margins = [1.0 - k for k in range(depth + 1)]
+    margins = [m if k < k_star else -abs(m) - 0.1 for k, m in enumerate(margins)]
+    fig = viz.trajectory_figure([f"g{g}" for g in range(depth)], margins, [0.5] * (depth + 1), flip_budget=k_star)
+    first_flipped = [x for x, c in zip(fig.data[0].x, fig.data[0].marker.color) if c == OKABE_ITO["vermillion"]][0]
+    lines = {s.x0 for s in fig.layout.shapes if s.type == "line" and s.x0 == s.x1}
+    assert lines == {first_flipped} == {k_star}
+    note = next(a for a in fig.layout.annotations if a.text == f"flip at k* = {k_star}")
+    assert note.x == k_star
+    # The note runs into the plot, never past its last step.
+    assert note.xanchor == ("right" if k_star > depth / 2 else "left")
 
 
 def test_trajectory_without_flip_says_so():
