@@ -48,6 +48,7 @@ def _main() -> None:
     # Overview's first screen meanwhile, not once its charts arrive.
     preload_vega()
 
+    from core.views.big_audit import is_certify_folder
     from ui.auth import Blocked, gate, reviews_db_path, team_path
     from ui.own_model import default_audits_dir
     from ui.prefetch import prefetch_demo_data
@@ -63,7 +64,9 @@ def _main() -> None:
         {
             SharedState.reviews_db: reviews_db_path(args.reviews_db),
             AuthState.team_file: team_path(args.team),
-            OwnModelState.audit: {"kind": "folder", "path": args.audit} if args.audit else None,
+            OwnModelState.audit: {"kind": "certify" if is_certify_folder(args.audit) else "folder", "path": args.audit}
+            if args.audit
+            else None,
             OwnModelState.audits_dir: args.audits_dir or str(default_audits_dir()),
         }
     )

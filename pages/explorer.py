@@ -18,6 +18,7 @@ from core.views.tabular import (
     whatif_probabilities,
 )
 from ui.audit_line import audit_line
+from ui.big_audit import big_audit_open, big_explorer_page
 from ui.certificate import certificate_figures, evidence_tables, flip_budget_text
 from ui.components import chart, guarded, page_header, run_page, table, vega_spec
 from ui.data import current_audit
@@ -294,4 +295,5 @@ def _certificate(result, frame) -> None:
     )
 
 
-run_page(_body, "Certificate explorer")
+# A certify folder of any size: its rows are queried out of core (ui.big_audit).
+run_page(big_explorer_page if big_audit_open() else _body, "Certificate explorer")

@@ -22,6 +22,7 @@ from core.views.tabular import column_summary, flip_budget_shown, groups_table
 from core.views.uploads import CELL_BUDGET, LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, TableUpload, parse_blocks, table_columns
 from ui.audit_line import audit_line
 from ui.auth import current_access, report_reviews
+from ui.big_audit import big_audit_open, big_overview_page
 from ui.components import chart, guarded, page_header, run_page, table, vega_spec
 from ui.data import audit_max_rows, current_audit, current_dataset, current_protocol, dataset_label
 from ui.entry import ensure_entrypoint
@@ -462,6 +463,9 @@ def _own_body() -> None:
 
 
 def _body() -> None:
+    if big_audit_open():  # a certify folder of any size: queried out of core (ui.big_audit)
+        big_overview_page()
+        return
     if own_mode():
         _own_body()
         return

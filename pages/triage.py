@@ -16,6 +16,7 @@ from core.views.ranking import (
 )
 from core.views.tabular import flip_budget_shown, prediction_table
 from ui.audit_line import audit_line
+from ui.big_audit import big_audit_open, big_triage_page
 from ui.certificate import certificate_panel, flip_budget_text, lambda_text
 from ui.components import cached_figure, figure, guarded, page_header, run_page
 from ui.data import current_audit
@@ -317,4 +318,5 @@ def _queue_and_review(result, frame) -> None:
         _review_panel(key, sample_id, queue, shown)
 
 
-run_page(_body, "Triage queue")
+# A certify folder of any size: its rows are queried out of core (ui.big_audit).
+run_page(big_triage_page if big_audit_open() else _body, "Triage queue")

@@ -46,6 +46,7 @@ from core.tabular.never_trusted import refusal_reason
 from core.tabular.own_model import audit_model
 from core.tabular.persist import NeverTrustedTypeError, SkopsType, UntrustedTypesError, skops_types
 from core.validation import read_table
+from core.views.big_audit import list_certify_folders
 from core.views.uploads import UPLOAD_LIMIT_MB, table_columns, upload_digest
 from ui.audit_jobs import foreground_wait_s, job_for, show_progress_and_stop
 from ui.auth import current_access
@@ -299,6 +300,11 @@ def own_audit() -> AuditResult:
         is invalid (the message says why).
     """
     source = own_model_state().audit
+    if source["kind"] == "certify":
+        raise ValueError(
+            f"{Path(source['path']).name} is a certify run: its rows are shown on the Overview, the "
+            "Certificate explorer and the Triage queue; this page needs an audit of a test split."
+        )
     if source["kind"] == "folder":
         saved = saved_folder()
         return _folder_result(str(saved.path), _stamp(saved.path))
@@ -318,6 +324,8 @@ def own_audit() -> AuditResult:
 
 def own_label() -> str:
     source = own_model_state().audit
+    if source["kind"] == "certify":
+        return f"certify run {Path(source['path']).name}"
     if source["kind"] == "folder":
         return f"saved audit {Path(source['path']).name}"
     return f"your model {source['files']['model'][0]}"
@@ -552,18 +560,26 @@ def _upload_form() -> None:
 def _saved_audit_choice() -> None:
     """The audits folder's saved audits, one to open."""
     root = Path(own_model_state().audits_dir)
-    folders = list_audit_folders(root)
+    kinds = {p.name: "folder" for p in list_audit_folders(root)}
+    kinds.update({p.name: "certify" for p in list_certify_folders(root)})
     st.caption(
         "Audits saved in the dashboard's audits folder, set when it was started; save one there with "
-        "`AuditResult.save` (Python) or the `audit` command."
+        "`AuditResult.save` (Python) or the `audit` command, or certify a large table into it with the "
+        "`certify` command (every row is then shown)."
     )
-    if not folders:
+    if not kinds:
         st.caption("No audit folder there yet.")
         return
-    names = [p.name for p in folders]
+    names = sorted(kinds)
     if own_model_state().folder not in names:
         own_model_state().folder = names[0]
-    st.selectbox("Audit folder", names, key=OwnModelState.folder.key)
+    st.selectbox(
+        "Audit folder",
+        names,
+        key=OwnModelState.folder.key,
+        format_func=lambda n: f"{n} (certify run, every row)" if kinds[n] == "certify" else n,
+    )
     if st.button("Open", key="own_open"):
-        own_model_state().audit = {"kind": "folder", "path": str(root / own_model_state().folder)}
+        name = own_model_state().folder
+        own_model_state().audit = {"kind": kinds[name], "path": str(root / name)}
         st.rerun()

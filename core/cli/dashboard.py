@@ -41,7 +41,11 @@ def register(subparsers) -> None:
         description="Start the dashboard in your browser. Streamlit options go after `--`, e.g. "
         "`-- --server.port 8600 --server.headless true`.",
     )
-    p.add_argument("--audit", metavar="DIR", help="open this saved audit folder (the output of `audit --out`)")
+    p.add_argument(
+        "--audit",
+        metavar="DIR",
+        help="open this saved audit folder (the output of `audit --out`) or certify run (`certify --out`, any size)",
+    )
     p.add_argument("--reviews-db", metavar="PATH", help="the review decisions database (SQLite; created if missing)")
     p.add_argument("--audits-dir", metavar="DIR", help="folder of saved audits offered in the sidebar")
     p.add_argument(
@@ -125,7 +129,8 @@ def streamlit_command(
     Raises
     ------
     ValueError
-        ``audit`` is not an audit folder or was written by a newer version of the tool
+        ``audit`` is not an audit folder nor a ``certify`` folder whose parts agree
+        (:func:`core.scale.results.open_certify_folder`), or was written by a newer version of the tool
         (:class:`core.formats.NewerFormatError`), ``audits_dir`` is not a folder, ``reviews_db``
         is a folder or its parent folder does not exist, the team file or the secrets file
         is unusable, or ``secrets`` is given without ``team``.
@@ -135,9 +140,15 @@ def streamlit_command(
     app = dashboard_app()
     app_args: list[str] = []
     if audit is not None:
+        from core.scale.results import is_certify_folder, open_certify_folder
         from core.tabular.audit_folder import check_audit_folder
 
-        app_args += ["--audit", str(check_audit_folder(Path(audit).expanduser()).resolve())]
+        folder = Path(audit).expanduser()
+        if is_certify_folder(folder):  # a certify run, finished or not: refused only if its parts disagree
+            open_certify_folder(folder)
+            app_args += ["--audit", str(folder.resolve())]
+        else:
+            app_args += ["--audit", str(check_audit_folder(folder).resolve())]
     if reviews_db is not None:
         db = Path(reviews_db).expanduser().resolve()
         if db.is_dir():
