@@ -416,6 +416,8 @@ class CertifyResults:
         Missing values (null, NaN) come last in either direction, as in pandas. The order of the
         last few (sort, filters) asked is kept, so paging through it reads nothing again.
         """
+        if self._dataset is None:  # no partition finished yet: nothing to sort
+            return pa.array([], pa.int64())
         self._check_sort(sort)
         key = (sort, bool(descending), tuple((f.column, f.op, repr(f.value)) for f in filters))
         with self._lock:
@@ -423,8 +425,6 @@ class CertifyResults:
                 self._orders.move_to_end(key)
                 return self._orders[key]
         expr = self._expression(filters)
-        if self._dataset is None:
-            return pa.array([], pa.int64())
         columns = ["row"] if sort == "row" else ["row", sort]
         table = self._dataset.to_table(columns=columns, filter=expr)
         direction = "descending" if descending else "ascending"
@@ -439,9 +439,9 @@ class CertifyResults:
 
     def count(self, filters: Sequence[RowFilter] = ()) -> int:
         """Rows passing ``filters``."""
-        expr = self._expression(filters)
         if self._dataset is None:
             return 0
+        expr = self._expression(filters)
         return self._dataset.count_rows(filter=expr) if expr is not None else self.n_rows
 
     def rows(self, row_ids: Sequence[int] | pa.Array, *, columns: Sequence[str] | None = None) -> pa.Table:
