@@ -98,7 +98,10 @@ def _stamp(path: Path) -> str:
 
 @st.cache_resource(show_spinner="Checking the certify run…", max_entries=4)
 def _results(path: str, stamp: str) -> CertifyResults:
-    return open_certify_folder(path)
+    try:
+        return open_certify_folder(path)
+    except ValueError as exc:  # the folder by its name only: the server's folders are not shown
+        raise ValueError(str(exc).replace(str(Path(path)), Path(path).name)) from None
 
 
 def current_big_audit() -> CertifyResults:
