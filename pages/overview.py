@@ -22,7 +22,7 @@ from core.views.tabular import column_summary, flip_budget_shown, groups_table
 from core.views.uploads import CELL_BUDGET, LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, TableUpload, parse_blocks, table_columns
 from ui.audit_line import audit_line
 from ui.auth import current_access, report_reviews
-from ui.big_audit import big_audit_open, big_overview_page
+from ui.big_audit import big_audit_open, big_overview_page, certify_upload_panel
 from ui.components import chart, guarded, page_header, run_page, table, vega_spec
 from ui.data import audit_max_rows, current_audit, current_dataset, current_protocol, dataset_label
 from ui.entry import ensure_entrypoint
@@ -164,6 +164,9 @@ def _sample_section(dataset) -> None:
         "`--fit-rows` rows, default 20,000):"
     )
     st.code(commands["certify"], language="bash")
+    certify_upload_panel(
+        upload, n, model=shared_state().model, seed=int(shared_state().seed), protocol=current_protocol()
+    )
 
 
 def _protocol_form(n_groups: int) -> None:

@@ -17,10 +17,12 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from core.reviews.permissions import check
 from core.reviews.store import AuditKey
 from core.views.big_audit import (
     QUEUE_SCORES,
     CertifyResults,
+    UploadCertifyPlan,
     big_audit_key,
     big_overview,
     big_report_html,
@@ -30,13 +32,18 @@ from core.views.big_audit import (
     model_text,
     open_certify_folder,
     page_columns,
+    plan_upload_certify,
+    progress,
     row_certificate,
+    run_is_live,
+    start,
     status_text,
     triage_queue,
 )
 from core.views.formatting import display_frame
 from core.views.ranking import SCORES, UNREVIEWED, filter_queue
 from core.views.tabular import flip_budget_shown
+from ui.auth import current_access
 from ui.layout import flow_columns
 from ui.review import (
     adjudication_panel,
@@ -59,7 +66,9 @@ from ui.selection import apply_table_selection, select_sample, selected_sample
 from ui.state import BigAuditState, TriageState, big_audit_state, own_model_state, review_state, triage_state
 
 __all__ = [
+    "DASK_SCHEDULER_ENV",
     "big_audit_open",
+    "certify_upload_panel",
     "big_explorer_page",
     "big_overview_page",
     "big_triage_page",
@@ -67,6 +76,9 @@ __all__ = [
 ]
 
 PAGE_SIZE = 50
+#: Environment variable naming the Dask scheduler of full certifications when the dashboard is
+#: started without ``--dask-scheduler``.
+DASK_SCHEDULER_ENV = "AUDIT_DASK_SCHEDULER"
 _LABELS = {
     "row": "Row",
     "label": "True class",
@@ -380,3 +392,103 @@ def big_triage_page() -> None:
         history_panel(key, sample_id)
         export_button(key)
     adjudication_panel(key, sample_id)
+
+
+# -- Certify every row of a large upload ------------------------------------------------------
+@st.cache_resource(show_spinner=False)
+def _children() -> dict:
+    """The certify processes this server started, by output folder (polled, so none lingers as a
+    zombie once it exits)."""
+    return {}
+
+
+def _running_here(plan: UploadCertifyPlan) -> bool:
+    child = _children().get(str(plan.out))
+    return child is not None and child.poll() is None
+
+
+def _start(plan: UploadCertifyPlan, data: bytes, actor) -> None:
+    """Button callback: start (or resume) the run and open its result once it is complete."""
+    check(actor, "run", what=f"certifying every row of {plan.name}")
+    if not _running_here(plan) and not run_is_live(plan.out):
+        _children()[str(plan.out)] = start(plan, data)
+    big_audit_state().open_when_done = plan.name
+
+
+def _open(plan: UploadCertifyPlan) -> None:
+    big_audit_state().open_when_done = None
+    own_model_state().audit = {"kind": "certify", "path": str(plan.out)}
+
+
+@st.fragment(run_every=1.0)
+def _progress(plan: UploadCertifyPlan) -> None:
+    """The run's progress, read from its folder every second; the app reruns once it is over."""
+    done = progress(plan)
+    if _running_here(plan) or run_is_live(plan.out):
+        stage = f"{done.rows_done:,} of {done.rows:,} rows" if done.started else "fitting the model"
+        st.progress(done.fraction, text=f"Certifying every row: {stage}")
+        return
+    if done.complete and big_audit_state().open_when_done == plan.name:
+        _open(plan)
+    st.rerun(scope="app")
+
+
+def certify_upload_panel(upload, rows: int, *, model: str, seed: int, protocol) -> None:
+    """Offer to certify every row of a large upload in the background, show its progress, and open
+    the result when it is complete (the certify engine, locally or on the configured Dask cluster)."""
+    st.subheader("Certify every row")
+    access = current_access()
+    root = Path(own_model_state().audits_dir)
+    scheduler = big_audit_state().scheduler or None
+    plan = plan_upload_certify(
+        upload.data,
+        upload.file,
+        root,
+        target=upload.target,
+        rows=rows,
+        model=model,
+        seed=seed,
+        protocol=protocol,
+        blocks=dict(upload.blocks.mapping) if upload.blocks else None,
+        scheduler=scheduler,
+    )
+    where = "on the Dask cluster" if scheduler else "on this machine"
+    st.caption(
+        f"Certificates of all {rows:,} rows with the certify engine, {where}, in the background: the model "
+        f"({model}, seed {seed}, this protocol) is fitted on the first {plan.fit_rows:,} rows, then every row is "
+        "certified in partitions of bounded memory. The run is saved in the audits folder as "
+        f"**{plan.name}**: it resumes where it stopped if it is interrupted, and the Overview, Explorer and "
+        "Triage pages then show every row."
+    )
+    done = progress(plan)
+    if done.complete and big_audit_state().open_when_done == plan.name:  # finished while away
+        _open(plan)
+        st.rerun()
+    if done.complete:
+        st.success(f"All {rows:,} rows are certified.", icon=":material/task_alt:")
+        st.button("Open the certified table", key="big_open_certified", type="primary", on_click=_open, args=(plan,))
+        return
+    if _running_here(plan) or run_is_live(plan.out):
+        _progress(plan)
+        st.caption("The pages open it by themselves when it is done; the other pages stay usable meanwhile.")
+        return
+    if not access.may("run"):
+        st.caption(f"Starting it needs the {access.needs('run')} role (you are a {access.role}).")
+        return
+    if done.error:
+        st.error(
+            f"**The last run stopped:** {done.error.replace(str(root), 'the audits folder')}",
+            icon=":material/error:",
+        )
+    label = (
+        f"Resume: {done.rows_done:,} of {rows:,} rows are done"
+        if done.rows_done
+        else f"Certify all {rows:,} rows in the background"
+    )
+    st.button(
+        label,
+        key="big_certify_start",
+        icon=":material/play_arrow:",
+        on_click=_start,
+        args=(plan, upload.data, access.actor),
+    )

@@ -306,6 +306,11 @@ class BigAuditState(PageState):
     max_flip_budget = Slot[int]("big_max_flip_budget", 0)
     table = Slot[dict[str, Any]]("big_table", _NO_SELECTION)
     queue_length = Slot[int]("big_queue_length", 200)
+    #: Address of the Dask scheduler full certifications run on ("" = this machine): the
+    #: dashboard's ``--dask-scheduler`` or ``AUDIT_DASK_SCHEDULER``.
+    scheduler = Slot[str]("big_dask_scheduler", "")
+    #: The full certification of an upload to open once it is complete (its folder name).
+    open_when_done = Slot[str | None]("big_open_when_done", None)
 
 
 class ComparisonState(PageState):

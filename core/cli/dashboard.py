@@ -1,7 +1,7 @@
 """The ``dashboard`` command: start the installed dashboard from any folder.
 
 ``reliability-audit dashboard [--audit DIR] [--reviews-db PATH] [--audits-dir DIR] [--team FILE]
-[--secrets FILE] [-- STREAMLIT OPTIONS]``
+[--secrets FILE] [--dask-scheduler ADDRESS] [-- STREAMLIT OPTIONS]``
 
 Runs ``streamlit run`` on the dashboard shipped with the package (:mod:`core.resources`), with
 the dashboard's own Streamlit settings (``.streamlit/config.toml`` beside ``app.py``; Streamlit
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -37,7 +38,7 @@ def register(subparsers) -> None:
         "dashboard",
         help="open the dashboard (the bundled default audit, or a saved audit with --audit)",
         usage="%(prog)s [--audit DIR] [--reviews-db PATH] [--audits-dir DIR] [--team FILE] [--secrets FILE] "
-        "[-- STREAMLIT OPTIONS ...]",
+        "[--dask-scheduler ADDRESS] [-- STREAMLIT OPTIONS ...]",
         description="Start the dashboard in your browser. Streamlit options go after `--`, e.g. "
         "`-- --server.port 8600 --server.headless true`.",
     )
@@ -55,6 +56,11 @@ def register(subparsers) -> None:
         "--secrets",
         metavar="FILE",
         help="Streamlit secrets file with the [auth] sign-in settings (default: .streamlit/secrets.toml here)",
+    )
+    p.add_argument(
+        "--dask-scheduler",
+        metavar="ADDRESS",
+        help="Dask scheduler (tcp://host:8786) that certifies every row of large uploads (default: this machine)",
     )
     p.add_argument("streamlit_options", nargs="*", help=argparse.SUPPRESS)
     p.set_defaults(func=run)
@@ -106,6 +112,7 @@ def streamlit_command(
     audits_dir: str | None = None,
     team: str | None = None,
     secrets: str | None = None,
+    dask_scheduler: str | None = None,
     streamlit_options: list[str] | tuple[str, ...] = (),
 ) -> list[str]:
     """The ``streamlit run`` command line that starts the dashboard.
@@ -118,6 +125,8 @@ def streamlit_command(
     secrets : str, optional
         Streamlit secrets file with the ``[auth]`` sign-in settings, passed as ``secrets.files``
         (needs ``team``).
+    dask_scheduler : str, optional
+        Address of the Dask scheduler on which the dashboard certifies every row of a large upload.
     streamlit_options : sequence of str
         Streamlit options, placed after the dashboard's own settings so that they win.
 
@@ -166,6 +175,10 @@ def streamlit_command(
 
         load_team(team)  # a TeamFileError (a ValueError) names the file, line, key and value
         app_args += ["--team", str(Path(team).expanduser().resolve())]
+    if dask_scheduler is not None:
+        if not re.fullmatch(r"[a-z]+://\S+", dask_scheduler):
+            raise ValueError(f"--dask-scheduler must be an address such as tcp://host:8786; got {dask_scheduler!r}.")
+        app_args += ["--dask-scheduler", dask_scheduler]
     options = [*_config_options(app.parent / ".streamlit" / "config.toml")]
     if secrets is not None:
         if team is None:
@@ -183,6 +196,7 @@ def run(args) -> int:
         audits_dir=args.audits_dir,
         team=args.team,
         secrets=args.secrets,
+        dask_scheduler=args.dask_scheduler,
         streamlit_options=args.streamlit_options,
     )
     sys.stdout.flush()

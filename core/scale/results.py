@@ -48,6 +48,7 @@ __all__ = [
     "is_certify_folder",
     "list_certify_folders",
     "open_certify_folder",
+    "run_is_live",
 ]
 
 _JOURNAL = ".progress.jsonl"
@@ -159,10 +160,11 @@ def _journal(folder: Path) -> list[PartitionInfo]:
     return records
 
 
-def _running(folder: Path) -> bool:
-    """Whether a live process on this host holds the folder's lock (a run still going)."""
+def run_is_live(folder: str | Path) -> bool:
+    """Whether a live process holds the folder's lock (a run still going; another host's counts as live)."""
     import psutil
 
+    folder = Path(folder)
     try:
         holder = json.loads((folder / _LOCK).read_text())
     except (OSError, ValueError):
@@ -284,7 +286,7 @@ def open_certify_folder(path: str | Path) -> CertifyResults:
         parts=tuple(parts),
         schema=schema,
         summary=summary,
-        running=not complete and _running(folder),
+        running=not complete and run_is_live(folder),
         pending=sorted(p.name for p in folder.glob("part-*.parquet") if p.name not in listed),
     )
 

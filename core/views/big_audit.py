@@ -14,6 +14,7 @@ view                        page
 :func:`row_certificate`     Explorer, Triage: one row's certificate from its stored trajectory
 :func:`triage_queue`        Triage: the top of all rows by a risk score
 :func:`big_report_html`     Overview: the report of every row
+:func:`plan_upload_certify` Overview: every row of a large upload certified in the background
 ==========================  ==================================================================
 """
 
@@ -39,7 +40,9 @@ from core.scale.results import (
     is_certify_folder,
     list_certify_folders,
     open_certify_folder,
+    run_is_live,
 )
+from core.scale.upload_certify import RunProgress, UploadCertifyPlan, plan_upload_certify, progress, start
 
 __all__ = [
     "FILTER_OPS",
@@ -51,6 +54,8 @@ __all__ = [
     "ExplorerPage",
     "RowCertificate",
     "RowFilter",
+    "RunProgress",
+    "UploadCertifyPlan",
     "big_audit_key",
     "big_overview",
     "big_report_html",
@@ -63,7 +68,11 @@ __all__ = [
     "model_text",
     "open_certify_folder",
     "page_columns",
+    "plan_upload_certify",
+    "progress",
     "row_certificate",
+    "run_is_live",
+    "start",
     "status_text",
     "triage_queue",
 ]
