@@ -143,3 +143,39 @@ def test_the_audits_folder_lists_certify_runs(monkeypatch, reviews_db, run_folde
     next(b for b in at.button if b.label == "Open").click().run()
     assert_ok(at)
     assert metric(at, "Rows certified") == f"{N_ROWS:,}"
+
+
+def test_a_large_upload_is_certified_in_full_in_the_background_and_opened(app, _audits_dir):
+    """Above the interactive size, the Data tab offers to certify every row; the run goes on in a
+    child process while the pages stay usable, and its folder opens on every page once done."""
+    import time
+
+    import numpy as np
+    from app_checks import open_overview_tab
+
+    from ui.state import SharedState
+
+    rng = np.random.default_rng(0)
+    n = 20_500
+    x = rng.normal(size=(n, 3))
+    y = np.where(x[:, 0] + 0.5 * x[:, 1] + rng.normal(scale=0.5, size=n) > 0.8, "yes", "no")
+    frame = pd.DataFrame({"a": x[:, 0], "b": x[:, 1], "c": x[:, 2], "kind": rng.choice(["p", "q", "r"], n), "y": y})
+    app.session_state[SharedState.audit_sample_rows.key] = 1_000
+    app.session_state[SharedState.model.key] = "logreg"
+    open_overview_tab(app, "Data")
+    app.get("file_uploader")[0].set_value(("big.csv", frame.to_csv(index=False).encode(), "text/csv")).run()
+    app.selectbox(key="upload_target").set_value("y").run()
+    app.button[[b.label for b in app.button].index("Add to the datasets")].click().run()
+    assert_ok(app)
+    assert any(s.value == "Certify every row" for s in app.subheader)
+    next(b for b in app.button if b.label == f"Certify all {n:,} rows in the background").click().run()
+    assert_ok(app)
+    deadline = time.monotonic() + 170
+    while not any(m.label == "Rows certified" for m in app.metric) and time.monotonic() < deadline:
+        time.sleep(1.0)
+        app.run()
+    assert_ok(app)
+    assert metric(app, "Rows certified") == f"{n:,}"  # opened by itself once complete
+    (folder,) = [p for p in _audits_dir.iterdir() if p.name.startswith("big-logreg-")]
+    assert folder.name.endswith("-certify") and (folder / "_summary.json").is_file()
+    assert app.session_state[OwnModelState.audit.key] == {"kind": "certify", "path": str(folder)}
