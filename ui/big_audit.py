@@ -12,6 +12,7 @@ fingerprint and the input row number (the sample id).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -29,11 +30,13 @@ from core.views.big_audit import (
     class_names,
     explorer_page,
     filters_from_form,
+    locate_input,
     model_text,
     open_certify_folder,
     page_columns,
     plan_upload_certify,
     progress,
+    recompute_row,
     row_certificate,
     run_is_live,
     start,
@@ -44,6 +47,7 @@ from core.views.formatting import display_frame
 from core.views.ranking import SCORES, UNREVIEWED, filter_queue
 from core.views.tabular import flip_budget_shown
 from ui.auth import current_access
+from ui.certificate import certificate_figures
 from ui.layout import flow_columns
 from ui.review import (
     adjudication_panel,
@@ -201,6 +205,65 @@ def _certificate(results: CertifyResults, row: int, *, key: str) -> None:
     with right:
         st.dataframe(display_frame(cert.steps), hide_index=True, width="stretch", height=240)
     st.dataframe(display_frame(cert.lambdas), hide_index=True)
+    if key == "big_explorer":
+        _recomputed(results, row)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _input(path: str, stamp: str, *, _results: CertifyResults):
+    return locate_input(_results)
+
+
+@st.cache_resource(show_spinner="Certifying the row again with the run's model…", max_entries=32)
+def _recompute(path: str, stamp: str, row: int, data: str, *, _results: CertifyResults):
+    return recompute_row(_results, row, data=data)
+
+
+@dataclass(frozen=True)
+class _Classes:
+    """What :func:`ui.certificate.certificate_figures` reads of an audit: its class labels."""
+
+    classes: tuple[str, ...]
+
+    @property
+    def dataset(self) -> _Classes:
+        return self
+
+
+def _recomputed(results: CertifyResults, row: int) -> None:
+    """The row's full certificate, recomputed on demand from the input table and ``_task.zip``."""
+    stamp = _stamp(results.path)
+    data = _input(str(results.path), stamp, _results=results)
+    if data is None:
+        names = ", ".join(f["name"] for f in (results.config.get("data") or {}).get("files", []))
+        st.caption(
+            f"The full certificate (operator curves, one-step drops) is recomputed from the input table ({names}); "
+            "it is not beside this run, so only the stored trajectory is shown."
+        )
+        return
+    state = big_audit_state()
+    if state.recomputed != row:
+        st.button(
+            "Recompute with the run's model",
+            key="big_recompute",
+            icon=":material/refresh:",
+            help="Certifies this row again from the input table with the saved model: the operator curves and the "
+            "one-step drops of every group, and a check of the stored values.",
+            on_click=lambda: setattr(state, "recomputed", row),
+        )
+        return
+    again = _recompute(str(results.path), stamp, row, str(data), _results=results)
+    worst = max(again.differences.values())
+    st.caption(
+        f"Recomputed from {data.name} with the run's model: "
+        + (
+            "equal to the stored certificate."
+            if worst == 0
+            else f"largest difference from the stored values {worst:.3g}."
+        )
+    )
+    certificate_figures(_Classes(tuple(again.classes)), again.certificate, key="big_recomputed")
+    st.dataframe(display_frame(pd.DataFrame([again.raw])), hide_index=True)
 
 
 def big_explorer_page() -> None:

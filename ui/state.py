@@ -311,6 +311,8 @@ class BigAuditState(PageState):
     scheduler = Slot[str]("big_dask_scheduler", "")
     #: The full certification of an upload to open once it is complete (its folder name).
     open_when_done = Slot[str | None]("big_open_when_done", None)
+    #: The row whose certificate was recomputed with the run's model (shown while it is selected).
+    recomputed = Slot[int | None]("big_recomputed", None)
 
 
 class ComparisonState(PageState):

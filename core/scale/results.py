@@ -47,7 +47,10 @@ __all__ = [
     "RowFilter",
     "is_certify_folder",
     "list_certify_folders",
+    "RecomputedRow",
+    "locate_input",
     "open_certify_folder",
+    "recompute_row",
     "run_is_live",
 ]
 
@@ -557,3 +560,105 @@ class CertifyResults:
             return None
         first = pq.read_table(self.path / next(iter(self._parts[0].files)), columns=["path"]).slice(0, 1)
         return len(first.column("path")[0].as_py()) if first.num_rows else None
+
+
+def locate_input(results: CertifyResults, *, near: Sequence[str | Path] = ()) -> Path | None:
+    """The run's input table, found by its recorded identity (name, size, footer or head/tail digest).
+
+    Looked for in ``near``, beside the run's folder, and where the dashboard keeps an upload it
+    certifies (:data:`core.scale.upload_certify.INPUTS_DIR`); None when no file there matches.
+    A folder of several Parquet files is found as that folder.
+    """
+    from core.scale.sources import file_identity
+    from core.scale.upload_certify import INPUTS_DIR
+
+    data = results.config.get("data") or {}
+    files, kind = data.get("files") or [], data.get("format")
+    if not files or kind not in ("parquet", "csv"):
+        return None
+    places = [Path(p) for p in near] + [results.path.parent, results.path.parent / INPUTS_DIR / results.path.name]
+    for place in places:
+        matches = []
+        for recorded in files:
+            path = place / recorded["name"]
+            try:
+                matches.append(path.is_file() and file_identity(path, root=place, kind=kind) == recorded)
+            except (OSError, ValueError):
+                matches.append(False)
+        if matches and all(matches):
+            return place / files[0]["name"] if len(files) == 1 else place
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecomputedRow:
+    """One row certified again with the run's saved task.
+
+    Attributes
+    ----------
+    certificate : core.cfc.certificate_set.SampleCertificate
+        The full certificate (operator curves, one-step drops, class probabilities on the path).
+    classes : tuple of str
+        Class labels of ``predict_proba``'s columns.
+    raw : dict
+        The row's raw values as read from the input.
+    differences : dict of str to float
+        Largest absolute difference from the stored values, per column compared (0.0 = equal).
+    """
+
+    certificate: object
+    classes: tuple[str, ...]
+    raw: dict
+    differences: dict[str, float]
+
+
+def recompute_row(results: CertifyResults, row: int, *, data: str | Path, trusted: Sequence[str] = ()) -> RecomputedRow:
+    """Certify input row ``row`` again from ``data`` with the run's ``_task.zip``.
+
+    Parquet inputs read the row's row group only; a CSV is streamed up to the row's partition.
+
+    Raises
+    ------
+    ValueError
+        ``row`` is not shown, the task cannot be loaded (untrusted skops types are named), the
+        input does not hold the row, or the task's model does not give the run's fingerprint.
+    """
+    from core.cfc import certify
+    from core.scale.sources import open_source
+    from core.tabular.certify_task import load_certify_task
+
+    results.rows([row], columns=["row"])  # refuses a row the folder does not show
+    task = load_certify_task(results.path / _TASK, trusted=tuple(trusted))
+    source = open_source(data, columns=task.columns)
+    if source.random_access:
+        table = source.read_partition(int(row), 1)
+    else:
+        chunk = int(results.config.get("chunk_rows") or 25_000)
+        index = int(row) // chunk
+        found = next(iter(source.iter_partitions(chunk, skip=frozenset(range(index)))), None)
+        if found is None or found[0] != index:
+            raise ValueError(f"{data} has no row {row}.")
+        table = found[1].slice(int(row) - index * chunk, 1)
+    frame = table.select(list(task.preprocessor.raw_columns)).to_pandas()
+    X = task.preprocessor.transform(frame)
+
+    def predict_proba(Z):
+        return np.asarray(task.model.predict_proba(Z), dtype=np.float64)
+
+    cs = certify(predict_proba, X, task.groups, task.baseline, task.protocol)
+    if cs.fingerprint != results.fingerprint:
+        raise ValueError(
+            f"{results.path.name}: its saved task gives certificates of fingerprint {cs.fingerprint[:16]}…, not "
+            f"the run's {results.fingerprint[:16]}…; the task file was changed."
+        )
+    cert = cs.certificate(0)
+    stored = results.rows([row], columns=["confidence", "margin", "fds", "rcma", "u", "flip_budget", "path_margins"])
+    stored = stored.to_pylist()[0]
+    differences = {
+        name: float(abs(getattr(cert, name) - stored[name]))
+        for name in ("confidence", "margin", "fds", "rcma", "u", "flip_budget")
+    }
+    differences["path_margins"] = float(np.max(np.abs(np.asarray(cert.path_margins) - stored["path_margins"])))
+    return RecomputedRow(
+        certificate=cert, classes=tuple(task.classes), raw=table.to_pylist()[0], differences=differences
+    )

@@ -12,6 +12,7 @@ view                        page
 :func:`big_overview`        Overview: rows, summary, k* and FDS distributions, per class
 :func:`explorer_page`       Explorer: one page of the sorted, filtered rows
 :func:`row_certificate`     Explorer, Triage: one row's certificate from its stored trajectory
+:func:`recompute_row`       Explorer: one row certified again with the run's model, in full
 :func:`triage_queue`        Triage: the top of all rows by a risk score
 :func:`big_report_html`     Overview: the report of every row
 :func:`plan_upload_certify` Overview: every row of a large upload certified in the background
@@ -36,10 +37,13 @@ from core.scale.results import (
     FILTER_OPS,
     CertifyFolderError,
     CertifyResults,
+    RecomputedRow,
     RowFilter,
     is_certify_folder,
     list_certify_folders,
+    locate_input,
     open_certify_folder,
+    recompute_row,
     run_is_live,
 )
 from core.scale.upload_certify import RunProgress, UploadCertifyPlan, plan_upload_certify, progress, start
@@ -53,6 +57,7 @@ __all__ = [
     "CertifyResults",
     "ExplorerPage",
     "RowCertificate",
+    "RecomputedRow",
     "RowFilter",
     "RunProgress",
     "UploadCertifyPlan",
@@ -65,11 +70,13 @@ __all__ = [
     "filters_from_form",
     "is_certify_folder",
     "list_certify_folders",
+    "locate_input",
     "model_text",
     "open_certify_folder",
     "page_columns",
     "plan_upload_certify",
     "progress",
+    "recompute_row",
     "row_certificate",
     "run_is_live",
     "start",

@@ -89,6 +89,15 @@ def test_a_certify_folder_opens_on_overview_explorer_and_triage(monkeypatch, rev
     assert any(f"{len(wrong):,} of {N_ROWS:,} rows match" in c.value for c in at.caption)
     assert any(s.value.startswith("Certificate of row") for s in at.subheader)
     assert metric(at, "FDS (risk)")
+    # On demand, the full certificate from the input table beside the run and the saved model.
+    charts = len(at.get("vega_lite_chart"))
+    next(b for b in at.button if b.label == "Recompute with the run's model").click().run()
+    assert_ok(at)
+    assert any(
+        c.value == "Recomputed from credit.parquet with the run's model: equal to the stored certificate."
+        for c in at.caption
+    )
+    assert len(at.get("vega_lite_chart")) >= charts + 3  # trajectory, collapse, degradation, drops
 
     at.switch_page("pages/triage.py").run()
     assert_ok(at)

@@ -308,3 +308,33 @@ def test_a_half_written_folder_with_a_changed_partition_is_refused(interrupted, 
     _rewrite_part(folder / "part-00001.parquet", lambda t: t.slice(0, t.num_rows - 1))
     with pytest.raises(CertifyFolderError, match=r"partition part-00001\.parquet differs"):
         open_certify_folder(folder)
+
+
+# -- recomputing a row ---------------------------------------------------------------------------
+def test_a_row_recomputed_with_the_saved_task_equals_the_stored_one(results, finished, credit_parquet, reference):
+    from core.scale.results import locate_input, recompute_row
+
+    assert locate_input(results) is None  # the input is not beside the run
+    assert locate_input(results, near=[credit_parquet.parent]) == credit_parquet
+    for row in (0, 777, 3999):
+        again = recompute_row(results, row, data=credit_parquet)
+        assert set(again.differences.values()) == {0.0}  # same machine, same task: bit for bit
+        assert list(again.certificate.path) == list(reference.loc[row, "path"])
+        assert again.raw["Status"] == reference.loc[row, "label"]
+    with pytest.raises(ValueError, match=r"row 4000 is not in the table"):
+        recompute_row(results, 4000, data=credit_parquet)
+
+
+def test_a_row_of_a_csv_input_is_read_from_its_partition(tmp_path, credit_csv, spec):
+    from core.scale.results import locate_input, recompute_row
+
+    out = tmp_path / "csv_run"
+    shutil.copy(credit_csv, tmp_path / credit_csv.name)
+    certify_dataset(tmp_path / credit_csv.name, out, spec, chunk_rows=CHUNK_ROWS)
+    results = open_certify_folder(out)
+    assert locate_input(results) == tmp_path / credit_csv.name  # beside the run's folder
+    stored = results.rows([1234], columns=["fds", "u"]).to_pylist()[0]
+    again = recompute_row(results, 1234, data=tmp_path / credit_csv.name)
+    assert set(again.differences.values()) == {0.0} and again.certificate.fds == stored["fds"]
+    (tmp_path / credit_csv.name).write_bytes((tmp_path / credit_csv.name).read_bytes() + b"\n")
+    assert locate_input(results) is None  # another file of that name is not the input
