@@ -35,6 +35,13 @@ def _cli_args() -> argparse.Namespace:
     return args
 
 
+def _audit_source(path: str) -> dict:
+    """The tabular pages' source for ``--audit DIR``: a certify run (every row) or a saved audit."""
+    from core.views.big_audit import is_certify_folder  # only with --audit: no first-screen import
+
+    return {"kind": "certify" if is_certify_folder(path) else "folder", "path": path}
+
+
 def _main() -> None:
     # Imported here, not above: the server's first run imports them with the collector paused.
     import streamlit as st
@@ -51,10 +58,8 @@ def _main() -> None:
     # Overview's first screen meanwhile, not once its charts arrive.
     preload_vega()
 
-    from core.views.big_audit import is_certify_folder
     from ui.auth import Blocked, gate, reviews_db_path, team_path
-    from ui.big_audit import DASK_SCHEDULER_ENV
-    from ui.own_model import default_audits_dir
+    from ui.own_model import DASK_SCHEDULER_ENV, default_audits_dir
     from ui.prefetch import prefetch_demo_data
     from ui.sidebar import render_sidebar
     from ui.state import AuthState, BigAuditState, OwnModelState, SharedState, auth_state, seed_defaults
@@ -68,9 +73,7 @@ def _main() -> None:
         {
             SharedState.reviews_db: reviews_db_path(args.reviews_db),
             AuthState.team_file: team_path(args.team),
-            OwnModelState.audit: {"kind": "certify" if is_certify_folder(args.audit) else "folder", "path": args.audit}
-            if args.audit
-            else None,
+            OwnModelState.audit: _audit_source(args.audit) if args.audit else None,
             OwnModelState.audits_dir: args.audits_dir or str(default_audits_dir()),
             BigAuditState.scheduler: args.dask_scheduler or os.environ.get(DASK_SCHEDULER_ENV, "").strip(),
         }

@@ -18,13 +18,13 @@ from core.views.tabular import (
     whatif_probabilities,
 )
 from ui.audit_line import audit_line
-from ui.big_audit import big_audit_open, big_explorer_page
 from ui.certificate import certificate_figures, evidence_tables, flip_budget_text
 from ui.components import chart, guarded, page_header, run_page, table, vega_spec
 from ui.data import current_audit
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
 from ui.live_model import live_model
+from ui.own_model import certify_mode
 from ui.selection import apply_table_selection, sample_in, select_sample, selected_sample
 from ui.state import ExplorerState, explorer_state
 
@@ -295,5 +295,10 @@ def _certificate(result, frame) -> None:
     )
 
 
-# A certify folder of any size: its rows are queried out of core (ui.big_audit).
-run_page(big_explorer_page if big_audit_open() else _body, "Certificate explorer")
+def _certify_body() -> None:
+    from ui.big_audit import big_explorer_page  # a certify folder of any size, queried out of core
+
+    big_explorer_page()
+
+
+run_page(_certify_body if certify_mode() else _body, "Certificate explorer")

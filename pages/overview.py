@@ -22,13 +22,12 @@ from core.views.tabular import column_summary, flip_budget_shown, groups_table
 from core.views.uploads import CELL_BUDGET, LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, TableUpload, parse_blocks, table_columns
 from ui.audit_line import audit_line
 from ui.auth import current_access, report_reviews
-from ui.big_audit import big_audit_open, big_overview_page, certify_upload_panel
 from ui.components import chart, guarded, page_header, run_page, table, vega_spec
 from ui.data import audit_max_rows, current_audit, current_dataset, current_protocol, dataset_label
 from ui.entry import ensure_entrypoint
 from ui.glance import current_glance
 from ui.layout import flow_columns
-from ui.own_model import own_label, own_mode, saved_folder
+from ui.own_model import certify_mode, own_label, own_mode, saved_folder
 from ui.preload import preload_plotly
 from ui.state import OverviewState, SharedState, overview_state, shared_state, triage_state
 
@@ -164,6 +163,8 @@ def _sample_section(dataset) -> None:
         "`--fit-rows` rows, default 20,000):"
     )
     st.code(commands["certify"], language="bash")
+    from ui.big_audit import certify_upload_panel  # lazy: only a large upload offers it
+
     certify_upload_panel(
         upload, n, model=shared_state().model, seed=int(shared_state().seed), protocol=current_protocol()
     )
@@ -466,7 +467,9 @@ def _own_body() -> None:
 
 
 def _body() -> None:
-    if big_audit_open():  # a certify folder of any size: queried out of core (ui.big_audit)
+    if certify_mode():  # a certify folder of any size, queried out of core
+        from ui.big_audit import big_overview_page
+
         big_overview_page()
         return
     if own_mode():

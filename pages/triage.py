@@ -16,12 +16,12 @@ from core.views.ranking import (
 )
 from core.views.tabular import flip_budget_shown, prediction_table
 from ui.audit_line import audit_line
-from ui.big_audit import big_audit_open, big_triage_page
 from ui.certificate import certificate_panel, flip_budget_text, lambda_text
 from ui.components import cached_figure, figure, guarded, page_header, run_page
 from ui.data import current_audit
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
+from ui.own_model import certify_mode
 from ui.review import (
     adjudication_panel,
     agreement_panel,
@@ -318,5 +318,10 @@ def _queue_and_review(result, frame) -> None:
         _review_panel(key, sample_id, queue, shown)
 
 
-# A certify folder of any size: its rows are queried out of core (ui.big_audit).
-run_page(big_triage_page if big_audit_open() else _body, "Triage queue")
+def _certify_body() -> None:
+    from ui.big_audit import big_triage_page  # a certify folder of any size, queried out of core
+
+    big_triage_page()
+
+
+run_page(_certify_body if certify_mode() else _body, "Triage queue")

@@ -1,7 +1,9 @@
 """A ``certify`` output folder of any size on the Overview, Explorer and Triage pages.
 
 Opened with ``--audit DIR`` or from the audits folder (*Open a saved audit*), it is the source
-``{"kind": "certify", "path": DIR}`` of ``own_model_state().audit``. The folder is checked once
+``{"kind": "certify", "path": DIR}`` of ``own_model_state().audit``
+(:func:`ui.own_model.certify_mode`); pages import this module only then (or for a large upload's
+panel), so it is no first-screen import. The folder is checked once
 per server and change of its files (:func:`core.views.big_audit.open_certify_folder`, cached);
 every widget then asks :mod:`core.views.big_audit` for one page, one queue or one row, which
 reads the partitioned Parquet out of core: the table itself never enters the server's memory.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import streamlit as st
@@ -23,7 +26,6 @@ from core.reviews.store import AuditKey
 from core.views.big_audit import (
     QUEUE_SCORES,
     CertifyResults,
-    UploadCertifyPlan,
     big_audit_key,
     big_overview,
     big_report_html,
@@ -34,12 +36,9 @@ from core.views.big_audit import (
     model_text,
     open_certify_folder,
     page_columns,
-    plan_upload_certify,
-    progress,
     recompute_row,
     row_certificate,
     run_is_live,
-    start,
     status_text,
     triage_queue,
 )
@@ -69,9 +68,10 @@ from ui.review import (
 from ui.selection import apply_table_selection, select_sample, selected_sample
 from ui.state import BigAuditState, TriageState, big_audit_state, own_model_state, review_state, triage_state
 
+if TYPE_CHECKING:  # the planner is imported by the panel of a large upload only
+    from core.scale.upload_certify import UploadCertifyPlan
+
 __all__ = [
-    "DASK_SCHEDULER_ENV",
-    "big_audit_open",
     "certify_upload_panel",
     "big_explorer_page",
     "big_overview_page",
@@ -80,9 +80,6 @@ __all__ = [
 ]
 
 PAGE_SIZE = 50
-#: Environment variable naming the Dask scheduler of full certifications when the dashboard is
-#: started without ``--dask-scheduler``.
-DASK_SCHEDULER_ENV = "AUDIT_DASK_SCHEDULER"
 _LABELS = {
     "row": "Row",
     "label": "True class",
@@ -97,12 +94,6 @@ _LABELS = {
     "in_fit_sample": "In the fitting sample",
 }
 _SCOPES = {"high-confidence": "High-confidence predictions (p̂ ≥ 0.9)", "all": "All held-out predictions"}
-
-
-def big_audit_open() -> bool:
-    """Whether the tabular pages show a certify folder."""
-    source = own_model_state().audit
-    return bool(source) and source.get("kind") == "certify"
 
 
 def _stamp(path: Path) -> str:
@@ -262,7 +253,7 @@ def _recomputed(results: CertifyResults, row: int) -> None:
             else f"largest difference from the stored values {worst:.3g}."
         )
     )
-    certificate_figures(_Classes(tuple(again.classes)), again.certificate, key="big_recomputed")
+    certificate_figures(_Classes(tuple(again.classes)), again.certificate, key="big_full_certificate")
     st.dataframe(display_frame(pd.DataFrame([again.raw])), hide_index=True)
 
 
@@ -472,6 +463,8 @@ def _running_here(plan: UploadCertifyPlan) -> bool:
 
 def _start(plan: UploadCertifyPlan, data: bytes, actor) -> None:
     """Button callback: start (or resume) the run and open its result once it is complete."""
+    from core.scale.upload_certify import start
+
     check(actor, "run", what=f"certifying every row of {plan.name}")
     if not _running_here(plan) and not run_is_live(plan.out):
         _children()[str(plan.out)] = start(plan, data)
@@ -486,6 +479,8 @@ def _open(plan: UploadCertifyPlan) -> None:
 @st.fragment(run_every=1.0)
 def _progress(plan: UploadCertifyPlan) -> None:
     """The run's progress, read from its folder every second; the app reruns once it is over."""
+    from core.scale.upload_certify import progress
+
     done = progress(plan)
     if _running_here(plan) or run_is_live(plan.out):
         stage = f"{done.rows_done:,} of {done.rows:,} rows" if done.started else "fitting the model"
@@ -499,6 +494,8 @@ def _progress(plan: UploadCertifyPlan) -> None:
 def certify_upload_panel(upload, rows: int, *, model: str, seed: int, protocol) -> None:
     """Offer to certify every row of a large upload in the background, show its progress, and open
     the result when it is complete (the certify engine, locally or on the configured Dask cluster)."""
+    from core.scale.upload_certify import plan_upload_certify, progress
+
     st.subheader("Certify every row")
     access = current_access()
     root = Path(own_model_state().audits_dir)

@@ -46,7 +46,6 @@ from core.tabular.never_trusted import refusal_reason
 from core.tabular.own_model import audit_model
 from core.tabular.persist import NeverTrustedTypeError, SkopsType, UntrustedTypesError, skops_types
 from core.validation import read_table
-from core.views.big_audit import list_certify_folders
 from core.views.uploads import UPLOAD_LIMIT_MB, table_columns, upload_digest
 from ui.audit_jobs import foreground_wait_s, job_for, show_progress_and_stop
 from ui.auth import current_access
@@ -55,6 +54,8 @@ from ui.state import FormError, OwnModelState, TrustOffer, own_model_state
 
 __all__ = [
     "AUDITS_DIR_ENV",
+    "DASK_SCHEDULER_ENV",
+    "certify_mode",
     "default_audits_dir",
     "own_audit",
     "own_label",
@@ -67,6 +68,9 @@ __all__ = [
 _LOG = logging.getLogger("reliability_audit.ui")
 #: Environment variable naming the audits directory when ``--audits-dir`` is not given.
 AUDITS_DIR_ENV = "AUDIT_AUDITS_DIR"
+#: Environment variable naming the Dask scheduler that certifies every row of a large upload
+#: (:mod:`ui.big_audit`) when ``--dask-scheduler`` is not given.
+DASK_SCHEDULER_ENV = "AUDIT_DASK_SCHEDULER"
 
 
 def default_audits_dir() -> Path:
@@ -82,6 +86,12 @@ def default_audits_dir() -> Path:
 def own_mode() -> bool:
     """Whether the tabular pages show a model brought by the user."""
     return own_model_state().audit is not None
+
+
+def certify_mode() -> bool:
+    """Whether the tabular pages show a certify folder (every row, :mod:`ui.big_audit`)."""
+    source = own_model_state().audit
+    return bool(source) and source.get("kind") == "certify"
 
 
 def _stamp(path: Path) -> str:
@@ -559,6 +569,8 @@ def _upload_form() -> None:
 
 def _saved_audit_choice() -> None:
     """The audits folder's saved audits, one to open."""
+    from core.views.big_audit import list_certify_folders  # drawn only while the expander is open
+
     root = Path(own_model_state().audits_dir)
     kinds = {p.name: "folder" for p in list_audit_folders(root)}
     kinds.update({p.name: "certify" for p in list_certify_folders(root)})

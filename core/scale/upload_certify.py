@@ -32,7 +32,6 @@ from pathlib import Path
 
 from core.atomic import atomic_write_bytes
 from core.cfc.protocol import Protocol
-from core.scale.certify import DEFAULT_CHUNK_ROWS
 from core.scale.store import MANIFEST
 
 __all__ = ["INPUTS_DIR", "RunProgress", "UploadCertifyPlan", "plan_upload_certify", "progress", "start"]
@@ -139,6 +138,8 @@ def plan_upload_certify(
         },
         sort_keys=True,
     )
+    from core.scale.certify import DEFAULT_CHUNK_ROWS  # the engine itself is not needed to plan
+
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(file_name).stem).strip("._") or "table"
     name = f"{stem}-{model}-{hashlib.sha256(request.encode()).hexdigest()[:10]}-certify"
     root = Path(root)

@@ -15,7 +15,6 @@ view                        page
 :func:`recompute_row`       Explorer: one row certified again with the run's model, in full
 :func:`triage_queue`        Triage: the top of all rows by a risk score
 :func:`big_report_html`     Overview: the report of every row
-:func:`plan_upload_certify` Overview: every row of a large upload certified in the background
 ==========================  ==================================================================
 """
 
@@ -46,7 +45,6 @@ from core.scale.results import (
     recompute_row,
     run_is_live,
 )
-from core.scale.upload_certify import RunProgress, UploadCertifyPlan, plan_upload_certify, progress, start
 
 __all__ = [
     "FILTER_OPS",
@@ -59,8 +57,6 @@ __all__ = [
     "RowCertificate",
     "RecomputedRow",
     "RowFilter",
-    "RunProgress",
-    "UploadCertifyPlan",
     "big_audit_key",
     "big_overview",
     "big_report_html",
@@ -74,12 +70,9 @@ __all__ = [
     "model_text",
     "open_certify_folder",
     "page_columns",
-    "plan_upload_certify",
-    "progress",
     "recompute_row",
     "row_certificate",
     "run_is_live",
-    "start",
     "status_text",
     "triage_queue",
 ]
