@@ -3,6 +3,7 @@
     python tests/bench/bench_big_audit.py                       # 1,000,000 rows
     python tests/bench/bench_big_audit.py --rows 200000 --no-pandas
     python tests/bench/bench_big_audit.py --base runs/real      # resample another real run
+    python tests/bench/bench_big_audit.py --browser             # and a real server in Chromium
 
 **The folder.** ``certify`` certifies about 200-400 rows a second on this shared 2-core machine
 (a 1M-row run is over an hour), so the 1M-row folder is synthesised in certify's exact output
@@ -148,6 +149,57 @@ def _server(folder: str, reviews_db: str) -> dict:
     }
 
 
+def _browser(folder: str) -> dict:
+    """A real dashboard server on ``folder`` driven by Chromium: the first page (from the URL to an
+    idle page with its rows), three page switches through the sidebar, the server's peak RSS."""
+    import tempfile
+    import threading
+
+    import psutil
+    from playwright.sync_api import sync_playwright
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from browser_kit import dashboard_server, launch_chromium, run_over, wait_idle
+
+    peak = [0.0]
+    with tempfile.TemporaryDirectory() as work, dashboard_server(work, app_args=["--audit", folder]) as url:
+        server = next(
+            p for p in psutil.process_iter(["cmdline"]) if url.rsplit(":", 1)[1] in " ".join(p.info["cmdline"] or [])
+        )
+        stop = threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                try:
+                    peak[0] = max(peak[0], server.memory_info().rss / 2**20)
+                except psutil.Error:
+                    return
+                stop.wait(0.05)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        timings = {}
+        with sync_playwright() as pw:
+            browser = launch_chromium(pw)
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            t = time.perf_counter()
+            page.goto(url)
+            page.get_by_text("Rows certified").first.wait_for(timeout=120_000)
+            timings["first page"] = wait_idle(page) - t
+            visits = [("explorer", "Certificate explorer"), ("triage", "Triage queue"), ("overview", "Overview")]
+            for name, link in visits + [(f"{name} again", link) for name, link in visits]:
+                t = time.perf_counter()
+                page.get_by_role("link", name=link).first.click()
+                page.wait_for_timeout(50)
+                while not run_over(page):
+                    page.wait_for_timeout(25)
+                timings[name] = wait_idle(page) - t
+            browser.close()
+        stop.set()
+        sampler.join()
+    return {"timings": timings, "server_peak_rss_mb": peak[0]}
+
+
 def _pandas(folder: str) -> dict:
     """The same first page without the data-access layer: the whole table in pandas."""
     import resource
@@ -182,11 +234,13 @@ def main(argv=None) -> None:
     ap.add_argument("--base-rows", type=int, default=6_000, help="rows of the fresh real run (default 6000)")
     ap.add_argument("--work", type=Path, default=Path("/tmp/bench_big_audit"))
     ap.add_argument("--no-pandas", action="store_true", help="skip the pandas comparison")
+    ap.add_argument("--browser", action="store_true", help="also a real server driven by Chromium")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         kind, *rest = args.child
-        print(json.dumps(_server(*rest) if kind == "server" else _pandas(*rest)))
+        run = {"server": _server, "pandas": _pandas, "browser": _browser}[kind]
+        print(json.dumps(run(*rest)))
         return
     import numpy as np
 
@@ -222,6 +276,12 @@ def main(argv=None) -> None:
     print(
         f"  report of every row s          {server['report_s']:8.2f}   < 60  ({server['report_bytes'] / 1024:.0f} KiB)"
     )
+    if args.browser:
+        real = _child("browser", str(folder))
+        print("\na real server and Chromium (click to the moment the page went idle for good):")
+        for name, seconds in real["timings"].items():
+            print(f"  {name:<28}{seconds:8.2f} s")
+        print(f"  server peak RSS MB             {real['server_peak_rss_mb']:8.0f}")
     if not args.no_pandas:
         pandas = _child("pandas", str(folder))
         print("\nwithout the data-access layer (the whole table in pandas), side by side:")
