@@ -257,6 +257,10 @@ def _recomputed(results: CertifyResults, row: int) -> None:
     st.dataframe(display_frame(pd.DataFrame([again.raw])), hide_index=True)
 
 
+def _first_page() -> None:
+    big_audit_state().page = 1
+
+
 def big_explorer_page() -> None:
     """The Explorer of the open certify folder: every row, sorted, filtered and paged."""
     results = current_big_audit()
@@ -264,18 +268,20 @@ def big_explorer_page() -> None:
     state = big_audit_state()
     columns = page_columns(results)
     classes = class_names(results)
+    # A new filter or order starts on its first page (the old page number may not exist in it).
+    first = {"on_change": _first_page}
     f = flow_columns([3, 3, 2, 2], key="big_filters", min_width=[200, 200, 140, 160], gap="small")
-    f[0].multiselect("True class", classes, key=BigAuditState.true_classes.key, placeholder="any")
-    f[1].multiselect("Predicted", classes, key=BigAuditState.predicted.key, placeholder="any")
-    f[2].selectbox("Correct", ["any", "yes", "no"], key=BigAuditState.correct.key)
-    f[3].checkbox("Held-out rows only", key=BigAuditState.held_out.key)
+    f[0].multiselect("True class", classes, key=BigAuditState.true_classes.key, placeholder="any", **first)
+    f[1].multiselect("Predicted", classes, key=BigAuditState.predicted.key, placeholder="any", **first)
+    f[2].selectbox("Correct", ["any", "yes", "no"], key=BigAuditState.correct.key, **first)
+    f[3].checkbox("Held-out rows only", key=BigAuditState.held_out.key, **first)
     g = flow_columns([2, 2, 3, 2], key="big_sorting", min_width=[160, 160, 200, 140], gap="small")
-    g[0].number_input("Confidence at least", 0.0, 1.0, step=0.05, key=BigAuditState.min_confidence.key)
-    g[1].number_input("k* at most (0 = any)", 0, 1000, step=1, key=BigAuditState.max_flip_budget.key)
+    g[0].number_input("Confidence at least", 0.0, 1.0, step=0.05, key=BigAuditState.min_confidence.key, **first)
+    g[1].number_input("k* at most (0 = any)", 0, 1000, step=1, key=BigAuditState.max_flip_budget.key, **first)
     if state.sort not in columns:
         state.sort = "row"
-    g[2].selectbox("Sort by", columns, key=BigAuditState.sort.key, format_func=lambda c: _LABELS.get(c, c))
-    g[3].toggle("Descending", key=BigAuditState.descending.key)
+    g[2].selectbox("Sort by", columns, key=BigAuditState.sort.key, format_func=lambda c: _LABELS.get(c, c), **first)
+    g[3].toggle("Descending", key=BigAuditState.descending.key, **first)
     filters = filters_from_form(
         results,
         true_classes=state.true_classes,
@@ -294,6 +300,7 @@ def big_explorer_page() -> None:
         page_size=PAGE_SIZE,
     )
     shown = page.frame
+    state.page = page.page + 1  # the page shown (the last, when the number asked is past it)
     st.dataframe(
         display_frame(shown.rename(columns=_LABELS)),
         key=BigAuditState.table.key,
@@ -500,18 +507,22 @@ def certify_upload_panel(upload, rows: int, *, model: str, seed: int, protocol) 
     access = current_access()
     root = Path(own_model_state().audits_dir)
     scheduler = big_audit_state().scheduler or None
-    plan = plan_upload_certify(
-        upload.data,
-        upload.file,
-        root,
-        target=upload.target,
-        rows=rows,
-        model=model,
-        seed=seed,
-        protocol=protocol,
-        blocks=dict(upload.blocks.mapping) if upload.blocks else None,
-        scheduler=scheduler,
-    )
+    try:
+        plan = plan_upload_certify(
+            upload.data,
+            upload.file,
+            root,
+            target=upload.target,
+            rows=rows,
+            model=model,
+            seed=seed,
+            protocol=protocol,
+            blocks=dict(upload.blocks.mapping) if upload.blocks else None,
+            scheduler=scheduler,
+        )
+    except ValueError as exc:  # a table certify cannot read (e.g. compressed): the command lines above
+        st.info(str(exc), icon=":material/info:")
+        return
     where = "on the Dask cluster" if scheduler else "on this machine"
     st.caption(
         f"Certificates of all {rows:,} rows with the certify engine, {where}, in the background: the model "

@@ -87,6 +87,7 @@ def test_a_certify_folder_opens_on_overview_explorer_and_triage(monkeypatch, rev
     at.selectbox(key="big_correct").set_value("no").run()
     wrong = whole[(whole["pred_label"] == "bad") & (whole["correct"] == False)]  # noqa: E712
     assert any(f"{len(wrong):,} of {N_ROWS:,} rows match" in c.value for c in at.caption)
+    assert at.number_input(key="big_page").value == 1  # a new filter starts on its first page
     assert any(s.value.startswith("Certificate of row") for s in at.subheader)
     assert metric(at, "FDS (risk)")
     # On demand, the full certificate from the input table beside the run and the saved model.
