@@ -452,9 +452,12 @@ def _bars_html(labels: Sequence[str], counts: Sequence[int]) -> str:
     return f"<table class='bars'>{rows}</table>"
 
 
-def big_report_html(results: CertifyResults, *, title: str | None = None, top: int = 100) -> str:
+def big_report_html(
+    results: CertifyResults, *, title: str | None = None, top: int = 100, decisions: pd.DataFrame | None = None
+) -> str:
     """A self-contained HTML report of every row shown: totals, k* and FDS distributions, per
-    class, per operator, and the ``top`` riskiest held-out rows by FDS (no script, offline)."""
+    class, per operator, the ``top`` riskiest held-out rows by FDS, and the reviewers' latest
+    ``decisions`` on its rows when given (``ReviewStore.latest``; no script, offline)."""
     if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or not 1 <= top <= 10_000:
         raise ValueError(f"`top` must be an int in [1, 10000]; got {top!r}.")
     view = big_overview(results)
@@ -500,6 +503,16 @@ def big_report_html(results: CertifyResults, *, title: str | None = None, top: i
     if riskiest is not None:
         shown = riskiest.drop(columns=["score_value"]).rename(columns={"sample_id": "row"})
         parts += [f"<h2>The {len(shown)} riskiest held-out rows by FDS</h2>", _table_html(shown)]
+    if decisions is not None:
+        counts = decisions["decision"].value_counts().rename_axis("decision").reset_index(name="rows")
+        shown = [c for c in ("sample_id", "decision", "reviewer", "reasons", "note") if c in decisions.columns]
+        parts += [
+            f"<h2>Review decisions ({len(decisions):,} rows decided)</h2>",
+            _table_html(counts) if len(decisions) else "<p>No row has been reviewed yet.</p>",
+        ]
+        if len(decisions):
+            listed = decisions[shown].rename(columns={"sample_id": "row"}).head(1000)
+            parts.append(_table_html(listed.astype(str)))
     style = (
         "body{font-family:system-ui,sans-serif;max-width:980px;margin:2em auto;color:#222}"
         "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:2px 8px;text-align:right}"

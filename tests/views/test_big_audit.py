@@ -211,3 +211,23 @@ def test_form_values_are_checked(results):
         filters_from_form(results, correct="maybe")
     with pytest.raises(ValueError, match=r"`page_size` must be an int in \[1, 10000\]; got 0"):
         explorer_page(results, page_size=0)
+
+
+def test_the_report_command_reports_a_certify_run_with_its_decisions(results, folder, tmp_path, capsys):
+    """``python -m core report RUN --out x.html`` on a certify folder: every row, and the reviewers'
+    latest decisions on its rows from the review database."""
+    from core.cli import main
+    from core.reviews import AuditKey, ReviewStore
+
+    db = tmp_path / "reviews.sqlite3"
+    store = ReviewStore(str(db))
+    key = AuditKey(**big_audit_key(results))
+    store.record(key, 17, reviewer="ana", decision="acceptable", note="", reasons=[])
+    store.record(key, 2999, reviewer="bo", decision="confirmed_brittle", note="", reasons=[])
+    out = tmp_path / "report.html"
+    assert main(["report", str(folder), "--out", str(out), "--reviews-db", str(db)]) == 0
+    report = out.read_text()
+    assert f"<td>{N_ROWS:,}</td>" in report and "Review decisions (2 rows decided)" in report
+    assert "<td>17</td><td>acceptable</td><td>ana</td>" in report
+    assert main(["report", str(folder), str(folder), "--out", str(out)]) == 2
+    assert "is a certify run: it is reported alone" in capsys.readouterr().err
