@@ -261,6 +261,12 @@ def _first_page() -> None:
     big_audit_state().page = 1
 
 
+def _go_to_row() -> None:
+    row = big_audit_state().goto
+    if row is not None:
+        select_sample(int(row))
+
+
 def big_explorer_page() -> None:
     """The Explorer of the open certify folder: every row, sorted, filtered and paged."""
     results = current_big_audit()
@@ -310,9 +316,18 @@ def big_explorer_page() -> None:
         width="stretch",
         height=420,
     )
-    p = flow_columns([1, 3], key="big_pager", min_width=[160, 300], gap="small")
+    p = flow_columns([1, 1, 3], key="big_pager", min_width=[140, 160, 300], gap="small")
     p[0].number_input("Page", 1, page.pages, key=BigAuditState.page.key)
-    p[1].caption(
+    p[1].number_input(
+        "Open row number",
+        0,
+        max(results.n_rows - 1, 0),
+        key=BigAuditState.goto.key,
+        placeholder="any row",
+        on_change=_go_to_row,
+        help="The certificate of any row of the input, whatever the filters and the page.",
+    )
+    p[2].caption(
         f"Page {page.page + 1:,} of {page.pages:,} · {page.total:,} of {results.n_rows:,} rows match "
         f"· sorted by {_LABELS.get(state.sort, state.sort)}{' (descending)' if state.descending else ''}. "
         "Select a row to open its certificate."

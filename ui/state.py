@@ -305,6 +305,8 @@ class BigAuditState(PageState):
     min_confidence = Slot[float]("big_min_confidence", 0.0)
     max_flip_budget = Slot[int]("big_max_flip_budget", 0)
     table = Slot[dict[str, Any]]("big_table", _NO_SELECTION)
+    #: A row number typed to open its certificate directly (any row of the run).
+    goto = Slot[int | None]("big_goto", None)
     queue_length = Slot[int]("big_queue_length", 200)
     #: Address of the Dask scheduler full certifications run on ("" = this machine): the
     #: dashboard's ``--dask-scheduler`` or ``AUDIT_DASK_SCHEDULER``.

@@ -88,6 +88,8 @@ def test_a_certify_folder_opens_on_overview_explorer_and_triage(monkeypatch, rev
     wrong = whole[(whole["pred_label"] == "bad") & (whole["correct"] == False)]  # noqa: E712
     assert any(f"{len(wrong):,} of {N_ROWS:,} rows match" in c.value for c in at.caption)
     assert at.number_input(key="big_page").value == 1  # a new filter starts on its first page
+    at.number_input(key="big_goto").set_value(2222).run()  # any row, whatever the filters
+    assert any(s.value == "Certificate of row 2,222" for s in at.subheader)
     assert any(s.value.startswith("Certificate of row") for s in at.subheader)
     assert metric(at, "FDS (risk)")
     # On demand, the full certificate from the input table beside the run and the saved model.
