@@ -25,7 +25,6 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -61,7 +60,6 @@ __all__ = [
     "big_overview",
     "big_report_html",
     "class_names",
-    "describe",
     "explorer_page",
     "filters_from_form",
     "is_certify_folder",
@@ -119,7 +117,8 @@ def status_text(results: CertifyResults) -> str:
     )
 
 
-def _task_classes(results: CertifyResults) -> list[str]:
+def class_names(results: CertifyResults) -> list[str]:
+    """The task's classes, in ``predict_proba``'s column order (the class filters, the path's predictions)."""
     return [str(c) for c in results.task_info().get("classes", [])]
 
 
@@ -342,7 +341,7 @@ def row_certificate(results: CertifyResults, row: int) -> RowCertificate:
         raise ValueError(f"`row` must be an int; got {row!r}.")
     columns = [*results.columns, "path", "path_margins", "path_preds"]
     record = results.rows([int(row)], columns=columns).to_pylist()[0]
-    classes = _task_classes(results)
+    classes = class_names(results)
     path, margins, preds = record.pop("path"), record.pop("path_margins"), record.pop("path_preds")
     steps = pd.DataFrame(
         {
@@ -556,19 +555,3 @@ def filters_from_form(
     if min_fds is not None:
         out.append(RowFilter(column="fds", op=">=", value=float(min_fds)))
     return out
-
-
-def class_names(results: CertifyResults) -> list[str]:
-    """The task's classes (for the class filters)."""
-    return _task_classes(results)
-
-
-def describe(results: CertifyResults) -> dict[str, Any]:
-    """The folder's identity as people read it: name, model, rows, partitions, status."""
-    return {
-        "folder": results.path.name,
-        "model": model_text(results),
-        "rows": results.n_rows,
-        "partitions": results.partitions,
-        "status": results.status,
-    }
