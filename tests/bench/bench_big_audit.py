@@ -151,7 +151,8 @@ def _server(folder: str, reviews_db: str) -> dict:
 
 def _browser(folder: str) -> dict:
     """A real dashboard server on ``folder`` driven by Chromium: the first page (from the URL to an
-    idle page with its rows), three page switches through the sidebar, the server's peak RSS."""
+    idle page with its rows), three page switches through the sidebar, the server's peak RSS.
+    ``folder`` "-" opens the shipped default audit instead (the same steps, for comparison)."""
     import tempfile
     import threading
 
@@ -162,7 +163,10 @@ def _browser(folder: str) -> dict:
     from browser_kit import dashboard_server, launch_chromium, run_over, wait_idle
 
     peak = [0.0]
-    with tempfile.TemporaryDirectory() as work, dashboard_server(work, app_args=["--audit", folder]) as url:
+    with (
+        tempfile.TemporaryDirectory() as work,
+        dashboard_server(work, app_args=[] if folder == "-" else ["--audit", folder]) as url,
+    ):
         server = next(
             p for p in psutil.process_iter(["cmdline"]) if url.rsplit(":", 1)[1] in " ".join(p.info["cmdline"] or [])
         )
@@ -184,7 +188,8 @@ def _browser(folder: str) -> dict:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             t = time.perf_counter()
             page.goto(url)
-            page.get_by_text("Rows certified").first.wait_for(timeout=120_000)
+            first = "The audit at a glance" if folder == "-" else "Rows certified"
+            page.get_by_text(first).first.wait_for(timeout=120_000)
             timings["first page"] = wait_idle(page) - t
             visits = [("explorer", "Certificate explorer"), ("triage", "Triage queue"), ("overview", "Overview")]
             for name, link in visits + [(f"{name} again", link) for name, link in visits]:
@@ -277,11 +282,14 @@ def main(argv=None) -> None:
         f"  report of every row s          {server['report_s']:8.2f}   < 60  ({server['report_bytes'] / 1024:.0f} KiB)"
     )
     if args.browser:
-        real = _child("browser", str(folder))
-        print("\na real server and Chromium (click to the moment the page went idle for good):")
+        real, shipped = _child("browser", str(folder)), _child("browser", "-")
+        print("\na real server and Chromium (click to the moment the page went idle for good), side by side")
+        print("with the same steps on the shipped default audit (its 1,000-odd test rows from saved tables):")
+        print(f"  {'':<28}{'1M-row run':>12}{'default audit':>15}")
         for name, seconds in real["timings"].items():
-            print(f"  {name:<28}{seconds:8.2f} s")
-        print(f"  server peak RSS MB             {real['server_peak_rss_mb']:8.0f}")
+            other = shipped["timings"][name]
+            print(f"  {name:<28}{seconds:10.2f} s{other:13.2f} s")
+        print(f"  {'server peak RSS MB':<28}{real['server_peak_rss_mb']:12.0f}{shipped['server_peak_rss_mb']:15.0f}")
     if not args.no_pandas:
         pandas = _child("pandas", str(folder))
         print("\nwithout the data-access layer (the whole table in pandas), side by side:")
