@@ -112,3 +112,17 @@ def test_a_run_that_fails_says_why(upload, tmp_path):
     failed = progress(plan)
     assert not failed.complete and not failed.started
     assert "Nope" in failed.error and "is not a column" in failed.error
+
+
+@pytest.mark.slow
+def test_on_a_dask_scheduler_the_run_is_the_local_one(upload, tmp_path, dask_client):
+    """``--dask-scheduler``: the child certifies on the running cluster; same bytes as locally."""
+    local = _plan(upload, tmp_path / "local")
+    _wait(start(local, upload))
+    remote = _plan(upload, tmp_path / "remote", scheduler=dask_client.scheduler.address)
+    _wait(start(remote, upload), timeout=170)
+    assert progress(remote).complete, remote.log.read_text()[-2000:]
+    parts = sorted(p.name for p in local.out.glob("part-*.parquet"))
+    assert parts and parts == sorted(p.name for p in remote.out.glob("part-*.parquet"))
+    for name in parts:
+        assert (remote.out / name).read_bytes() == (local.out / name).read_bytes()
