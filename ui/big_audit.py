@@ -488,6 +488,7 @@ def _start(plan: UploadCertifyPlan, data: bytes, actor) -> None:
     from core.scale.upload_certify import start
 
     check(actor, "run", what=f"certifying every row of {plan.name}")
+    check(actor, "save", what=f"{plan.name} in the shared audits folder")
     if not _running_here(plan) and not run_is_live(plan.out):
         _children()[str(plan.out)] = start(plan, data)
     big_audit_state().open_when_done = plan.name
@@ -558,8 +559,9 @@ def certify_upload_panel(upload, rows: int, *, model: str, seed: int, protocol) 
         _progress(plan)
         st.caption("The pages open it by themselves when it is done; the other pages stay usable meanwhile.")
         return
-    if not access.may("run"):
-        st.caption(f"Starting it needs the {access.needs('run')} role (you are a {access.role}).")
+    refused = next((action for action in ("run", "save") if not access.may(action)), None)
+    if refused is not None:  # it runs a model and saves the result in the shared audits folder
+        st.caption(f"Starting it needs the {access.needs(refused)} role (you are a {access.role}).")
         return
     if done.error:
         st.error(
