@@ -379,7 +379,7 @@ def big_triage_page() -> None:
         triage_state().scope,
         int(big_audit_state().queue_length),
         _results=results,
-    )
+    ).copy()  # the cached queue stays intact whatever the review flow adds to it
     if queue.empty:
         st.info("No held-out prediction in this scope.", icon=":material/filter_alt_off:")
         return
