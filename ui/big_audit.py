@@ -535,6 +535,7 @@ def certify_upload_panel(upload, rows: int, *, model: str, seed: int, protocol) 
             protocol=protocol,
             blocks=dict(upload.blocks.mapping) if upload.blocks else None,
             scheduler=scheduler,
+            digest=upload.digest,
         )
     except ValueError as exc:  # a table certify cannot read (e.g. compressed): the command lines above
         st.info(str(exc), icon=":material/info:")

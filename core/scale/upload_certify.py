@@ -90,6 +90,7 @@ def plan_upload_certify(
     protocol: Protocol,
     blocks: dict[str, str] | None = None,
     scheduler: str | None = None,
+    digest: str | None = None,
 ) -> UploadCertifyPlan:
     """The plan of certifying every row of an upload into the audits folder ``root`` (nothing written).
 
@@ -109,6 +110,8 @@ def plan_upload_certify(
         The audit's settings (as in the sidebar and the Protocol tab).
     scheduler : str, optional
         Address of a Dask scheduler to certify on (``tcp://host:8786``); default local.
+    digest : str, optional
+        SHA-256 of ``data`` when already known (an upload's), so a page rerun does not hash it again.
 
     Raises
     ------
@@ -129,7 +132,7 @@ def plan_upload_certify(
         raise ValueError(f"`scheduler` must be an address such as tcp://host:8786; got {scheduler!r}.")
     request = json.dumps(
         {
-            "table": hashlib.sha256(data).hexdigest(),
+            "table": digest or hashlib.sha256(data).hexdigest(),
             "target": target,
             "model": model,
             "seed": int(seed),

@@ -3,6 +3,7 @@ its progress read from the folder, resumed after a kill, equal to a run made in-
 
 from __future__ import annotations
 
+import hashlib
 import signal
 import time
 
@@ -45,6 +46,7 @@ def test_the_same_request_maps_to_the_same_folder_and_another_to_another(upload,
         _plan(upload, tmp_path, target="Home"),
     ]
     assert len({p.name for p in others} | {a.name}) == 6
+    assert _plan(upload, tmp_path, digest=hashlib.sha256(upload).hexdigest()) == a  # a known digest, not hashed again
     assert not (tmp_path / INPUTS_DIR).exists()  # a plan writes nothing
     assert a.fit_rows == N_ROWS // 2 and "--fit-rows" in a.argv
     dask = _plan(upload, tmp_path, scheduler="tcp://10.0.0.5:8786")
