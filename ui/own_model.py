@@ -569,11 +569,14 @@ def _upload_form() -> None:
 
 def _saved_audit_choice() -> None:
     """The audits folder's saved audits, one to open."""
-    from core.views.big_audit import list_certify_folders  # drawn only while the expander is open
+    from core.views.big_audit import certify_run_finished, list_certify_folders  # only while the expander is open
 
     root = Path(own_model_state().audits_dir)
     kinds = {p.name: "folder" for p in list_audit_folders(root)}
-    kinds.update({p.name: "certify" for p in list_certify_folders(root)})
+    # A certify run still going (or interrupted) opens with what is done: never listed as complete.
+    kinds.update(
+        {p.name: "certify" if certify_run_finished(p) else "certify-partial" for p in list_certify_folders(root)}
+    )
     st.caption(
         "Audits saved in the dashboard's audits folder, set when it was started; save one there with "
         "`AuditResult.save` (Python) or the `audit` command, or certify a large table into it with the "
@@ -589,9 +592,13 @@ def _saved_audit_choice() -> None:
         "Audit folder",
         names,
         key=OwnModelState.folder.key,
-        format_func=lambda n: f"{n} (certify run, every row)" if kinds[n] == "certify" else n,
+        format_func=lambda n: {
+            "certify": f"{n} (certify run, every row)",
+            "certify-partial": f"{n} (certify run, incomplete)",
+        }.get(kinds[n], n),
     )
     if st.button("Open", key="own_open"):
         name = own_model_state().folder
-        own_model_state().audit = {"kind": kinds[name], "path": str(root / name)}
+        kind = "folder" if kinds[name] == "folder" else "certify"
+        own_model_state().audit = {"kind": kind, "path": str(root / name)}
         st.rerun()

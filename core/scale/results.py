@@ -45,6 +45,7 @@ __all__ = [
     "CertifyFolderError",
     "CertifyResults",
     "RowFilter",
+    "certify_run_finished",
     "is_certify_folder",
     "list_certify_folders",
     "RecomputedRow",
@@ -132,6 +133,15 @@ def is_certify_folder(path: str | Path) -> bool:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return False
     return isinstance(data, dict) and data.get("kind") == "certify"
+
+
+def certify_run_finished(path: str | Path) -> bool:
+    """Whether the certify run in ``path`` says it finished (its manifest only; not checked further)."""
+    try:
+        data = json.loads((Path(path) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and data.get("complete") is True
 
 
 def list_certify_folders(root: str | Path) -> list[Path]:

@@ -147,11 +147,13 @@ def test_a_run_whose_parts_disagree_is_refused_naming_the_part(monkeypatch, revi
 def test_the_audits_folder_lists_certify_runs(monkeypatch, reviews_db, run_folder, _audits_dir):
     _audits_dir.mkdir(parents=True, exist_ok=True)
     shutil.copytree(run_folder, _audits_dir / "credit_big")
+    _certify(_audits_dir / "credit_cut", stop_after=1)
     at = _app(monkeypatch)
     at.session_state[OwnModelState.folders_open.key] = True
     at.run()
     box = at.selectbox(key=OwnModelState.folder.key)
-    assert "credit_big" in box.options[0]
+    # A half-written run is listed, never as complete.
+    assert box.options == ["credit_big (certify run, every row)", "credit_cut (certify run, incomplete)"]
     next(b for b in at.button if b.label == "Open").click().run()
     assert_ok(at)
     assert metric(at, "Rows certified") == f"{N_ROWS:,}"
