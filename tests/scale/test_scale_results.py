@@ -188,7 +188,10 @@ def interrupted(tmp_path_factory, credit_parquet, task):
 
 
 def test_a_half_written_folder_shows_what_is_done_and_says_so(interrupted, finished, tmp_path):
+    from core.scale.results import certify_run_finished
+
     folder = _copy(interrupted, tmp_path)
+    assert not certify_run_finished(folder) and certify_run_finished(finished)
     results = open_certify_folder(folder)
     assert not results.complete and results.status == "interrupted" and results.summary is None
     assert results.n_rows == 3 * CHUNK_ROWS and results.partitions == 3
