@@ -108,12 +108,13 @@ HIGH_CONFIDENCE = 0.9
 def status_text(results: CertifyResults) -> str:
     """One sentence on what is shown: every row of a finished run, or the part done so far."""
     rows = f"{results.n_rows:,} rows"
+    parts = f"{results.partitions} partition{'' if results.partitions == 1 else 's'}"
     if results.complete:
-        return f"All {rows} of the finished certify run ({results.partitions} partitions)."
+        return f"All {rows} of the finished certify run ({parts})."
     state = "is still running" if results.running else "was interrupted"
     being = f"; {len(results.pending)} more partition(s) being written" if results.pending else ""
     return (
-        f"Incomplete: this certify run {state}. Shown: the {rows} of the {results.partitions} partitions "
+        f"Incomplete: this certify run {state}. Shown: the {rows} of the {parts} "
         f"finished so far{being}; totals and queues cover these rows only. Run the same certify command again "
         "to finish it, then reopen the folder."
     )
