@@ -111,12 +111,16 @@ def status_text(results: CertifyResults) -> str:
     parts = f"{results.partitions} partition{'' if results.partitions == 1 else 's'}"
     if results.complete:
         return f"All {rows} of the finished certify run ({parts})."
-    state = "is still running" if results.running else "was interrupted"
     being = f"; {len(results.pending)} more partition(s) being written" if results.pending else ""
+    then = (
+        "each partition joins them once the run records it"
+        if results.running
+        else "run the same certify command again to finish it"
+    )
+    state = "is still running" if results.running else "was interrupted"
     return (
-        f"Incomplete: this certify run {state}. Shown: the {rows} of the {parts} "
-        f"finished so far{being}; totals and queues cover these rows only. Run the same certify command again "
-        "to finish it, then reopen the folder."
+        f"Incomplete: this certify run {state}. Shown: the {rows} of the {parts} finished so far{being}; "
+        f"totals and queues cover these rows only, and {then}."
     )
 
 
