@@ -1,5 +1,6 @@
 """Reliability audit dashboard — entry point:
-``streamlit run app.py [-- --reviews-db PATH] [--audit DIR] [--audits-dir DIR] [--team FILE]``.
+``streamlit run app.py [-- --reviews-db PATH] [--audit DIR] [--audits-dir DIR] [--team FILE]
+[--dask-scheduler ADDRESS]``.
 
 With an ``[auth]`` section in Streamlit's secrets (``.streamlit/secrets.toml``), the sign-in
 gate (:func:`ui.auth.gate`) runs before the navigation: a visitor sees nothing but the sign-in
@@ -16,6 +17,7 @@ guard runs this script instead so deep links such as ``/triage`` get their state
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -28,8 +30,16 @@ def _cli_args() -> argparse.Namespace:
     parser.add_argument("--audit", default=None, help="open this saved audit folder")
     parser.add_argument("--audits-dir", default=None, help="folder of saved audits offered in the sidebar")
     parser.add_argument("--team", default=None, help="team file: roles per e-mail address (with sign-in)")
+    parser.add_argument("--dask-scheduler", default=None, help="Dask scheduler that certifies large uploads")
     args, _ = parser.parse_known_args(sys.argv[1:])
     return args
+
+
+def _audit_source(path: str) -> dict:
+    """The tabular pages' source for ``--audit DIR``: a certify run (every row) or a saved audit."""
+    from core.views.big_audit import is_certify_folder  # only with --audit: no first-screen import
+
+    return {"kind": "certify" if is_certify_folder(path) else "folder", "path": path}
 
 
 def _main() -> None:
@@ -49,22 +59,23 @@ def _main() -> None:
     preload_vega()
 
     from ui.auth import Blocked, gate, reviews_db_path, team_path
-    from ui.own_model import default_audits_dir
+    from ui.own_model import DASK_SCHEDULER_ENV, default_audits_dir
     from ui.prefetch import prefetch_demo_data
     from ui.sidebar import render_sidebar
-    from ui.state import AuthState, OwnModelState, SharedState, auth_state, seed_defaults
+    from ui.state import AuthState, BigAuditState, OwnModelState, SharedState, auth_state, seed_defaults
 
     args = _cli_args()
     # Every session value of the app is a typed slot of ui.state with its default (widgets read
     # their value from there, none passes its own default), so a page always opens in a defined
-    # state. File uploaders and buttons hold no settable value and are not listed. Four defaults
+    # state. File uploaders and buttons hold no settable value and are not listed. Five defaults
     # come from the command line.
     seed_defaults(
         {
             SharedState.reviews_db: reviews_db_path(args.reviews_db),
             AuthState.team_file: team_path(args.team),
-            OwnModelState.audit: {"kind": "folder", "path": args.audit} if args.audit else None,
+            OwnModelState.audit: _audit_source(args.audit) if args.audit else None,
             OwnModelState.audits_dir: args.audits_dir or str(default_audits_dir()),
+            BigAuditState.scheduler: args.dask_scheduler or os.environ.get(DASK_SCHEDULER_ENV, "").strip(),
         }
     )
     pages = {

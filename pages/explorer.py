@@ -24,6 +24,7 @@ from ui.data import current_audit
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
 from ui.live_model import live_model
+from ui.own_model import certify_mode
 from ui.selection import apply_table_selection, sample_in, select_sample, selected_sample
 from ui.state import ExplorerState, explorer_state
 
@@ -294,4 +295,10 @@ def _certificate(result, frame) -> None:
     )
 
 
-run_page(_body, "Certificate explorer")
+def _certify_body() -> None:
+    from ui.big_audit import big_explorer_page  # a certify folder of any size, queried out of core
+
+    big_explorer_page()
+
+
+run_page(_certify_body if certify_mode() else _body, "Certificate explorer")

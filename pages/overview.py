@@ -27,7 +27,7 @@ from ui.data import audit_max_rows, current_audit, current_dataset, current_prot
 from ui.entry import ensure_entrypoint
 from ui.glance import current_glance
 from ui.layout import flow_columns
-from ui.own_model import own_label, own_mode, saved_folder
+from ui.own_model import certify_mode, own_label, own_mode, saved_folder
 from ui.preload import preload_plotly
 from ui.state import OverviewState, SharedState, overview_state, shared_state, triage_state
 
@@ -163,6 +163,11 @@ def _sample_section(dataset) -> None:
         "`--fit-rows` rows, default 20,000):"
     )
     st.code(commands["certify"], language="bash")
+    from ui.big_audit import certify_upload_panel  # lazy: only a large upload offers it
+
+    certify_upload_panel(
+        upload, n, model=shared_state().model, seed=int(shared_state().seed), protocol=current_protocol()
+    )
 
 
 def _protocol_form(n_groups: int) -> None:
@@ -462,6 +467,11 @@ def _own_body() -> None:
 
 
 def _body() -> None:
+    if certify_mode():  # a certify folder of any size, queried out of core
+        from ui.big_audit import big_overview_page
+
+        big_overview_page()
+        return
     if own_mode():
         _own_body()
         return

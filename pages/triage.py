@@ -21,6 +21,7 @@ from ui.components import cached_figure, figure, guarded, page_header, run_page
 from ui.data import current_audit
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
+from ui.own_model import certify_mode
 from ui.review import (
     adjudication_panel,
     agreement_panel,
@@ -317,4 +318,10 @@ def _queue_and_review(result, frame) -> None:
         _review_panel(key, sample_id, queue, shown)
 
 
-run_page(_body, "Triage queue")
+def _certify_body() -> None:
+    from ui.big_audit import big_triage_page  # a certify folder of any size, queried out of core
+
+    big_triage_page()
+
+
+run_page(_certify_body if certify_mode() else _body, "Triage queue")

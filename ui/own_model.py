@@ -54,6 +54,8 @@ from ui.state import FormError, OwnModelState, TrustOffer, own_model_state
 
 __all__ = [
     "AUDITS_DIR_ENV",
+    "DASK_SCHEDULER_ENV",
+    "certify_mode",
     "default_audits_dir",
     "own_audit",
     "own_label",
@@ -66,6 +68,9 @@ __all__ = [
 _LOG = logging.getLogger("reliability_audit.ui")
 #: Environment variable naming the audits directory when ``--audits-dir`` is not given.
 AUDITS_DIR_ENV = "AUDIT_AUDITS_DIR"
+#: Environment variable naming the Dask scheduler that certifies every row of a large upload
+#: (:mod:`ui.big_audit`) when ``--dask-scheduler`` is not given.
+DASK_SCHEDULER_ENV = "AUDIT_DASK_SCHEDULER"
 
 
 def default_audits_dir() -> Path:
@@ -81,6 +86,12 @@ def default_audits_dir() -> Path:
 def own_mode() -> bool:
     """Whether the tabular pages show a model brought by the user."""
     return own_model_state().audit is not None
+
+
+def certify_mode() -> bool:
+    """Whether the tabular pages show a certify folder (every row, :mod:`ui.big_audit`)."""
+    source = own_model_state().audit
+    return bool(source) and source.get("kind") == "certify"
 
 
 def _stamp(path: Path) -> str:
@@ -299,6 +310,11 @@ def own_audit() -> AuditResult:
         is invalid (the message says why).
     """
     source = own_model_state().audit
+    if source["kind"] == "certify":
+        raise ValueError(
+            f"{Path(source['path']).name} is a certify run: its rows are shown on the Overview, the "
+            "Certificate explorer and the Triage queue; this page needs an audit of a test split."
+        )
     if source["kind"] == "folder":
         saved = saved_folder()
         return _folder_result(str(saved.path), _stamp(saved.path))
@@ -318,6 +334,8 @@ def own_audit() -> AuditResult:
 
 def own_label() -> str:
     source = own_model_state().audit
+    if source["kind"] == "certify":
+        return f"certify run {Path(source['path']).name}"
     if source["kind"] == "folder":
         return f"saved audit {Path(source['path']).name}"
     return f"your model {source['files']['model'][0]}"
@@ -551,19 +569,36 @@ def _upload_form() -> None:
 
 def _saved_audit_choice() -> None:
     """The audits folder's saved audits, one to open."""
+    from core.views.big_audit import certify_run_finished, list_certify_folders  # only while the expander is open
+
     root = Path(own_model_state().audits_dir)
-    folders = list_audit_folders(root)
+    kinds = {p.name: "folder" for p in list_audit_folders(root)}
+    # A certify run still going (or interrupted) opens with what is done: never listed as complete.
+    kinds.update(
+        {p.name: "certify" if certify_run_finished(p) else "certify-partial" for p in list_certify_folders(root)}
+    )
     st.caption(
         "Audits saved in the dashboard's audits folder, set when it was started; save one there with "
-        "`AuditResult.save` (Python) or the `audit` command."
+        "`AuditResult.save` (Python) or the `audit` command, or certify a large table into it with the "
+        "`certify` command (every row is then shown)."
     )
-    if not folders:
+    if not kinds:
         st.caption("No audit folder there yet.")
         return
-    names = [p.name for p in folders]
+    names = sorted(kinds)
     if own_model_state().folder not in names:
         own_model_state().folder = names[0]
-    st.selectbox("Audit folder", names, key=OwnModelState.folder.key)
+    st.selectbox(
+        "Audit folder",
+        names,
+        key=OwnModelState.folder.key,
+        format_func=lambda n: {
+            "certify": f"{n} (certify run, every row)",
+            "certify-partial": f"{n} (certify run, incomplete)",
+        }.get(kinds[n], n),
+    )
     if st.button("Open", key="own_open"):
-        own_model_state().audit = {"kind": "folder", "path": str(root / own_model_state().folder)}
+        name = own_model_state().folder
+        kind = "folder" if kinds[name] == "folder" else "certify"
+        own_model_state().audit = {"kind": kind, "path": str(root / name)}
         st.rerun()

@@ -290,6 +290,33 @@ class TriageState(PageState):
     tab = Slot[str]("triage_tab", PANEL_TABS[0])
 
 
+class BigAuditState(PageState):
+    """A certify folder on the Explorer and Triage pages (``ui.big_audit``): the table's sort,
+    filters and page, and the queue's length."""
+
+    __slots__ = ()
+    sort = Slot[str]("big_sort", "row")
+    descending = Slot[bool]("big_descending", False)
+    page = Slot[int]("big_page", 1)
+    true_classes = Slot[list[str]]("big_true_classes", [])
+    predicted = Slot[list[str]]("big_predicted", [])
+    correct = Slot[str]("big_correct", "any")
+    held_out = Slot[bool]("big_held_out", False)
+    min_confidence = Slot[float]("big_min_confidence", 0.0)
+    max_flip_budget = Slot[int]("big_max_flip_budget", 0)
+    table = Slot[dict[str, Any]]("big_table", _NO_SELECTION)
+    #: A row number typed to open its certificate directly (any row of the run).
+    goto = Slot[int | None]("big_goto", None)
+    queue_length = Slot[int]("big_queue_length", 200)
+    #: Address of the Dask scheduler full certifications run on ("" = this machine): the
+    #: dashboard's ``--dask-scheduler`` or ``AUDIT_DASK_SCHEDULER``.
+    scheduler = Slot[str]("big_dask_scheduler", "")
+    #: The full certification of an upload to open once it is complete (its folder name).
+    open_when_done = Slot[str | None]("big_open_when_done", None)
+    #: The row whose certificate was recomputed with the run's model (shown while it is selected).
+    recomputed = Slot[int | None]("big_recomputed", None)
+
+
 class ComparisonState(PageState):
     """The Model comparison."""
 
@@ -442,6 +469,10 @@ def recapture_state() -> RecaptureState:
     return RecaptureState()
 
 
+def big_audit_state() -> BigAuditState:
+    return BigAuditState()
+
+
 def review_state() -> ReviewState:
     return ReviewState()
 
@@ -455,6 +486,7 @@ STATE_CLASSES: list[type[PageState]] = [
     ExplorerState,
     CertificateState,
     TriageState,
+    BigAuditState,
     ComparisonState,
     CalibrationState,
     PairedBoundsState,

@@ -1,7 +1,7 @@
 """The ``dashboard`` command: start the installed dashboard from any folder.
 
 ``reliability-audit dashboard [--audit DIR] [--reviews-db PATH] [--audits-dir DIR] [--team FILE]
-[--secrets FILE] [-- STREAMLIT OPTIONS]``
+[--secrets FILE] [--dask-scheduler ADDRESS] [-- STREAMLIT OPTIONS]``
 
 Runs ``streamlit run`` on the dashboard shipped with the package (:mod:`core.resources`), with
 the dashboard's own Streamlit settings (``.streamlit/config.toml`` beside ``app.py``; Streamlit
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -37,11 +38,15 @@ def register(subparsers) -> None:
         "dashboard",
         help="open the dashboard (the bundled default audit, or a saved audit with --audit)",
         usage="%(prog)s [--audit DIR] [--reviews-db PATH] [--audits-dir DIR] [--team FILE] [--secrets FILE] "
-        "[-- STREAMLIT OPTIONS ...]",
+        "[--dask-scheduler ADDRESS] [-- STREAMLIT OPTIONS ...]",
         description="Start the dashboard in your browser. Streamlit options go after `--`, e.g. "
         "`-- --server.port 8600 --server.headless true`.",
     )
-    p.add_argument("--audit", metavar="DIR", help="open this saved audit folder (the output of `audit --out`)")
+    p.add_argument(
+        "--audit",
+        metavar="DIR",
+        help="open this saved audit folder (the output of `audit --out`) or certify run (`certify --out`, any size)",
+    )
     p.add_argument(
         "--reviews-db",
         metavar="PATH_OR_URL",
@@ -55,6 +60,11 @@ def register(subparsers) -> None:
         "--secrets",
         metavar="FILE",
         help="Streamlit secrets file with the [auth] sign-in settings (default: .streamlit/secrets.toml here)",
+    )
+    p.add_argument(
+        "--dask-scheduler",
+        metavar="ADDRESS",
+        help="Dask scheduler (tcp://host:8786) that certifies every row of large uploads (default: this machine)",
     )
     p.add_argument("streamlit_options", nargs="*", help=argparse.SUPPRESS)
     p.set_defaults(func=run)
@@ -106,6 +116,7 @@ def streamlit_command(
     audits_dir: str | None = None,
     team: str | None = None,
     secrets: str | None = None,
+    dask_scheduler: str | None = None,
     streamlit_options: list[str] | tuple[str, ...] = (),
 ) -> list[str]:
     """The ``streamlit run`` command line that starts the dashboard.
@@ -118,6 +129,8 @@ def streamlit_command(
     secrets : str, optional
         Streamlit secrets file with the ``[auth]`` sign-in settings, passed as ``secrets.files``
         (needs ``team``).
+    dask_scheduler : str, optional
+        Address of the Dask scheduler on which the dashboard certifies every row of a large upload.
     streamlit_options : sequence of str
         Streamlit options, placed after the dashboard's own settings so that they win.
 
@@ -129,7 +142,8 @@ def streamlit_command(
     Raises
     ------
     ValueError
-        ``audit`` is not an audit folder or was written by a newer version of the tool
+        ``audit`` is not an audit folder nor a ``certify`` folder whose parts agree
+        (:func:`core.scale.results.open_certify_folder`), or was written by a newer version of the tool
         (:class:`core.formats.NewerFormatError`), ``audits_dir`` is not a folder, ``reviews_db``
         is a folder or its parent folder does not exist, the team file or the secrets file
         is unusable, or ``secrets`` is given without ``team``.
@@ -139,9 +153,15 @@ def streamlit_command(
     app = dashboard_app()
     app_args: list[str] = []
     if audit is not None:
+        from core.scale.results import is_certify_folder, open_certify_folder
         from core.tabular.audit_folder import check_audit_folder
 
-        app_args += ["--audit", str(check_audit_folder(Path(audit).expanduser()).resolve())]
+        folder = Path(audit).expanduser()
+        if is_certify_folder(folder):  # a certify run, finished or not: refused only if its parts disagree
+            open_certify_folder(folder)
+            app_args += ["--audit", str(folder.resolve())]
+        else:
+            app_args += ["--audit", str(check_audit_folder(folder).resolve())]
     from core.reviews.backend import is_url
 
     if reviews_db is not None and is_url(reviews_db):
@@ -163,6 +183,10 @@ def streamlit_command(
 
         load_team(team)  # a TeamFileError (a ValueError) names the file, line, key and value
         app_args += ["--team", str(Path(team).expanduser().resolve())]
+    if dask_scheduler is not None:
+        if not re.fullmatch(r"[a-z]+://\S+", dask_scheduler):
+            raise ValueError(f"--dask-scheduler must be an address such as tcp://host:8786; got {dask_scheduler!r}.")
+        app_args += ["--dask-scheduler", dask_scheduler]
     options = [*_config_options(app.parent / ".streamlit" / "config.toml")]
     if secrets is not None:
         if team is None:
@@ -180,6 +204,7 @@ def run(args) -> int:
         audits_dir=args.audits_dir,
         team=args.team,
         secrets=args.secrets,
+        dask_scheduler=args.dask_scheduler,
         streamlit_options=args.streamlit_options,
     )
     sys.stdout.flush()

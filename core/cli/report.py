@@ -4,6 +4,9 @@
     Protocol and fingerprints, nominal vs fragility metrics, FDS against the confidence scores,
     the triage queue, three example certificates. ``AUDIT_DIR`` is the output of
     ``python -m core audit``; more folders after the first add rows to the per-model table.
+    A ``certify`` output folder of any size is reported alone, over every row
+    (:func:`core.views.big_audit.big_report_html`: totals, distributions, per class, the
+    riskiest rows, the reviewers' decisions).
 ``... --reviews-db PATH``
     The reviewers' decisions of this audit (default: the dashboard's database when it exists).
 ``... --paired DIR``
@@ -68,8 +71,7 @@ def register(subparsers) -> None:
 
 
 def _report(args) -> int:
-    from core.report import build_report, load_audit_folder, load_paired, load_reviews, write_report
-    from core.reviews import default_db_path
+    from core.report import write_report
 
     if args.out is None and args.pdf is None:
         raise ValueError("give --out report.html, --pdf report.pdf or both.")
@@ -86,6 +88,44 @@ def _report(args) -> int:
             raise ValueError(f"the folder of --pdf {str(args.pdf)!r} does not exist.")
         check_output_file(args.pdf, flag="--pdf")
         find_chromium(args.chromium)  # before any work: a missing browser is said at once
+    from core.scale.results import is_certify_folder
+
+    if is_certify_folder(args.audit_dirs[0]):
+        html = _certify_report(args)
+    else:
+        html = _audit_report(args)
+    if args.pdf is not None:  # printed first: a failed print leaves no half of the pair behind
+        from core.report_pdf import write_pdf
+
+        try:
+            pdf = write_pdf(html, args.pdf, chromium=args.chromium)
+        except RuntimeError as exc:  # the page did not render: said in one line, nothing written
+            raise ValueError(f"--pdf {str(args.pdf)!r}: {exc}") from None
+        print(f"wrote {pdf} ({pdf.stat().st_size / 1e6:.1f} MB)", file=sys.stderr)
+    if out is not None:
+        write_report(html, out)
+        print(f"wrote {out} ({len(html.encode('utf-8')) / 1e6:.1f} MB)", file=sys.stderr)
+    return 0
+
+
+def _certify_report(args) -> str:
+    """The report of every row of a ``certify`` folder (:func:`core.views.big_audit.big_report_html`)."""
+    from core.report import load_reviews
+    from core.reviews import default_db_path
+    from core.views.big_audit import big_report_html, open_certify_folder
+
+    if len(args.audit_dirs) > 1 or args.paired:
+        raise ValueError(f"{args.audit_dirs[0]} is a certify run: it is reported alone (no other folder, no --paired).")
+    results = open_certify_folder(args.audit_dirs[0])
+    db = None if args.no_reviews else (args.reviews_db or (default_db_path() if default_db_path().is_file() else None))
+    decisions = load_reviews(db, results.fingerprint).latest if db is not None else None
+    return big_report_html(results, decisions=decisions)
+
+
+def _audit_report(args) -> str:
+    from core.report import build_report, load_audit_folder, load_paired, load_reviews
+    from core.reviews import default_db_path
+
     audits = [load_audit_folder(d) for d in args.audit_dirs]
     reviews, reviews_note = None, "no review database was given."
     if args.no_reviews:
@@ -101,16 +141,4 @@ def _report(args) -> int:
                 f"no review database was given (--reviews-db PATH) and the default one ({db.name}) does not exist."
             )
     paired = load_paired(args.paired) if args.paired else None
-    html = build_report(audits, reviews=reviews, reviews_note=reviews_note, paired=paired, budget=args.budget)
-    if args.pdf is not None:  # printed first: a failed print leaves no half of the pair behind
-        from core.report_pdf import write_pdf
-
-        try:
-            pdf = write_pdf(html, args.pdf, chromium=args.chromium)
-        except RuntimeError as exc:  # the page did not render: said in one line, nothing written
-            raise ValueError(f"--pdf {str(args.pdf)!r}: {exc}") from None
-        print(f"wrote {pdf} ({pdf.stat().st_size / 1e6:.1f} MB)", file=sys.stderr)
-    if out is not None:
-        write_report(html, out)
-        print(f"wrote {out} ({len(html.encode('utf-8')) / 1e6:.1f} MB)", file=sys.stderr)
-    return 0
+    return build_report(audits, reviews=reviews, reviews_note=reviews_note, paired=paired, budget=args.budget)

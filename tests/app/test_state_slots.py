@@ -67,7 +67,7 @@ def test_seeding_sets_every_seeded_default_once_and_keeps_set_values(session):
     assert session["proto_depth"] == ("auto" if p.depth is None else p.depth)
     assert "recap_mean" not in session  # a widget with its own first value is not seeded
     seeded = {s.key for cls in STATE_CLASSES for s in cls.slots() if s.seeded}
-    assert seeded <= set(session) and len(seeded) == 80
+    assert seeded <= set(session) and len(seeded) == 95
     session.clear()
     seed_defaults()
     assert session["reviews_db"] == SharedState.reviews_db.default

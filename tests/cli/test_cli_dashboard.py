@@ -42,3 +42,27 @@ def test_dashboard_command_refuses_unusable_team_or_secrets(tmp_path, capsys, te
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and __import__("re").search(match, err), err
+
+
+def test_dashboard_opens_a_certify_folder_and_refuses_one_whose_parts_disagree(tmp_path, capsys):
+    """A certify run (finished or not) is passed to the app; a missing partition stops the start
+    with one line naming it, exit code 2, before any server."""
+    import json
+
+    from core.cli import main
+    from core.cli.dashboard import streamlit_command
+    from core.scale.certify import FitSpec, certify_dataset
+    from core.scale.synthetic import fit_synthetic, write_synthetic
+    from core.tabular.datasets import load_dataset
+
+    data = write_synthetic(fit_synthetic(load_dataset("credit_data")), tmp_path / "t.parquet", 900, seed=2)
+    run = tmp_path / "run"
+    certify_dataset(data, run, FitSpec(target="Status", model="logreg", fit_rows=300), chunk_rows=300)
+    command = streamlit_command(audit=str(run))
+    assert command[command.index("--audit") + 1] == str(run.resolve())
+    manifest = json.loads((run / "_manifest.json").read_text())
+    assert manifest["complete"] and manifest["kind"] == "certify"
+    (run / "part-00001.parquet").unlink()
+    assert main(["dashboard", "--audit", str(run)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "partition part-00001.parquet (rows 300..) is listed but missing" in err[0], err

@@ -1794,12 +1794,57 @@ def _team_cases() -> list[Case]:
     ]
 
 
+def _certify_run(damage: Callable[[Path], None]) -> Callable[[Ctx], None]:
+    """A finished ``certify`` run in ``run/`` (one partition), then ``damage(run)``."""
+
+    def setup(ctx: Ctx) -> None:
+        from core.cli import main
+
+        good_table(ctx)
+        argv = [a.replace("{t}", str(ctx.t)).replace(f"{ctx.t}/out", f"{ctx.t}/run") for a in CERTIFY]
+        assert main(argv) == 0
+        damage(ctx / "run")
+
+    return setup
+
+
+def _big_audit_cases() -> list[Case]:
+    """A certify folder whose parts disagree: refused by ``dashboard --audit`` naming the part."""
+    dashboard = ("dashboard", "--audit", "{t}/run")
+
+    def other_summary(run: Path) -> None:
+        summary = json.loads((run / "_summary.json").read_text())
+        (run / "_summary.json").write_text(json.dumps({**summary, "fingerprint": "0" * 64}))
+
+    return [
+        Case(
+            "dashboard-certify-partition-missing",
+            _certify_run(lambda run: (run / "part-00000.parquet").unlink()),
+            dashboard,
+            match=(r"run", r"partition part-00000\.parquet", r"listed but missing"),
+        ),
+        Case(
+            "dashboard-certify-partition-changed",
+            _certify_run(lambda run: (run / "part-00000.parquet").write_bytes(b"PAR1 not the partition PAR1")),
+            dashboard,
+            match=(r"run", r"partition part-00000\.parquet differs from the one the run recorded"),
+        ),
+        Case(
+            "dashboard-certify-summary-of-another-run",
+            _certify_run(other_summary),
+            dashboard,
+            match=(r"run", r"_summary\.json belongs to another run than _manifest\.json"),
+        ),
+    ]
+
+
 def build_cases() -> list[Case]:
     cases = (
         _table_cases("audit", AUDIT)
         + _audit_only()
         + _table_cases("certify", CERTIFY)
         + _certify_only()
+        + _big_audit_cases()
         + _paired_cases()
         + _grid_cases()
         + _synth_cases()
