@@ -63,12 +63,14 @@ from core.cfc.evaluation import (
     search_diagnostics,
     strongest_confidence_score,
 )
+from core.cfc.fds import near_tie, rcma_headline, rcma_headline_text
 from core.cfc.grouping import build_groups, trace_feature_origins
 from core.cfc.operators import stack_removals
 from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, Protocol
 from core.cfc.scores import check_proba
 from core.cfc.stressors import BrittleLabels, LabelChannel, brittle_labels, naturalistic_labels
 from core.exceptions import UndefinedMetricWarning
+from core.metrics.capture import CaptureBound, capture_bound, capture_ceiling, guarantee_text
 from core.tabular.audit_view import jsonable, parquet_safe, write_view
 from core.tabular.datasets import (
     Dataset,
@@ -109,6 +111,11 @@ __all__ = [
 Progress = Callable[[str, int, int], object]
 SearchOption = Literal["none", "exact", "beam", "both"]
 SplitRule = Literal["stratified", "official"]
+
+#: The budgets (per cent) of the evaluation's ``capture@q`` columns.
+CAPTURE_PERCENTS = (5, 10, 20)
+#: The budgets and confidence of the capture guarantee the summaries state.
+GUARANTEE_PERCENTS, GUARANTEE_CONFIDENCE = (5, 10, 20), 0.9
 
 # Child streams of as_generator(seed); the position of a name never changes.
 _STREAMS = ("label_channel", "random_order", "permutation", "shap_background")
@@ -466,7 +473,8 @@ class AuditResult:
             larger = more fragile), ``flip_budget`` (``k*``: groups removed until the prediction
             flips, smaller = more fragile; SPEC's ``K + 1`` when it does not flip within depth
             ``K``), ``flipped`` (False = no flip within ``K``), ``rcma`` (larger = more
-            fragile), ``brittle`` (held-out label) and ``score_value`` (the ranking score).
+            fragile), ``near_tie`` (the top two classes all but tied: the row's RCMA divides by
+            almost nothing), ``brittle`` (held-out label) and ``score_value`` (the ranking score).
 
         Raises
         ------
@@ -477,13 +485,98 @@ class AuditResult:
 
         return review_queue(self, budget=budget, score=score, population=population)
 
+    def _ranked_population(self) -> np.ndarray:
+        """The evaluated predictions (the evaluation's population; all of them when it is empty)."""
+        population = self.evaluation["population"].iloc[0] if len(self.evaluation) else "high_confidence"
+        mask = np.asarray(self.labels.high_confidence, dtype=bool)
+        return mask if population == "high_confidence" and mask.any() else np.ones(len(mask), dtype=bool)
+
+    def capture_bound(self, budget: float, *, confidence: float = 0.9, score: str = "fds") -> CaptureBound:
+        """A lower confidence bound on the share of brittle predictions a queue at ``budget`` catches on new data.
+
+        The queue ranks the evaluated predictions (the high-confidence ones by default) by
+        ``score`` and reviews the top ``k = max(1, round(budget · n))``; its cut falls at the
+        score ``threshold``. Treating this audit's test split as i.i.d. with new data from the
+        same source, the rule "review every new prediction scored at least ``threshold``"
+        catches at least ``lower`` of the new brittle predictions, with probability
+        ``confidence`` (a DKW band, valid although the cut is chosen on these rows:
+        :func:`core.metrics.capture.capture_bound`, docs/method.md).
+
+        Parameters
+        ----------
+        budget : float
+            Review budget ``q`` in (0, 1].
+        confidence : float, default=0.9
+            In [0.5, 1).
+        score : str, default="fds"
+            A column of :attr:`scores` (larger = riskier; ``threshold`` is on its scale).
+
+        Returns
+        -------
+        core.metrics.capture.CaptureBound
+            ``lower``, ``threshold``, ``method``, ``captured``, ``capture`` (this split's own
+            share), ``n``, ``n_pos`` (brittle), ``k``, ``n_reviewed``, ``review_share``,
+            ``budget``, ``confidence``.
+
+        Raises
+        ------
+        ValueError
+            ``budget`` outside (0, 1], ``confidence`` outside [0.5, 1), an unknown ``score``.
+        """
+        if score not in self.scores.columns:
+            raise ValueError(f"`score` must be one of {list(self.scores.columns)}; got {score!r}.")
+        mask = self._ranked_population()
+        return capture_bound(
+            np.asarray(self.labels.labels, dtype=bool)[mask],
+            self.scores[score].to_numpy(dtype=float)[mask],
+            q=budget,
+            confidence=confidence,
+        )
+
+    @property
+    def capture_vs_ceiling(self) -> pd.DataFrame:
+        """Capture@q of every score against its ceiling, the best any ranking reaches.
+
+        Returns
+        -------
+        DataFrame
+            One row per score and budget ``q`` (5, 10, 20 %): ``score``, ``budget``, ``capture``
+            (:attr:`evaluation`'s ``capture@q``), ``ceiling`` (``min(1, k / n_brittle)`` on the
+            evaluated predictions, :func:`core.metrics.capture.capture_ceiling`) and
+            ``capture_ratio`` (``capture / ceiling``; 1 = as good as any ranking); NaN without
+            a brittle prediction.
+        """
+        population = self.evaluation["population"].iloc[0] if len(self.evaluation) else "high_confidence"
+        mask = self.labels.high_confidence if population == "high_confidence" else np.ones(len(self.y_test), bool)
+        brittle = np.asarray(self.labels.labels, dtype=bool)[np.asarray(mask, dtype=bool)]
+        ceilings = {q: capture_ceiling(brittle, q=q / 100) if brittle.any() else float("nan") for q in CAPTURE_PERCENTS}
+        rows = [
+            {
+                "score": row["score"],
+                "budget": q / 100,
+                "capture": float(row[f"capture@{q}"]),
+                "ceiling": ceilings[q],
+                "capture_ratio": float(row[f"capture@{q}"]) / ceilings[q] if ceilings[q] > 0 else float("nan"),
+            }
+            for row in self.evaluation.to_dict("records")
+            for q in CAPTURE_PERCENTS
+        ]
+        return pd.DataFrame(rows, columns=["score", "budget", "capture", "ceiling", "capture_ratio"])
+
     @property
     def fragility(self) -> dict[str, float]:
-        """Fragility summary of the test split: ``mean_rcma``, ``share_k_le_2`` (share with
-        ``k* ≤ 2``), ``share_brittle`` (held-out brittle share), ``share_high_confidence``."""
+        """Fragility summary of the test split (the headline figures).
+
+        ``mean_rcma`` is the mean RCMA over the test predictions that are **not near-ties**
+        (``|m(x)| ≥`` :data:`~core.cfc.fds.NEAR_TIE_MARGIN`; the certificate keeps the paper's
+        RCMA for every row, SPEC A.3), ``n_near_tie`` the number of near-ties left out of it,
+        ``median_rcma`` the median over every row (:func:`core.cfc.fds.rcma_headline`);
+        ``share_k_le_2`` (share with ``k* ≤ 2``), ``share_brittle`` (held-out brittle share),
+        ``share_high_confidence``.
+        """
         t = self.certificates.table
         return {
-            "mean_rcma": float(t["rcma"].mean()),
+            **rcma_headline(t["rcma"].to_numpy(dtype=float), t["margin"].to_numpy(dtype=float)),
             "share_k_le_2": float((t["flip_budget"] <= 2).mean()),
             "share_brittle": float(self.labels.labels.mean()),
             "share_high_confidence": float(self.labels.high_confidence.mean()),
@@ -1176,7 +1269,9 @@ def certificate_export(result: AuditResult) -> pd.DataFrame:
     -------
     DataFrame
         One row per test row: ``row_id`` (source row id), ``y_true`` (the true class label),
-        ``brittle``, ``high_confidence``, ``naturalistic_brittle`` (when available), the
+        ``brittle``, ``high_confidence``, ``naturalistic_brittle`` (when available),
+        ``near_tie`` (``|margin| <`` :data:`~core.cfc.fds.NEAR_TIE_MARGIN`: the top two classes
+        are all but tied, so the row's RCMA divides by almost nothing), the
         certificate columns (``pred`` — the predicted class label —, ``confidence, margin,
         flip_budget, flipped, rcma, fds, u, one_step_max, degradation, path, path_margins,
         lambda_star_*`` …) and ``score_<name>`` for every evaluated risk score (larger =
@@ -1195,6 +1290,7 @@ def certificate_export(result: AuditResult) -> pd.DataFrame:
     )
     if result.naturalistic is not None:
         out["naturalistic_brittle"] = result.naturalistic.labels
+    out["near_tie"] = near_tie(result.certificates.table["margin"].to_numpy(dtype=float))
     cert = result.certificates.table.reset_index(drop=True)
     cert["pred"] = result.class_of(cert["pred"].to_numpy())
     scores = result.scores.reset_index(drop=True).add_prefix("score_")
@@ -1205,11 +1301,49 @@ def _records(frame: pd.DataFrame | None) -> list[dict[str, Any]] | None:
     return None if frame is None else [jsonable(r) for r in frame.to_dict("records")]
 
 
+def _capture_vs_ceiling_json(result: AuditResult) -> dict[str, dict[str, float]]:
+    """``{score: {"capture@q", "ceiling@q", "capture/ceiling@q"}}`` for every budget of the evaluation."""
+    out: dict[str, dict[str, float]] = {}
+    for row in result.capture_vs_ceiling.to_dict("records"):
+        q = round(100 * row["budget"])
+        out.setdefault(row["score"], {}).update(
+            {
+                f"capture@{q}": row["capture"],
+                f"ceiling@{q}": row["ceiling"],
+                f"capture/ceiling@{q}": row["capture_ratio"],
+            }
+        )
+    return out
+
+
+def _guarantee_json(result: AuditResult) -> dict[str, Any]:
+    """The FDS queue's capture guarantee at the summary budgets (:meth:`AuditResult.capture_bound`)."""
+    bounds = [result.capture_bound(q / 100, confidence=GUARANTEE_CONFIDENCE, score="fds") for q in GUARANTEE_PERCENTS]
+    return {
+        "score": "fds",
+        "confidence": GUARANTEE_CONFIDENCE,
+        "method": bounds[0].method,
+        "statement": "with probability at least `confidence`, the rule 'review every new prediction whose "
+        "score is at least `threshold`' catches at least `lower` of the brittle predictions of new data from "
+        "the same source (docs/method.md, A.6)",
+        "budgets": [
+            {
+                **{k: v for k, v in dataclasses.asdict(b).items() if k not in ("method", "confidence")},
+                "text": guarantee_text(b),
+            }
+            for b in bounds
+        ],
+    }
+
+
 def evaluation_json(result: AuditResult) -> dict[str, Any]:
     """Evaluation of an audit as plain JSON (NaN → ``null``).
 
     ``scores`` holds one entry per risk score (its kind, orientation and metrics against the
-    held-out labels); ``naturalistic`` the same against the naturalistic labels (or null);
+    held-out labels); ``capture_vs_ceiling`` per score its ``capture@q``, ``ceiling@q`` (the
+    best any ranking reaches) and ``capture/ceiling@q``; ``capture_guarantee`` the FDS queue's
+    lower confidence bound on what it catches on new data (:meth:`AuditResult.capture_bound`)
+    at 5, 10 and 20 %; ``naturalistic`` the same as ``scores`` against the naturalistic labels (or null);
     then nominal metrics, fragility summary, calibration, sensitivity and search diagnostics.
     """
 
@@ -1228,6 +1362,8 @@ def evaluation_json(result: AuditResult) -> dict[str, Any]:
             "n_high_confidence": int(result.labels.high_confidence.sum()),
             "n_brittle": int(result.labels.labels.sum()),
             "scores": by_score(result.evaluation),
+            "capture_vs_ceiling": _capture_vs_ceiling_json(result),
+            "capture_guarantee": _guarantee_json(result),
             "naturalistic": by_score(result.naturalistic_evaluation),
             "unavailable_groups": list(result.unavailable_groups),
             "nominal": result.nominal,
@@ -1307,15 +1443,24 @@ def summary_markdown(result: AuditResult) -> str:
         f"{int(result.labels.high_confidence.sum())}; held-out brittle: {int(result.labels.labels.sum())}",
         f"- Nominal: accuracy {result.nominal['accuracy']:.3f}, AUROC {result.nominal['auroc']:.3f}, "
         f"NLL {result.nominal['nll']:.3f}, ECE {result.nominal['ece']:.3f}",
-        f"- Fragility: mean RCMA {f['mean_rcma']:.3f}, share with k* ≤ 2 {f['share_k_le_2']:.3f}, "
+        f"- Fragility: {rcma_headline_text(f, n=len(result.y_test))}; share with k* ≤ 2 {f['share_k_le_2']:.3f}, "
         f"share brittle {f['share_brittle']:.3f}",
     ]
+    ceiling = result.capture_vs_ceiling.set_index(["score", "budget"])
     if best_conf is not None:
         lines.append(
             f"- FDS AUROC {ev.loc['fds', 'auroc']:.3f} vs strongest confidence score ({best_conf}) "
             f"{conf.loc[best_conf, 'auroc']:.3f}; Capture@20 {ev.loc['fds', 'capture@20']:.3f} vs "
-            f"{conf.loc[best_conf, 'capture@20']:.3f}"
+            f"{conf.loc[best_conf, 'capture@20']:.3f}, of a best possible {ceiling.loc[('fds', 0.2), 'ceiling']:.3f} "
+            f"({ceiling.loc[('fds', 0.2), 'capture_ratio']:.2f} vs {ceiling.loc[(best_conf, 0.2), 'capture_ratio']:.2f} "
+            "of the ceiling)"
         )
+    guarantee = _guarantee_json(result)
+    lines += [
+        "- Capture guarantee (FDS queue, new data from the same source): "
+        + "; ".join(b["text"] for b in guarantee["budgets"])
+        + f" [{guarantee['method']}; docs/method.md, A.6]"
+    ]
     population = (
         "high-confidence test rows" if result.evaluation["population"].iloc[0] == "high_confidence" else "all test rows"
     )
@@ -1328,6 +1473,24 @@ def summary_markdown(result: AuditResult) -> str:
                 ["score", "kind", "auroc", "capture@5", "capture@10", "capture@20", "aurc", "false_conf_captured@20"]
             ]
         ),
+    ]
+    wide = result.capture_vs_ceiling.pivot(index="score", columns="budget")
+    table = pd.DataFrame({"score": wide.index})
+    for budget in sorted(result.capture_vs_ceiling["budget"].unique()):
+        q = round(100 * budget)
+        table[f"capture@{q}"] = wide[("capture", budget)].to_numpy()
+        table[f"ceiling@{q}"] = wide[("ceiling", budget)].to_numpy()
+        table[f"÷ceiling@{q}"] = wide[("capture_ratio", budget)].to_numpy()
+    order = {name: i for i, name in enumerate(result.evaluation["score"])}
+    table = table.sort_values("score", key=lambda c: c.map(order))
+    lines += [
+        "",
+        "## Capture against its ceiling",
+        "",
+        "The ceiling is the best capture any ranking reaches with the budget's k reviews, min(1, k / brittle); "
+        "÷ceiling = capture / ceiling (1 = as good as possible).",
+        "",
+        markdown_table(table),
     ]
     if result.naturalistic_evaluation is not None:
         lines += [
