@@ -11,7 +11,7 @@ from app_checks import assert_ok, metric
 from core.tabular.audit import run_audit
 from core.tabular.datasets import load_dataset
 from core.tabular.shipped import shipped_audit
-from ui.state import SharedState
+from ui.state import ExplorerState, SharedState
 
 
 def _default(model: str = "hist_gb"):
@@ -60,6 +60,7 @@ def test_explorer_flags_a_near_tie_in_plain_words(app):
     assert len(tied), "the default random forest has near-ties (exact 50 / 50 votes)"
     app.sidebar.selectbox(key="model").set_value("random_forest").run()
     app.session_state[SharedState.selected_sample.key] = int(tied[0])
+    app.session_state[ExplorerState.high_confidence.key] = False  # a near-tie (p̂ = 0.5) is not confident
     app.switch_page("pages/explorer.py").run()
     assert_ok(app)
     notes = [i.value for i in app.info if i.value.startswith("Near-tie:")]
