@@ -1,6 +1,9 @@
 """The end-to-end tabular audit: dataset → certificates → held-out evaluation → calibration.
 
-:func:`run_audit` is the one pipeline behind the dashboard and the ``audit`` command:
+:func:`run_audit` is the pipeline behind the dashboard and the ``audit`` command. Steps 1–4 fit
+the tool's model into a :class:`FittedSpace`; steps 5–7 are :func:`audit_fitted`, the one audit
+pipeline that :func:`core.tabular.own_model.audit_model` (a model the user brings) runs too, so
+the bundled path is the own-model path with a model it fits:
 
 1. dataset (bundled name, :class:`~core.tabular.datasets.Dataset` or DataFrame + target),
    optionally subsampled; stratified train / validation / test split;
@@ -1581,6 +1584,7 @@ SWEEP_TABLE_COLUMNS = (
     "n_seeds",
     *NOMINAL_METRICS,
     "mean_rcma",
+    "n_near_tie",
     "share_k_le_2",
     "share_brittle",
     "fds_auroc",

@@ -21,7 +21,9 @@ Two feature spaces:
   :func:`core.cfc.baselines.baseline_vector`), categorical columns always take their most
   frequent training category (ties to the lowest category index).
 
-Calibration (temperature scaling, BATS) needs held-out rows the model did not see: it is
+Once the space, groups and baseline are fixed, the audit is
+:func:`core.tabular.audit.audit_fitted`, the pipeline :func:`core.tabular.audit.run_audit` runs on
+the tool's own models. Calibration (temperature scaling, BATS) needs held-out rows the model did not see: it is
 fitted on a stratified half of ``test`` (fixed seed) and reported on the other half; the
 certificates, labels and evaluation cover every test row.
 """

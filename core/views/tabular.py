@@ -150,8 +150,8 @@ def near_tie_note(margin: float, rcma: float) -> str | None:
 
     Examples
     --------
-    >>> near_tie_note(8.9e-7, 222293.0)[:60]
-    'Near-tie: the model's top two classes are all but tied here '
+    >>> near_tie_note(8.9e-7, 222293.0)[:41]
+    'Near-tie: the model’s top two classes are'
     >>> near_tie_note(0.4, 0.2) is None
     True
     """
@@ -160,7 +160,7 @@ def near_tie_note(margin: float, rcma: float) -> str | None:
     if not near_tie(np.array([margin]))[0]:
         return None
     return (
-        f"Near-tie: the model's top two classes are all but tied here (margin {abs(margin):.2g} nats, below "
+        f"Near-tie: the model’s top two classes are all but tied here (margin {abs(margin):.2g} nats, below "
         f"{NEAR_TIE_MARGIN:g}): the prediction is close to a coin flip. Its RCMA ({rcma:,.0f}) divides the margin "
         "lost by this almost-zero margin, so it is huge whatever the evidence does and says little about it. "
         "Summaries leave near-ties out of the mean RCMA and count them instead."
