@@ -148,7 +148,8 @@ def _rcma_note(frame: pd.DataFrame) -> str:
     note = (
         "Mean RCMA leaves out near-ties: RCMA divides a margin loss by the original margin |m|, so a "
         "prediction whose top two classes are all but tied gets a huge RCMA however little it changes, and "
-        "a few of them would dominate the mean; the median is over every prediction."
+        "a few of them would dominate the mean. The median RCMA is robust to them and is taken over every "
+        "prediction."
     )
     parts = [
         f"{model_label(row['model'])}: {int(row['n_near_tie']):,} near-tie(s) left out"

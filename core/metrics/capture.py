@@ -90,6 +90,11 @@ class CaptureBound:
         Rows scored ``≥ threshold`` (``k`` plus the rows tied with the cut).
     review_share : float
         ``n_reviewed / n``: about the share of new predictions the rule sends to review.
+    review_share_upper : float
+        With probability at least ``confidence`` (on its own; both bounds together at least
+        ``2·confidence − 1``), the rule sends at most this share of new predictions to review:
+        ``min(1, review_share + √(ln(1/(1−confidence)) / (2n)))``, the same DKW band over all
+        ``n`` ranked rows.
     budget : float
     confidence : float
     method : str
@@ -105,6 +110,7 @@ class CaptureBound:
     k: int
     n_reviewed: int
     review_share: float
+    review_share_upper: float
     budget: float
     confidence: float
     method: str = METHOD
@@ -162,6 +168,7 @@ def capture_bound(y_true: ArrayLike, y_score: ArrayLike, *, q: float, confidence
         margin = math.sqrt(math.log(1.0 / (1.0 - confidence)) / (2.0 * n_pos))
         lower = max(0.0, capture - margin)
     n_reviewed = int(above.sum())
+    review_margin = math.sqrt(math.log(1.0 / (1.0 - confidence)) / (2.0 * n))
     return CaptureBound(
         lower=lower,
         threshold=threshold,
@@ -173,6 +180,7 @@ def capture_bound(y_true: ArrayLike, y_score: ArrayLike, *, q: float, confidence
         k=k,
         n_reviewed=n_reviewed,
         review_share=n_reviewed / n,
+        review_share_upper=min(1.0, n_reviewed / n + review_margin),
         budget=float(q),
         confidence=float(confidence),
     )

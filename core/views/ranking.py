@@ -243,7 +243,7 @@ def queue_guarantee(
         detail = (
             f"If new predictions come from the same source as this test split, reviewing every one whose "
             f"{score_name} is at least {bound.threshold:.4g} (where this queue's cut falls; about "
-            f"{bound.review_share:.0%} of them) catches at least {bound.lower:.0%} of the brittle ones, with "
+            f"{bound.review_share:.0%} of them, at most {bound.review_share_upper:.0%} with the same confidence) catches at least {bound.lower:.0%} of the brittle ones, with "
             f"{bound.confidence:.0%} confidence. Here it caught {bound.captured} of {bound.n_pos} "
             f"({bound.capture:.0%}); the bound is lower by {bound.margin:.2f}, the price of a guarantee that "
             "holds for any score distribution and for a cut chosen on these very rows (DKW band)."

@@ -76,6 +76,7 @@ def test_bound_hand_values():
     assert (b.k, b.threshold, b.captured, b.n_pos, b.n_reviewed) == (3, 7.0, 2, 3, 3)
     assert b.margin == pytest.approx(eps) and b.lower == pytest.approx(max(0.0, 2 / 3 - eps))
     assert b.review_share == 0.3 and "DKW" in b.method and b.confidence == 0.9
+    assert b.review_share_upper == pytest.approx(min(1.0, 0.3 + math.sqrt(math.log(10) / 20)))
 
 
 def test_ties_at_the_cut_are_reviewed_and_counted():
@@ -138,7 +139,7 @@ _TOL = 3 * math.sqrt(0.9 * 0.1 / _R)
 )
 def test_the_bound_covers_the_truth_on_synthetic_data(n, pi, mu, q):
     rng = np.random.default_rng(40)
-    covered = 0
+    covered = share_covered = 0
     lowers = []
     for _ in range(_R):
         y = rng.random(n) < pi
@@ -148,9 +149,12 @@ def test_the_bound_covers_the_truth_on_synthetic_data(n, pi, mu, q):
         b = capture_bound(y, s, q=q, confidence=0.9)
         truth = float(norm.sf(b.threshold - mu))
         covered += b.lower <= truth
+        share = pi * norm.sf(b.threshold - mu) + (1 - pi) * norm.sf(b.threshold)  # P(score ≥ t̂) on new data
+        share_covered += share <= b.review_share_upper
         lowers.append(b.lower)
     coverage = covered / _R
     assert coverage >= 0.9 - _TOL, f"coverage {coverage:.4f} below 0.9 - {_TOL:.4f}"
+    assert share_covered / _R >= 0.9 - _TOL, f"review-share coverage {share_covered / _R:.4f}"
     assert np.mean(lowers) > 0  # not a trivial bound of 0
 
 
