@@ -476,8 +476,7 @@ class AuditResult:
             larger = more fragile), ``flip_budget`` (``k*``: groups removed until the prediction
             flips, smaller = more fragile; SPEC's ``K + 1`` when it does not flip within depth
             ``K``), ``flipped`` (False = no flip within ``K``), ``rcma`` (larger = more
-            fragile), ``near_tie`` (the top two classes all but tied: the row's RCMA divides by
-            almost nothing), ``brittle`` (held-out label) and ``score_value`` (the ranking score).
+            fragile), ``brittle`` (held-out label) and ``score_value`` (the ranking score).
 
         Raises
         ------

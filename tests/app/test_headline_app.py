@@ -29,6 +29,9 @@ def test_triage_states_the_guarantee_beside_the_budget_and_the_ceiling(app):
     app.switch_page("pages/triage.py").run()
     assert_ok(app)
     result = _default()
+    queue = app.dataframe(key="triage_table").value
+    tied = np.abs(result.certificates.table.loc[queue["sample_id"], "margin"].to_numpy()) < 1e-3
+    assert queue["near_tie"].tolist() == tied.tolist()
     for percent in (10, 30):
         if percent != 10:
             app.slider(key="triage_budget").set_value(percent).run()

@@ -36,7 +36,6 @@ def test_near_ties_are_flagged_left_out_of_the_mean_and_counted(forest):
     assert t["rcma"].mean() > 100 * f["mean_rcma"], "the all-rows mean is what the near-ties dominate"
     export = certificate_export(forest)
     np.testing.assert_array_equal(export["near_tie"].to_numpy(), tied)
-    assert forest.queue(1.0, population="all")["near_tie"].sum() == tied.sum()
     text = summary_markdown(forest)
     assert (
         f"over the {len(t) - tied.sum():,} predictions that are not near-ties ({tied.sum()} near-ties left out" in text
