@@ -34,6 +34,7 @@ import plotly.io as pio
 
 from core import viz
 from core.atomic import atomic_write_text
+from core.cfc.fds import NEAR_TIE_MARGIN
 from core.cfc.stressors import LabelChannel
 from core.exceptions import UndefinedMetricWarning, UndefinedTargetWarning
 from core.reviews import DECISION_LABELS, ReviewStore
@@ -591,7 +592,9 @@ def _model_rows(audits: Sequence[AuditInputs]) -> pd.DataFrame:
                 "AUROC (class)": nominal.get("auroc"),
                 "NLL": nominal.get("nll"),
                 "ECE": nominal.get("ece"),
-                "mean RCMA": frag.get("mean_rcma"),
+                "mean RCMA (not near-ties)": frag.get("mean_rcma"),
+                "near-ties left out": frag.get("n_near_tie"),
+                "median RCMA": frag.get("median_rcma"),
                 "share k* ≤ 2": frag.get("share_k_le_2"),
                 "share brittle": frag.get("share_brittle"),
                 "FDS AUROC": fds.get("auroc"),
@@ -646,8 +649,11 @@ def _metrics_section(audits: Sequence[AuditInputs]) -> str:
         "<h2 id='models'>Nominal vs fragility metrics per model</h2>"
         "<p>Nominal metrics (test split) say how often the model is right; the fragility metrics say how much "
         "of its confident support survives when evidence goes missing. Mean RCMA: mean normalised margin "
-        "loss along the removal path (0 = none; above 1 = the prediction flipped, and it can be large when "
-        "the original margin is close to 0). Share k* ≤ 2: predictions that flip after removing at most two "
+        "loss along the removal path (0 = none; above 1 = the prediction flipped), over the predictions that "
+        f"are not near-ties: a near-tie (top two classes within a margin of {NEAR_TIE_MARGIN:g} nats) divides by an almost-zero "
+        "margin and one of them can swamp the mean, so they are counted beside it and the median is shown over "
+        "all predictions (folders written before this show the mean over every prediction and no count). "
+        "Share k* ≤ 2: predictions that flip after removing at most two "
         "evidence groups. Share brittle: test predictions that are confident and break under the held-out "
         "stressors.</p>"
         + _table(_model_rows(audits))
@@ -658,6 +664,42 @@ def _metrics_section(audits: Sequence[AuditInputs]) -> str:
             "<code>python -m core report</code> for one row per model.</p>"
         )
     )
+
+
+def _capture_ceiling_block(frame: pd.DataFrame, population: pd.DataFrame, brittle: np.ndarray) -> str:
+    """Capture@q against its ceiling for every score, and the FDS queue's guarantee for new data."""
+    from core.metrics.capture import capture_bound, capture_ceiling, guarantee_text
+
+    if not brittle.any() or "score" not in frame:
+        return _missing("capture against its ceiling — no held-out brittle prediction in this population.")
+    table = pd.DataFrame({"score": frame["score"]})
+    for q in (5, 10, 20):
+        if f"capture@{q}" not in frame:
+            continue
+        ceiling = capture_ceiling(brittle, q=q / 100)
+        table[f"capture@{q}"] = frame[f"capture@{q}"].astype(float)
+        table[f"ceiling@{q}"] = ceiling
+        table[f"÷ ceiling@{q}"] = frame[f"capture@{q}"].astype(float) / ceiling
+    out = (
+        "<p id='ceiling'><strong>Capture against its ceiling.</strong> With few brittle predictions even a "
+        "perfect ranking captures little: the ceiling is the best share any ranking reaches with the budget's k reviews, "
+        "min(1, k ÷ brittle), and ÷ ceiling says how close each score comes (1 = as good as possible).</p>"
+        + _table(table)
+    )
+    if "score_fds" in population:
+        bounds = [
+            capture_bound(brittle, population["score_fds"].to_numpy(dtype=float), q=q / 100, confidence=0.9)
+            for q in (5, 10, 20)
+        ]
+        out += (
+            "<p><strong>Guarantee for new data (FDS queue):</strong> "
+            + "; ".join(_e(guarantee_text(b)) for b in bounds)
+            + ".</p><p class='note'>If new predictions come from the same source as this test split, reviewing "
+            "every one whose FDS is at least the queue's cut catches at least that share of the brittle ones, with "
+            "90 % confidence. The bound holds for any score distribution and although the cut is chosen on these "
+            f"rows (DKW band; {len(population):,} ranked, {int(brittle.sum()):,} brittle; docs/method.md, A.6).</p>"
+        )
+    return out
 
 
 def _fds_section(a: AuditInputs, figure: _Figures) -> str:
@@ -711,6 +753,7 @@ def _fds_section(a: AuditInputs, figure: _Figures) -> str:
         )
     else:
         out.append(_missing("coverage curves — no held-out brittle prediction in this population."))
+    out.append(_capture_ceiling_block(frame, population, brittle))
     tau_p = float(a.protocol.get("label_channel", {}).get("tau_p", LabelChannel().tau_p))
     out.append(
         "<div class='grid'>"

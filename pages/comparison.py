@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -57,8 +56,11 @@ def _body() -> None:
     config = {c: st.column_config.NumberColumn(format="%.3f") for c in frame.columns if frame[c].dtype.kind == "f"}
     config["mean_rcma"] = st.column_config.NumberColumn(
         "mean RCMA",
-        format="localized",
-        help="Mean margin-collapse area; near-tie predictions can dominate it (see below the table)",
+        format="%.3f",
+        help="Mean margin-collapse area over the predictions that are not near-ties (see below the table)",
+    )
+    config["n_near_tie"] = st.column_config.NumberColumn(
+        "near-ties", help="Predictions whose top two classes are all but tied, left out of the mean RCMA"
     )
     config["model"] = st.column_config.TextColumn("model")
     table(
@@ -75,7 +77,7 @@ def _body() -> None:
             f"Nominal winner (AUROC): **{model_label(best)}** · most stable (fewest predictions flipped by "
             f"≤ 2 groups): **{model_label(stable)}**" + (" — the same model." if best == stable else ".")
         )
-    st.caption(_rcma_note(audits, frame))
+    st.caption(_rcma_note(frame))
     labelled = frame.assign(model=frame["model"].map(model_label))
     left, right = flow_columns(2, key="comparison_tradeoffs", min_width=380)
     with left:
@@ -141,29 +143,19 @@ def _body() -> None:
     )
 
 
-# A margin below this is a near-tie (p̂ within about 0.0005 of the runner-up for two classes):
-# its collapse c_k = drop / (|m| + 1e-8) is huge whatever the drop (SPEC A.3).
-_NEAR_TIE = 1e-3
-
-
-def _rcma_note(audits: dict, frame: pd.DataFrame) -> str:
-    """Why a mean RCMA can be huge, with the near-tie counts of the models where it is."""
+def _rcma_note(frame: pd.DataFrame) -> str:
+    """How the mean RCMA is taken, with the near-tie counts of the models that have some."""
     note = (
-        "Mean RCMA is not plotted: RCMA divides a margin loss by the original margin |m| (+ 1e-8), so a "
-        "near-tie prediction (|m| ≈ 0) gets a huge RCMA however little it changes, and a few of them dominate "
-        "the mean; the median RCMA is robust to them."
+        "Mean RCMA leaves out near-ties: RCMA divides a margin loss by the original margin |m|, so a "
+        "prediction whose top two classes are all but tied gets a huge RCMA however little it changes, and "
+        "a few of them would dominate the mean. The median RCMA is robust to them and is taken over every "
+        "prediction."
     )
-    parts = []
-    for name, result in audits.items():
-        row = frame.loc[frame["model"] == name].iloc[0]
-        margins = np.abs(result.certificates.table["margin"].to_numpy(dtype=float))
-        ties = int((margins < _NEAR_TIE).sum())
-        if ties and row["mean_rcma"] > 10 * max(row["median_rcma"], 1e-12):
-            parts.append(
-                f"{model_label(name)}: mean {row['mean_rcma']:,.0f} comes from {ties:,} of {len(margins):,} "
-                f"predictions with |m| < {_NEAR_TIE:g} (e.g. a forest whose trees' votes split evenly); "
-                f"median {row['median_rcma']:.3f}"
-            )
+    parts = [
+        f"{model_label(row['model'])}: {int(row['n_near_tie']):,} near-tie(s) left out"
+        for _, row in frame.iterrows()
+        if row["n_near_tie"]
+    ]
     return note + (" " + "; ".join(parts) + "." if parts else "")
 
 

@@ -11,6 +11,7 @@ from core.views.audit_inputs import feature_origins
 from core.views.tabular import (
     flip_budget_shown,
     flip_count_text,
+    near_tie_note,
     prediction_table,
     raw_values_table,
     sample_bundle,
@@ -36,7 +37,9 @@ page_header(
     "(replaced by the training baseline), and the certificate records how the model's support erodes. "
     "**Margins** are centred pseudo-logit margins of the originally predicted class (nats; below 0 the "
     "prediction has flipped). **FDS** and **RCMA** are risk scores (larger = more fragile); the **flip "
-    "budget k\\*** and **λ\\*** are the other way round (smaller = more fragile).",
+    "budget k\\*** and **λ\\*** are the other way round (smaller = more fragile). A **near-tie** is a prediction "
+    "whose top two classes are all but equal: its RCMA divides by an almost-zero margin and is huge whatever the "
+    "evidence does, so it is flagged and left out of the mean RCMA.",
 )
 
 _SORTS = {
@@ -128,6 +131,9 @@ def _pick_sample(frame, depth: int) -> int | None:
             "confidence": st.column_config.NumberColumn(format="%.3f"),
             "fds": st.column_config.NumberColumn("FDS", format="%.3f"),
             "rcma": st.column_config.NumberColumn("RCMA", format="%.3f"),
+            "near_tie": st.column_config.CheckboxColumn(
+                "Near-tie", help="The top two classes are all but tied: RCMA divides by almost nothing"
+            ),
         },
     )
     apply_table_selection(ExplorerState.table.key, shown)
@@ -263,6 +269,9 @@ def _certificate(result, frame) -> None:
         "yes" if row["brittle"] else "no",
         help="Evaluation label from the separate label channel; never used by the certificate",
     )
+    tie = near_tie_note(cert.margin, cert.rcma)
+    if tie:
+        st.info(tie, icon=":material/balance:")
 
     certificate_figures(result, cert, key="explorer")
     with st.expander("Prediction after each removal, and the path's values beside their baseline"):

@@ -18,7 +18,7 @@ from core.views.audit_inputs import (
     load_user_data,
     protocol_from_form,
 )
-from core.views.tabular import column_summary, flip_budget_shown, groups_table
+from core.views.tabular import column_summary, flip_budget_shown, groups_table, rcma_glance_text
 from core.views.uploads import CELL_BUDGET, LARGE_TABLE_ROWS, UPLOAD_LIMIT_MB, TableUpload, parse_blocks, table_columns
 from ui.audit_line import audit_line
 from ui.auth import current_access, report_reviews
@@ -371,6 +371,9 @@ def _glance_section(progress_at=None) -> None:
         delta=(f"{g.fds_capture - g.confidence_capture:+.2f} vs {best_conf}" if best_conf else None),
         help="Share of all brittle cases found by reviewing the 20 % highest-FDS predictions.",
     )
+    rcma_line = rcma_glance_text(g)
+    if rcma_line:
+        st.caption(rcma_line)
     left, right = flow_columns(2, key="overview_glance_charts", min_width=380)
     with left:
         chart(

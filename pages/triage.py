@@ -10,6 +10,7 @@ from core.views.ranking import (
     UNREVIEWED,
     capture_curves,
     filter_queue,
+    queue_guarantee,
     rank_queue,
     review_budget,
     score_summary,
@@ -222,6 +223,8 @@ def _queue_and_review(result, frame) -> None:
     curves, ceiling, random = capture.curves, capture.ceiling, capture.random
     queue = _queue(_ranked(result.fingerprint, id(result), score, scope, _population=population), budget)
     summary = score_summary(scores[mask], brittle, budget)
+    guarantee = queue_guarantee(population["score_value"].to_numpy(), brittle, budget, score_name=score)
+    c3.markdown(f"**Guarantee:** {guarantee.text}.", help=guarantee.detail)
 
     m = flow_columns(4, key="triage_metrics", min_width=200, gap="small")
     m[0].metric("Ranked predictions", f"{len(population):,}")
@@ -231,11 +234,13 @@ def _queue_and_review(result, frame) -> None:
         help="Brittle under the held-out stressors, among the ranked predictions (evaluation label only)",
     )
     m[2].metric("Queue length", f"{len(queue):,}", help="k = max(1, round(q·n)) predictions to review")
-    found = summary.set_index("score").loc[score, "capture"]
+    found, ceiling_here, ratio = summary.set_index("score").loc[score, ["capture", "ceiling", "capture_ratio"]]
     m[3].metric(
         f"Brittle found by {score}",
-        "—" if np.isnan(found) else f"{found:.0%}",
-        help="Expected share of all brittle predictions inside the queue (ties at the cut-off prorated)",
+        "—" if np.isnan(found) else f"{found:.0%} of {ceiling_here:.0%} possible",
+        help="Expected share of all brittle predictions inside the queue (ties at the cut-off prorated), and the "
+        "best share any ranking could reach with this many reviews: min(1, queue length ÷ brittle)"
+        + ("" if np.isnan(ratio) else f". {score} reaches {ratio:.0%} of that ceiling."),
     )
 
     figure(
@@ -286,6 +291,7 @@ def _queue_and_review(result, frame) -> None:
                 "flip_budget",
                 "score_value",
                 "brittle",
+                "near_tie",
                 "decision",
                 "reviewer",
                 "reasons",

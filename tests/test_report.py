@@ -79,6 +79,18 @@ def test_report_has_every_section_and_the_audit_values(audit, tmp_path, capsys):
     # Absent inputs are said plainly.
     assert "Not in this report:</strong> reviewers' decisions" in text
     assert "Not in this report:</strong> interval bars and the recapture queue" in text
+    # Issue 40: the near-ties beside the mean RCMA, capture against its ceiling, the guarantee.
+    assert "near-ties left out" in text and f"{result.fragility['median_rcma']:.3f}" in text
+    ceiling = result.capture_vs_ceiling.set_index(["score", "budget"])
+    assert "Capture against its ceiling." in text
+    assert f"{ceiling.loc[('fds', 0.2), 'ceiling']:.3f}" in text
+    assert f"{ceiling.loc[('fds', 0.2), 'capture_ratio']:.3f}" in text
+    for q in (0.05, 0.1, 0.2):
+        bound = result.capture_bound(q)
+        assert (
+            f"reviewing the top {round(100 * q)} % catches at least {int(100 * bound.lower)} % of brittle cases "
+            "(90 % confidence)" in text
+        )
     # Three example certificates, each with its trajectory and collapse chart.
     assert text.count("<h3>") == 3
     assert text.count("Removal trajectory") == 3 and text.count("Margin collapse along the path") == 3

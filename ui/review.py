@@ -95,6 +95,7 @@ COLUMN_LABELS = {
     "fds": "FDS",
     "flip_budget": "k*",
     "brittle": "Held-out brittle",
+    "near_tie": "Near-tie",
     "decision": "Decision",
     "reviewer": "Reviewer",
     "reasons": "Reasons",

@@ -23,10 +23,24 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["EPS", "collapse_terms", "fds_from_components"]
+__all__ = [
+    "EPS",
+    "NEAR_TIE_MARGIN",
+    "collapse_terms",
+    "fds_from_components",
+    "near_tie",
+    "rcma_headline",
+    "rcma_headline_text",
+]
 
 #: The guard of SPEC's denominators ``|m(x)| + 1e-8`` and ``λ* + 1e-8``.
 EPS = 1e-8
+
+#: A prediction is a near-tie when its margin ``|m(x)|`` is below this many nats: for two
+#: classes, ``p̂ < 1 / (1 + e^-0.001) ≈ 0.50025``, a confidence the tool displays as 0.500 (three
+#: decimals). Its RCMA divides by almost nothing and says nothing about the evidence
+#: (docs/method.md, "Near-ties").
+NEAR_TIE_MARGIN = 1e-3
 
 
 def collapse_terms(traj_margin: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
@@ -97,3 +111,98 @@ def fds_from_components(
         degradation = np.zeros(rcma.shape[0])
     u = w1 * rcma + w2 / k + w3 * degradation
     return -np.expm1(-u), u, degradation
+
+
+def near_tie(margin: ArrayLike, *, threshold: float = NEAR_TIE_MARGIN) -> np.ndarray:
+    """Whether each prediction is a near-tie: ``|m(x)| < threshold`` (nats).
+
+    The certificate keeps the paper's RCMA for these rows (SPEC A.3); the headlines leave them
+    out of the mean RCMA and count them instead (:func:`rcma_headline`).
+
+    Parameters
+    ----------
+    margin : array-like of shape (n,)
+        Original margins ``m(x)`` (the certificate's ``margin`` column).
+    threshold : float, default=NEAR_TIE_MARGIN
+        Non-negative.
+
+    Returns
+    -------
+    ndarray of bool, shape (n,)
+
+    Examples
+    --------
+    >>> near_tie([0.0, 8.9e-7, -5e-4, 0.002]).tolist()
+    [True, True, True, False]
+    """
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.floating)) or not threshold >= 0:
+        raise ValueError(f"`threshold` must be a non-negative number of nats; got {threshold!r}.")
+    m = np.asarray(margin, dtype=np.float64)
+    if m.ndim != 1:
+        raise ValueError(f"`margin` must be one-dimensional; got shape {m.shape}.")
+    return np.abs(m) < threshold
+
+
+def rcma_headline(rcma: ArrayLike, margin: ArrayLike, *, threshold: float = NEAR_TIE_MARGIN) -> dict[str, float]:
+    """The RCMA figures a summary shows: the mean over the rows that are not near-ties, their count, the median.
+
+    A near-tie's RCMA is about ``drop / 1e-8``: one such row moved a mean of hundreds of rows
+    from 0.14 to 374. Leaving the near-ties out, the mean cannot move when near-ties are added
+    (tests/cfc/test_near_tie.py); the count says how many were left out.
+
+    Parameters
+    ----------
+    rcma, margin : array-like of shape (n,)
+    threshold : float, default=NEAR_TIE_MARGIN
+
+    Returns
+    -------
+    dict
+        ``mean_rcma`` (mean over the rows with ``|m| ≥ threshold``; NaN when there is none),
+        ``n_near_tie`` (rows left out), ``median_rcma`` (over every row; NaN when empty).
+
+    Examples
+    --------
+    >>> rcma_headline([0.1, 0.3, 2.2e5], [1.0, 0.5, 9e-7])
+    {'mean_rcma': 0.2, 'n_near_tie': 1, 'median_rcma': 0.3}
+    """
+    r = np.asarray(rcma, dtype=np.float64)
+    tied = near_tie(margin, threshold=threshold)
+    if r.shape != tied.shape:
+        raise ValueError(f"`rcma` and `margin` must have the same length; got {r.shape} and {tied.shape}.")
+    kept = r[~tied]
+    return {
+        "mean_rcma": float(kept.mean()) if kept.size else float("nan"),
+        "n_near_tie": int(tied.sum()),
+        "median_rcma": float(np.median(r)) if r.size else float("nan"),
+    }
+
+
+def rcma_headline_text(headline: dict, *, n: int) -> str:
+    """The mean RCMA as every summary states it, the near-ties counted beside it.
+
+    Parameters
+    ----------
+    headline : dict
+        :func:`rcma_headline`'s output (``median_rcma`` optional; None or NaN: not shown).
+    n : int
+        Rows the headline was computed over.
+
+    Examples
+    --------
+    >>> rcma_headline_text({"mean_rcma": 0.2, "n_near_tie": 1, "median_rcma": 0.3}, n=40)
+    'mean RCMA 0.200 over the 39 predictions that are not near-ties (1 near-tie left out: top two classes within |m| < 0.001), median 0.300'
+    """
+
+    def shown(value: object) -> str | None:
+        if value is None or not np.isfinite(float(value)):
+            return None
+        return f"{float(value):.3f}"
+
+    ties = int(headline.get("n_near_tie") or 0)
+    median = shown(headline.get("median_rcma"))
+    return (
+        f"mean RCMA {shown(headline.get('mean_rcma')) or '–'} over the {n - ties:,} predictions that are not "
+        f"near-ties ({ties:,} near-tie{'' if ties == 1 else 's'} left out: top two classes within "
+        f"|m| < {NEAR_TIE_MARGIN:g})" + (f", median {median}" if median else "")
+    )

@@ -56,6 +56,7 @@ import pyarrow.parquet as pq
 
 from core.atomic import atomic_write_bytes
 from core.cfc import Protocol, baseline_vector
+from core.cfc.fds import near_tie
 from core.cfc.grouping import build_groups
 from core.cfc.stressors import LabelChannel
 from core.scale.cluster import check_worker_paths
@@ -258,7 +259,9 @@ def summarize_output(
     """Totals over the held-out rows of a finished run, read column-wise partition by partition.
 
     Returns a JSON-ready dict: ``n_rows``, ``n_held_out``, ``accuracy`` (held-out rows with a
-    label; null if none), ``mean_fds``, ``mean_rcma``, ``share_flip_budget_le_2``,
+    label; null if none), ``mean_fds``, ``mean_rcma`` (over the held-out rows that are not
+    near-ties, :func:`core.cfc.fds.rcma_headline`; null if none), ``n_near_tie`` (those left out),
+    ``share_flip_budget_le_2``,
     ``share_high_confidence`` (``confidence >= 0.9``), ``high_confidence_brittle``
     (count with ``confidence >= 0.9`` and ``k* <= 2``), ``flip_budget_counts`` (k* -> count),
     ``fds_histogram`` (20 equal bins on [0, 1]) and ``share_flipped_<op>`` (``λ* < inf``).
@@ -269,7 +272,8 @@ def summarize_output(
     k_counts = np.zeros(depth + 2, dtype=np.int64)
     hist = np.zeros(_FDS_BINS, dtype=np.int64)
     flipped = dict.fromkeys(operators, 0)
-    cols = ["in_fit_sample", "correct", "confidence", "flip_budget", "fds", "rcma"]
+    ties = 0
+    cols = ["in_fit_sample", "correct", "confidence", "margin", "flip_budget", "fds", "rcma"]
     cols += [f"lambda_star_{op}" for op in operators]
     for info in sorted(partitions, key=lambda p: p.index):
         (rel,) = info.files
@@ -285,7 +289,9 @@ def summarize_output(
         k = t.column("flip_budget").to_numpy()[keep]
         fds = t.column("fds").to_numpy()[keep]
         sums["fds"] += float(np.sum(fds))
-        sums["rcma"] += float(np.sum(t.column("rcma").to_numpy()[keep]))
+        tied = near_tie(t.column("margin").to_numpy()[keep])
+        ties += int(tied.sum())
+        sums["rcma"] += float(np.sum(t.column("rcma").to_numpy()[keep][~tied]))
         k_counts += np.bincount(k, minlength=depth + 2)[: depth + 2]
         le2 += int(np.sum(k <= 2))
         hc += int(np.sum(conf >= _TAU_P))
@@ -302,7 +308,8 @@ def summarize_output(
         "n_held_out": held,
         "accuracy": correct / labelled if labelled else None,
         "mean_fds": sums["fds"] / held if held else None,
-        "mean_rcma": sums["rcma"] / held if held else None,
+        "mean_rcma": sums["rcma"] / (held - ties) if held > ties else None,
+        "n_near_tie": ties,
         "share_flip_budget_le_2": share(le2),
         "share_high_confidence": share(hc),
         "high_confidence_brittle": hc_brittle,

@@ -1,6 +1,9 @@
 """The end-to-end tabular audit: dataset → certificates → held-out evaluation → calibration.
 
-:func:`run_audit` is the one pipeline behind the dashboard and the ``audit`` command:
+:func:`run_audit` is the pipeline behind the dashboard and the ``audit`` command. Steps 1–4 fit
+the tool's model into a :class:`FittedSpace`; steps 5–7 are :func:`audit_fitted`, the one audit
+pipeline that :func:`core.tabular.own_model.audit_model` (a model the user brings) runs too, so
+the bundled path is the own-model path with a model it fits:
 
 1. dataset (bundled name, :class:`~core.tabular.datasets.Dataset` or DataFrame + target),
    optionally subsampled; stratified train / validation / test split;
@@ -63,10 +66,14 @@ from core.cfc.evaluation import (
     search_diagnostics,
     strongest_confidence_score,
 )
+from core.cfc.fds import near_tie, rcma_headline, rcma_headline_text
 from core.cfc.grouping import build_groups, trace_feature_origins
+from core.cfc.operators import stack_removals
 from core.cfc.protocol import BASELINE_RULES, GROUPING_RULES, Protocol
+from core.cfc.scores import check_proba
 from core.cfc.stressors import BrittleLabels, LabelChannel, brittle_labels, naturalistic_labels
 from core.exceptions import UndefinedMetricWarning
+from core.metrics.capture import CaptureBound, capture_bound, capture_ceiling, guarantee_text
 from core.tabular.audit_view import jsonable, parquet_safe, write_view
 from core.tabular.datasets import (
     Dataset,
@@ -84,9 +91,12 @@ from core.tabular.preprocessing import FittedPreprocessor, detect_unavailable_fi
 from core.validation import check_batch_size, check_positive_int, check_seed, check_share
 
 __all__ = [
+    "AuditConfig",
     "AuditOptions",
     "AuditResult",
     "AuditStages",
+    "FittedSpace",
+    "audit_fitted",
     "SweepResult",
     "SWEEP_TABLE_COLUMNS",
     "certificate_export",
@@ -104,6 +114,11 @@ __all__ = [
 Progress = Callable[[str, int, int], object]
 SearchOption = Literal["none", "exact", "beam", "both"]
 SplitRule = Literal["stratified", "official"]
+
+#: The budgets (per cent) of the evaluation's ``capture@q`` columns.
+CAPTURE_PERCENTS = (5, 10, 20)
+#: The budgets and confidence of the capture guarantee the summaries state.
+GUARANTEE_PERCENTS, GUARANTEE_CONFIDENCE = (5, 10, 20), 0.9
 
 # Child streams of as_generator(seed); the position of a name never changes.
 _STREAMS = ("label_channel", "random_order", "permutation", "shap_background")
@@ -472,13 +487,98 @@ class AuditResult:
 
         return review_queue(self, budget=budget, score=score, population=population)
 
+    def _ranked_population(self) -> np.ndarray:
+        """The evaluated predictions (the evaluation's population; all of them when it is empty)."""
+        population = self.evaluation["population"].iloc[0] if len(self.evaluation) else "high_confidence"
+        mask = np.asarray(self.labels.high_confidence, dtype=bool)
+        return mask if population == "high_confidence" and mask.any() else np.ones(len(mask), dtype=bool)
+
+    def capture_bound(self, budget: float, *, confidence: float = 0.9, score: str = "fds") -> CaptureBound:
+        """A lower confidence bound on the share of brittle predictions a queue at ``budget`` catches on new data.
+
+        The queue ranks the evaluated predictions (the high-confidence ones by default) by
+        ``score`` and reviews the top ``k = max(1, round(budget · n))``; its cut falls at the
+        score ``threshold``. Treating this audit's test split as i.i.d. with new data from the
+        same source, the rule "review every new prediction scored at least ``threshold``"
+        catches at least ``lower`` of the new brittle predictions, with probability
+        ``confidence`` (a DKW band, valid although the cut is chosen on these rows:
+        :func:`core.metrics.capture.capture_bound`, docs/method.md).
+
+        Parameters
+        ----------
+        budget : float
+            Review budget ``q`` in (0, 1].
+        confidence : float, default=0.9
+            In [0.5, 1).
+        score : str, default="fds"
+            A column of :attr:`scores` (larger = riskier; ``threshold`` is on its scale).
+
+        Returns
+        -------
+        core.metrics.capture.CaptureBound
+            ``lower``, ``threshold``, ``method``, ``captured``, ``capture`` (this split's own
+            share), ``n``, ``n_pos`` (brittle), ``k``, ``n_reviewed``, ``review_share``,
+            ``budget``, ``confidence``.
+
+        Raises
+        ------
+        ValueError
+            ``budget`` outside (0, 1], ``confidence`` outside [0.5, 1), an unknown ``score``.
+        """
+        if score not in self.scores.columns:
+            raise ValueError(f"`score` must be one of {list(self.scores.columns)}; got {score!r}.")
+        mask = self._ranked_population()
+        return capture_bound(
+            np.asarray(self.labels.labels, dtype=bool)[mask],
+            self.scores[score].to_numpy(dtype=float)[mask],
+            q=budget,
+            confidence=confidence,
+        )
+
+    @property
+    def capture_vs_ceiling(self) -> pd.DataFrame:
+        """Capture@q of every score against its ceiling, the best any ranking reaches.
+
+        Returns
+        -------
+        DataFrame
+            One row per score and budget ``q`` (5, 10, 20 %): ``score``, ``budget``, ``capture``
+            (:attr:`evaluation`'s ``capture@q``), ``ceiling`` (``min(1, k / n_brittle)`` on the
+            evaluated predictions, :func:`core.metrics.capture.capture_ceiling`) and
+            ``capture_ratio`` (``capture / ceiling``; 1 = as good as any ranking); NaN without
+            a brittle prediction.
+        """
+        population = self.evaluation["population"].iloc[0] if len(self.evaluation) else "high_confidence"
+        mask = self.labels.high_confidence if population == "high_confidence" else np.ones(len(self.y_test), bool)
+        brittle = np.asarray(self.labels.labels, dtype=bool)[np.asarray(mask, dtype=bool)]
+        ceilings = {q: capture_ceiling(brittle, q=q / 100) if brittle.any() else float("nan") for q in CAPTURE_PERCENTS}
+        rows = [
+            {
+                "score": row["score"],
+                "budget": q / 100,
+                "capture": float(row[f"capture@{q}"]),
+                "ceiling": ceilings[q],
+                "capture_ratio": float(row[f"capture@{q}"]) / ceilings[q] if ceilings[q] > 0 else float("nan"),
+            }
+            for row in self.evaluation.to_dict("records")
+            for q in CAPTURE_PERCENTS
+        ]
+        return pd.DataFrame(rows, columns=["score", "budget", "capture", "ceiling", "capture_ratio"])
+
     @property
     def fragility(self) -> dict[str, float]:
-        """Fragility summary of the test split: ``mean_rcma``, ``share_k_le_2`` (share with
-        ``k* ≤ 2``), ``share_brittle`` (held-out brittle share), ``share_high_confidence``."""
+        """Fragility summary of the test split (the headline figures).
+
+        ``mean_rcma`` is the mean RCMA over the test predictions that are **not near-ties**
+        (``|m(x)| ≥`` :data:`~core.cfc.fds.NEAR_TIE_MARGIN`; the certificate keeps the paper's
+        RCMA for every row, SPEC A.3), ``n_near_tie`` the number of near-ties left out of it,
+        ``median_rcma`` the median over every row (:func:`core.cfc.fds.rcma_headline`);
+        ``share_k_le_2`` (share with ``k* ≤ 2``), ``share_brittle`` (held-out brittle share),
+        ``share_high_confidence``.
+        """
         t = self.certificates.table
         return {
-            "mean_rcma": float(t["rcma"].mean()),
+            **rcma_headline(t["rcma"].to_numpy(dtype=float), t["margin"].to_numpy(dtype=float)),
             "share_k_le_2": float((t["flip_budget"] <= 2).mean()),
             "share_brittle": float(self.labels.labels.mean()),
             "share_high_confidence": float(self.labels.high_confidence.mean()),
@@ -528,16 +628,18 @@ def noise_scale(X_train: np.ndarray) -> np.ndarray:
     return np.where(n_distinct > 2, X_train.std(axis=0), 0.0)
 
 
-def _unavailable_groups(
-    pre: FittedPreprocessor, groups: Mapping[str, Sequence[int]], columns: Sequence[str]
-) -> tuple[str, ...]:
-    """Groups holding a transformed column traced to one of the raw ``columns``."""
-    origins = trace_feature_origins(pre.transformer)
-    wanted = set(columns)
-    return tuple(g for g, cols in groups.items() if any(origins[c] in wanted for c in cols))
-
-
-def naturalistic_stage(stages, predict, X_test, groups, baseline, unavailable_groups, label_channel, batch_size, notes):
+def naturalistic_stage(
+    stages: AuditStages,
+    *,
+    predict: Callable[[np.ndarray], Any],
+    X_test: np.ndarray,
+    groups: Mapping[str, Sequence[int]],
+    baseline: np.ndarray,
+    unavailable_groups: tuple[str, ...],
+    label_channel: LabelChannel,
+    batch_size: int,
+    notes: list[str],
+) -> BrittleLabels | None:
     """Naturalistic labels over the groups with genuinely missing values, or None (and a note)."""
     if not unavailable_groups:
         notes.append("no raw column has missing / unknown / special-code values: no naturalistic labels")
@@ -675,12 +777,28 @@ def run_audit(
 def _run_audit(
     data: str | Dataset | pd.DataFrame, options: AuditOptions, *, target: str | None, progress: Progress | None
 ) -> AuditResult:
-    """The pipeline of :func:`run_audit` on validated options."""
+    """The pipeline of :func:`run_audit` on validated options: fit the tool's model, then audit it."""
     stages = AuditStages(progress)
-    streams = dict(zip(_STREAMS, as_generator(options.seed).spawn(len(_STREAMS))))
-    notes: list[str] = []
+    space = _fit_tool_model(data, options, target=target, stages=stages)
+    config = AuditConfig(
+        protocol=options.protocol,
+        label_channel=options.label_channel,
+        population=options.population,
+        seed=options.seed,
+        batch_size=options.batch_size,
+        search=options.search,
+        sensitivity=options.sensitivity,
+        order_baselines=options.order_baselines,
+        n_random_orders=options.n_random_orders,
+        shap=options.shap,
+    )
+    return audit_fitted(space, config=config, stages=stages)
 
-    # 1–2. Data, split, preprocessing (training split only).
+
+def _fit_tool_model(
+    data: str | Dataset | pd.DataFrame, options: AuditOptions, *, target: str | None, stages: AuditStages
+) -> FittedSpace:
+    """Steps 1–4 of :func:`run_audit`: data, split, preprocessing, groups, baseline, fitted model."""
     dataset = stages.run("load data", _resolve_dataset, data, target, options.blocks)
     if options.max_rows is not None:
         dataset = subsample_dataset(dataset, options.max_rows, seed=options.seed)
@@ -690,50 +808,203 @@ def _run_audit(
         split = split_dataset(dataset, seed=options.seed, val_size=options.val_size, test_size=options.test_size)
     pre = stages.run("preprocess", fit_preprocessor, split.train, dataset.numeric, dataset.categorical)
     X_train, X_val, X_test = (pre.transform(part) for part in (split.train, split.val, split.test))
-    y_train, y_val, y_test = split.y_train, split.y_val, split.y_test
 
-    # 3. Groups and baseline from the declared rules.
     groups = _groups_for(options.protocol.grouping, pre, X_train, dataset, options.protocol.merge_threshold)
     options.protocol.resolved_depth(len(groups))  # refuse an impossible depth before the model is fitted
     baseline = baseline_vector(X_train, groups, options.protocol.baseline)
 
-    # 4. Model.
     params = dict(options.model_params or {})
     if options.model == "fr_resmlp":
         params.setdefault("groups", groups)
         params.setdefault("baseline", baseline)
     estimator = make_model(options.model, seed=options.seed, **params)
-    stages.run("fit model", estimator.fit, X_train, y_train)
-    predict = estimator.predict_proba
-    P_val, P_test = np.asarray(predict(X_val), dtype=float), np.asarray(predict(X_test), dtype=float)
+    stages.run("fit model", estimator.fit, X_train, split.y_train)
+    return FittedSpace(
+        dataset=dataset,
+        split=split,
+        seed=options.seed,
+        model_name=options.model,
+        predictor=estimator,
+        preprocessor=pre,
+        origins=tuple(trace_feature_origins(pre.transformer)),
+        X_train=X_train,
+        X_test=X_test,
+        y_test=split.y_test,
+        raw_test=split.test,
+        groups=dict(groups),
+        baseline=baseline,
+        X_val=X_val,
+        y_val=split.y_val,
+        shap_explainer=MODELS[options.model].shap_explainer,
+    )
 
-    # 5. Certificates (test for evaluation, validation for BATS).
-    test_frame = pd.DataFrame(X_test, index=split.test.index)
+
+# --------------------------------------------------------------------------------------------
+# The one audit pipeline: a fitted model in its feature space -> AuditResult
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class AuditConfig:
+    """How :func:`audit_fitted` audits a fitted model (whoever fitted it).
+
+    Attributes
+    ----------
+    protocol : Protocol
+    label_channel : LabelChannel
+    population : {"high_confidence", "all"}, default "high_confidence"
+    seed : int, default 0
+        Root of the child streams of the stochastic evaluation parts (label channel, random
+        orders, permutation importance, SHAP background), in that fixed order.
+    batch_size : int, default 65536
+    search : {"none", "exact", "beam", "both"}, default "none"
+    sensitivity, order_baselines, shap : bool, default False
+        The opt-in extras of :class:`AuditOptions`; ``sensitivity`` needs the tool's
+        preprocessing (a :class:`~core.tabular.preprocessing.FittedPreprocessor`).
+    n_random_orders : int, default 5
+    """
+
+    protocol: Protocol
+    label_channel: LabelChannel
+    population: Population = "high_confidence"
+    seed: int = 0
+    batch_size: int = 65536
+    search: SearchOption = "none"
+    sensitivity: bool = False
+    order_baselines: bool = False
+    n_random_orders: int = 5
+    shap: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.protocol, Protocol):
+            raise ValueError(f"`protocol` must be a Protocol; got {type(self.protocol).__name__}.")
+        if not isinstance(self.label_channel, LabelChannel):
+            raise ValueError(f"`label_channel` must be a LabelChannel; got {type(self.label_channel).__name__}.")
+        _check_choice(self.population, "population", ("high_confidence", "all"))
+        object.__setattr__(self, "seed", check_seed(self.seed))
+        check_batch_size(self.batch_size)
+        _check_choice(self.search, "search", ("none", "exact", "beam", "both"))
+        check_positive_int(self.n_random_orders, "n_random_orders")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FittedSpace:
+    """A fitted model in the feature space its certificates run in, with the rows to audit.
+
+    Built by :func:`run_audit` (the tool fits its model) and by
+    :func:`core.tabular.own_model.audit_model` / ``audit_task`` (a model the user brings);
+    :func:`audit_fitted` audits either the same way.
+
+    Attributes
+    ----------
+    dataset : Dataset
+        Every row the audit knows (training rows then test rows for a user's model).
+    split : DatasetSplit
+    seed : int
+        The seed the audit reports (the split's and the model's; 0 for a user's model).
+    model_name : str
+    predictor : object
+        ``predict_proba`` over the feature space.
+    preprocessor : object
+        Maps raw frames to the feature space (``transform``).
+    origins : tuple of str
+        Raw column of every feature (finds the groups holding unavailable fields).
+    X_train, X_test : ndarray of shape (n, n_features)
+    y_test : ndarray of int64, shape (n_test,)
+        Class indices into the columns of ``predict_proba``.
+    raw_test : DataFrame
+        Raw test rows (features and target); its index gives the row ids.
+    groups : dict of str -> list of int
+    baseline : ndarray of shape (n_features,)
+    X_val, y_val : ndarray or None
+        Rows the model did not see for calibration (the tool's validation split).
+    calibration_half : ndarray of bool, shape (n_test,), or None
+        Without validation rows: the test rows calibration is fitted on (reported on the
+        others).
+    space_kind : {"tool", "pipeline", "raw"}, default "tool"
+    source_model : object or None
+        The model the user passed (None for the tool's own models).
+    shap_explainer : {"tree", "linear"} or None
+        The fast SHAP explainer that suits the model, if any.
+    notes : tuple of str
+        What building the space changed, for people.
+    """
+
+    dataset: Dataset
+    split: DatasetSplit
+    seed: int
+    model_name: str
+    predictor: Any
+    preprocessor: Any
+    origins: tuple[str, ...]
+    X_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    raw_test: pd.DataFrame
+    groups: dict[str, list[int]]
+    baseline: np.ndarray
+    X_val: np.ndarray | None = None
+    y_val: np.ndarray | None = None
+    calibration_half: np.ndarray | None = None
+    space_kind: Literal["tool", "pipeline", "raw"] = "tool"
+    source_model: Any = None
+    shap_explainer: Literal["tree", "linear"] | None = None
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if (self.X_val is None) == (self.calibration_half is None):
+            raise ValueError("a FittedSpace needs either validation rows (`X_val`, `y_val`) or a `calibration_half`.")
+
+
+def audit_fitted(space: FittedSpace, *, config: AuditConfig, stages: AuditStages | None = None) -> AuditResult:
+    """Audit a fitted model in its feature space: certificates, held-out labels, scores, metrics.
+
+    The one pipeline behind :func:`run_audit` and :func:`core.tabular.own_model.audit_model`:
+    predictions (validated as probabilities) and a baseline probe, certificates of the test
+    rows, the label channel and the naturalistic variant, every risk score and its
+    evaluation, the opt-in extras of ``config``, nominal metrics and calibration.
+
+    Parameters
+    ----------
+    space : FittedSpace
+    config : AuditConfig
+    stages : AuditStages, optional
+        Times the stages and reports progress (the stages before this call included).
+
+    Returns
+    -------
+    AuditResult
+    """
+    stages = AuditStages(None) if stages is None else stages
+    streams = dict(zip(_STREAMS, as_generator(config.seed).spawn(len(_STREAMS))))
+    notes = list(space.notes)
+    protocol, channel, batch_size = config.protocol, config.label_channel, config.batch_size
+    groups, baseline, X_test, y_test = space.groups, space.baseline, space.X_test, space.y_test
+    n_classes = len(space.dataset.classes)
+
+    predict = space.predictor.predict_proba
+    try:
+        P_test = predict(X_test)
+    except Exception as exc:
+        raise ValueError(f"the model's predict_proba failed on the test rows ({type(exc).__name__}: {exc}).") from exc
+    P_test = check_proba(P_test, len(X_test), n_classes=n_classes, what="the model's predict_proba on `test`")
+    owner = np.empty(X_test.shape[1], dtype=np.intp)
+    for g, cols in enumerate(groups.values()):
+        owner[cols] = g
+    _probe_baseline(predict, X_test[0], baseline, groups, owner)
+
     cert = stages.run(
         "certify test",
         certify,
         predict,
-        test_frame,
+        pd.DataFrame(X_test, index=space.raw_test.index),
         groups,
         baseline,
-        options.protocol,
-        search=options.search,
-        batch_size=options.batch_size,
+        protocol,
+        search=config.search,
+        batch_size=batch_size,
         rows=True,
     )
-    cert_val = stages.run(
-        "certify validation",
-        certify,
-        predict,
-        X_val,
-        groups,
-        baseline,
-        options.protocol,
-        batch_size=options.batch_size,
-        rows=True,
-    )
-
-    # 6. Held-out labels: the label channel sees the model and the inputs, never the certificate.
+    cert_val = _certify_validation(space, config=config, stages=stages)
+    # The label channel sees the model and the inputs, never the certificate.
     labels = stages.run(
         "label channel",
         brittle_labels,
@@ -741,24 +1012,35 @@ def _run_audit(
         X_test,
         groups,
         baseline,
-        channel=options.label_channel,
-        noise_scale=noise_scale(X_train),
+        channel=channel,
+        noise_scale=noise_scale(space.X_train),
         seed=streams["label_channel"],
-        batch_size=options.batch_size,
+        batch_size=batch_size,
     )
+    dataset = space.dataset
     unavailable = detect_unavailable_fields(
         dataset.frame, dataset.features, markers=dataset.markers, real_values=dataset.real_values
     )
-    unavailable_groups = _unavailable_groups(pre, groups, unavailable["column"].tolist())
+    wanted = set(unavailable["column"])
+    unavailable_groups = tuple(g for g, cols in groups.items() if any(space.origins[c] in wanted for c in cols))
     natural = naturalistic_stage(
-        stages, predict, X_test, groups, baseline, unavailable_groups, options.label_channel, options.batch_size, notes
+        stages,
+        predict=predict,
+        X_test=X_test,
+        groups=groups,
+        baseline=baseline,
+        unavailable_groups=unavailable_groups,
+        label_channel=channel,
+        batch_size=batch_size,
+        notes=notes,
     )
 
-    # 7. Scores and their evaluation.
     scores = certificate_scores(cert) | confidence_scores(P_test)
     score_notes: dict[str, str] = {}
     importance = shap_result = None
-    if options.order_baselines:
+    if config.order_baselines:
+        if space.X_val is None:
+            raise ValueError("the order baselines need validation rows (permutation importance is measured on them).")
         scores["random_order"] = stages.run(
             "random-order baseline",
             random_order_scores,
@@ -766,20 +1048,20 @@ def _run_audit(
             X_test,
             groups,
             baseline,
-            options.protocol,
-            n_orders=options.n_random_orders,
+            protocol,
+            n_orders=config.n_random_orders,
             seed=streams["random_order"],
-            batch_size=options.batch_size,
+            batch_size=batch_size,
         )
         importance = stages.run(
             "permutation importance",
             permutation_group_importance,
             predict,
-            X_val,
-            y_val,
+            space.X_val,
+            space.y_val,
             groups,
             seed=streams["permutation"],
-            batch_size=options.batch_size,
+            batch_size=batch_size,
         )
         perm_cert = stages.run(
             "permutation-order baseline",
@@ -788,37 +1070,39 @@ def _run_audit(
             X_test,
             groups,
             baseline,
-            options.protocol,
+            protocol,
             order=importance.order,
-            batch_size=options.batch_size,
+            batch_size=batch_size,
             rows=True,
         )
         scores["perm_order"] = perm_cert.table["u"].to_numpy(dtype=float)
-    if options.shap:
+    if config.shap:
         shap_result = stages.run(
             "group SHAP",
             group_shap_concentration,
-            estimator,
+            space.predictor,
             X_test,
             groups,
-            explainer=MODELS[options.model].shap_explainer,
-            background=X_train,
+            explainer=space.shap_explainer,
+            background=space.X_train,
             seed=streams["shap_background"],
         )
         scores["group_shap"] = shap_result.scores
         if shap_result.note:
             score_notes["group_shap"] = shap_result.note
-            notes.append(f"group SHAP not computed for {options.model}: {shap_result.note}")
-    evaluation = evaluate_scores(scores, labels, y_test, population=options.population, notes=score_notes)
+            notes.append(f"group SHAP not computed for {space.model_name}: {shap_result.note}")
+    evaluation = evaluate_scores(scores, labels, y_test, population=config.population, notes=score_notes)
     natural_eval = (
         None
         if natural is None
-        else evaluate_scores(scores, natural, y_test, population=options.population, notes=score_notes)
+        else evaluate_scores(scores, natural, y_test, population=config.population, notes=score_notes)
     )
 
     sens = None
-    if options.sensitivity:
-        variants = _variants(options.protocol, pre, X_train, dataset, groups)
+    if config.sensitivity:
+        if not isinstance(space.preprocessor, FittedPreprocessor):
+            raise ValueError("the protocol sensitivity needs the tool's own preprocessing (the bundled models).")
+        variants = _variants(protocol, space.preprocessor, space.X_train, dataset, groups)
         sens = stages.run(
             "sensitivity",
             protocol_sensitivity,
@@ -827,46 +1111,45 @@ def _run_audit(
             variants,
             labels,
             scores["fds"],
-            population=options.population,
-            batch_size=options.batch_size,
+            population=config.population,
+            batch_size=batch_size,
         )
-    search_table = None if options.search == "none" else search_diagnostics(cert)
+    search_table = None if config.search == "none" else search_diagnostics(cert)
 
     with warnings.catch_warnings():
         # An undefined AUROC / AP (one class in a small test split) is reported as NaN.
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         nominal = nominal_metrics(y_test, P_test)
-    # BATS normalises FDS itself (SPEC A.7), not its monotone pre-image u.
-    calib = stages.run(
-        "calibration",
-        calibration_report,
-        P_val,
-        y_val,
-        cert_val.table["fds"].to_numpy(),
-        P_test,
-        y_test,
-        cert.table["fds"].to_numpy(),
-    )
+    calib = _calibration_stage(space, cert, cert_val, P_test, stages=stages, notes=notes)
+    if space.space_kind != "tool":
+        notes.append(
+            f"feature space: {space.space_kind}"
+            + (
+                " (the pipeline's preprocessing output)"
+                if space.space_kind == "pipeline"
+                else " (one group per raw column; categories as one-hot blocks)"
+            )
+        )
 
     return AuditResult(
         dataset=dataset,
-        split=split,
-        seed=options.seed,
-        model_name=options.model,
-        model=estimator,
-        preprocessor=pre,
+        split=space.split,
+        seed=space.seed,
+        model_name=space.model_name,
+        model=space.predictor,
+        preprocessor=space.preprocessor,
         groups=dict(groups),
         baseline=baseline,
-        protocol=options.protocol,
+        protocol=protocol,
         fingerprint=cert.fingerprint,
-        label_channel=options.label_channel,
-        raw_test=split.test,
+        label_channel=channel,
+        raw_test=space.raw_test,
         X_test=X_test,
         y_test=y_test,
         proba_test=P_test,
         certificates=cert,
         labels=labels,
-        scores=pd.DataFrame(scores, index=split.test.index),
+        scores=pd.DataFrame(scores, index=space.raw_test.index),
         evaluation=evaluation,
         unavailable=unavailable,
         unavailable_groups=unavailable_groups,
@@ -880,7 +1163,102 @@ def _run_audit(
         group_shap=shap_result,
         timings=dict(stages.timings),
         notes=tuple(notes),
+        source_model=space.source_model,
+        space_kind=space.space_kind,
     )
+
+
+def _certify_validation(space: FittedSpace, *, config: AuditConfig, stages: AuditStages) -> CertificateSet | None:
+    """Certificates of the validation rows (BATS is fitted on their FDS); None without them."""
+    if space.X_val is None:
+        return None
+    return stages.run(
+        "certify validation",
+        certify,
+        space.predictor.predict_proba,
+        space.X_val,
+        space.groups,
+        space.baseline,
+        config.protocol,
+        batch_size=config.batch_size,
+        rows=True,
+    )
+
+
+def _calibration_stage(
+    space: FittedSpace,
+    cert: CertificateSet,
+    cert_val: CertificateSet | None,
+    P_test: np.ndarray,
+    *,
+    stages: AuditStages,
+    notes: list[str],
+) -> CalibrationReport:
+    """Temperature scaling and BATS fitted on rows the model did not see, reported on test.
+
+    BATS normalises FDS itself (SPEC A.7), not its monotone pre-image ``u``.
+    """
+    fds = cert.table["fds"].to_numpy()
+    if cert_val is not None:
+        P_val = check_proba(
+            space.predictor.predict_proba(space.X_val), len(space.X_val), what="the model's predict_proba on validation"
+        )
+        return stages.run(
+            "calibration",
+            calibration_report,
+            P_val,
+            space.y_val,
+            cert_val.table["fds"].to_numpy(),
+            P_test,
+            space.y_test,
+            fds,
+        )
+    fit = space.calibration_half
+    calib = stages.run(
+        "calibration",
+        calibration_report,
+        P_test[fit],
+        space.y_test[fit],
+        fds[fit],
+        P_test[~fit],
+        space.y_test[~fit],
+        fds[~fit],
+    )
+    notes.append(
+        f"calibration fitted on a stratified half of the test rows ({int(fit.sum())}) and reported "
+        f"on the other half ({int((~fit).sum())})"
+    )
+    return calib
+
+
+def _probe_baseline(
+    predict: Any, x: np.ndarray, baseline: np.ndarray, groups: Mapping[str, Sequence[int]], owner: np.ndarray
+) -> None:
+    """Call the model on the row with every group replaced by its baseline, one at a time.
+
+    A model that fails there would fail deep inside the certificate; this names the group.
+    """
+    names = list(groups)
+    masks = np.stack([owner == g for g in range(len(names))])
+    rows = stack_removals(x[None, :], baseline, masks)[0]
+    try:
+        predict(np.vstack([rows, baseline[None, :]]))
+        return
+    except Exception:
+        pass
+    for g, name in enumerate(names):
+        try:
+            predict(rows[g : g + 1])
+        except Exception as exc:
+            raise ValueError(
+                f"the model fails when group {name!r} is replaced by its baseline value ({type(exc).__name__}: {exc})."
+            ) from exc
+    try:
+        predict(baseline[None, :])
+    except Exception as exc:
+        raise ValueError(
+            f"the model fails on the baseline row (every group replaced) ({type(exc).__name__}: {exc})."
+        ) from exc
 
 
 # --------------------------------------------------------------------------------------------
@@ -893,7 +1271,9 @@ def certificate_export(result: AuditResult) -> pd.DataFrame:
     -------
     DataFrame
         One row per test row: ``row_id`` (source row id), ``y_true`` (the true class label),
-        ``brittle``, ``high_confidence``, ``naturalistic_brittle`` (when available), the
+        ``brittle``, ``high_confidence``, ``naturalistic_brittle`` (when available),
+        ``near_tie`` (``|margin| <`` :data:`~core.cfc.fds.NEAR_TIE_MARGIN`: the top two classes
+        are all but tied, so the row's RCMA divides by almost nothing), the
         certificate columns (``pred`` — the predicted class label —, ``confidence, margin,
         flip_budget, flipped, rcma, fds, u, one_step_max, degradation, path, path_margins,
         lambda_star_*`` …) and ``score_<name>`` for every evaluated risk score (larger =
@@ -912,6 +1292,7 @@ def certificate_export(result: AuditResult) -> pd.DataFrame:
     )
     if result.naturalistic is not None:
         out["naturalistic_brittle"] = result.naturalistic.labels
+    out["near_tie"] = near_tie(result.certificates.table["margin"].to_numpy(dtype=float))
     cert = result.certificates.table.reset_index(drop=True)
     cert["pred"] = result.class_of(cert["pred"].to_numpy())
     scores = result.scores.reset_index(drop=True).add_prefix("score_")
@@ -922,11 +1303,49 @@ def _records(frame: pd.DataFrame | None) -> list[dict[str, Any]] | None:
     return None if frame is None else [jsonable(r) for r in frame.to_dict("records")]
 
 
+def _capture_vs_ceiling_json(result: AuditResult) -> dict[str, dict[str, float]]:
+    """``{score: {"capture@q", "ceiling@q", "capture/ceiling@q"}}`` for every budget of the evaluation."""
+    out: dict[str, dict[str, float]] = {}
+    for row in result.capture_vs_ceiling.to_dict("records"):
+        q = round(100 * row["budget"])
+        out.setdefault(row["score"], {}).update(
+            {
+                f"capture@{q}": row["capture"],
+                f"ceiling@{q}": row["ceiling"],
+                f"capture/ceiling@{q}": row["capture_ratio"],
+            }
+        )
+    return out
+
+
+def _guarantee_json(result: AuditResult) -> dict[str, Any]:
+    """The FDS queue's capture guarantee at the summary budgets (:meth:`AuditResult.capture_bound`)."""
+    bounds = [result.capture_bound(q / 100, confidence=GUARANTEE_CONFIDENCE, score="fds") for q in GUARANTEE_PERCENTS]
+    return {
+        "score": "fds",
+        "confidence": GUARANTEE_CONFIDENCE,
+        "method": bounds[0].method,
+        "statement": "with probability at least `confidence`, the rule 'review every new prediction whose "
+        "score is at least `threshold`' catches at least `lower` of the brittle predictions of new data from "
+        "the same source (docs/method.md, A.6)",
+        "budgets": [
+            {
+                **{k: v for k, v in dataclasses.asdict(b).items() if k not in ("method", "confidence")},
+                "text": guarantee_text(b),
+            }
+            for b in bounds
+        ],
+    }
+
+
 def evaluation_json(result: AuditResult) -> dict[str, Any]:
     """Evaluation of an audit as plain JSON (NaN → ``null``).
 
     ``scores`` holds one entry per risk score (its kind, orientation and metrics against the
-    held-out labels); ``naturalistic`` the same against the naturalistic labels (or null);
+    held-out labels); ``capture_vs_ceiling`` per score its ``capture@q``, ``ceiling@q`` (the
+    best any ranking reaches) and ``capture/ceiling@q``; ``capture_guarantee`` the FDS queue's
+    lower confidence bound on what it catches on new data (:meth:`AuditResult.capture_bound`)
+    at 5, 10 and 20 %; ``naturalistic`` the same as ``scores`` against the naturalistic labels (or null);
     then nominal metrics, fragility summary, calibration, sensitivity and search diagnostics.
     """
 
@@ -945,6 +1364,8 @@ def evaluation_json(result: AuditResult) -> dict[str, Any]:
             "n_high_confidence": int(result.labels.high_confidence.sum()),
             "n_brittle": int(result.labels.labels.sum()),
             "scores": by_score(result.evaluation),
+            "capture_vs_ceiling": _capture_vs_ceiling_json(result),
+            "capture_guarantee": _guarantee_json(result),
             "naturalistic": by_score(result.naturalistic_evaluation),
             "unavailable_groups": list(result.unavailable_groups),
             "nominal": result.nominal,
@@ -1024,15 +1445,24 @@ def summary_markdown(result: AuditResult) -> str:
         f"{int(result.labels.high_confidence.sum())}; held-out brittle: {int(result.labels.labels.sum())}",
         f"- Nominal: accuracy {result.nominal['accuracy']:.3f}, AUROC {result.nominal['auroc']:.3f}, "
         f"NLL {result.nominal['nll']:.3f}, ECE {result.nominal['ece']:.3f}",
-        f"- Fragility: mean RCMA {f['mean_rcma']:.3f}, share with k* ≤ 2 {f['share_k_le_2']:.3f}, "
+        f"- Fragility: {rcma_headline_text(f, n=len(result.y_test))}; share with k* ≤ 2 {f['share_k_le_2']:.3f}, "
         f"share brittle {f['share_brittle']:.3f}",
     ]
+    ceiling = result.capture_vs_ceiling.set_index(["score", "budget"])
     if best_conf is not None:
         lines.append(
             f"- FDS AUROC {ev.loc['fds', 'auroc']:.3f} vs strongest confidence score ({best_conf}) "
             f"{conf.loc[best_conf, 'auroc']:.3f}; Capture@20 {ev.loc['fds', 'capture@20']:.3f} vs "
-            f"{conf.loc[best_conf, 'capture@20']:.3f}"
+            f"{conf.loc[best_conf, 'capture@20']:.3f}, of a best possible {ceiling.loc[('fds', 0.2), 'ceiling']:.3f} "
+            f"({ceiling.loc[('fds', 0.2), 'capture_ratio']:.2f} vs {ceiling.loc[(best_conf, 0.2), 'capture_ratio']:.2f} "
+            "of the ceiling)"
         )
+    guarantee = _guarantee_json(result)
+    lines += [
+        "- Capture guarantee (FDS queue, new data from the same source): "
+        + "; ".join(b["text"] for b in guarantee["budgets"])
+        + f" [{guarantee['method']}; docs/method.md, A.6]"
+    ]
     population = (
         "high-confidence test rows" if result.evaluation["population"].iloc[0] == "high_confidence" else "all test rows"
     )
@@ -1045,6 +1475,24 @@ def summary_markdown(result: AuditResult) -> str:
                 ["score", "kind", "auroc", "capture@5", "capture@10", "capture@20", "aurc", "false_conf_captured@20"]
             ]
         ),
+    ]
+    wide = result.capture_vs_ceiling.pivot(index="score", columns="budget")
+    table = pd.DataFrame({"score": wide.index})
+    for budget in sorted(result.capture_vs_ceiling["budget"].unique()):
+        q = round(100 * budget)
+        table[f"capture@{q}"] = wide[("capture", budget)].to_numpy()
+        table[f"ceiling@{q}"] = wide[("ceiling", budget)].to_numpy()
+        table[f"÷ceiling@{q}"] = wide[("capture_ratio", budget)].to_numpy()
+    order = {name: i for i, name in enumerate(result.evaluation["score"])}
+    table = table.sort_values("score", key=lambda c: c.map(order))
+    lines += [
+        "",
+        "## Capture against its ceiling",
+        "",
+        "The ceiling is the best capture any ranking reaches with the budget's k reviews, min(1, k / brittle); "
+        "÷ceiling = capture / ceiling (1 = as good as possible).",
+        "",
+        markdown_table(table),
     ]
     if result.naturalistic_evaluation is not None:
         lines += [
@@ -1135,6 +1583,7 @@ SWEEP_TABLE_COLUMNS = (
     "n_seeds",
     *NOMINAL_METRICS,
     "mean_rcma",
+    "n_near_tie",
     "share_k_le_2",
     "share_brittle",
     "fds_auroc",

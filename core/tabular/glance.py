@@ -38,7 +38,7 @@ GLANCE_FILE = "glance.json"
 GLANCE_SCHEMA = AUDIT_GLANCE.tag
 _ARRAYS = ("confidence", "fds", "brittle", "flip_budget")
 # Fields a file may lack (written before they existed), read as their defaults.
-_OPTIONAL = ("made_by",)
+_OPTIONAL = ("made_by", "mean_rcma", "n_near_tie", "median_rcma")
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,6 +80,12 @@ class AuditGlance:
         Who made the audit (the signed-in user's e-mail address or name), as
         :func:`core.tabular.audit_view.write_view` was told; "" when unknown (audits made by a
         command, files written before the field existed).
+    mean_rcma, median_rcma : float, default NaN
+        The RCMA headline (:func:`core.cfc.fds.rcma_headline`): the mean over the test
+        predictions that are not near-ties, the median over all; NaN in glances written before
+        the fields existed.
+    n_near_tie : int or None, default None
+        Near-ties left out of ``mean_rcma`` (None: an older glance).
     """
 
     fingerprint: str
@@ -102,6 +108,9 @@ class AuditGlance:
     confidence_capture: float
     notes: tuple[str, ...]
     made_by: str = ""
+    mean_rcma: float = float("nan")
+    n_near_tie: int | None = None
+    median_rcma: float = float("nan")
 
     @property
     def test_rows(self) -> int:
@@ -122,6 +131,8 @@ class AuditGlance:
         ev = result.evaluation.set_index("score")
         best = strongest_confidence_score(result.evaluation)
         nan = float("nan")
+        fragility = result.fragility
+        rcma = {name: fragility[name] for name in ("mean_rcma", "n_near_tie", "median_rcma")}
         return cls(
             fingerprint=str(result.fingerprint),
             protocol_fingerprint=str(result.protocol.fingerprint),
@@ -143,6 +154,7 @@ class AuditGlance:
             confidence_capture=nan if best is None else float(ev.loc[best, "capture@20"]),
             notes=tuple(str(n) for n in result.notes),
             made_by=str(made_by),
+            **rcma,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -227,6 +239,9 @@ class AuditGlance:
         made_by = data.get("made_by", "")
         if not isinstance(made_by, str):
             raise ValueError(f"{source}: 'made_by' must be text; got {made_by!r}.")
+        ties = data.get("n_near_tie")
+        if ties is not None and (isinstance(ties, bool) or not isinstance(ties, int) or ties < 0):
+            raise ValueError(f"{source}: 'n_near_tie' must be a non-negative integer or null; got {ties!r}.")
         return cls(
             fingerprint=text("fingerprint"),
             protocol_fingerprint=text("protocol_fingerprint"),
@@ -245,6 +260,9 @@ class AuditGlance:
             confidence_capture=number("confidence_capture"),
             notes=tuple(notes),
             made_by=made_by,
+            mean_rcma=number("mean_rcma") if "mean_rcma" in data else float("nan"),
+            n_near_tie=ties,
+            median_rcma=number("median_rcma") if "median_rcma" in data else float("nan"),
         )
 
     def to_json(self) -> str:

@@ -21,14 +21,15 @@ Two feature spaces:
   :func:`core.cfc.baselines.baseline_vector`), categorical columns always take their most
   frequent training category (ties to the lowest category index).
 
-Calibration (temperature scaling, BATS) needs held-out rows the model did not see: it is
+Once the space, groups and baseline are fixed, the audit is
+:func:`core.tabular.audit.audit_fitted`, the pipeline :func:`core.tabular.audit.run_audit` runs on
+the tool's own models. Calibration (temperature scaling, BATS) needs held-out rows the model did not see: it is
 fitted on a stratified half of ``test`` (fixed seed) and reported on the other half; the
 certificates, labels and evaluation cover every test row.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -37,23 +38,18 @@ import pandas as pd
 
 from core._rng import as_generator
 from core.cfc.baselines import baseline_vector
-from core.cfc.calibration import calibration_report
-from core.cfc.certification import certify
-from core.cfc.evaluation import Population, certificate_scores, confidence_scores, evaluate_scores
+from core.cfc.evaluation import Population
 from core.cfc.grouping import build_groups, domain_block_groups, redundancy_merged_groups
-from core.cfc.operators import stack_removals
 from core.cfc.protocol import Protocol
-from core.cfc.stressors import LabelChannel, brittle_labels
-from core.exceptions import UndefinedMetricWarning
+from core.cfc.stressors import LabelChannel
 from core.tabular.dataset import OWN_MODEL_SOURCE
 from core.tabular.datasets import Dataset, DatasetSplit
-from core.tabular.metrics import nominal_metrics
-from core.tabular.preprocessing import detect_unavailable_fields
 from core.tabular.spaces import PipelineSpace, RawModel, RawSpace, feature_origins, is_categorical, plain_value
 from core.validation import check_informative_features, warn_constant_features
 
 if TYPE_CHECKING:
     from core.reviews.permissions import Actor
+    from core.tabular.audit import AuditConfig, FittedSpace
 
 __all__ = ["PipelineSpace", "RawModel", "RawSpace", "audit_model", "feature_origins", "model_space"]
 
@@ -137,33 +133,6 @@ def _encode_labels(labels: pd.Series, classes: np.ndarray, name: str) -> np.ndar
     return codes.astype(np.int64)
 
 
-def _probe_baseline(
-    predict: Any, x: np.ndarray, baseline: np.ndarray, groups: Mapping[str, Sequence[int]], owner: np.ndarray
-) -> None:
-    """Call the model on the row with every group replaced by its baseline, one at a time."""
-    names = list(groups)
-    masks = np.stack([owner == g for g in range(len(names))])
-    rows = stack_removals(x[None, :], baseline, masks)[0]
-    try:
-        predict(np.vstack([rows, baseline[None, :]]))
-        return
-    except Exception:
-        pass
-    for g, name in enumerate(names):
-        try:
-            predict(rows[g : g + 1])
-        except Exception as exc:
-            raise ValueError(
-                f"the model fails when group {name!r} is replaced by its baseline value ({type(exc).__name__}: {exc})."
-            ) from exc
-    try:
-        predict(baseline[None, :])
-    except Exception as exc:
-        raise ValueError(
-            f"the model fails on the baseline row (every group replaced) ({type(exc).__name__}: {exc})."
-        ) from exc
-
-
 # --------------------------------------------------------------------------------------------
 # audit_model
 # --------------------------------------------------------------------------------------------
@@ -230,7 +199,7 @@ def audit_model(
     core.reviews.AccessRefused
         ``actor`` may not start an audit (logged; nothing is computed).
     """
-    from core.tabular.audit import AuditStages
+    from core.tabular.audit import AuditStages, audit_fitted
 
     if actor is not None:
         from core.reviews.permissions import check
@@ -296,98 +265,64 @@ def audit_model(
             groups = domain_block_groups(raw, {c: b for c, b in blocks.items() if c in raw}, unmapped="keep")
         baseline = space.baseline(X_train, groups, protocol.baseline)
     protocol.resolved_depth(len(groups))
-    return _audit_space(
-        space,
-        predictor,
-        kind,
-        notes,
-        stages,
-        train,
-        test,
-        target,
-        X_train,
-        X_test,
-        origins,
-        groups,
-        baseline,
-        protocol,
-        label_channel,
-        population,
-        classes,
-        y_test,
-        name or f"own:{type(model).__name__}",
-        batch_size,
-        model,
+    space = _own_space(
+        predictor=predictor,
+        preprocessor=space,
+        kind=kind,
+        notes=notes,
+        train=train,
+        test=test,
+        target=target,
+        X_train=X_train,
+        X_test=X_test,
+        origins=origins,
+        groups=groups,
+        baseline=baseline,
+        classes=classes,
+        y_test=y_test,
+        name=name or f"own:{type(model).__name__}",
+        source_model=model,
+    )
+    return audit_fitted(space, config=_own_config(protocol, label_channel, population, batch_size), stages=stages)
+
+
+def _own_config(
+    protocol: Protocol, label_channel: LabelChannel, population: Population, batch_size: int
+) -> AuditConfig:
+    from core.tabular.audit import AuditConfig
+
+    return AuditConfig(
+        protocol=protocol, label_channel=label_channel, population=population, seed=_SEED, batch_size=batch_size
     )
 
 
-def _audit_space(
-    space,
-    predictor,
-    kind,
-    notes,
-    stages,
-    train,
-    test,
-    target,
-    X_train,
-    X_test,
-    origins,
-    groups,
-    baseline,
-    protocol,
-    label_channel,
-    population,
-    classes,
-    y_test,
-    name,
-    batch_size,
-    source_model,
-):
-    """The audit once the feature space, groups and baseline are fixed (shared by
-    :func:`audit_model` and :func:`audit_task`)."""
-    from core.tabular.audit import AuditResult, naturalistic_stage, noise_scale
+def _own_space(
+    *,
+    predictor: Any,
+    preprocessor: Any,
+    kind: str,
+    notes: Sequence[str],
+    train: pd.DataFrame,
+    test: pd.DataFrame,
+    target: str,
+    X_train: np.ndarray,
+    X_test: np.ndarray,
+    origins: Sequence[str],
+    groups: Mapping[str, Sequence[int]],
+    baseline: np.ndarray,
+    classes: np.ndarray,
+    y_test: np.ndarray,
+    name: str,
+    source_model: Any,
+) -> FittedSpace:
+    """The user's model in its feature space, over a dataset of the train rows then the test rows.
 
-    streams = dict(zip(("label_channel", "calibration"), as_generator(_SEED).spawn(2)))
+    No validation rows: calibration is fitted on a stratified half of the test rows.
+    """
+    from core.tabular.audit import FittedSpace
 
-    predict = predictor.predict_proba
-    try:
-        P_test = np.asarray(predict(X_test), dtype=np.float64)
-    except Exception as exc:
-        raise ValueError(f"the model's predict_proba failed on the test rows ({type(exc).__name__}: {exc}).") from exc
-    from core.cfc.scores import check_proba
-
-    P_test = check_proba(P_test, len(X_test), n_classes=len(classes), what="the model's predict_proba on `test`")
-    owner = np.empty(X_test.shape[1], dtype=np.intp)
-    for g, cols in enumerate(groups.values()):
-        owner[cols] = g
-    _probe_baseline(predict, X_test[0], baseline, groups, owner)
-
-    cert = stages.run(
-        "certify test",
-        certify,
-        predict,
-        pd.DataFrame(X_test, index=test.index),
-        groups,
-        baseline,
-        protocol,
-        batch_size=batch_size,
-        rows=True,
-    )
-    labels = stages.run(
-        "label channel",
-        brittle_labels,
-        predict,
-        X_test,
-        groups,
-        baseline,
-        channel=label_channel,
-        noise_scale=noise_scale(X_train),
-        seed=streams["label_channel"],
-        batch_size=batch_size,
-    )
-
-    columns = list(space.raw_columns)
+    notes = list(notes)
+    columns = list(preprocessor.raw_columns)
     raw_test = test[columns + [target]]
     frame = pd.concat([train[columns + [target]], raw_test], axis=0)
     if frame.index.has_duplicates:
@@ -396,8 +331,8 @@ def _audit_space(
             "train and test share row ids: `dataset.frame` numbers rows by position (train first); "
             "certificates keep the test table's own index"
         )
-    if isinstance(space, RawSpace):
-        numeric = tuple(c for c, k in zip(space.columns, space.kinds) if k == "numeric")
+    if isinstance(preprocessor, RawSpace):
+        numeric = tuple(c for c, k in zip(preprocessor.columns, preprocessor.kinds) if k == "numeric")
     else:
         numeric = tuple(c for c in columns if not is_categorical(train[c]))
     categorical = tuple(c for c in columns if c not in numeric)
@@ -422,79 +357,26 @@ def _audit_space(
         val_index=np.zeros(0, dtype=np.int64),
         test_index=np.arange(n_train, len(frame), dtype=np.int64),
     )
-
-    unavailable = detect_unavailable_fields(frame, columns)
-    wanted = set(unavailable["column"])
-    unavailable_groups = tuple(g for g, cols in groups.items() if any(origins[c] in wanted for c in cols))
-    natural = naturalistic_stage(
-        stages, predict, X_test, groups, baseline, unavailable_groups, label_channel, batch_size, notes
-    )
-
-    scores = certificate_scores(cert) | confidence_scores(P_test)
-    evaluation = evaluate_scores(scores, labels, y_test, population=population)
-    natural_eval = None if natural is None else evaluate_scores(scores, natural, y_test, population=population)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UndefinedMetricWarning)
-        nominal = nominal_metrics(y_test, P_test)
-    fit_half = _stratified_half(y_test, streams["calibration"])
-    fds = cert.table["fds"].to_numpy()
-    calib = stages.run(
-        "calibration",
-        calibration_report,
-        P_test[fit_half],
-        y_test[fit_half],
-        fds[fit_half],
-        P_test[~fit_half],
-        y_test[~fit_half],
-        fds[~fit_half],
-    )
-    notes.append(
-        f"calibration fitted on a stratified half of the test rows ({int(fit_half.sum())}) and reported "
-        f"on the other half ({int((~fit_half).sum())})"
-    )
-    notes.append(
-        f"feature space: {kind}"
-        + (
-            " (the pipeline's preprocessing output)"
-            if kind == "pipeline"
-            else " (one group per raw column; categories as one-hot blocks)"
-        )
-    )
-
-    return AuditResult(
+    # The second child stream of seed 0 (the first is the label channel's), as always.
+    calibration_stream = as_generator(_SEED).spawn(2)[1]
+    return FittedSpace(
         dataset=dataset,
         split=split,
         seed=_SEED,
         model_name=name,
-        model=predictor,
-        preprocessor=space,
-        groups=dict(groups),
-        baseline=baseline,
-        protocol=protocol,
-        fingerprint=cert.fingerprint,
-        label_channel=label_channel,
-        raw_test=raw_test,
+        predictor=predictor,
+        preprocessor=preprocessor,
+        origins=tuple(origins),
+        X_train=X_train,
         X_test=X_test,
         y_test=y_test,
-        proba_test=P_test,
-        certificates=cert,
-        labels=labels,
-        scores=pd.DataFrame(scores, index=test.index),
-        evaluation=evaluation,
-        unavailable=unavailable,
-        unavailable_groups=unavailable_groups,
-        naturalistic=natural,
-        naturalistic_evaluation=natural_eval,
-        nominal=nominal,
-        calibration=calib,
-        sensitivity=None,
-        search=None,
-        importance=None,
-        group_shap=None,
-        timings=dict(stages.timings),
-        notes=tuple(notes),
-        source_model=source_model,
+        raw_test=raw_test,
+        groups=dict(groups),
+        baseline=np.asarray(baseline),
+        calibration_half=_stratified_half(y_test, calibration_stream),
         space_kind=kind,
+        source_model=source_model,
+        notes=tuple(notes),
     )
 
 
@@ -519,7 +401,7 @@ def audit_task(
     -------
     AuditResult
     """
-    from core.tabular.audit import AuditStages
+    from core.tabular.audit import AuditStages, audit_fitted
 
     target = task.target
     _check_frames(train, test, target)
@@ -531,29 +413,25 @@ def audit_task(
     kind = "raw" if isinstance(space, RawSpace) else "pipeline" if isinstance(space, PipelineSpace) else "tool"
     X_train = stages.run("preprocess", space.transform, train)
     X_test = space.transform(test)
-    return _audit_space(
-        space,
-        task.model,
-        kind,
-        [],
-        stages,
-        train,
-        test,
-        target,
-        X_train,
-        X_test,
-        feature_origins(space),
-        dict(task.groups),
-        np.asarray(task.baseline),
-        task.protocol,
-        label_channel,
-        population,
-        classes,
-        y_test,
-        name,
-        batch_size,
-        None,
+    own = _own_space(
+        predictor=task.model,
+        preprocessor=space,
+        kind=kind,
+        notes=[],
+        train=train,
+        test=test,
+        target=target,
+        X_train=X_train,
+        X_test=X_test,
+        origins=feature_origins(space),
+        groups=dict(task.groups),
+        baseline=np.asarray(task.baseline),
+        classes=classes,
+        y_test=y_test,
+        name=name,
+        source_model=None,
     )
+    return audit_fitted(own, config=_own_config(task.protocol, label_channel, population, batch_size), stages=stages)
 
 
 def _stratified_half(y: np.ndarray, rng: np.random.Generator) -> np.ndarray:

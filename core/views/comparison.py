@@ -27,8 +27,9 @@ def model_comparison_table(audits: Mapping[str, AuditResult]) -> pd.DataFrame:
     DataFrame
         ``model``, ``family``, the nominal test metrics (``accuracy, macro_f1, auroc, ap`` —
         higher is better; ``nll, ece, brier`` — lower is better), the fragility summary
-        (``mean_rcma``, ``median_rcma``, ``share_k_le_2``, ``share_brittle`` — lower is more
-        stable; the median is robust to near-tie predictions whose tiny margin inflates RCMA)
+        (``mean_rcma`` over the predictions that are not near-ties, ``n_near_tie`` those left
+        out, ``median_rcma`` over all, ``share_k_le_2``, ``share_brittle`` — lower is more
+        stable; :attr:`core.tabular.audit.AuditResult.fragility`)
         and ``fds_auroc`` (how well FDS finds that model's brittle predictions).
     """
     from core.tabular.metrics import NOMINAL_METRICS
@@ -44,7 +45,8 @@ def model_comparison_table(audits: Mapping[str, AuditResult]) -> pd.DataFrame:
                 "family": MODELS[name].family if name in MODELS else "",
                 **{m: result.nominal.get(m, np.nan) for m in NOMINAL_METRICS},
                 "mean_rcma": fragility["mean_rcma"],
-                "median_rcma": float(result.certificates.table["rcma"].median()),
+                "n_near_tie": fragility["n_near_tie"],
+                "median_rcma": fragility["median_rcma"],
                 "share_k_le_2": fragility["share_k_le_2"],
                 "share_brittle": fragility["share_brittle"],
                 "fds_auroc": evaluation.loc["fds", "auroc"] if "fds" in evaluation.index else np.nan,

@@ -148,7 +148,9 @@ def audit_html(result: Any, *, budget: float = 0.2) -> str:
     metrics = [
         ("accuracy", n.get("accuracy")),
         ("AUROC (class)", n.get("auroc")),
-        ("mean RCMA", f["mean_rcma"]),
+        ("mean RCMA (not near-ties)", f["mean_rcma"]),
+        ("near-ties left out", f["n_near_tie"]),
+        ("median RCMA", f["median_rcma"]),
         ("share k* ≤ 2", f["share_k_le_2"]),
         ("share brittle", f["share_brittle"]),
         ("FDS AUROC", ev.loc["fds", "auroc"] if "fds" in ev.index else float("nan")),

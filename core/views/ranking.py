@@ -22,9 +22,11 @@ __all__ = [
     "SCORES",
     "UNREVIEWED",
     "CaptureCurves",
+    "QueueGuarantee",
     "attach_decisions",
     "capture_curves",
     "filter_queue",
+    "queue_guarantee",
     "rank_queue",
     "review_budget",
     "score_summary",
@@ -166,13 +168,15 @@ def score_summary(scores: pd.DataFrame, positives: np.ndarray, budget: float) ->
     DataFrame
         Columns ``score``, ``kind`` and ``orientation`` (from :data:`core.cfc.evaluation.SCORES`;
         ``custom`` / ``larger = riskier`` for a score it does not name), ``auroc`` (NaN unless
-        both classes are present) and ``capture`` (share of positives in the top ``q``; NaN
-        without positives).
+        both classes are present), ``capture`` (share of positives in the top ``q``; NaN
+        without positives), ``ceiling`` (the best capture any ranking reaches with the same
+        ``k``, ``min(1, k / n_pos)``) and ``capture_ratio`` (``capture / ceiling``).
     """
     from core.cfc.evaluation import SCORES
 
     y = np.asarray(positives, dtype=bool)
-    capture = capture_curves(scores, y, np.array([budget])).curves
+    curves = capture_curves(scores, y, np.array([budget]))
+    capture, ceiling = curves.curves, float(curves.ceiling[0])
     rows = []
     for name in scores.columns:
         info = SCORES.get(str(name))
@@ -185,6 +189,63 @@ def score_summary(scores: pd.DataFrame, positives: np.ndarray, budget: float) ->
                 "orientation": info.orientation if info else "larger = riskier",
                 "auroc": value,
                 "capture": float(capture[str(name)][0]),
+                "ceiling": ceiling,
+                "capture_ratio": float(capture[str(name)][0]) / ceiling if ceiling > 0 else np.nan,
             }
         )
-    return pd.DataFrame(rows, columns=["score", "kind", "orientation", "auroc", "capture"])
+    return pd.DataFrame(rows, columns=["score", "kind", "orientation", "auroc", "capture", "ceiling", "capture_ratio"])
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueueGuarantee:
+    """What a queue at one budget is guaranteed to catch on new data, for the Triage page.
+
+    Attributes
+    ----------
+    bound : core.metrics.capture.CaptureBound
+        The bound itself (``lower``, ``threshold``, ``method``, counts).
+    text : str
+        "reviewing the top 10 % catches at least 62 % of brittle cases (90 % confidence)".
+    detail : str
+        What exactly is guaranteed, under which assumption, in plain words.
+    """
+
+    bound: object
+    text: str
+    detail: str
+
+
+def queue_guarantee(
+    scores: np.ndarray, positives: np.ndarray, budget: float, *, score_name: str, confidence: float = 0.9
+) -> QueueGuarantee:
+    """The capture guarantee of the queue ranking ``scores`` at ``budget`` (:func:`core.metrics.capture.capture_bound`).
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n,)
+        The ranking score of every ranked prediction (larger = riskier).
+    positives : ndarray of bool, shape (n,)
+        Held-out brittle labels.
+    budget : float
+        Review budget in (0, 1].
+    score_name : str
+        The score's name, as people read it.
+    confidence : float, default=0.9
+    """
+    from core.metrics.capture import capture_bound, guarantee_text
+
+    bound = capture_bound(
+        np.asarray(positives, dtype=bool), np.asarray(scores, dtype=float), q=budget, confidence=confidence
+    )
+    if not np.isfinite(bound.lower):
+        detail = "No held-out brittle prediction among the ranked ones: nothing to bound."
+    else:
+        detail = (
+            f"If new predictions come from the same source as this test split, reviewing every one whose "
+            f"{score_name} is at least {bound.threshold:.4g} (where this queue's cut falls; about "
+            f"{bound.review_share:.0%} of them, at most {bound.review_share_upper:.0%} with the same confidence) catches at least {bound.lower:.0%} of the brittle ones, with "
+            f"{bound.confidence:.0%} confidence. Here it caught {bound.captured} of {bound.n_pos} "
+            f"({bound.capture:.0%}); the bound is lower by {bound.margin:.2f}, the price of a guarantee that "
+            "holds for any score distribution and for a cut chosen on these very rows (DKW band)."
+        )
+    return QueueGuarantee(bound=bound, text=guarantee_text(bound), detail=detail)

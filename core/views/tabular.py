@@ -115,10 +115,13 @@ def prediction_table(result: Any) -> pd.DataFrame:
         ``true_class``, ``predicted`` (class labels), ``confidence``, ``fds`` (risk, 0–1),
         ``flip_budget`` (``k*``, smaller = more fragile; SPEC's ``K+1`` = no flip, for sorting),
         ``flipped`` (False = no flip within depth ``K``; :func:`flip_budget_shown` turns the
-        pair into the text people read), ``rcma`` (risk),
+        pair into the text people read), ``rcma`` (risk), ``near_tie`` (the top two classes
+        all but tied, ``|m(x)| <`` :data:`~core.cfc.fds.NEAR_TIE_MARGIN`: :func:`near_tie_note`),
         ``lambda_star_<operator>`` (smaller = more fragile, ``inf`` = none), ``high_confidence``
         and ``brittle`` (held-out label), in certificate order.
     """
+    from core.cfc.fds import near_tie
+
     cert = result.certificates.table
     out = pd.DataFrame(
         {
@@ -131,6 +134,7 @@ def prediction_table(result: Any) -> pd.DataFrame:
             "flip_budget": cert["flip_budget"].to_numpy(),
             "flipped": cert["flipped"].to_numpy(dtype=bool),
             "rcma": cert["rcma"].to_numpy(),
+            "near_tie": near_tie(cert["margin"].to_numpy(dtype=float)),
         }
     )
     for column in cert.columns:
@@ -139,6 +143,46 @@ def prediction_table(result: Any) -> pd.DataFrame:
     out["high_confidence"] = np.asarray(result.labels.high_confidence, dtype=bool)
     out["brittle"] = np.asarray(result.labels.labels, dtype=bool)
     return out
+
+
+def near_tie_note(margin: float, rcma: float) -> str | None:
+    """Plain words for a near-tie prediction (the explorer's header), None for any other.
+
+    Examples
+    --------
+    >>> near_tie_note(8.9e-7, 222293.0)[:41]
+    'Near-tie: the model’s top two classes are'
+    >>> near_tie_note(0.4, 0.2) is None
+    True
+    """
+    from core.cfc.fds import NEAR_TIE_MARGIN, near_tie
+
+    if not near_tie(np.array([margin]))[0]:
+        return None
+    return (
+        f"Near-tie: the model’s top two classes are all but tied here (margin {abs(margin):.2g} nats, below "
+        f"{NEAR_TIE_MARGIN:g}): the prediction is close to a coin flip. Its RCMA ({rcma:,.0f}) divides the margin "
+        "lost by this almost-zero margin, so it is huge whatever the evidence does and says little about it. "
+        "Summaries leave near-ties out of the mean RCMA and count them instead."
+    )
+
+
+def rcma_glance_text(glance: Any) -> str | None:
+    """The Overview's line on RCMA: the mean over the predictions that are not near-ties, their count, the median.
+
+    ``glance`` is a :class:`core.tabular.glance.AuditGlance`; None for a glance written before it
+    held the RCMA headline.
+    """
+    from core.cfc.fds import rcma_headline_text
+
+    if glance.n_near_tie is None:
+        return None
+    headline = {"mean_rcma": glance.mean_rcma, "n_near_tie": glance.n_near_tie, "median_rcma": glance.median_rcma}
+    return (
+        f"Over the test predictions: {rcma_headline_text(headline, n=glance.test_rows)}. RCMA is the mean share of "
+        "the margin lost along the removal path (larger = more fragile); a near-tie's RCMA divides by an "
+        "almost-zero margin, so it would swamp the mean."
+    )
 
 
 def flip_budget_shown(frame: pd.DataFrame, *, depth: int) -> pd.DataFrame:

@@ -39,6 +39,8 @@ def test_comparison_table_explains_a_huge_mean_rcma_and_k_star_reads_no_flip(app
     assert not app.exception and not app.error
     captions = "\n".join(c.value for c in app.caption)
     assert "near-tie" in captions and "median RCMA is robust" in captions
+    table = next(df.value for df in app.dataframe if "mean_rcma" in df.value.columns)
+    assert "n_near_tie" in table.columns and (table["mean_rcma"] < 100).all(), "near-ties no longer swamp the mean"
     by_model = next(df.value for df in app.dataframe if "path" in df.value.columns)
     ks = by_model["flip_budget"].tolist()
     assert all(isinstance(k, str) and (k.isdigit() or k.startswith("> ")) for k in ks), ks
