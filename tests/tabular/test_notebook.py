@@ -54,6 +54,7 @@ def test_queue_is_the_top_of_the_ranking_by_a_naive_sort(result):
         "flip_budget",
         "flipped",
         "rcma",
+        "near_tie",
         "brittle",
         "score_value",
     ]
