@@ -122,16 +122,16 @@ def image_fit(images, model_input, *, max_factor: float = MAX_RESAMPLE_FACTOR) -
     model_size = f"{w} x {h} x {c}"
     lead = f"{images.where}: the images are {image_size} pixels and the model's input is {model_size}"
     same = shapes.min_height == shapes.max_height and shapes.min_width == shapes.max_width
-    which = "every image is" if same else "images are up to"
+    which = "every image is {} {:.2f} times" if same else "some images are {} up to {:.2f} times"
     messages = []
     if up > max_factor:
         messages.append(
-            f"{lead}: {which} enlarged {up:.2f} times, more than {max_factor:g}; the model then sees mostly "
+            f"{lead}: {which.format('enlarged', up)}, more than {max_factor:g}; the model then sees mostly "
             "interpolated pixels."
         )
     if down > max_factor:
         messages.append(
-            f"{lead}: {which} shrunk {down:.2f} times, more than {max_factor:g}; most of their detail is averaged "
+            f"{lead}: {which.format('shrunk', down)}, more than {max_factor:g}; most of their detail is averaged "
             "away before the model sees them."
         )
     converted = None
