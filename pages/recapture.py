@@ -4,23 +4,28 @@ from __future__ import annotations
 
 import html
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from core.views.recapture import (
+    MAX_RESAMPLE_FACTOR,
+    ModelFitWarning,
     defined_scores,
     demo_probe_image,
+    image_fit,
+    open_upload,
     parse_floats,
     png_data_uri,
     probe_image,
-    probe_uploaded,
     recapture_queue,
+    run_probes,
     screening_metrics,
     screening_scores,
 )
-from core.views.screening import coverage_by_budget
+from core.views.screening import SIMULATED_SOURCE, coverage_by_budget, failure_source
 from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload, upload_digest
 from ui.auth import current_access
 from ui.components import cached_figure, figure, guarded, page_header, run_page, table
@@ -147,17 +152,29 @@ def _probe_widgets() -> None:
     st.markdown(
         "Upload an **ONNX image classifier** (one float input, NCHW or NHWC, with a fixed height and width; "
         "output logits or probabilities) and a **zip of PNG / JPEG test images** with a labels CSV (columns "
-        "`file,label`, optional `split` = `dev`/`eval`) inside the zip or alongside. Every image is resized "
+        "`file,label`, optional `split` = `dev`/`eval`) inside the zip or alongside; a label is a class index "
+        "or a class name of the model. Every image is resized "
         "to the model's input, scaled to [0, 1], normalised with the mean and std below, and run clean, under "
         "the 18 corruption probes (9 types × severities 2 and 4) and the 18 natural transforms. Nothing is "
         "unpickled; archive members outside the zip's root, links and non-image files are refused. The same "
-        f"as `python -m core probe`. Limits: {UPLOAD_LIMIT_MB} MB per file."
+        f"as `python -m core probe`. Limits: {UPLOAD_LIMIT_MB} MB per file. You are warned before the probes "
+        f"run when the images are resized more than {MAX_RESAMPLE_FACTOR:g} times or their colour mode converted "
+        "to fit the model, and after the clean pass when its accuracy is near chance."
     )
     kwargs = {"max_upload_size": UPLOAD_LIMIT_MB}
-    c1, c2, c3 = st.columns(3)
+    c1, c2 = st.columns(2)
     model_f = c1.file_uploader("ONNX model (.onnx)", type=["onnx"], key="recap_onnx_file", **kwargs)
     zip_f = c2.file_uploader("Images (.zip of PNG / JPEG)", type=["zip"], key="recap_zip_file", **kwargs)
-    labels_f = c3.file_uploader("Labels CSV (if not inside the zip)", type=["csv"], key="recap_labels_file", **kwargs)
+    c1, c2 = st.columns(2)
+    labels_f = c1.file_uploader("Labels CSV (if not inside the zip)", type=["csv"], key="recap_labels_file", **kwargs)
+    classes_f = c2.file_uploader(
+        "Class names (optional)",
+        type=["txt", "csv"],
+        key="recap_classes_file",
+        help="One class name a line, in the order of the model's outputs: needed when the labels are class "
+        "names and the model does not list its classes in its metadata ('classes').",
+        **kwargs,
+    )
     c1, c2 = st.columns(2)
     c1.text_input(
         "Mean per channel (after scaling to [0, 1])",
@@ -176,6 +193,7 @@ def _probe_widgets() -> None:
             "model": (model_f.name, model_f.getvalue()),
             "images": (zip_f.name, zip_f.getvalue()),
             "labels": None if labels_f is None else (labels_f.name, labels_f.getvalue()),
+            "classes": None if classes_f is None else (classes_f.name, classes_f.getvalue()),
         }
         bar = st.progress(0.0, text="Reading the model and the images…")
 
@@ -186,16 +204,31 @@ def _probe_widgets() -> None:
             names = ", ".join(f[0] for f in files.values() if f is not None)
             mean = parse_floats(recapture_state().mean, "Mean per channel")
             std = parse_floats(recapture_state().std, "Std per channel")
-            result, images = probe_uploaded(
+            model, images = open_upload(
                 files["model"],
                 files["images"],
                 files["labels"],
+                files["classes"],
                 mean=mean,
                 std=std,
                 limit_mb=UPLOAD_LIMIT_MB,
-                progress=progress,
                 actor=current_access().actor,
             )
+            # Shown before the probes run (they take a while); the run's warnings stay below.
+            fit = image_fit(images, model.input)
+            early = st.empty()
+            if fit.messages:
+                early.warning("\n\n".join(fit.messages), icon=":material/warning:")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ModelFitWarning)  # shown from the run's manifest
+                result = run_probes(
+                    model,
+                    images,
+                    model_name=Path(model_f.name).stem or "model",
+                    batch_size=64,
+                    progress=progress,
+                )
+            early.empty()
             key = upload_digest(files) + f":{mean}:{std}"
             recapture_state().probe_run = ProbeRun(
                 key=key,
@@ -211,13 +244,20 @@ def _probe_widgets() -> None:
         m = run.result.manifest
         c1, c2 = st.columns([5, 1])
         c1.caption(
-            f"Ranking **{run.label}**: {m['n_images']} images, input {m['input']['layout']} "
-            f"{m['input']['height']}×{m['input']['width']}×{m['input']['channels']}, output {m['output']}, "
+            f"Ranking **{run.label}**: {_count(m['n_images'], 'image')}, input {m['input']['layout']} "
+            f"{m['input']['width']}×{m['input']['height']}×{m['input']['channels']}, output {m['output']}, "
             f"clean accuracy {m['clean_accuracy']:.1%}. It lives in this browser session only."
         )
         if c2.button("Forget the run", type="tertiary", icon=":material/delete:", key="recap_forget_run"):
             recapture_state().probe_run = None
             st.rerun()
+        for message in m.get("warnings", ()):
+            st.warning(message, icon=":material/warning:")
+
+
+def _count(n: int, noun: str) -> str:
+    """``"1 image"``, ``"12 images"``."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 def _upload_widgets() -> None:
@@ -253,29 +293,35 @@ def _upload_widgets() -> None:
             st.rerun()
 
 
-def _uploaded_outcomes() -> tuple[pd.DataFrame | None, str | None]:
-    """Paired records of one source from the Paired bounds upload, with their cache key (or None, None)."""
+def _uploaded_outcomes() -> tuple[pd.DataFrame | None, str | None, str | None]:
+    """Paired records of one source from the Paired bounds upload, with their cache key, or
+    ``(None, None, why)``: ``why`` says why there are none to use (None when nothing is uploaded)."""
     if paired_bounds_state().data_source != "paired":
-        return None, None
+        return None, None, None
     data = None
     with guarded("Reading the paired records uploaded on Paired bounds"):
         data = paired_data()
     if data is None:
-        return None, None
-    sources = sorted(data.records["source"].unique())
+        return None, None, None
+    kinds = [failure_source(s) for s in sorted(data.records["source"].unique())]
+    sources = [k.source for k in kinds if k.usable]
+    left_out = [k for k in kinds if not k.usable]
+    if not sources:
+        why = " ".join(k.reason for k in left_out)
+        return None, None, why[:1].upper() + why[1:]
     if recapture_state().outcome_source not in sources:
         recaptures = [s for s in sources if "recapture" in s]
         recapture_state().outcome_source = (recaptures or sources)[0]
     st.selectbox(
-        "Real failures from the source",
+        "Failures from the source",
         sources,
         key=RecaptureState.outcome_source.key,
         persist_state="session",
-        help="The conditions of this source in your paired records count as the real re-tests: an image "
-        "failed a condition when its perturbed prediction is wrong.",
+        help="The conditions of this source in your paired records count as the re-tests: an image failed a "
+        "condition when its perturbed prediction is wrong." + "".join(f" Not offered: {k.reason}" for k in left_out),
     )
     source = recapture_state().outcome_source
-    return data.records[data.records["source"] == source], f"{data.key}:{source}"
+    return data.records[data.records["source"] == source], f"{data.key}:{source}", None
 
 
 def _body() -> None:
@@ -312,7 +358,7 @@ def _body() -> None:
             "`python -m core paired --records FILE --probes FILE --clean-outputs FILE --tau T --out DIR`).",
             icon=":material/info:",
         )
-    outcomes, outcomes_key = _uploaded_outcomes() if uploaded else (None, None)
+    outcomes, outcomes_key, left_out = _uploaded_outcomes() if uploaded else (None, None, None)
     data = None
     with guarded("Reading the uploaded probe outputs"):
         data = screening_data(outcomes, outcomes_key)
@@ -320,10 +366,17 @@ def _body() -> None:
         return
     if uploaded:
         st.caption(f"Images: **{data.label}**.")
-    _queue(data)
+    _queue(data, left_out=left_out)
 
 
-def _queue(data: ScreeningData) -> None:
+def _failure_name(data: ScreeningData) -> str:
+    """What the page calls the failures judging the scores: never "real" for a simulation."""
+    if data.key == "demo":
+        return failure_source(SIMULATED_SOURCE).name
+    return failure_source(recapture_state().outcome_source or "").name
+
+
+def _queue(data: ScreeningData, *, left_out: str | None = None) -> None:
     scores = data.scores
     models = sorted(scores["model"].unique())
     if recapture_state().model not in models:
@@ -376,15 +429,16 @@ def _queue(data: ScreeningData) -> None:
     m[1].metric("Re-tests in the queue", f"{int(queue['k'].iloc[0]):,}")
     if outcomes is None:
         st.info(
-            f"**No real failures to judge the scores by:** {_why_no_outcomes(data)} The queue below ranks "
-            "the images by the score alone; the coverage curves need the outcomes and are hidden.",
+            f"**No failures to judge the scores by:** {left_out or _why_no_outcomes(data)} The queue below "
+            "ranks the images by the score alone; the coverage curves need the outcomes and are hidden.",
             icon=":material/info:",
         )
     else:
+        failures = _failure_name(data)
         m[2].metric(
             "Failures found (expected)",
             f"{queue['coverage'].iloc[0]:.0%}",
-            help="Share of all real failures (pooled over the chosen conditions) that the queue re-tests",
+            help=f"Share of all {failures.lower()} (pooled over the chosen conditions) that the queue re-tests",
         )
         m[3].metric("Best possible at this budget", f"{queue['ceiling'].iloc[0]:.0%}")
         coverage = coverage_by_budget(
@@ -401,14 +455,15 @@ def _queue(data: ScreeningData) -> None:
                 random=random,
                 selected=budget,
                 highlight=score,
-                title="Real failures found within the re-test budget",
+                title=f"{failures} found within the re-test budget",
                 y_title="failure coverage (share of failures found)",
             ),
             "Higher is better. Each line ranks the images by one score; dashed grey is the best any ranking "
             "could do, dotted grey is picking images at random. Ties at the cut-off are shared out (prorated).",
         )
 
-    st.subheader(f"Queue: re-test these {int(queue['k'].iloc[0])} images first")
+    k = int(queue["k"].iloc[0])
+    st.subheader("Queue: re-test this image first" if k == 1 else f"Queue: re-test these {k:,} images first")
     shown = queue
     if data.images:
         thumbs = _thumbnails(data.key, model, tuple(queue["record_id"].tolist()), _data=data)
@@ -505,9 +560,10 @@ def _inspect(data: ScreeningData, model: str, queue: pd.DataFrame, score: str) -
     scored = data.scores[(data.scores["model"] == model) & (data.scores["record_id"] == record)].iloc[0]
     image = _image(data, record)
     st.caption(
-        f"Clean: the model is right with probability **S = {scored['S']:.3f}**; under the probes its mean "
-        f"true-class probability is **U = {scored['U']:.3f}**. Each probe image below is exactly what the "
-        "model was given, with its true-class probability; ✗ marks a probe on which it is wrong."
+        f"Clean: the model gives the true class a probability of **S = {scored['S']:.3f}** (its confidence, "
+        "not the chance that it is right); under the probes its mean true-class probability is "
+        f"**U = {scored['U']:.3f}**. Each probe image below is exactly what the model was given, with its "
+        "true-class probability; ✗ marks a probe on which it is wrong."
     )
     for kind, title in (
         ("corruption", "Corruption probes (behind U, δ, ret, A3)"),

@@ -26,7 +26,6 @@ from core.imaging.probe import (
     write_probe_outputs,
 )
 
-
 # The model-fit checks' keys of the manifest (core.imaging.fit, tested in test_model_fit.py),
 # which the former implementation did not write.
 _FIT_KEYS = ("classes", "fit", "warnings")
