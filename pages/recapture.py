@@ -26,7 +26,7 @@ from core.views.recapture import (
     screening_scores,
 )
 from core.views.screening import SIMULATED_SOURCE, coverage_by_budget, failure_source
-from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload, upload_digest
+from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload, screening_files, upload_digest
 from ui.auth import current_access
 from ui.components import cached_figure, figure, guarded, page_header, run_page, table
 from ui.entry import ensure_entrypoint
@@ -265,20 +265,38 @@ def _upload_widgets() -> None:
     st.markdown(
         "**Per-probe outputs**, one row per (model, image, probe): `model, record_id, probe, kind, "
         "true_label, pred, max_prob, true_prob`, optional `prob_0 … prob_{C-1}` (needed for A3); `kind` is "
-        "`corruption` (behind U, δ, ret, A3) or `transform` (behind TTA). **Clean outputs**, one row per "
+        "`corruption` (behind U, δ, ret, A3) or `transform` (behind TTA). Upload several files at once "
+        "(the probe command's `probes.parquet` **and** `natural.parquet`: without the second, TTA is "
+        "missing), or one **zip of the probe's output folder**, which also holds the clean outputs. "
+        "**Clean outputs**, one row per "
         "(model, image): `model, record_id, true_label, pred, max_prob, true_prob`, optional `split` "
-        "(`dev` / `eval`; only clean-correct `eval` images are ranked) and `group`. The real failures come "
-        "from the paired records uploaded on the *Paired bounds* page (their perturbed side), when their "
-        "model names and record ids match."
+        "(`dev` / `eval`; only clean-correct `eval` images are ranked) and `group`. The failures that judge "
+        "the scores come from the paired records uploaded on the *Paired bounds* page (their perturbed side), "
+        "when their model names and record ids match; the probe's own corruptions (source `synthetic`) are "
+        "never used for that: the scores are computed from them."
     )
-    kwargs = dict(type=["csv", "parquet", "pq"], max_upload_size=UPLOAD_LIMIT_MB)
     c1, c2 = st.columns(2)
-    files = {
-        "probes": c1.file_uploader("Per-probe outputs (CSV or Parquet)", key="recap_probes_file", **kwargs),
-        "clean": c2.file_uploader("Clean outputs (CSV or Parquet)", key="recap_clean_file", **kwargs),
-    }
-    if all(f is not None for f in files.values()):
-        upload = FilesUpload(kind="screening", files={role: (f.name, f.getvalue()) for role, f in files.items()})
+    probe_files = c1.file_uploader(
+        "Per-probe outputs (CSV or Parquet, several files; or a .zip of the output folder)",
+        key="recap_probes_file",
+        type=["csv", "parquet", "pq", "zip"],
+        accept_multiple_files=True,
+        max_upload_size=UPLOAD_LIMIT_MB,
+    )
+    clean_f = c2.file_uploader(
+        "Clean outputs (CSV or Parquet; not needed with a zip)",
+        key="recap_clean_file",
+        type=["csv", "parquet", "pq"],
+        max_upload_size=UPLOAD_LIMIT_MB,
+    )
+    files = None
+    with guarded("Reading the uploaded probe outputs"):
+        files = screening_files(
+            [(f.name, f.getvalue()) for f in probe_files or ()],
+            None if clean_f is None else (clean_f.name, clean_f.getvalue()),
+        )
+    if files is not None:
+        upload = FilesUpload(kind="screening", files=files)
         if upload != recapture_state().upload:
             recapture_state().upload = upload
     current = recapture_state().upload
