@@ -268,3 +268,23 @@ def test_an_image_outside_the_labels_folder_is_refused(tmp_path):
     Image.fromarray(np.zeros((4, 4, 3), np.uint8)).save(tmp_path / "set" / "stray.png")
     with pytest.raises(ValueError, match="stray.png: lies outside 'photos', the folder of the labels"):
         open_images(tmp_path / "set")
+
+
+# ------------------------------------------------------------------------------------------
+# the tool's own corruptions never judge the scores
+# ------------------------------------------------------------------------------------------
+def test_paired_refuses_the_probes_own_corruptions_as_outcomes(folder, cnn, tmp_path, capsys):
+    out = tmp_path / "probe"
+    argv = probe_argv(cnn[1], folder / "images", folder / "images_labels.csv", out, "--probes", "contrast:2")
+    assert main([*argv, "--natural", "hflip", "--no-progress"]) == 0
+    capsys.readouterr()
+    queue = tmp_path / "queue"
+    code = main(
+        ["paired", "--records", str(out / "records.parquet"), "--probes", str(out / "probes.parquet")]
+        + [str(out / "natural.parquet"), "--clean-outputs", str(out / "clean.parquet"), "--tau", "0.5"]
+        + ["--outcome-source", "synthetic", "--no-policies", "--out", str(queue)]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and not queue.exists()
+    assert len(err) == 1 and "--outcome-source 'synthetic': the source 'synthetic' holds the tool's own" in err[0]
+    assert "circular" in err[0]
