@@ -19,7 +19,7 @@ from core.exceptions import ModelFitWarning
 from core.imaging.demo import render_condition, render_condition_image
 from core.imaging.fit import MAX_RESAMPLE_FACTOR, image_fit
 from core.imaging.images import png_data_uri
-from core.imaging.probe import open_upload, parse_floats, probe_image, probe_uploaded, run_probes
+from core.imaging.probe import open_upload, parse_floats, probe_image, run_probes
 from core.paired.screening import recapture_queue, risk_column, screening_metrics, screening_scores
 
 if TYPE_CHECKING:
@@ -36,7 +36,6 @@ __all__ = [
     "parse_floats",
     "png_data_uri",
     "probe_image",
-    "probe_uploaded",
     "recapture_queue",
     "run_probes",
     "screening_metrics",
