@@ -13,6 +13,7 @@ import streamlit as st
 from core.views.recapture import (
     MAX_RESAMPLE_FACTOR,
     ModelFitWarning,
+    counted,
     defined_scores,
     demo_probe_image,
     image_fit,
@@ -244,7 +245,7 @@ def _probe_widgets() -> None:
         m = run.result.manifest
         c1, c2 = st.columns([5, 1])
         c1.caption(
-            f"Ranking **{run.label}**: {_count(m['n_images'], 'image')}, input {m['input']['layout']} "
+            f"Ranking **{run.label}**: {counted(m['n_images'], 'image')}, input {m['input']['layout']} "
             f"{m['input']['width']}×{m['input']['height']}×{m['input']['channels']}, output {m['output']}, "
             f"clean accuracy {m['clean_accuracy']:.1%}. It lives in this browser session only."
         )
@@ -253,11 +254,6 @@ def _probe_widgets() -> None:
             st.rerun()
         for message in m.get("warnings", ()):
             st.warning(message, icon=":material/warning:")
-
-
-def _count(n: int, noun: str) -> str:
-    """``"1 image"``, ``"12 images"``."""
-    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 def _upload_widgets() -> None:
@@ -481,7 +477,7 @@ def _queue(data: ScreeningData, *, left_out: str | None = None) -> None:
         )
 
     k = int(queue["k"].iloc[0])
-    st.subheader("Queue: re-test this image first" if k == 1 else f"Queue: re-test these {k:,} images first")
+    st.subheader(f"Queue: re-test {'this' if k == 1 else 'these'} {counted(k, 'image')} first")
     shown = queue
     if data.images:
         thumbs = _thumbnails(data.key, model, tuple(queue["record_id"].tolist()), _data=data)

@@ -100,6 +100,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     """Execute ``python -m core probe``; returns the exit code."""
+    from core.imaging.fit import counted
     from core.imaging.images import open_images
     from core.imaging.probe import (
         OnnxImageClassifier,
@@ -174,14 +175,10 @@ def run(args) -> int:
         shutil.rmtree(work, ignore_errors=True)
     m = result.manifest
     print(
-        f"{_count(m['n_images'], 'image')}, {m['n_classes']} classes, images {m['fit']['images']} -> input "
+        f"{counted(m['n_images'], 'image')}, {m['n_classes']} classes, images {m['fit']['images']} -> input "
         f"{m['input']['layout']} {m['input']['width']}x{m['input']['height']}x{m['input']['channels']}, output "
-        f"{m['output']}; clean accuracy {m['clean_accuracy']:.3f}; {_count(len(m['probes']), 'probe')}, "
-        f"{_count(len(m['natural']), 'transform')}, {_count(len(m['recaptures']), 're-capture')}"
+        f"{m['output']}; clean accuracy {m['clean_accuracy']:.3f}; {counted(len(m['probes']), 'probe')}, "
+        f"{counted(len(m['natural']), 'transform')}, {counted(len(m['recaptures']), 're-capture')}"
     )
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

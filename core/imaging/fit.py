@@ -44,6 +44,7 @@ __all__ = [
     "ChanceCheck",
     "ImageFit",
     "chance_check",
+    "counted",
     "image_fit",
     "warn_fit",
 ]
@@ -209,7 +210,7 @@ def chance_check(
     >>> check.near_chance, round(check.chance, 2)
     (True, 0.1)
     >>> print(check.message)
-    The clean accuracy, 10.7% (107 of 1000 images), is near chance (10.0% for 10 classes, the accuracy of guessing). Is this the right model for these images?
+    The clean accuracy, 10.7% (107 of 1,000 images), is near chance (10.0% for 10 classes, the accuracy of guessing). Is this the right model for these images?
     >>> chance_check(12, 12, 2).near_chance, chance_check(2, 2, 2).near_chance
     (False, True)
     """
@@ -233,7 +234,7 @@ def chance_check(
     message = None
     if near:
         message = (
-            f"The clean accuracy, {accuracy:.1%} ({n_correct} of {_images(n_images)}), is near chance "
+            f"The clean accuracy, {accuracy:.1%} ({n_correct:,} of {_images(n_images)}), is near chance "
             f"({chance:.1%} for {n_classes} classes, the accuracy of guessing). Is this the right model for "
             "these images?"
         )
@@ -255,6 +256,16 @@ def warn_fit(messages, *, stacklevel: int = 2) -> None:
         warnings.warn(message, ModelFitWarning, stacklevel=stacklevel + 1)
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, pluralised by an ``s`` ("these 1 images" read as a bug).
+
+    Examples
+    --------
+    >>> counted(1, "image"), counted(1200, "image"), counted(0, "probe")
+    ('1 image', '1,200 images', '0 probes')
+    """
+    return f"{int(n):,} {noun}" if int(n) == 1 else f"{int(n):,} {noun}s"
+
+
 def _images(n: int) -> str:
-    """``"1 image"``, ``"3 images"``."""
-    return f"{n} image" if n == 1 else f"{n} images"
+    return counted(n, "image")

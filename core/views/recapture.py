@@ -17,7 +17,7 @@ import pandas as pd
 
 from core.exceptions import ModelFitWarning
 from core.imaging.demo import render_condition, render_condition_image
-from core.imaging.fit import MAX_RESAMPLE_FACTOR, image_fit
+from core.imaging.fit import MAX_RESAMPLE_FACTOR, counted, image_fit
 from core.imaging.images import png_data_uri
 from core.imaging.probe import open_upload, parse_floats, probe_image, run_probes
 from core.paired.screening import recapture_queue, risk_column, screening_metrics, screening_scores
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_RESAMPLE_FACTOR",
     "ModelFitWarning",
+    "counted",
     "defined_scores",
     "demo_condition_images",
     "demo_probe_image",

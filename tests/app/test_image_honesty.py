@@ -124,7 +124,7 @@ def test_the_queue_heading_counts_one_image_in_the_singular(app, mismatch):
     k = int(metric(at, "Re-tests in the queue"))
     headings = [h.value for h in at.subheader if h.value.startswith("Queue:")]
     if k == 1:
-        assert headings == ["Queue: re-test this image first"]
+        assert headings == ["Queue: re-test this 1 image first"]
     else:
         assert headings == [f"Queue: re-test these {k} images first"]
     assert not any("these 1 images" in h for h in headings)
