@@ -89,7 +89,7 @@ def image_fit(images, model_input, *, max_factor: float = MAX_RESAMPLE_FACTOR) -
     Parameters
     ----------
     images : core.imaging.images.ImageSet
-        With its :attr:`~core.imaging.images.ImageSet.shapes` (every source the tool opens has them).
+        Its :attr:`~core.imaging.images.ImageSet.shapes` (the sizes as stored) and ``where``.
     model_input : core.imaging.probe.ModelInput
         The model's input (height, width, channels).
     max_factor : float
@@ -113,8 +113,6 @@ def image_fit(images, model_input, *, max_factor: float = MAX_RESAMPLE_FACTOR) -
     if not (isinstance(max_factor, (int, float)) and max_factor >= 1):
         raise ValueError(f"`max_factor` must be a number ≥ 1; got {max_factor!r}.")
     shapes = images.shapes
-    if shapes is None:
-        raise ValueError(f"{images.where}: the stored image sizes are unknown; open the images with open_images.")
     h, w, c = int(model_input.height), int(model_input.width), int(model_input.channels)
     up = max(h / shapes.min_height, w / shapes.min_width)
     down = max(shapes.max_height / h, shapes.max_width / w)

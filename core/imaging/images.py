@@ -137,9 +137,9 @@ class ImageSet:
         The source, as messages name it.
     channels : int
         3 when any image is stored in colour, else 1 (grey).
-    shapes : ImageShapes or None
-        The stored sizes and channel counts (read from the headers when the set was opened);
-        None when not known.
+    shapes : ImageShapes
+        The stored sizes and channel counts, read from the headers when the set was opened
+        (what :func:`core.imaging.fit.image_fit` compares with a model's input).
     """
 
     record_ids: tuple
@@ -148,7 +148,7 @@ class ImageSet:
     where: str
     channels: int
     _open: Callable[[int], Image.Image] = field(repr=False, compare=False)
-    shapes: ImageShapes | None = field(default=None, compare=False)
+    shapes: ImageShapes = field(compare=False)
     # The openers below are plain picklable objects, so an ImageSet travels to Dask workers
     # (core.scale.probe), which read their own images.
 
