@@ -133,20 +133,26 @@ def run(args) -> int:
             raise ValueError(f"--perturbed {path!r}: a second re-capture named {cond!r}; give each a distinct name.")
         labels = args.labels if Path(path).suffix.lower() != ".npz" else None
         perturbed[cond] = open_images(path, labels, classes=model.classes)
+    # The bar opens at the first batch and closes after the last, so that the model-fit warnings
+    # (before probing, after the clean pass) print as whole lines, not inside the bar.
     bar = None
-    if not args.no_progress:
-        from tqdm import tqdm
-
-        bar = tqdm(
-            file=sys.stderr,
-            leave=False,
-            bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]",
-        )
 
     def progress(label: str, done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            from tqdm import tqdm
+
+            bar = tqdm(
+                file=sys.stderr,
+                leave=False,
+                total=total,
+                bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]",
+            )
         bar.total = total
         bar.n = done
         bar.set_description(label)
+        if done >= total:
+            bar.close()
 
     settings = dict(
         model_name=args.name or model_path.stem,
@@ -155,7 +161,7 @@ def run(args) -> int:
         perturbed=perturbed,
         batch_size=args.batch_size,
         seed=args.seed,
-        progress=None if bar is None else progress,
+        progress=None if args.no_progress else progress,
     )
     work = None
     try:

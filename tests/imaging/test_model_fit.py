@@ -288,3 +288,17 @@ def test_paired_refuses_the_probes_own_corruptions_as_outcomes(folder, cnn, tmp_
     assert code == 2 and not queue.exists()
     assert len(err) == 1 and "--outcome-source 'synthetic': the source 'synthetic' holds the tool's own" in err[0]
     assert "circular" in err[0]
+
+
+def test_with_a_progress_bar_the_warnings_are_whole_lines_before_and_after_it(rgb64, tmp_path, capsys):
+    images, labels = _grey_folder(tmp_path, n=8)
+    argv = probe_argv(rgb64, images, labels, tmp_path / "out", "--probes", "contrast:2", "--natural", "none")
+    assert main(argv) == 0
+    lines = capsys.readouterr().err.replace("\r", "\n").splitlines()
+    warned = [i for i, line in enumerate(lines) if "warning:" in line]
+    bar = [i for i, line in enumerate(lines) if "%|" in line]
+    assert bar and all(lines[i].startswith("warning:") for i in warned)
+    before = [lines[i] for i in warned if i < min(bar)]
+    after = [lines[i] for i in warned if i > max(bar)]
+    assert any("enlarged 2.29 times" in w for w in before) and any("stored in grey" in w for w in before)
+    assert any("near chance" in w for w in after)
