@@ -41,8 +41,9 @@ page_header(
     "Recapture queue",
     "Physical re-tests (print, photograph, re-acquire) are expensive. Each clean-correct test image is "
     "scored from the model's own outputs on cheap synthetic probes, and the top of the ranking is re-tested "
-    "first. The curves show which share of the images that really fail under the recapture conditions each "
-    "score puts inside the budget. Scores are used as **risks (larger = riskier)**: low mean true-class "
+    "first. The curves show which share of the images that fail under the re-capture conditions (yours, or "
+    "the demo's simulated ones; never the probes themselves) each score puts inside the budget. Scores are "
+    "used as **risks (larger = riskier)**: low mean true-class "
     "probability under probes (**U**), low clean confidence (**S**), large drop **δ = S − U**, few probes "
     "still right (**ret**), low probe alignment (**A3**) and low test-time-augmentation probability (**TTA**). "
     "The demo's recapture conditions are *simulated* print-and-recapture.",
