@@ -21,6 +21,7 @@ __all__ = [
     "ConstantFeatureWarning",
     "DatasetNoteWarning",
     "DeprecatedOptionWarning",
+    "ModelFitWarning",
     "UndefinedMetricWarning",
     "UndefinedTargetWarning",
 ]
@@ -44,6 +45,11 @@ class DatasetNoteWarning(AuditWarning):
 
 class ConstantFeatureWarning(AuditWarning):
     """A feature column holds one value in every row (kept, but it cannot move any prediction)."""
+
+
+class ModelFitWarning(AuditWarning):
+    """An image model may not fit its images: they are resampled or their channels converted,
+    or its clean accuracy is near chance (:mod:`core.imaging.fit`); the probe still runs."""
 
 
 class DeprecatedOptionWarning(DeprecationWarning):

@@ -996,7 +996,8 @@ def _paired_section(paired: PairedInputs | None, note: str, figure: _Figures) ->
             summary["queue_expected_failures"] = [f"{v:,.1f}" for v in summary["queue_expected_failures"]]
         out.append(
             "<h3>Recapture queue</h3><p>Images to re-test physically, per model: k re-tests among n "
-            "clean-correct images; coverage = expected share of the real failures the queue re-tests, "
+            "clean-correct images; coverage = expected share of the failures under the outcome conditions (real "
+            "re-captures, or the demo pool's simulated ones) that the queue re-tests, "
             "ceiling = the best any ranking could do at this budget.</p>"
         )
         out.append(

@@ -29,6 +29,7 @@ from core.views.paired import (
     grid_summary,
     model_threshold,
     policy_comparison,
+    tau_text,
     unpaired_class_summary,
 )
 from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload
@@ -295,17 +296,24 @@ def _paired_body(data: PairedData) -> None:
         persist_state="session",
         format_func=lambda q: f"{q:.0%} of clean dev. accepted",
         disabled=fixed_tau is not None,
-        help="τ is the lowest clean max-probability among the top q of the model's clean development "
-        "images; a prediction is accepted when its max probability is ≥ τ (both sides).",
+        help="A coverage, not τ: τ is then the lowest clean max-probability among the top q of the model's "
+        "clean development images, shown below; a prediction is accepted when its max probability is ≥ τ "
+        "(both sides).",
     )
     model, condition, coverage = state.model, state.condition, state.coverage
     threshold = model_threshold(_model_thresholds(data.key, model, _records=records), model, coverage)
     tau = threshold.tau if fixed_tau is None else fixed_tau
-    if fixed_tau is None and threshold.scope != "dev":
-        st.caption(
-            f'No `split == "dev"` rows for {model}: τ is set from all its clean records (n = '
+    if fixed_tau is None:
+        in_sample = (
+            ""
+            if threshold.scope == "dev"
+            else f' No `split == "dev"` rows for {model}: τ is set from all its clean records (n = '
             f"{threshold.n_dev:,}), so the coverage is in-sample."
         )
+        scope = "clean development images" if threshold.scope == "dev" else "clean records"
+        st.caption(tau_text(tau, coverage=coverage, model=model, scope=scope) + in_sample)
+    else:
+        st.caption(tau_text(tau))
     cell = _cell(data.key, model, condition, paired_bounds_state().source, _records=records)
 
     m = flow_columns([1, 1.5, 1, 1], key="paired_cell_metrics", min_width=[150, 190, 150, 180], gap="small")
@@ -408,6 +416,8 @@ def _unpaired_body(data: PairedData) -> None:
     )
     coverage = float(paired_bounds_state().coverage)
     tau = unpaired_threshold(unpaired, coverage) if fixed_tau is None else fixed_tau
+    scope = "records of the uploaded clean table (in-sample: there is no development split)"
+    st.caption(tau_text(tau) if fixed_tau is not None else tau_text(tau, coverage=coverage, scope=scope))
     clean, pert = unpaired.clean, unpaired.perturbed
     m = flow_columns(5, key="paired_unpaired_metrics", min_width=170, gap="small")
     m[0].metric("Records per side", f"{len(clean):,}")

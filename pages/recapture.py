@@ -4,24 +4,30 @@ from __future__ import annotations
 
 import html
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from core.views.recapture import (
+    MAX_RESAMPLE_FACTOR,
+    ModelFitWarning,
+    counted,
     defined_scores,
     demo_probe_image,
+    image_fit,
+    open_upload,
     parse_floats,
     png_data_uri,
     probe_image,
-    probe_uploaded,
     recapture_queue,
+    run_probes,
     screening_metrics,
     screening_scores,
 )
-from core.views.screening import coverage_by_budget
-from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload, upload_digest
+from core.views.screening import SIMULATED_SOURCE, coverage_by_budget, failure_source
+from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload, screening_files, upload_digest
 from ui.auth import current_access
 from ui.components import cached_figure, figure, guarded, page_header, run_page, table
 from ui.entry import ensure_entrypoint
@@ -35,8 +41,9 @@ page_header(
     "Recapture queue",
     "Physical re-tests (print, photograph, re-acquire) are expensive. Each clean-correct test image is "
     "scored from the model's own outputs on cheap synthetic probes, and the top of the ranking is re-tested "
-    "first. The curves show which share of the images that really fail under the recapture conditions each "
-    "score puts inside the budget. Scores are used as **risks (larger = riskier)**: low mean true-class "
+    "first. The curves show which share of the images that fail under the re-capture conditions (yours, or "
+    "the demo's simulated ones; never the probes themselves) each score puts inside the budget. Scores are "
+    "used as **risks (larger = riskier)**: low mean true-class "
     "probability under probes (**U**), low clean confidence (**S**), large drop **δ = S − U**, few probes "
     "still right (**ret**), low probe alignment (**A3**) and low test-time-augmentation probability (**TTA**). "
     "The demo's recapture conditions are *simulated* print-and-recapture.",
@@ -147,17 +154,29 @@ def _probe_widgets() -> None:
     st.markdown(
         "Upload an **ONNX image classifier** (one float input, NCHW or NHWC, with a fixed height and width; "
         "output logits or probabilities) and a **zip of PNG / JPEG test images** with a labels CSV (columns "
-        "`file,label`, optional `split` = `dev`/`eval`) inside the zip or alongside. Every image is resized "
+        "`file,label`, optional `split` = `dev`/`eval`) inside the zip or alongside; a label is a class index "
+        "or a class name of the model. Every image is resized "
         "to the model's input, scaled to [0, 1], normalised with the mean and std below, and run clean, under "
         "the 18 corruption probes (9 types × severities 2 and 4) and the 18 natural transforms. Nothing is "
         "unpickled; archive members outside the zip's root, links and non-image files are refused. The same "
-        f"as `python -m core probe`. Limits: {UPLOAD_LIMIT_MB} MB per file."
+        f"as `python -m core probe`. Limits: {UPLOAD_LIMIT_MB} MB per file. You are warned before the probes "
+        f"run when the images are resized more than {MAX_RESAMPLE_FACTOR:g} times or their colour mode converted "
+        "to fit the model, and after the clean pass when its accuracy is near chance."
     )
     kwargs = {"max_upload_size": UPLOAD_LIMIT_MB}
-    c1, c2, c3 = st.columns(3)
+    c1, c2 = st.columns(2)
     model_f = c1.file_uploader("ONNX model (.onnx)", type=["onnx"], key="recap_onnx_file", **kwargs)
     zip_f = c2.file_uploader("Images (.zip of PNG / JPEG)", type=["zip"], key="recap_zip_file", **kwargs)
-    labels_f = c3.file_uploader("Labels CSV (if not inside the zip)", type=["csv"], key="recap_labels_file", **kwargs)
+    c1, c2 = st.columns(2)
+    labels_f = c1.file_uploader("Labels CSV (if not inside the zip)", type=["csv"], key="recap_labels_file", **kwargs)
+    classes_f = c2.file_uploader(
+        "Class names (optional)",
+        type=["txt", "csv"],
+        key="recap_classes_file",
+        help="One class name a line, in the order of the model's outputs: needed when the labels are class "
+        "names and the model does not list its classes in its metadata ('classes').",
+        **kwargs,
+    )
     c1, c2 = st.columns(2)
     c1.text_input(
         "Mean per channel (after scaling to [0, 1])",
@@ -176,6 +195,7 @@ def _probe_widgets() -> None:
             "model": (model_f.name, model_f.getvalue()),
             "images": (zip_f.name, zip_f.getvalue()),
             "labels": None if labels_f is None else (labels_f.name, labels_f.getvalue()),
+            "classes": None if classes_f is None else (classes_f.name, classes_f.getvalue()),
         }
         bar = st.progress(0.0, text="Reading the model and the images…")
 
@@ -186,16 +206,31 @@ def _probe_widgets() -> None:
             names = ", ".join(f[0] for f in files.values() if f is not None)
             mean = parse_floats(recapture_state().mean, "Mean per channel")
             std = parse_floats(recapture_state().std, "Std per channel")
-            result, images = probe_uploaded(
+            model, images = open_upload(
                 files["model"],
                 files["images"],
                 files["labels"],
+                files["classes"],
                 mean=mean,
                 std=std,
                 limit_mb=UPLOAD_LIMIT_MB,
-                progress=progress,
                 actor=current_access().actor,
             )
+            # Shown before the probes run (they take a while); the run's warnings stay below.
+            fit = image_fit(images, model.input)
+            early = st.empty()
+            if fit.messages:
+                early.warning("\n\n".join(fit.messages), icon=":material/warning:")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ModelFitWarning)  # shown from the run's manifest
+                result = run_probes(
+                    model,
+                    images,
+                    model_name=Path(model_f.name).stem or "model",
+                    batch_size=64,
+                    progress=progress,
+                )
+            early.empty()
             key = upload_digest(files) + f":{mean}:{std}"
             recapture_state().probe_run = ProbeRun(
                 key=key,
@@ -211,13 +246,15 @@ def _probe_widgets() -> None:
         m = run.result.manifest
         c1, c2 = st.columns([5, 1])
         c1.caption(
-            f"Ranking **{run.label}**: {m['n_images']} images, input {m['input']['layout']} "
-            f"{m['input']['height']}×{m['input']['width']}×{m['input']['channels']}, output {m['output']}, "
+            f"Ranking **{run.label}**: {counted(m['n_images'], 'image')}, input {m['input']['layout']} "
+            f"{m['input']['width']}×{m['input']['height']}×{m['input']['channels']}, output {m['output']}, "
             f"clean accuracy {m['clean_accuracy']:.1%}. It lives in this browser session only."
         )
         if c2.button("Forget the run", type="tertiary", icon=":material/delete:", key="recap_forget_run"):
             recapture_state().probe_run = None
             st.rerun()
+        for message in m.get("warnings", ()):
+            st.warning(message, icon=":material/warning:")
 
 
 def _upload_widgets() -> None:
@@ -225,20 +262,38 @@ def _upload_widgets() -> None:
     st.markdown(
         "**Per-probe outputs**, one row per (model, image, probe): `model, record_id, probe, kind, "
         "true_label, pred, max_prob, true_prob`, optional `prob_0 … prob_{C-1}` (needed for A3); `kind` is "
-        "`corruption` (behind U, δ, ret, A3) or `transform` (behind TTA). **Clean outputs**, one row per "
+        "`corruption` (behind U, δ, ret, A3) or `transform` (behind TTA). Upload several files at once "
+        "(the probe command's `probes.parquet` **and** `natural.parquet`: without the second, TTA is "
+        "missing), or one **zip of the probe's output folder**, which also holds the clean outputs. "
+        "**Clean outputs**, one row per "
         "(model, image): `model, record_id, true_label, pred, max_prob, true_prob`, optional `split` "
-        "(`dev` / `eval`; only clean-correct `eval` images are ranked) and `group`. The real failures come "
-        "from the paired records uploaded on the *Paired bounds* page (their perturbed side), when their "
-        "model names and record ids match."
+        "(`dev` / `eval`; only clean-correct `eval` images are ranked) and `group`. The failures that judge "
+        "the scores come from the paired records uploaded on the *Paired bounds* page (their perturbed side), "
+        "when their model names and record ids match; the probe's own corruptions (source `synthetic`) are "
+        "never used for that: the scores are computed from them."
     )
-    kwargs = dict(type=["csv", "parquet", "pq"], max_upload_size=UPLOAD_LIMIT_MB)
     c1, c2 = st.columns(2)
-    files = {
-        "probes": c1.file_uploader("Per-probe outputs (CSV or Parquet)", key="recap_probes_file", **kwargs),
-        "clean": c2.file_uploader("Clean outputs (CSV or Parquet)", key="recap_clean_file", **kwargs),
-    }
-    if all(f is not None for f in files.values()):
-        upload = FilesUpload(kind="screening", files={role: (f.name, f.getvalue()) for role, f in files.items()})
+    probe_files = c1.file_uploader(
+        "Per-probe outputs (CSV or Parquet, several files; or a .zip of the output folder)",
+        key="recap_probes_file",
+        type=["csv", "parquet", "pq", "zip"],
+        accept_multiple_files=True,
+        max_upload_size=UPLOAD_LIMIT_MB,
+    )
+    clean_f = c2.file_uploader(
+        "Clean outputs (CSV or Parquet; not needed with a zip)",
+        key="recap_clean_file",
+        type=["csv", "parquet", "pq"],
+        max_upload_size=UPLOAD_LIMIT_MB,
+    )
+    files = None
+    with guarded("Reading the uploaded probe outputs"):
+        files = screening_files(
+            [(f.name, f.getvalue()) for f in probe_files or ()],
+            None if clean_f is None else (clean_f.name, clean_f.getvalue()),
+        )
+    if files is not None:
+        upload = FilesUpload(kind="screening", files=files)
         if upload != recapture_state().upload:
             recapture_state().upload = upload
     current = recapture_state().upload
@@ -253,29 +308,35 @@ def _upload_widgets() -> None:
             st.rerun()
 
 
-def _uploaded_outcomes() -> tuple[pd.DataFrame | None, str | None]:
-    """Paired records of one source from the Paired bounds upload, with their cache key (or None, None)."""
+def _uploaded_outcomes() -> tuple[pd.DataFrame | None, str | None, str | None]:
+    """Paired records of one source from the Paired bounds upload, with their cache key, or
+    ``(None, None, why)``: ``why`` says why there are none to use (None when nothing is uploaded)."""
     if paired_bounds_state().data_source != "paired":
-        return None, None
+        return None, None, None
     data = None
     with guarded("Reading the paired records uploaded on Paired bounds"):
         data = paired_data()
     if data is None:
-        return None, None
-    sources = sorted(data.records["source"].unique())
+        return None, None, None
+    kinds = [failure_source(s) for s in sorted(data.records["source"].unique())]
+    sources = [k.source for k in kinds if k.usable]
+    left_out = [k for k in kinds if not k.usable]
+    if not sources:
+        why = " ".join(k.reason for k in left_out)
+        return None, None, why[:1].upper() + why[1:]
     if recapture_state().outcome_source not in sources:
         recaptures = [s for s in sources if "recapture" in s]
         recapture_state().outcome_source = (recaptures or sources)[0]
     st.selectbox(
-        "Real failures from the source",
+        "Failures from the source",
         sources,
         key=RecaptureState.outcome_source.key,
         persist_state="session",
-        help="The conditions of this source in your paired records count as the real re-tests: an image "
-        "failed a condition when its perturbed prediction is wrong.",
+        help="The conditions of this source in your paired records count as the re-tests: an image failed a "
+        "condition when its perturbed prediction is wrong." + "".join(f" Not offered: {k.reason}" for k in left_out),
     )
     source = recapture_state().outcome_source
-    return data.records[data.records["source"] == source], f"{data.key}:{source}"
+    return data.records[data.records["source"] == source], f"{data.key}:{source}", None
 
 
 def _body() -> None:
@@ -312,7 +373,7 @@ def _body() -> None:
             "`python -m core paired --records FILE --probes FILE --clean-outputs FILE --tau T --out DIR`).",
             icon=":material/info:",
         )
-    outcomes, outcomes_key = _uploaded_outcomes() if uploaded else (None, None)
+    outcomes, outcomes_key, left_out = _uploaded_outcomes() if uploaded else (None, None, None)
     data = None
     with guarded("Reading the uploaded probe outputs"):
         data = screening_data(outcomes, outcomes_key)
@@ -320,10 +381,17 @@ def _body() -> None:
         return
     if uploaded:
         st.caption(f"Images: **{data.label}**.")
-    _queue(data)
+    _queue(data, left_out=left_out)
 
 
-def _queue(data: ScreeningData) -> None:
+def _failure_name(data: ScreeningData) -> str:
+    """What the page calls the failures judging the scores: never "real" for a simulation."""
+    if data.key == "demo":
+        return failure_source(SIMULATED_SOURCE).name
+    return failure_source(recapture_state().outcome_source or "").name
+
+
+def _queue(data: ScreeningData, *, left_out: str | None = None) -> None:
     scores = data.scores
     models = sorted(scores["model"].unique())
     if recapture_state().model not in models:
@@ -376,15 +444,16 @@ def _queue(data: ScreeningData) -> None:
     m[1].metric("Re-tests in the queue", f"{int(queue['k'].iloc[0]):,}")
     if outcomes is None:
         st.info(
-            f"**No real failures to judge the scores by:** {_why_no_outcomes(data)} The queue below ranks "
-            "the images by the score alone; the coverage curves need the outcomes and are hidden.",
+            f"**No failures to judge the scores by:** {left_out or _why_no_outcomes(data)} The queue below "
+            "ranks the images by the score alone; the coverage curves need the outcomes and are hidden.",
             icon=":material/info:",
         )
     else:
+        failures = _failure_name(data)
         m[2].metric(
             "Failures found (expected)",
             f"{queue['coverage'].iloc[0]:.0%}",
-            help="Share of all real failures (pooled over the chosen conditions) that the queue re-tests",
+            help=f"Share of all {failures.lower()} (pooled over the chosen conditions) that the queue re-tests",
         )
         m[3].metric("Best possible at this budget", f"{queue['ceiling'].iloc[0]:.0%}")
         coverage = coverage_by_budget(
@@ -401,14 +470,15 @@ def _queue(data: ScreeningData) -> None:
                 random=random,
                 selected=budget,
                 highlight=score,
-                title="Real failures found within the re-test budget",
+                title=f"{failures} found within the re-test budget",
                 y_title="failure coverage (share of failures found)",
             ),
             "Higher is better. Each line ranks the images by one score; dashed grey is the best any ranking "
             "could do, dotted grey is picking images at random. Ties at the cut-off are shared out (prorated).",
         )
 
-    st.subheader(f"Queue: re-test these {int(queue['k'].iloc[0])} images first")
+    k = int(queue["k"].iloc[0])
+    st.subheader(f"Queue: re-test {'this' if k == 1 else 'these'} {counted(k, 'image')} first")
     shown = queue
     if data.images:
         thumbs = _thumbnails(data.key, model, tuple(queue["record_id"].tolist()), _data=data)
@@ -505,9 +575,10 @@ def _inspect(data: ScreeningData, model: str, queue: pd.DataFrame, score: str) -
     scored = data.scores[(data.scores["model"] == model) & (data.scores["record_id"] == record)].iloc[0]
     image = _image(data, record)
     st.caption(
-        f"Clean: the model is right with probability **S = {scored['S']:.3f}**; under the probes its mean "
-        f"true-class probability is **U = {scored['U']:.3f}**. Each probe image below is exactly what the "
-        "model was given, with its true-class probability; ✗ marks a probe on which it is wrong."
+        f"Clean: the model gives the true class a probability of **S = {scored['S']:.3f}** (its confidence, "
+        "not the chance that it is right); under the probes its mean true-class probability is "
+        f"**U = {scored['U']:.3f}**. Each probe image below is exactly what the model was given, with its "
+        "true-class probability; ✗ marks a probe on which it is wrong."
     )
     for kind, title in (
         ("corruption", "Corruption probes (behind U, δ, ret, A3)"),

@@ -179,6 +179,21 @@ def test_readme_links_resolve_and_stay_inside_the_repository():
     assert outside_problems(ROOT, readme) == []
 
 
+# DEVELOPING.md's pattern for "a benchmark" (`python tests/bench/bench_x.py`), not a file.
+_PATTERN_PATHS = {"tests/bench/bench_x.py"}
+
+
+def test_every_test_file_the_docs_name_exists():
+    """A command in the docs that names a test file runs it: docs/paired.md named a
+    tests/paired/test_paired_doctests.py that never existed."""
+    missing = set()
+    for page in [ROOT / "README.md", *_docs_pages(ROOT)]:
+        for path in re.findall(r"tests/[\w/]+\.py", page.read_text(encoding="utf-8")):
+            if path not in _PATTERN_PATHS and not (ROOT / path).is_file():
+                missing.add(f"{page.relative_to(ROOT).as_posix()}: {path}")
+    assert sorted(missing) == []
+
+
 def test_readme_is_a_map_not_a_log():
     """The README says what, how to start and where to go next; figures and details live in docs/."""
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()

@@ -193,7 +193,8 @@ def _screening_upload(
     with warnings.catch_warnings():
         # Scores the upload cannot define (A3 without prob_*, TTA without transforms) are NaN.
         warnings.simplefilter("ignore", AuditWarning)
-        return load_screening_upload(_files["probes"], _files["clean"], outcomes=_outcomes, actor=_actor)
+        probes = [item for role, item in _files.items() if role != "clean"]
+        return load_screening_upload(probes, _files["clean"], outcomes=_outcomes, actor=_actor)
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,17 @@ def register(subparsers) -> None:
     which.add_argument("--model-file", metavar="MODEL.onnx", help="ONNX image classifier (NCHW or NHWC float input)")
     add_renamed_option(which, "--model", new="--model-file", dest="model_file")
     p.add_argument("--images", required=True, metavar="IMAGES", help="folder of PNG/JPEG, .zip of them, or .npz")
-    p.add_argument("--labels", metavar="LABELS.csv", help="columns file,label (optional split); folders and zips")
+    p.add_argument(
+        "--labels",
+        metavar="LABELS.csv",
+        help="columns file,label (optional split); default: the one .csv inside the folder or zip",
+    )
+    p.add_argument(
+        "--classes",
+        metavar="CLASSES.txt",
+        help="class names, one a line in the model's output order, for labels given as names "
+        "(default: the model's metadata 'classes')",
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="output folder")
     p.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
     p.add_argument(
@@ -90,11 +100,13 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     """Execute ``python -m core probe``; returns the exit code."""
+    from core.imaging.fit import counted
     from core.imaging.images import open_images
     from core.imaging.probe import (
         OnnxImageClassifier,
         parse_natural,
         parse_probes,
+        read_class_names,
         run_probes,
         write_probe_outputs,
     )
@@ -106,28 +118,41 @@ def run(args) -> int:
         raise ValueError(f"{flag} {given!r}: expected an .onnx file (nothing else is read: no pickles).")
     check_output_folder(args.out, force=args.force)
     cluster = cluster_from_args(args)
-    model = OnnxImageClassifier(model_path.read_bytes(), where=str(model_path), mean=args.mean, std=args.std)
-    images = open_images(args.images, args.labels)
+    classes = None
+    if args.classes is not None:
+        classes_path = check_input_file(args.classes, what="--classes")
+        classes = read_class_names(classes_path.read_bytes(), str(classes_path))
+    model = OnnxImageClassifier(
+        model_path.read_bytes(), where=str(model_path), mean=args.mean, std=args.std, classes=classes
+    )
+    images = open_images(args.images, args.labels, classes=model.classes)
     perturbed = {}
     for path in args.perturbed:
         cond = Path(path).name if Path(path).is_dir() else Path(path).stem
         if cond in perturbed:
             raise ValueError(f"--perturbed {path!r}: a second re-capture named {cond!r}; give each a distinct name.")
-        perturbed[cond] = open_images(path, args.labels) if Path(path).suffix.lower() != ".npz" else open_images(path)
+        labels = args.labels if Path(path).suffix.lower() != ".npz" else None
+        perturbed[cond] = open_images(path, labels, classes=model.classes)
+    # The bar opens at the first batch and closes after the last, so that the model-fit warnings
+    # (before probing, after the clean pass) print as whole lines, not inside the bar.
     bar = None
-    if not args.no_progress:
-        from tqdm import tqdm
-
-        bar = tqdm(
-            file=sys.stderr,
-            leave=False,
-            bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]",
-        )
 
     def progress(label: str, done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            from tqdm import tqdm
+
+            bar = tqdm(
+                file=sys.stderr,
+                leave=False,
+                total=total,
+                bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]",
+            )
         bar.total = total
         bar.n = done
         bar.set_description(label)
+        if done >= total:
+            bar.close()
 
     settings = dict(
         model_name=args.name or model_path.stem,
@@ -136,7 +161,7 @@ def run(args) -> int:
         perturbed=perturbed,
         batch_size=args.batch_size,
         seed=args.seed,
-        progress=None if bar is None else progress,
+        progress=None if args.no_progress else progress,
     )
     work = None
     try:
@@ -156,10 +181,10 @@ def run(args) -> int:
         shutil.rmtree(work, ignore_errors=True)
     m = result.manifest
     print(
-        f"{m['n_images']} images, {m['n_classes']} classes, input {m['input']['layout']} "
-        f"{m['input']['height']}x{m['input']['width']}x{m['input']['channels']}, output {m['output']}; "
-        f"clean accuracy {m['clean_accuracy']:.3f}; {len(m['probes'])} probes, {len(m['natural'])} transforms, "
-        f"{len(m['recaptures'])} re-capture(s)"
+        f"{counted(m['n_images'], 'image')}, {m['n_classes']} classes, images {m['fit']['images']} -> input "
+        f"{m['input']['layout']} {m['input']['width']}x{m['input']['height']}x{m['input']['channels']}, output "
+        f"{m['output']}; clean accuracy {m['clean_accuracy']:.3f}; {counted(len(m['probes']), 'probe')}, "
+        f"{counted(len(m['natural']), 'transform')}, {counted(len(m['recaptures']), 're-capture')}"
     )
     print(f"wrote {args.out}", file=sys.stderr)
     return 0

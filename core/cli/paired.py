@@ -66,7 +66,11 @@ def register(subparsers) -> None:
     )
     src.add_argument("--perturbed", metavar="FILE", help="unpaired: perturbed table (same columns)")
     src.add_argument("--counts", metavar="FILE", help="unpaired: per-class counts true_label,k or true_label,h,r,s,w,k")
-    add_tau_levels_options(p, tau_help="acceptance threshold on both sides (S >= tau)")
+    add_tau_levels_options(
+        p,
+        tau_help="acceptance threshold on max probability, both sides (accepted when S >= tau); a "
+        "coverage such as the dashboard's '80%% of clean dev. accepted' is not tau, it derives one",
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="output folder")
     p.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
     pol = p.add_argument_group("policies (paired records only)")
@@ -257,7 +261,15 @@ def _screening(args, records):
         check_table_file(f, PROBE_OUTPUTS, where=str(f))
     probes = pd.concat([read_table(f).frame for f in args.probes], ignore_index=True)
     clean = read_table(args.clean_outputs).frame
+    from core.views.screening import failure_source
+
     outcomes = None
+    kind = failure_source(args.outcome_source) if args.outcome_source is not None else None
+    if kind is not None and not kind.usable:
+        raise ValueError(
+            f"--outcome-source {args.outcome_source!r}: {kind.reason} Give the source of real re-captures "
+            "(e.g. 'recapture', written by `probe --perturbed`)."
+        )
     if args.outcome_source is not None:
         outcomes = records[records["source"] == args.outcome_source]
         if outcomes.empty:

@@ -5,8 +5,10 @@ it): image perturbations (:mod:`~core.imaging.corruptions`: the 9 corruptions, t
 transforms; :mod:`~core.imaging.recapture_sim`: simulated screen and print re-captures), the
 seeded Fashion-MNIST demo pool (:mod:`~core.imaging.demo`, torch and scikit-learn load lazily)
 and its precomputed screening scores (:mod:`~core.imaging.demo_screening`), labelled image
-inputs (:mod:`~core.imaging.images`) and the ONNX probe of a user's classifier
-(:mod:`~core.imaging.probe`, command ``python -m core probe`` in :mod:`~core.cli.imaging`).
+inputs (:mod:`~core.imaging.images`), the ONNX probe of a user's classifier
+(:mod:`~core.imaging.probe`, command ``python -m core probe`` in :mod:`~core.cli.imaging`) and
+the checks that the model fits the images (:mod:`~core.imaging.fit`: resampling, channel
+conversion, clean accuracy near chance).
 """
 
 from core.imaging.corruptions import (

@@ -5,10 +5,14 @@ memory stays bounded by the batch size):
 
 * a **folder** of PNG / JPEG files (sub-folders allowed) plus a labels CSV with columns
   ``file, label`` (and optionally ``split`` = ``dev`` / ``eval``); ``file`` is the path
-  relative to the folder and becomes the ``record_id``;
-* a **zip archive** of the same (read in place, never extracted); its labels CSV is the one
-  ``.csv`` inside it, or given alongside. File names are relative to the folder holding the
-  CSV (or to the archive's single top folder);
+  relative to the folder holding the CSV and becomes the ``record_id``;
+* a **zip archive** of the same (read in place, never extracted).
+
+A folder and a zip follow one labels rule: the labels CSV is the one ``.csv`` inside them (at
+any depth; file names relative to the folder holding it), or a file given alongside (file names
+relative to the folder, or to the archive's single top folder). A label is a class index (the
+model's output column) or, when the column is not all integers, a class name mapped through
+the model's class list (``classes``);
 * an **.npz** with ``images`` (``(N, H, W)`` or ``(N, H, W, C)``, ``uint8``, C = 1 or 3) and
   ``labels`` (``(N,)`` non-negative integers); the ``record_id`` is the row index. Read with
   ``allow_pickle=False``.
@@ -32,7 +36,7 @@ import io
 import stat
 import struct
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -47,6 +51,7 @@ __all__ = [
     "MAX_PIXELS",
     "ImageRefused",
     "ImageSet",
+    "ImageShapes",
     "open_image",
     "open_images",
     "open_zip_images",
@@ -68,6 +73,53 @@ ZIP_LIMITS = {"max_members": 200_000, "max_bytes": 4 * 1024**3, "max_ratio": 200
 """Default archive limits: members, total uncompressed bytes, compression ratio of a member."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class ImageShapes:
+    """The sizes and channel counts of a set of images as stored (before any resizing).
+
+    Attributes
+    ----------
+    min_height, max_height, min_width, max_width : int
+        Extremes over the images, in pixels.
+    grey, colour : int
+        How many images are stored with 1 channel (grey) and with 3 (colour).
+
+    Examples
+    --------
+    >>> ImageShapes.of([(28, 28, 1), (30, 20, 3)]).size_text()
+    '20-28 x 28-30'
+    """
+
+    min_height: int
+    max_height: int
+    min_width: int
+    max_width: int
+    grey: int
+    colour: int
+
+    @classmethod
+    def of(cls, shapes) -> ImageShapes:
+        """From ``(height, width, channels)`` of every image."""
+        arr = np.asarray(list(shapes), dtype=np.int64).reshape(-1, 3)
+        h, w, c = arr[:, 0], arr[:, 1], arr[:, 2]
+        return cls(
+            min_height=int(h.min()),
+            max_height=int(h.max()),
+            min_width=int(w.min()),
+            max_width=int(w.max()),
+            grey=int((c == 1).sum()),
+            colour=int((c != 1).sum()),
+        )
+
+    def size_text(self) -> str:
+        """``"28 x 28"`` (width x height), or the ranges when the images differ."""
+
+        def span(lo: int, hi: int) -> str:
+            return f"{lo}" if lo == hi else f"{lo}-{hi}"
+
+        return f"{span(self.min_width, self.max_width)} x {span(self.min_height, self.max_height)}"
+
+
 @dataclass(frozen=True)
 class ImageSet:
     """Labelled images, read a batch at a time.
@@ -84,7 +136,10 @@ class ImageSet:
     where : str
         The source, as messages name it.
     channels : int
-        1 (grey) or 3 (colour) as stored in the source (the first image for folders).
+        3 when any image is stored in colour, else 1 (grey).
+    shapes : ImageShapes
+        The stored sizes and channel counts, read from the headers when the set was opened
+        (what :func:`core.imaging.fit.image_fit` compares with a model's input).
     """
 
     record_ids: tuple
@@ -93,6 +148,7 @@ class ImageSet:
     where: str
     channels: int
     _open: Callable[[int], Image.Image] = field(repr=False, compare=False)
+    shapes: ImageShapes = field(compare=False)
     # The openers below are plain picklable objects, so an ImageSet travels to Dask workers
     # (core.scale.probe), which read their own images.
 
@@ -137,7 +193,47 @@ class ImageSet:
 # ------------------------------------------------------------------------------------------
 # labels
 # ------------------------------------------------------------------------------------------
-def _read_labels(raw: bytes, where: str) -> pd.DataFrame:
+def _class_indices(column: pd.Series, where: str, classes: Sequence[str] | None) -> np.ndarray:
+    """The class index of every label: a column of non-negative integers is read as indices (the
+    model's output columns); any other column as class names, looked up in ``classes``."""
+    text = column.astype(str).str.strip()
+    empty = (text == "").to_numpy()
+    if empty.any():
+        raise ValueError(
+            f"{where} row {int(np.flatnonzero(empty)[0]) + 1}, column 'label': is empty; expected a class name "
+            "or index."
+        )
+    numbers = pd.to_numeric(text, errors="coerce").to_numpy(dtype=float)
+    if np.isfinite(numbers).all():
+        bad = (numbers < 0) | (numbers != np.round(numbers))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"{where} row {i + 1}, column 'label': {column.iloc[i]!r} is not a class; expected a class "
+                "name or a non-negative integer (the model's output column)."
+            )
+        return numbers.astype(np.int64)
+    if classes is None:
+        i = int(np.flatnonzero(~np.isfinite(numbers))[0])
+        raise ValueError(
+            f"{where} row {i + 1}, column 'label': {column.iloc[i]!r} is a class name, but the model's class "
+            "list is unknown; write the class names, in the order of the model's outputs, into the model's "
+            "metadata ('classes', a JSON list) or a classes file (one name a line), or give class indices."
+        )
+    index = {str(name).strip(): k for k, name in enumerate(classes)}
+    found = text.map(index)
+    if found.isna().any():
+        i = int(np.flatnonzero(found.isna().to_numpy())[0])
+        shown = list(index)[:12]
+        raise ValueError(
+            f"{where} row {i + 1}, column 'label': {column.iloc[i]!r} is not one of the model's "
+            f"{len(index)} classes {shown}{' …' if len(index) > 12 else ''}; expected one of those names "
+            "(every label a name, or every label an index)."
+        )
+    return found.to_numpy(dtype=np.int64)
+
+
+def _read_labels(raw: bytes, where: str, classes: Sequence[str] | None = None) -> pd.DataFrame:
     if b"\x00" in raw[:8192]:
         raise ValueError(f"{where}: binary content; expected a CSV with columns file,label.")
     dup = csv_header_duplicate(raw)
@@ -167,15 +263,9 @@ def _read_labels(raw: bytes, where: str) -> pd.DataFrame:
     if dup_rows.any():
         i = int(np.flatnonzero(dup_rows)[0])
         raise ValueError(f"{where} row {i + 1}, column 'file': {files.iloc[i]!r} is listed twice.")
-    labels = pd.to_numeric(frame["label"], errors="coerce").to_numpy(dtype=float)
-    bad = ~np.isfinite(labels) | (labels < 0) | (labels != np.round(labels))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise ValueError(
-            f"{where} row {i + 1}, column 'label': {frame['label'].iloc[i]!r} is not a class index; "
-            "expected a non-negative integer (the model's output column)."
-        )
-    out = pd.DataFrame({"file": files.str.replace("\\", "/", regex=False), "label": labels.astype(np.int64)})
+    out = pd.DataFrame(
+        {"file": files.str.replace("\\", "/", regex=False), "label": _class_indices(frame["label"], where, classes)}
+    )
     if "split" in frame.columns:
         split = frame["split"].astype(str).str.strip()
         wrong = ~split.isin(["dev", "eval"]).to_numpy()
@@ -302,15 +392,17 @@ def _not_png_or_jpeg(source, name: str) -> str:
     return f"{name}: is a {kind} image; expected PNG or JPEG."
 
 
-def _check_image(source, name: str) -> int:
-    """Open (:func:`open_image`), check format and size, verify; returns the number of channels (1 or 3)."""
+def _check_image(source, name: str) -> tuple[int, int, int]:
+    """Open (:func:`open_image`), check format and size, verify; returns ``(height, width, channels)``
+    with channels 1 (grey) or 3."""
     try:
         with open_image(source, name) as img:
             if img.format not in _FORMATS:  # pragma: no cover - open_image reads PNG / JPEG only
                 raise ImageRefused(f"{name}: is a {img.format} image; expected PNG or JPEG.")
             channels = 1 if img.mode in ("1", "L", "I", "I;16", "I;16B", "F", "LA") else 3
+            width, height = img.size
             img.verify()
-            return channels
+            return int(height), int(width), channels
     except (OSError, SyntaxError, struct.error) as exc:
         raise ValueError(f"{name}: is not a readable PNG or JPEG image ({exc}).") from None
 
@@ -325,8 +417,12 @@ def _non_image(rel: str, where: str) -> ValueError:
 # ------------------------------------------------------------------------------------------
 # sources
 # ------------------------------------------------------------------------------------------
-def open_images(images, labels=None) -> ImageSet:
+def open_images(images, labels=None, *, classes: Sequence[str] | None = None) -> ImageSet:
     """Open and validate a folder, ``.zip`` or ``.npz`` of labelled images.
+
+    A folder and a zip follow one rule: the labels CSV is ``labels`` when given (file names
+    relative to the folder, or to the archive's single top folder), else the one ``.csv``
+    inside them at any depth (file names relative to the folder holding it).
 
     Parameters
     ----------
@@ -334,9 +430,11 @@ def open_images(images, labels=None) -> ImageSet:
         A folder of PNG / JPEG files, a ``.zip`` of them, or an ``.npz`` with ``images`` and
         ``labels``.
     labels : str or Path, optional
-        CSV with columns ``file, label`` (optional ``split``). Required for a folder; for a
-        zip, optional when the archive holds exactly one ``.csv``; refused for an ``.npz``
-        (which carries its labels).
+        CSV with columns ``file, label`` (optional ``split``). Optional for a folder or a zip
+        holding exactly one ``.csv``; refused for an ``.npz`` (which carries its labels).
+    classes : sequence of str, optional
+        The model's class names in the order of its outputs: labels given as names are
+        mapped to their index through it (a column of integers is read as indices).
 
     Returns
     -------
@@ -349,10 +447,8 @@ def open_images(images, labels=None) -> ImageSet:
     """
     path = check_input_file(images, what="--images", allow_folder=True)
     if path.is_dir():
-        if labels is None:
-            raise ValueError(f"--labels is required with an image folder ({path}); a CSV with columns file,label.")
-        lpath = check_input_file(labels, what="--labels")
-        return _folder_images(path, _read_labels(lpath.read_bytes(), str(lpath)), str(lpath), skip=lpath)
+        lpath = None if labels is None else check_input_file(labels, what="--labels")
+        return _folder_images(path, lpath, classes=classes)
     suffix = path.suffix.lower()
     if suffix == ".npz":
         if labels is not None:
@@ -365,36 +461,66 @@ def open_images(images, labels=None) -> ImageSet:
         if labels is not None:
             lpath = check_input_file(labels, what="--labels")
             extra = (lpath.read_bytes(), str(lpath))
-        return open_zip_images(path.read_bytes(), where=str(path), labels=extra, path=path)
+        return open_zip_images(path.read_bytes(), where=str(path), labels=extra, path=path, classes=classes)
     raise ValueError(
         f"--images {str(images)!r}: expected a folder of PNG/JPEG files, a .zip or an .npz; "
         f"got a {suffix or 'suffix-less'} file."
     )
 
 
-def _folder_images(root: Path, table: pd.DataFrame, labels_where: str, *, skip: Path | None) -> ImageSet:
+def _labels_member(names: list[str], where: str, *, holder: str) -> str:
+    """The one ``.csv`` among ``names`` (the labels of a folder or an archive), else a ValueError."""
+    csvs = [m for m in names if m.lower().endswith(".csv")]
+    if len(csvs) != 1:
+        raise ValueError(
+            f"{where}: holds {len(csvs)} .csv file(s) {csvs[:5]}; put exactly one labels CSV (columns "
+            f"file,label) in the {holder}, or give the labels file separately."
+        )
+    return csvs[0]
+
+
+def _folder_images(root: Path, labels: Path | None, *, classes: Sequence[str] | None) -> ImageSet:
     where = str(root)
-    skip = skip.resolve() if skip is not None else None
-    found = []
+    files = []
     for p in sorted(root.rglob("*")):
         rel = p.relative_to(root).as_posix()
-        if p.is_dir() or _ignored(rel) or (skip is not None and p.resolve() == skip):
+        if p.is_dir() or _ignored(rel):
             continue
         if p.is_symlink() and not p.resolve().is_relative_to(root.resolve()):
             raise ValueError(f"{where}/{rel}: links outside the image folder; copy the file in instead.")
+        files.append((rel, p))
+    if labels is None:
+        member = _labels_member([rel for rel, _ in files], where, holder="folder")
+        labels, labels_where = root / member, f"{where}/{member}"
+        base = PurePosixPath(member).parent.as_posix()
+    else:
+        labels_where, base = str(labels), "."
+    skip = labels.resolve()
+    table = _read_labels(labels.read_bytes(), labels_where, classes)
+    prefix = "" if base in ("", ".") else base + "/"
+    found = []
+    for rel, p in files:
+        if p.resolve() == skip:
+            continue
+        if not rel.startswith(prefix):
+            raise ValueError(
+                f"{where}/{rel}: lies outside {base!r}, the folder of the labels; keep every image under it."
+            )
         if p.suffix.lower() not in IMAGE_SUFFIXES:
             raise _non_image(rel, where)
-        found.append(rel)
+        found.append(rel[len(prefix) :])
     listed = table["file"].tolist()
     _check_membership(listed, found, where, labels_where)
-    channels = {_check_image(root / f, f"{where}/{f}") for f in listed}
+    images_root = root / base if prefix else root
+    shapes = [_check_image(images_root / f, f"{where}/{prefix}{f}") for f in listed]
     return ImageSet(
         tuple(listed),
         table["label"].to_numpy(),
         _splits(table),
         where,
-        max(channels),
-        _FolderOpener(root, tuple(listed)),
+        max(c for _, _, c in shapes),
+        _FolderOpener(images_root, tuple(listed)),
+        shapes=ImageShapes.of(shapes),
     )
 
 
@@ -507,6 +633,7 @@ def _npz_images(path: Path) -> ImageSet:
         where,
         channels,
         _ArrayOpener(images),
+        shapes=ImageShapes.of([(images.shape[1], images.shape[2], channels)] * images.shape[0]),
     )
 
 
@@ -519,6 +646,7 @@ def open_zip_images(
     max_bytes: int = ZIP_LIMITS["max_bytes"],
     max_ratio: int = ZIP_LIMITS["max_ratio"],
     path: Path | None = None,
+    classes: Sequence[str] | None = None,
 ) -> ImageSet:
     """Validate a zip archive of labelled images and read its members in place.
 
@@ -536,6 +664,8 @@ def open_zip_images(
     path : Path, optional
         The file ``data`` was read from; a pickled ImageSet then carries the path, not the
         bytes (Dask workers re-read the archive there).
+    classes : sequence of str, optional
+        The model's class names, for labels given as names (:func:`open_images`).
 
     Returns
     -------
@@ -571,20 +701,14 @@ def open_zip_images(
         rel = PurePosixPath(name.replace("\\", "/")).as_posix()
         if not info.is_dir() and not _ignored(rel):
             members[rel] = info
-    csvs = [m for m in members if m.lower().endswith(".csv")]
     if labels is None:
-        if len(csvs) != 1:
-            raise ValueError(
-                f"{where}: holds {len(csvs)} .csv file(s) {csvs[:5]}; put exactly one labels CSV "
-                "(columns file,label) in the archive or upload it alongside."
-            )
-        labels_member = csvs[0]
+        labels_member = _labels_member(list(members), where, holder="archive")
         labels_where = f"{where}/{labels_member}"
-        table = _read_labels(archive.read(members[labels_member]), labels_where)
+        table = _read_labels(archive.read(members[labels_member]), labels_where, classes)
         base = PurePosixPath(labels_member).parent.as_posix()
     else:
         labels_member = None
-        table = _read_labels(labels[0], labels[1])
+        table = _read_labels(labels[0], labels[1], classes)
         labels_where = labels[1]
         tops = {PurePosixPath(m).parts[0] for m in members}
         single_top = len(tops) == 1 and all(len(PurePosixPath(m).parts) > 1 for m in members)
@@ -605,9 +729,17 @@ def open_zip_images(
     listed = table["file"].tolist()
     _check_membership(listed, found, where, labels_where)
 
-    channels = {_check_image(archive.read(members[prefix + f]), f"{where}/{prefix}{f}") for f in listed}
+    shapes = [_check_image(archive.read(members[prefix + f]), f"{where}/{prefix}{f}") for f in listed]
     positions = _ZipOpener(tuple(members[prefix + f].filename for f in listed), data=data, path=path)
-    return ImageSet(tuple(listed), table["label"].to_numpy(), _splits(table), where, max(channels), positions)
+    return ImageSet(
+        tuple(listed),
+        table["label"].to_numpy(),
+        _splits(table),
+        where,
+        max(c for _, _, c in shapes),
+        positions,
+        shapes=ImageShapes.of(shapes),
+    )
 
 
 def png_data_uri(image: np.ndarray, *, min_side: int = 96) -> str:

@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from core.imaging.corruptions import CORRUPTIONS, NATURAL_TRANSFORMS
+from core.imaging.fit import chance_check, image_fit, warn_fit
 from core.imaging.images import MAX_PIXELS, ImageSet
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "assemble_probe_result",
     "check_classes",
     "check_perturbed",
+    "open_upload",
     "output_count",
     "parse_floats",
     "parse_natural",
@@ -63,6 +65,7 @@ __all__ = [
     "probe_plan",
     "probe_raw",
     "probe_uploaded",
+    "read_class_names",
     "run_probes",
     "write_probe_outputs",
 ]
@@ -157,6 +160,14 @@ class OnnxImageClassifier:
         Its name, for messages.
     mean, std : sequence of float, optional
         Per-channel normalisation (one value, or one per input channel); default 0 and 1.
+    classes : sequence of str, optional
+        The class names in the order of the outputs; default: the model's metadata
+        ``classes`` (a JSON list), else unknown (None).
+
+    Attributes
+    ----------
+    classes : tuple of str or None
+        The class names (labels given as names are mapped through them), or None.
 
     Raises
     ------
@@ -174,6 +185,7 @@ class OnnxImageClassifier:
         where: str = "the ONNX model",
         mean: Sequence[float] | None = None,
         std: Sequence[float] | None = None,
+        classes: Sequence[str] | None = None,
     ) -> None:
         from core.onnx_session import cpu_session
 
@@ -196,6 +208,7 @@ class OnnxImageClassifier:
         self.std = self._norm(std, 1.0, "--std", c)
         if (self.std <= 0).any():
             raise ValueError(f"--std must be positive; got {self.std.tolist()}.")
+        self.classes = self._class_names(classes)
         self._levels: np.ndarray | None = None
 
     def _read_input(self) -> ModelInput:
@@ -240,6 +253,30 @@ class OnnxImageClassifier:
                 f"pixels); images are limited to {MAX_PIXELS:,} pixels."
             )
         return ModelInput(inp.name, layout, int(h), int(w), int(c), _fixed(shape[0]), _FLOAT_TYPES[inp.type])
+
+    def _class_names(self, given: Sequence[str] | None) -> tuple[str, ...] | None:
+        """``given``, else the metadata ``classes``; checked against the output's width when fixed."""
+        where = "the class list"
+        if given is None:
+            meta = self._session.get_modelmeta().custom_metadata_map
+            if "classes" not in meta:
+                return None
+            where = f"{self.where}: metadata 'classes'"
+            try:
+                given = json.loads(meta["classes"])
+            except ValueError:
+                raise ValueError(f"{where} is not a JSON list of class names; got {meta['classes'][:80]!r}.") from None
+            if not isinstance(given, list):
+                raise ValueError(f"{where} is not a JSON list of class names; got {meta['classes'][:80]!r}.")
+        names = tuple(str(c).strip() for c in given)
+        if not names or any(not n for n in names) or len(set(names)) != len(names):
+            raise ValueError(f"{where}: expected distinct, non-empty class names; got {list(names)[:12]}.")
+        if self.n_classes is not None and len(names) != self.n_classes:
+            raise ValueError(
+                f"{where} names {len(names)} classes, but {self.where} outputs {self.n_classes}; expected one "
+                "name per output, in output order."
+            )
+        return names
 
     @staticmethod
     def _norm(values, default: float, flag: str, channels: int) -> np.ndarray:
@@ -640,12 +677,16 @@ def probe_plan(
 
     Parameters are those of :func:`run_probes`. Raises ValueError for a bad ``batch_size``,
     a re-capture set that differs from ``images`` and a label the model has no output for.
+    Warns (:class:`core.exceptions.ModelFitWarning`) when the images are resampled by more
+    than :data:`core.imaging.fit.MAX_RESAMPLE_FACTOR` or their channels converted
+    (:func:`core.imaging.fit.image_fit`).
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise ValueError(f"`batch_size` must be a positive int; got {batch_size!r}.")
     perturbed = dict(perturbed or {})
     check_perturbed(images, perturbed)
     check_classes(model, images, output_count(model, images))
+    warn_fit(image_fit(images, model.input).messages, stacklevel=2)
     return ProbePlan(
         probes=tuple((str(c), int(s)) for c, s in probes),
         natural=tuple(natural),
@@ -726,7 +767,10 @@ def assemble_probe_result(
 ) -> ProbeResult:
     """The :class:`ProbeResult` of the raw outputs of every image (:func:`probe_raw` over all batches).
 
-    Whether the model gives logits or probabilities is decided here, on every clean row.
+    Whether the model gives logits or probabilities is decided here, on every clean row. Warns
+    (:class:`core.exceptions.ModelFitWarning`) when the clean accuracy is near chance
+    (:func:`core.imaging.fit.chance_check`); the manifest's ``warnings`` list every warning of
+    the run, those of :func:`probe_plan` too.
     """
     name = str(model_name or "model")
     spec = model.input
@@ -739,6 +783,10 @@ def assemble_probe_result(
     labels = images.labels
     clean_cols = _columns(clean_probs, labels)
     correct = clean_cols["pred"] == labels
+    fit = image_fit(images, model.input)
+    chance = chance_check(int(correct.sum()), n, n_out) if n_out >= 2 else None
+    if chance is not None and chance.near_chance:
+        warn_fit([chance.message], stacklevel=2)
     n_probes = len(plan.probes)
 
     def probs_of(v: int) -> np.ndarray:
@@ -822,6 +870,16 @@ def assemble_probe_result(
         "images": images.where,
         "n_images": int(n),
         "clean_accuracy": float(correct.mean()),
+        "classes": None if model.classes is None else list(model.classes),
+        "fit": {
+            "images": fit.image_size,
+            "model_input": fit.model_size,
+            "resample_factor": round(fit.factor, 6),
+            "channels_converted": fit.converted,
+            "chance_accuracy": None if chance is None else chance.chance,
+            "chance_p_value": None if chance is None else chance.p_value,
+        },
+        "warnings": [*fit.messages, *([chance.message] if chance is not None and chance.near_chance else [])],
         "probes": [probe_name(c, s) for c, s in plan.probes],
         "natural": list(plan.natural),
         "recaptures": {cond: other.where for cond, other in perturbed.items()},
@@ -874,10 +932,74 @@ def parse_floats(text: str | None, flag: str) -> tuple[float, ...] | None:
         raise ValueError(f"{flag}: expected comma-separated numbers; got {text!r}.") from None
 
 
+def read_class_names(raw: bytes, where: str) -> tuple[str, ...]:
+    """A classes file: one class name a line, in the order of the model's outputs (blank lines skipped).
+
+    Examples
+    --------
+    >>> read_class_names(b"t-shirt\\nboot\\n\\n", "classes.txt")
+    ('t-shirt', 'boot')
+    """
+    try:
+        text = bytes(raw).decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ValueError(f"{where}: is not UTF-8 text; expected one class name a line.") from None
+    names = tuple(line.strip() for line in text.splitlines() if line.strip())
+    if not names:
+        raise ValueError(f"{where}: names no class; expected one class name a line, in the model's output order.")
+    return names
+
+
+def open_upload(
+    model_file: tuple[str, bytes],
+    images_zip: tuple[str, bytes],
+    labels_file: tuple[str, bytes] | None = None,
+    classes_file: tuple[str, bytes] | None = None,
+    *,
+    mean=None,
+    std=None,
+    limit_mb: int = 50,
+    actor=None,
+) -> tuple[OnnxImageClassifier, ImageSet]:
+    """The model and the images of an upload, validated, before anything is probed.
+
+    Parameters are those of :func:`probe_uploaded`; ``classes_file`` (one class name a line)
+    overrides the model's metadata ``classes``.
+    """
+    from core.imaging.images import open_zip_images
+    from core.reviews.permissions import check
+    from core.validation import check_upload_size
+
+    names = ", ".join(f[0] for f in (model_file, images_zip, labels_file, classes_file) if f is not None)
+    check(actor, "upload", what=names)
+    check(actor, "run", what=f"a probe run of {model_file[0]}")
+
+    files = [("model", model_file, (".onnx",)), ("images", images_zip, (".zip",))]
+    if labels_file is not None:
+        files.append(("labels", labels_file, (".csv",)))
+    if classes_file is not None:
+        files.append(("classes", classes_file, (".txt", ".csv")))
+    for role, (name, data), suffixes in files:
+        if not str(name).lower().endswith(suffixes):
+            raise ValueError(f"{name!r}: the {role} upload must be a {' or '.join(suffixes)} file.")
+        check_upload_size(data, str(name), limit_mb=limit_mb)
+    classes = None if classes_file is None else read_class_names(classes_file[1], str(classes_file[0]))
+    model = OnnxImageClassifier(model_file[1], where=str(model_file[0]), mean=mean, std=std, classes=classes)
+    images = open_zip_images(
+        images_zip[1],
+        where=str(images_zip[0]),
+        labels=None if labels_file is None else (labels_file[1], str(labels_file[0])),
+        max_bytes=UPLOAD_UNPACKED_MB * 1024**2,
+        classes=model.classes,
+    )
+    return model, images
+
+
 def probe_uploaded(
     model_file: tuple[str, bytes],
     images_zip: tuple[str, bytes],
     labels_file: tuple[str, bytes] | None = None,
+    classes_file: tuple[str, bytes] | None = None,
     *,
     mean=None,
     std=None,
@@ -897,6 +1019,9 @@ def probe_uploaded(
         PNG / JPEG images and (unless ``labels_file`` is given) one labels CSV.
     labels_file : (file name, bytes), optional
         The labels CSV uploaded alongside the archive.
+    classes_file : (file name, bytes), optional
+        The model's class names, one a line in output order (:func:`read_class_names`), for
+        labels given as names; default: the model's metadata ``classes``.
     mean, std : sequence of float, optional
     limit_mb, batch_size, seed, progress
         See :func:`run_probes`.
@@ -916,27 +1041,8 @@ def probe_uploaded(
     AccessRefused
         ``actor`` may not upload or run.
     """
-    from core.imaging.images import open_zip_images
-    from core.reviews.permissions import check
-    from core.validation import check_upload_size
-
-    names = ", ".join(f[0] for f in (model_file, images_zip, labels_file) if f is not None)
-    check(actor, "upload", what=names)
-    check(actor, "run", what=f"a probe run of {model_file[0]}")
-
-    files = [("model", model_file, ".onnx"), ("images", images_zip, ".zip")]
-    if labels_file is not None:
-        files.append(("labels", labels_file, ".csv"))
-    for role, (name, data), suffix in files:
-        if not str(name).lower().endswith(suffix):
-            raise ValueError(f"{name!r}: the {role} upload must be a {suffix} file.")
-        check_upload_size(data, str(name), limit_mb=limit_mb)
-    model = OnnxImageClassifier(model_file[1], where=str(model_file[0]), mean=mean, std=std)
-    images = open_zip_images(
-        images_zip[1],
-        where=str(images_zip[0]),
-        labels=None if labels_file is None else (labels_file[1], str(labels_file[0])),
-        max_bytes=UPLOAD_UNPACKED_MB * 1024**2,
+    model, images = open_upload(
+        model_file, images_zip, labels_file, classes_file, mean=mean, std=std, limit_mb=limit_mb, actor=actor
     )
     name = Path(str(model_file[0])).stem or "model"
     result = run_probes(model, images, model_name=name, batch_size=batch_size, seed=seed, progress=progress)

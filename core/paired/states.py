@@ -369,14 +369,20 @@ def paired_targets(records: pd.DataFrame, tau: float) -> pd.DataFrame:
     out["ds_w"] = _ratio(cell_sum(state["w"], ds), cell_sum(state["w"]))
     out["A"] = cell_sum(np.ones_like(cc), np.abs(ds)) / N
     out["Q"] = _cell_corr(table.clean_max_prob, table.pert_max_prob, cell, n_cells)
-    undefined = {c: int(out[c].isna().sum()) for c in ("dM_k", "ds_s", "ds_w", "Q") if out[c].isna().any()}
+    undefined = {c: int(out[c].isna().sum()) for c in _UNDEFINED_BECAUSE if out[c].isna().any()}
     if undefined:
-        warn_undefined(
-            f"targets undefined (NaN) in some cells: {undefined} — dM_k needs a retained-correct pair "
-            "(K > 0), ds_j a pair in state j, Q non-constant S and S′.",
-            stacklevel=2,
-        )
+        parts = [f"{c} in {n} cell{'' if n == 1 else 's'} ({_UNDEFINED_BECAUSE[c]})" for c, n in undefined.items()]
+        warn_undefined(f"some targets have no value, left empty: {'; '.join(parts)}.", stacklevel=2)
     return out
+
+
+#: Why a target of :func:`paired_targets` has no value in a cell, in the words its warning uses.
+_UNDEFINED_BECAUSE = {
+    "dM_k": "no pair is correct on both sides",
+    "ds_s": "no pair is wrong on both sides with the same label",
+    "ds_w": "no pair is wrong on both sides with two different labels",
+    "Q": "the clean or the perturbed confidence is the same for every pair",
+}
 
 
 def _cell_corr(x: np.ndarray, y: np.ndarray, cell: np.ndarray, n_cells: int) -> np.ndarray:

@@ -30,6 +30,7 @@ __all__ = [
     "model_threshold",
     "policy_comparison",
     "policy_matrix",
+    "tau_text",
     "unpaired_class_summary",
 ]
 
@@ -163,6 +164,30 @@ def model_threshold(thresholds: pd.DataFrame, model: str, coverage: float) -> Mo
         )
     row = rows.iloc[0]
     return ModelThreshold(tau=float(row["tau"]), scope=str(row["scope"]), n_dev=int(row["n_dev"]))
+
+
+def tau_text(tau: float, *, coverage: float | None = None, model: str | None = None, scope: str = "") -> str:
+    """What τ is, in the page's words: always a max-probability threshold; a coverage only derives it.
+
+    τ means one thing across the tool: a prediction is accepted when its max probability is
+    ≥ τ, on both sides (the command line's ``--tau`` too). A page that derives τ from a
+    coverage says so and shows the value, so the same intervals can be had elsewhere from it.
+
+    Examples
+    --------
+    >>> tau_text(0.66314, coverage=0.8, model="cnn", scope="clean development images")
+    'τ = 0.6631, derived from a coverage: the threshold that accepts 80% of the clean development images of cnn. τ is a max-probability threshold (accepted when max probability ≥ τ, on both sides); 80% is the coverage, not τ. The same τ gives the same intervals anywhere in the tool.'
+    >>> tau_text(0.8)
+    'τ = 0.8000, fixed: accepted when max probability ≥ τ, on both sides.'
+    """
+    if coverage is None:
+        return f"τ = {tau:.4f}, fixed: accepted when max probability ≥ τ, on both sides."
+    of = f" of {model}" if model else ""
+    return (
+        f"τ = {tau:.4f}, derived from a coverage: the threshold that accepts {coverage:.0%} of the {scope}{of}. "
+        "τ is a max-probability threshold (accepted when max probability ≥ τ, on both sides); "
+        f"{coverage:.0%} is the coverage, not τ. The same τ gives the same intervals anywhere in the tool."
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

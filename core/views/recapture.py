@@ -15,23 +15,30 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from core.exceptions import ModelFitWarning
 from core.imaging.demo import render_condition, render_condition_image
+from core.imaging.fit import MAX_RESAMPLE_FACTOR, counted, image_fit
 from core.imaging.images import png_data_uri
-from core.imaging.probe import parse_floats, probe_image, probe_uploaded
+from core.imaging.probe import open_upload, parse_floats, probe_image, run_probes
 from core.paired.screening import recapture_queue, risk_column, screening_metrics, screening_scores
 
 if TYPE_CHECKING:
     from core.imaging.demo import DemoImages, DemoPool
 
 __all__ = [
+    "MAX_RESAMPLE_FACTOR",
+    "ModelFitWarning",
+    "counted",
     "defined_scores",
     "demo_condition_images",
     "demo_probe_image",
+    "image_fit",
+    "open_upload",
     "parse_floats",
     "png_data_uri",
     "probe_image",
-    "probe_uploaded",
     "recapture_queue",
+    "run_probes",
     "screening_metrics",
     "screening_scores",
 ]

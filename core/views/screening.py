@@ -9,7 +9,73 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["CoverageCurves", "coverage_by_budget", "thumbnail_uri"]
+__all__ = [
+    "SIMULATED_SOURCE",
+    "SYNTHETIC_SOURCE",
+    "CoverageCurves",
+    "FailureSource",
+    "coverage_by_budget",
+    "failure_source",
+    "thumbnail_uri",
+]
+
+SYNTHETIC_SOURCE = "synthetic"
+"""The source of the tool's own corruption probes in paired records (``probe``'s ``records.parquet``
+and the demo pool): the very images the scores U, δ, ret and A3 are computed from."""
+SIMULATED_SOURCE = "simulated-recapture"
+"""The demo pool's simulated print-and-recapture conditions (:mod:`core.imaging.recapture_sim`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FailureSource:
+    """What the failures of one source of paired records are, as the Recapture queue names them.
+
+    Attributes
+    ----------
+    source : str
+    usable : bool
+        Whether they may judge the screening scores; False for :data:`SYNTHETIC_SOURCE` (circular).
+    name : str
+        How the page names them: ``"Real failures"`` (a re-capture the user made),
+        ``"Simulated re-capture failures"`` (the demo pool's simulation) or ``"Synthetic failures"``.
+    reason : str or None
+        Why they are left out, when not usable.
+    """
+
+    source: str
+    usable: bool
+    name: str
+    reason: str | None
+
+
+def failure_source(source: str) -> FailureSource:
+    """How the failures of paired records of ``source`` may be named and used on the Recapture queue.
+
+    The tool's own corruptions are never called real failures: the scores U, δ, ret and A3 are
+    computed from the same corrupted images, so judging them by those failures is circular.
+
+    Examples
+    --------
+    >>> failure_source("synthetic").usable, failure_source("recapture").name
+    (False, 'Real failures')
+    >>> failure_source("simulated-recapture").name
+    'Simulated re-capture failures'
+    """
+    source = str(source)
+    if source == SYNTHETIC_SOURCE:
+        return FailureSource(
+            source=source,
+            usable=False,
+            name="Synthetic failures",
+            reason=(
+                f"the source '{source}' holds the tool's own corruptions, the very probe images the scores "
+                "U, δ, ret and A3 are computed from; judging the scores by them would be circular, so they are "
+                "left out."
+            ),
+        )
+    if source == SIMULATED_SOURCE:
+        return FailureSource(source=source, usable=True, name="Simulated re-capture failures", reason=None)
+    return FailureSource(source=source, usable=True, name="Real failures", reason=None)
 
 
 @dataclass(frozen=True, kw_only=True)

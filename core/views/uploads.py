@@ -16,8 +16,9 @@ import io
 import json
 import re
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CELL_BUDGET",
+    "PROBE_FOLDER_FILES",
     "LARGE_TABLE_ROWS",
     "MIN_SAMPLE_ROWS",
     "UPLOAD_LIMIT_MB",
@@ -50,6 +52,7 @@ __all__ = [
     "load_screening_upload",
     "load_unpaired_upload",
     "parse_blocks",
+    "screening_files",
     "table_columns",
     "upload_digest",
 ]
@@ -160,7 +163,7 @@ class FilesUpload:
     ``st.session_state["paired_upload"]`` (``kind`` ``"paired"``: role ``records``;
     ``"unpaired"``: roles ``clean``, ``perturbed`` and optionally ``counts``) and
     ``st.session_state["recapture_upload"]`` (``kind`` ``"screening"``: roles ``probes`` and
-    ``clean``) hold one, or None.
+    ``clean``, and ``probes.2``, ``probes.3``, … for further per-probe files) hold one, or None.
 
     Attributes
     ----------
@@ -181,6 +184,8 @@ class FilesUpload:
             raise ValueError(f"`kind` must be one of {sorted(roles)}; got {self.kind!r}.")
         required, optional = roles[self.kind]
         given = set(self.files)
+        if self.kind == "screening":  # several per-probe files (probes.parquet and natural.parquet)
+            optional = {r for r in given if re.fullmatch(r"probes\.[2-9]\d*", r)}
         if not required <= given <= required | optional:
             raise ValueError(
                 f"A {self.kind!r} upload needs the files {sorted(required)} (optional: "
@@ -405,7 +410,7 @@ def load_unpaired_upload(
 
 
 def load_screening_upload(
-    probes: tuple[str, bytes],
+    probes: tuple[str, bytes] | Sequence[tuple[str, bytes]],
     clean: tuple[str, bytes],
     *,
     outcomes: pd.DataFrame | None = None,
@@ -416,10 +421,12 @@ def load_screening_upload(
 
     Parameters
     ----------
-    probes : (file name, bytes)
+    probes : (file name, bytes), or a sequence of them
         Per-probe outputs, CSV or Parquet, long format ``model, record_id, probe, kind,
         true_label, pred, max_prob, true_prob`` (optional ``prob_0 .. prob_{C-1}``; ``kind`` in
-        ``{"corruption", "transform"}``).
+        ``{"corruption", "transform"}``); several files are concatenated, as
+        ``python -m core paired --probes probes.parquet natural.parquet`` does (the
+        ``transform`` rows of ``natural.parquet`` give TTA).
     clean : (file name, bytes)
         Clean outputs, one row per (model, image): ``model, record_id, true_label, pred,
         max_prob, true_prob``, optional ``split`` (``dev`` / ``eval``), ``group``, ``prob_*``.
@@ -441,11 +448,22 @@ def load_screening_upload(
         Too large, unreadable, or failing validation; the message names the file (and which of
         the two tables it is), the row (and CSV line) and the column.
     """
+    import pandas as pd
+
     from core.paired.screening import screening_scores
     from core.validation import read_table
 
-    _check_upload(actor, probes[0], clean[0])
+    many = [probes] if isinstance(probes, tuple) and len(probes) == 2 and isinstance(probes[1], bytes) else probes
+    many = list(many)
+    if not many:
+        raise ValueError("no per-probe outputs uploaded; expected at least one file.")
+    _check_upload(actor, *(f[0] for f in many), clean[0])
     labels = {"probes": "{name} (per-probe outputs)", "clean": "{name} (clean outputs)"}
+    files = {"clean": clean}
+    for i, item in enumerate(many):
+        role = "probes" if i == 0 else f"probes.{i + 1}"
+        files[role] = item
+        labels[role] = labels["probes"]
 
     def load(paths: dict[str, Path | None]) -> pd.DataFrame:
         from core.formats import PROBE_OUTPUTS, check_table_file
@@ -455,19 +473,121 @@ def load_screening_upload(
             table = read_table(path)
             check_table_file(path, PROBE_OUTPUTS, where=str(path))  # `probe`'s files name their version
             frames[role], origins[role] = table.frame, table.origin
+        probe_roles = [r for r in frames if r != "clean"]
+        if len(probe_roles) > 1:
+            # Row numbers in messages are those of the concatenation: name them per file below.
+            for role in probe_roles:
+                frames[role] = frames[role].assign(_file=role)
+        stacked = pd.concat([frames[r] for r in probe_roles], ignore_index=True)
         try:
-            return screening_scores(frames["probes"], frames["clean"], outcomes=outcomes)
+            return screening_scores(stacked.drop(columns="_file", errors="ignore"), frames["clean"], outcomes=outcomes)
         except ValueError as exc:
             # screening_scores names tables as `probes` / `clean` and rows 1-based in file order.
             message = str(exc)
-            for role, origin in origins.items():
+            offsets = dict(zip(probe_roles, accumulate([0] + [len(frames[r]) for r in probe_roles])))
+
+            def probes_row(m: re.Match) -> str:
+                row = int(m.group(1)) - 1
+                role = [r for r in probe_roles if offsets[r] <= row][-1]
+                origin = origins[role]
                 label = labels[role].format(name=Path(origin.name).name)
-                message = re.sub(
-                    rf"`{role}` row (\d+)",
-                    lambda m: origin.row(int(m.group(1)) - 1).replace(origin.name, label),
-                    message,
-                )
-                message = message.replace(f"`{role}`", label)
+                return origin.row(row - int(offsets[role])).replace(origin.name, label)
+
+            message = re.sub(r"`probes` row (\d+)", probes_row, message)
+            origin = origins["clean"]
+            clean_label = labels["clean"].format(name=Path(origin.name).name)
+            message = re.sub(
+                r"`clean` row (\d+)",
+                lambda m: origin.row(int(m.group(1)) - 1).replace(origin.name, clean_label),
+                message,
+            )
+            names = ", ".join(labels[r].format(name=Path(origins[r].name).name) for r in probe_roles)
+            message = message.replace("`probes`", names).replace("`clean`", clean_label)
             raise ValueError(message) from None
 
-    return _staged({"probes": probes, "clean": clean}, labels, load)
+    return _staged(files, labels, load)
+
+
+#: The files of ``python -m core probe``'s output folder a zip of it is read for.
+PROBE_FOLDER_FILES = ("probes.parquet", "natural.parquet", "clean.parquet")
+
+
+def screening_files(
+    probe_files: Sequence[tuple[str, bytes]], clean: tuple[str, bytes] | None = None
+) -> dict[str, tuple[str, bytes]] | None:
+    """The roles of a screening upload (:class:`FilesUpload` ``kind="screening"``) from what was uploaded.
+
+    Parameters
+    ----------
+    probe_files : sequence of (file name, bytes)
+        Per-probe output files (CSV / Parquet: e.g. ``probes.parquet`` and ``natural.parquet``,
+        both, so that TTA is kept), or one ``.zip`` of ``probe``'s output folder, whose
+        ``probes.parquet``, ``natural.parquet`` and ``clean.parquet`` are read (the folder may
+        be the archive's root or its one top folder).
+    clean : (file name, bytes), optional
+        The clean outputs; optional when the zip holds ``clean.parquet``.
+
+    Returns
+    -------
+    dict or None
+        Roles ``probes``, ``probes.2``, … and ``clean``; None until both sides are there.
+
+    Raises
+    ------
+    ValueError
+        A zip that is unreadable, holds none of the files, or is too large; a zip beside other files.
+
+    Examples
+    --------
+    >>> sorted(screening_files([("probes.parquet", b"p"), ("natural.parquet", b"n")], ("clean.csv", b"c")))
+    ['clean', 'probes', 'probes.2']
+    """
+    probe_files = list(probe_files)
+    zips = [f for f in probe_files if str(f[0]).lower().endswith(".zip")]
+    if zips and len(probe_files) > 1:
+        raise ValueError(
+            f"{_safe_name(zips[0][0], 'the zip')}: upload either one zip of the probe's output folder or its "
+            "table files, not both."
+        )
+    if zips:
+        members = _probe_folder_members(*zips[0])
+        probe_files = [members[n] for n in PROBE_FOLDER_FILES[:2] if n in members]
+        if clean is None and "clean.parquet" in members:
+            clean = members["clean.parquet"]
+        if not probe_files:
+            raise ValueError(
+                f"{_safe_name(zips[0][0], 'the zip')}: holds no probes.parquet; expected a zip of the output "
+                "folder of the probe command."
+            )
+    if not probe_files or clean is None:
+        return None
+    roles = {"probes" if i == 0 else f"probes.{i + 1}": item for i, item in enumerate(probe_files)}
+    return {**roles, "clean": clean}
+
+
+def _probe_folder_members(name: str, data: bytes) -> dict[str, tuple[str, bytes]]:
+    """``PROBE_FOLDER_FILES`` found in a zip of the output folder, as (``zip/file``, bytes)."""
+    import zipfile
+
+    shown = _safe_name(name, "the zip")
+    check_upload_size(data, shown)
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        infos = [i for i in archive.infolist() if not i.is_dir()]
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ValueError(f"{shown}: is not a readable zip archive ({exc}).") from None
+    found: dict[str, tuple[str, bytes]] = {}
+    for info in infos:
+        parts = Path(info.filename.replace("\\", "/")).parts
+        base = parts[-1] if parts else ""
+        if base not in PROBE_FOLDER_FILES or len(parts) > 2 or base in found:
+            continue
+        if info.flag_bits & 0x1:
+            raise ValueError(f"{shown}: member {info.filename!r} is encrypted; give an unencrypted archive.")
+        if info.file_size > UPLOAD_LIMIT_MB * 1024**2:
+            raise ValueError(
+                f"{shown}: member {info.filename!r} unpacks to {info.file_size / 1024**2:,.0f} MB; each file is "
+                f"limited to {UPLOAD_LIMIT_MB} MB."
+            )
+        found[base] = (f"{shown}/{base}", archive.read(info))
+    return found

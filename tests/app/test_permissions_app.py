@@ -122,7 +122,10 @@ def test_admin_sees_upload_trust_run_controls(reviews_db, team_file):
     assert {"Probe your own ONNX model on your images", "Your per-probe outputs", "Run the probes"} <= set(
         shown["recapture"]
     )
-    assert {"uploader Per-probe outputs (CSV or Parquet)", "uploader ONNX model (.onnx)"} <= set(shown["recapture"])
+    assert {
+        "uploader Per-probe outputs (CSV or Parquet, several files; or a .zip of the output folder)",
+        "uploader ONNX model (.onnx)",
+    } <= set(shown["recapture"])
     at.switch_page("pages/overview.py").run()
     at.session_state[OwnModelState.form_open.key] = True
     train, test = default_tables(n_train=300, n_test=60)

@@ -276,7 +276,7 @@ def test_probe_upload_ranks_its_own_images_and_follows_the_budget(app, probe_out
     assert metric(at, "Clean-correct test images") == f"{n:,}"
     assert any("Images: **probes.csv, clean.csv**" in c.value for c in at.caption)
     # No paired records uploaded: the queue is ranked by the score alone, the curves are hidden.
-    assert any("No real failures to judge the scores by" in i.value for i in at.info)
+    assert any("No failures to judge the scores by" in i.value for i in at.info)
     assert not at.get("plotly_chart")
     assert "Failures found (expected)" not in [m.label for m in at.metric]
     for percent in (10, 30):

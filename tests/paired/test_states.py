@@ -63,6 +63,19 @@ def test_undefined_targets_are_nan_with_a_warning():
     assert t.ds_s == pytest.approx(0.0)
 
 
+def test_the_undefined_targets_warning_is_in_plain_words():
+    rows = [(1, 0, 1, 0.5, 0.2, 1, 0.5, 0.2), (2, 0, 1, 0.5, 0.2, 1, 0.5, 0.2)]
+    with pytest.warns(UndefinedTargetWarning) as caught:
+        paired_targets(pd.concat([_cell(rows, condition="a"), _cell(rows, condition="b")]), 0.5)
+    [message] = {str(w.message) for w in caught}
+    assert message == (
+        "some targets have no value, left empty: dM_k in 2 cells (no pair is correct on both sides); "
+        "ds_w in 2 cells (no pair is wrong on both sides with two different labels); Q in 2 cells (the clean "
+        "or the perturbed confidence is the same for every pair)."
+    )
+    assert "NaN" not in message and "{" not in message
+
+
 def test_section_3_1_targets_under_both_pairings():
     lose = [(1, 0, 0, 0.9, 0.9, 0, 0.6, 0.6), (2, 0, 0, 0.6, 0.6, 1, 0.8, 0.2)]
     err = [(1, 0, 0, 0.9, 0.9, 1, 0.8, 0.2), (2, 0, 0, 0.6, 0.6, 0, 0.6, 0.6)]
