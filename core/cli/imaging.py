@@ -3,7 +3,7 @@
 ``python -m core probe --model-file MODEL.onnx --images IMAGES [--labels LABELS.csv] --out DIR``
 ``    [--probes default] [--natural default] [--mean M,... --std S,...] [--batch-size 256]``
 ``    [--perturbed DIR2 ...] [--seed 0] [--name NAME] [--force] [--no-progress]``
-``    [--engine dask --workers N | --scheduler ADDRESS]``
+``    [--engine dask --workers N | --scheduler ADDRESS] [--threads N]``
 
 ``IMAGES`` is a folder of PNG / JPEG files (names in ``LABELS.csv``, columns ``file,label``),
 a ``.zip`` of them or an ``.npz`` (``images``, ``labels``). Writes ``DIR/clean.parquet``,
@@ -31,6 +31,7 @@ from core.atomic import check_output_folder
 from core.cli.options import (
     add_execution_options,
     add_renamed_option,
+    add_threads_option,
     argument_type,
     cluster_from_args,
     comma_floats,
@@ -84,7 +85,9 @@ def register(subparsers) -> None:
     )
     p.add_argument("--seed", type=seed_int, default=0, help="seed of the random corruptions")
     p.add_argument("--name", help="model name in the tables (default: the model file's stem)")
-    add_execution_options(p.add_argument_group("execution"))
+    execution = p.add_argument_group("execution")
+    add_execution_options(execution)
+    add_threads_option(execution)
     p.set_defaults(func=run)
 
 
@@ -106,7 +109,12 @@ def run(args) -> int:
         raise ValueError(f"{flag} {given!r}: expected an .onnx file (nothing else is read: no pickles).")
     check_output_folder(args.out, force=args.force)
     cluster = cluster_from_args(args)
-    model = OnnxImageClassifier(model_path.read_bytes(), where=str(model_path), mean=args.mean, std=args.std)
+    # Locally the session takes --threads (default: every core); on Dask the workers' sessions
+    # do, and this one only reads the graph and runs one clean image.
+    threads = args.threads if args.engine == "local" else 1
+    model = OnnxImageClassifier(
+        model_path.read_bytes(), where=str(model_path), mean=args.mean, std=args.std, threads=threads
+    )
     images = open_images(args.images, args.labels)
     perturbed = {}
     for path in args.perturbed:
@@ -147,7 +155,7 @@ def run(args) -> int:
 
             work = work_folder(args.out)
             with cluster as client:
-                result = probe_on_dask(model, images, work=work, client=client, **settings)
+                result = probe_on_dask(model, images, work=work, client=client, threads=args.threads, **settings)
     finally:
         if bar is not None:
             bar.close()

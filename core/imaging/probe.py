@@ -19,8 +19,8 @@ Every variant the model sees is an 8-bit image (corruptions are quantised), so
 severity, image) has its own random stream ``SeedSequence(seed, spawn_key=(type, severity,
 position))``, so outputs do not depend on the batch size or on the other images.
 
-Speed: the model (onnxruntime, one thread) runs while a second thread prepares the next
-variants, and an 8-bit image becomes the model's input by one table look-up per channel
+Speed: the model (onnxruntime, on every core by default: ``threads``) runs while a second
+thread prepares the next variants, and an 8-bit image becomes the model's input by one table look-up per channel
 (:meth:`OnnxImageClassifier.model_input`), so a probe takes about as long as its model passes
 alone (``tests/bench/bench_probe.py``). The work is cut into batches of ``batch_size`` images
 (:class:`ProbePlan`, :func:`probe_raw`), which :mod:`core.scale.probe` spreads over Dask
@@ -157,11 +157,16 @@ class OnnxImageClassifier:
         Its name, for messages.
     mean, std : sequence of float, optional
         Per-channel normalisation (one value, or one per input channel); default 0 and 1.
+    threads : int, optional
+        onnxruntime's intra-op threads; None: every core of this process
+        (:func:`core.onnx_session.default_threads`). Kept, resolved, in :attr:`threads` and the
+        probe's manifest: outputs are identical at one thread count and agree within
+        :data:`core.onnx_session.THREAD_RTOL` across counts.
 
     Raises
     ------
     ValueError
-        Unreadable model; not exactly one float image input of rank 4 with fixed height and
+        A ``threads`` that is not a positive int; unreadable model; not exactly one float image input of rank 4 with fixed height and
         width (the message shows the input's shape) of at most
         :data:`core.imaging.images.MAX_PIXELS` pixels; ambiguous layout; an output that is not
         ``(N, C)``; bad ``mean`` / ``std``.
@@ -174,13 +179,15 @@ class OnnxImageClassifier:
         where: str = "the ONNX model",
         mean: Sequence[float] | None = None,
         std: Sequence[float] | None = None,
+        threads: int | None = None,
     ) -> None:
-        from core.onnx_session import cpu_session
+        from core.onnx_session import check_threads, cpu_session
 
         self.model_bytes = bytes(model_bytes)
         self.where = where
         self.sha256 = hashlib.sha256(self.model_bytes).hexdigest()
-        self._session = cpu_session(self.model_bytes, where=f"{where}:")
+        self.threads = check_threads(threads)
+        self._session = cpu_session(self.model_bytes, where=f"{where}:", threads=self.threads)
         self.input = self._read_input()
         outputs = self._session.get_outputs()
         shape = outputs[0].shape
@@ -478,8 +485,8 @@ _DONE = object()
 def _prepared_ahead(items, depth: int = 2):
     """Iterate ``items`` while a second thread computes the next ``depth`` of them.
 
-    The model (onnxruntime, one thread) and the image arithmetic (numpy, scipy.ndimage and
-    Pillow, which release the GIL in their loops) then run on two cores at once. At most
+    The model (onnxruntime, its own threads) and the image arithmetic (numpy, scipy.ndimage
+    and Pillow, which release the GIL in their loops) then run at once. At most
     ``depth + 1`` prepared batches exist beyond the one the model holds, so memory stays
     bounded by the batch size. An error in the preparing thread is raised here; leaving the
     loop early stops that thread.
@@ -723,10 +730,13 @@ def assemble_probe_result(
     *,
     model_name: str | None,
     perturbed: Mapping[str, ImageSet],
+    threads: int | None = None,
 ) -> ProbeResult:
     """The :class:`ProbeResult` of the raw outputs of every image (:func:`probe_raw` over all batches).
 
     Whether the model gives logits or probabilities is decided here, on every clean row.
+    ``threads``: the onnxruntime threads of the sessions that computed ``raw``, for the
+    manifest (None: ``model.threads``).
     """
     name = str(model_name or "model")
     spec = model.input
@@ -827,6 +837,7 @@ def assemble_probe_result(
         "recaptures": {cond: other.where for cond, other in perturbed.items()},
         "seed": plan.seed,
         "batch_size": plan.batch_size,
+        "threads": int(model.threads if threads is None else threads),
         "note": "Corruption parameters follow ImageNet-C with spatial sizes scaled to 32 px "
         "(core.imaging.corruptions); every probe input is an 8-bit image.",
     }
@@ -884,6 +895,7 @@ def probe_uploaded(
     limit_mb: int = 50,
     batch_size: int = 64,
     seed: int = 0,
+    threads: int | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     actor=None,
 ) -> tuple[ProbeResult, ImageSet]:
@@ -900,6 +912,8 @@ def probe_uploaded(
     mean, std : sequence of float, optional
     limit_mb, batch_size, seed, progress
         See :func:`run_probes`.
+    threads : int, optional
+        See :class:`OnnxImageClassifier`.
     actor : core.reviews.permissions.Actor, optional
         Who runs it on a server with sign-in: must be allowed to ``upload`` and to ``run``
         (checked before anything is read). None: local mode.
@@ -931,7 +945,7 @@ def probe_uploaded(
         if not str(name).lower().endswith(suffix):
             raise ValueError(f"{name!r}: the {role} upload must be a {suffix} file.")
         check_upload_size(data, str(name), limit_mb=limit_mb)
-    model = OnnxImageClassifier(model_file[1], where=str(model_file[0]), mean=mean, std=std)
+    model = OnnxImageClassifier(model_file[1], where=str(model_file[0]), mean=mean, std=std, threads=threads)
     images = open_zip_images(
         images_zip[1],
         where=str(images_zip[0]),
