@@ -23,7 +23,7 @@ from core.views.recapture import (
 from core.views.screening import coverage_by_budget
 from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload, upload_digest
 from ui.auth import current_access
-from ui.components import cached_figure, figure, guarded, page_header, run_page, table
+from ui.components import chart, guarded, page_header, run_page, table, vega_spec
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
 from ui.paired_data import ScreeningData, demo_condition, demo_images, demo_probes_of, paired_data, screening_data
@@ -392,9 +392,9 @@ def _queue(data: ScreeningData) -> None:
             condition=None if condition == _POOLED else condition,
         )
         budgets, curves, ceiling, random = coverage.budgets, coverage.curves, coverage.ceiling, coverage.random
-        figure(
-            cached_figure(
-                "coverage_figure",
+        chart(
+            vega_spec(
+                "coverage_spec",
                 budgets,
                 curves,
                 ceiling=ceiling,

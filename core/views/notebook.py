@@ -88,14 +88,17 @@ def certificate_figure(result: Any, sample_id: Any):
 
     Returns
     -------
-    plotly.graph_objects.Figure
-        :func:`core.viz.certificate.trajectory_figure` of the sample, titled with its id.
+    core.viz.display.VegaLiteChart
+        The two panels of :func:`core.viz.certificate_spec.trajectory_spec` (the dashboard's
+        and the report's chart) one under the other, titled with the sample's id: drawn live
+        by Jupyter, as an SVG in an exported notebook.
     """
-    from core.viz.certificate import trajectory_figure
+    from core.viz.certificate_spec import trajectory_spec
+    from core.viz.display import VegaLiteChart, stack_specs
 
     cert = result.certificates.certificate(_position(result, sample_id))
     names = [str(c) for c in result.class_of(np.arange(len(result.classes)))]
-    fig = trajectory_figure(
+    specs = trajectory_spec(
         list(cert.path),
         cert.path_margins,
         cert.proba[:, cert.pred],
@@ -103,7 +106,8 @@ def certificate_figure(result: Any, sample_id: Any):
         predicted=[names[p] for p in cert.preds],
         class_label=names[cert.pred],
     )
-    return fig.update_layout(title_text=f"Sample {sample_id}: removal trajectory ({names[cert.pred]})")
+    title = f"Sample {sample_id}: removal trajectory ({names[cert.pred]})"
+    return VegaLiteChart(stack_specs([specs.margin, specs.probability], title=title))
 
 
 def _cell(value: Any) -> str:

@@ -172,10 +172,9 @@ def _child_probe(args) -> dict:
 
 def _child_bare(args) -> dict:
     import numpy as np
+    import onnxruntime as ort
     import pandas as pd
     from PIL import Image
-
-    import onnxruntime as ort
 
     from core.imaging.corruptions import CORRUPTIONS, NATURAL_TRANSFORMS
 

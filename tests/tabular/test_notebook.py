@@ -83,13 +83,20 @@ def test_queue_refuses_bad_arguments_echoing_them(result, kwargs, match):
 def test_plot_certificate_names_the_class_and_refuses_unknown_ids(result):
     sample_id = result.certificates.table.index[3]
     position = 3
-    fig = result.plot_certificate(sample_id)
+    chart = result.plot_certificate(sample_id)
     cert = result.certificates.certificate(position)
     label = str(result.classes[cert.pred])
-    assert fig.layout.yaxis2.title.text == f"P({label})"
-    assert str(sample_id) in fig.layout.title.text
-    np.testing.assert_array_equal(fig.data[0].y, cert.path_margins)
-    np.testing.assert_array_equal(fig.data[1].y, cert.proba[:, cert.pred])
+    margin, probability = chart.spec["vconcat"]
+    assert str(sample_id) in chart.spec["title"]["text"] and label in chart.spec["title"]["text"]
+    assert probability["layer"][0]["encoding"]["y"]["title"] == f"P({label})"
+    rows = margin["data"]["values"]
+    assert probability["data"]["values"] == rows
+    np.testing.assert_array_equal([r["margin"] for r in rows], cert.path_margins)
+    np.testing.assert_allclose([r["proba"] for r in rows], cert.proba[:, cert.pred], rtol=0, atol=0)
+    assert [r["k"] for r in rows] == list(range(len(cert.path_margins)))
+    bundle = chart._repr_mimebundle_()
+    assert bundle["application/vnd.vegalite.v5+json"] == chart.spec
+    assert bundle["image/svg+xml"].lstrip().startswith("<svg") and f"P({label})" in bundle["image/svg+xml"]
     for bad in (-1, "3", 10**9, None, [sample_id]):
         with pytest.raises(ValueError, match=rf"`sample_id` {re.escape(repr(bad))} is not a test row"):
             result.plot_certificate(bad)
@@ -130,6 +137,7 @@ def test_the_example_notebook_runs(monkeypatch, tmp_path):
     assert not [o for o in outputs if o.output_type == "error"]
     bundles = [o.get("data", {}) for o in outputs if o.output_type in ("execute_result", "display_data")]
     assert any("Fragility audit" in b.get("text/html", "") for b in bundles), "the result's HTML repr"
-    assert any("application/vnd.plotly.v1+json" in b for b in bundles), "a plotly figure"
+    chart = next(b for b in bundles if "application/vnd.vegalite.v5+json" in b)  # the certificate chart
+    assert chart["image/svg+xml"].lstrip().startswith("<svg"), "a static drawing for exported notebooks"
     queue = next(b for b in bundles if "rank" in b.get("text/plain", "") and "sample_id" in b.get("text/plain", ""))
     assert any(name in queue["text/plain"] for name in ("Adelie", "Chinstrap", "Gentoo"))
