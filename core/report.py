@@ -41,7 +41,7 @@ from core.validation import check_budget
 from core.views.paired import evaluation_records
 from core.views.ranking import attach_decisions, capture_curves, rank_queue
 from core.views.tabular import flip_budget_shown
-from core.viz.display import VEGA_LITE_VERSION
+from core.viz.display import vega_bundle
 from core.viz.tables import flip_budget_text
 
 if TYPE_CHECKING:
@@ -568,9 +568,7 @@ class _Figures:
         specs = [spec.margin, spec.probability] if isinstance(spec, viz.TrajectorySpecs) else [spec]
         parts = []
         if self.count == 0:
-            import vl_convert
-
-            parts.append(f"<script>{vl_convert.javascript_bundle(vl_version=VEGA_LITE_VERSION)}</script>")
+            parts.append(f"<script>{vega_bundle()}</script>")
         for one in specs:
             div_id = f"figure-{self.count}"
             self.count += 1

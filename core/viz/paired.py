@@ -139,11 +139,18 @@ def intervals_spec(
                     },
                     {
                         "transform": [defined_only, {"filter": "isValid(datum.observed)"}],
-                        "mark": {"type": "point", "shape": "diamond", "size": 130, "filled": True, "color": FLIPPED},
+                        "mark": {
+                            "type": "point",
+                            "shape": "diamond",
+                            "size": 130,
+                            "fill": FLIPPED,
+                            "fillOpacity": 1,
+                            "stroke": "black",
+                            "strokeWidth": 1,
+                        },
                         "encoding": {
                             "y": y,
                             "x": {**x, "field": "observed"},
-                            "stroke": {"value": "black"},
                             "tooltip": [{"field": "observed", "format": ".4f"}],
                         },
                     },
