@@ -34,7 +34,7 @@ def _vector(values: ArrayLike, name: str, *, length: int | None = None) -> np.nd
 def _wrap(text: str, width: int, *, lines: int = 2) -> str:
     """``text`` broken at spaces / underscores into at most ``lines`` lines of ``width`` characters
     (``<br>``-joined), the rest cut with an ellipsis: long group names must not overlap their
-    neighbours' tick labels or run out of the figure (plotly hides a label past the edge)."""
+    neighbours' tick labels or run out of the figure (a label past the edge is cut)."""
     words = [w for w in text.replace("_", "_ ").split(" ") if w]
     out: list[str] = []
     current = ""
