@@ -1,7 +1,7 @@
 """The stakeholder report as PDF: the self-contained HTML report printed by Chromium.
 
 No PDF is written by hand: the HTML of :func:`core.report.build_report` is opened in a
-headless Chromium (through Playwright) with the network disabled, every plotly figure is
+headless Chromium (through Playwright) with the network disabled, every Vega-Lite figure is
 waited for, and Chromium's own print (``page.pdf``) produces the file, which is then
 published atomically (:mod:`core.atomic`). Without Playwright or Chromium,
 :class:`PdfUnavailableError` says which one is missing and how to get it.
@@ -59,7 +59,7 @@ def html_to_pdf(html: str, *, chromium: str | os.PathLike[str] | None = None) ->
     """Print the report HTML to PDF bytes with headless Chromium, offline.
 
     Every request other than the page itself is refused (the report is self-contained, so
-    nothing is lost), the page's plotly figures are awaited, then Chromium prints A4 pages
+    nothing is lost), the page's Vega-Lite figures are awaited (drawn as SVG), then Chromium prints A4 pages
     with the background colours kept.
 
     Raises
@@ -78,7 +78,7 @@ def html_to_pdf(html: str, *, chromium: str | os.PathLike[str] | None = None) ->
             "HTML report (--out) needs neither."
         ) from None
     executable = find_chromium(chromium)
-    n_figures = len(re.findall(r'class="plotly-graph-div"', html))
+    n_figures = len(re.findall(r'class="vega-fig"', html))
     # A file URL (not set_content): the page's origin is then file://, which the route lets through.
     with tempfile.TemporaryDirectory(prefix="report-pdf-") as tmp:
         page_file = Path(tmp) / "report.html"
@@ -100,7 +100,7 @@ def html_to_pdf(html: str, *, chromium: str | os.PathLike[str] | None = None) ->
                 page.goto(page_file.as_uri(), wait_until="load")
                 try:
                     page.wait_for_function(
-                        f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {n_figures}",
+                        f"document.querySelectorAll('.vega-fig svg.marks').length >= {n_figures}",
                         timeout=_RENDER_TIMEOUT_MS,
                     )
                 except PlaywrightError:

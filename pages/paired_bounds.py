@@ -35,7 +35,7 @@ from core.views.paired import (
 from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload
 from ui.audit_jobs import AuditJob, foreground_wait_s, job_for, progress_panel
 from ui.auth import current_access
-from ui.components import cached_figure, figure, guarded, page_header, run_page, table
+from ui.components import cached_figure, chart, figure, guarded, page_header, run_page, table, vega_spec
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
 from ui.paired_data import PairedData, paired_data
@@ -323,8 +323,8 @@ def _paired_body(data: PairedData) -> None:
     m[3].metric("Perturbed accuracy", f"{(cell['pert_pred'] == cell['true_label']).mean():.1%}")
 
     intervals = cell_intervals(cell, tau)
-    figure(
-        cached_figure("intervals_figure", intervals),
+    chart(
+        vega_spec("intervals_spec", intervals),
         "Each bar spans every value some pairing consistent with that level allows; narrower is better "
         "identified. The ◆ (recorded pairing) always lies inside. 'undefined' = no pair is correct on both sides.",
     )
@@ -426,8 +426,8 @@ def _unpaired_body(data: PairedData) -> None:
     m[3].metric("Clean accuracy", f"{(clean['pred'] == clean['true_label']).mean():.1%}")
     m[4].metric("Perturbed accuracy", f"{(pert['pred'] == pert['true_label']).mean():.1%}")
     intervals = unpaired_cell_intervals(unpaired, tau)
-    figure(
-        cached_figure("intervals_figure", intervals),
+    chart(
+        vega_spec("intervals_spec", intervals),
         f"Each bar spans every value some pairing consistent with that level allows; narrower is better "
         f"identified. Levels above {unpaired.level} need more counts. 'undefined' = no pair can be correct on "
         "both sides.",

@@ -29,7 +29,7 @@ from core.views.recapture import (
 from core.views.screening import SIMULATED_SOURCE, coverage_by_budget, failure_source
 from core.views.uploads import UPLOAD_LIMIT_MB, FilesUpload, screening_files, upload_digest
 from ui.auth import current_access
-from ui.components import cached_figure, figure, guarded, page_header, run_page, table
+from ui.components import chart, guarded, page_header, run_page, table, vega_spec
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
 from ui.paired_data import ScreeningData, demo_condition, demo_images, demo_probes_of, paired_data, screening_data
@@ -461,9 +461,9 @@ def _queue(data: ScreeningData, *, left_out: str | None = None) -> None:
             condition=None if condition == _POOLED else condition,
         )
         budgets, curves, ceiling, random = coverage.budgets, coverage.curves, coverage.ceiling, coverage.random
-        figure(
-            cached_figure(
-                "coverage_figure",
+        chart(
+            vega_spec(
+                "coverage_spec",
                 budgets,
                 curves,
                 ceiling=ceiling,

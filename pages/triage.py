@@ -18,7 +18,7 @@ from core.views.ranking import (
 from core.views.tabular import flip_budget_shown, prediction_table
 from ui.audit_line import audit_line
 from ui.certificate import certificate_panel, flip_budget_text, lambda_text
-from ui.components import cached_figure, figure, guarded, page_header, run_page
+from ui.components import chart, guarded, page_header, run_page, vega_spec
 from ui.data import current_audit
 from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
@@ -243,9 +243,9 @@ def _queue_and_review(result, frame) -> None:
         + ("" if np.isnan(ratio) else f". {score} reaches {ratio:.0%} of that ceiling."),
     )
 
-    figure(
-        cached_figure(
-            "coverage_figure",
+    chart(
+        vega_spec(
+            "coverage_spec",
             _BUDGETS,
             curves,
             ceiling=ceiling,
@@ -258,9 +258,9 @@ def _queue_and_review(result, frame) -> None:
         "Higher is better: each line ranks the predictions by one score and counts the brittle ones in its "
         "top q. Dashed grey: the best possible ranking; dotted grey: picking at random.",
     )
-    figure(
-        cached_figure(
-            "score_metrics_figure",
+    chart(
+        vega_spec(
+            "score_metrics_spec",
             summary.rename(columns={"capture": f"capture@{budget:.0%}"}),
             capture_column=f"capture@{budget:.0%}",
             highlight=score,

@@ -98,13 +98,57 @@ def test_report_has_every_section_and_the_audit_values(audit, tmp_path, capsys):
 
 def test_report_is_one_self_contained_file(audit):
     text = build_report(load_audit_folder(audit[1]))
+    assert text.count("window.vegaEmbed=") == 1, "the vega bundle is inlined exactly once"
+    # The page outside the bundle's code (whose tooltip handler writes an <img> for a tooltip
+    # field named "image", which no spec here has) loads nothing.
+    at = text.index("window.vegaEmbed=")
+    page = text[: text.rfind("<script>", 0, at)] + text[text.index("</script>", at) :]
+    assert len(page) < 300_000
     assert not re.search(r"<script[^>]*\bsrc\s*=", text, re.I)
     assert not re.search(r"<link\b", text, re.I)
-    assert not re.search(r"<img\b|<iframe\b|@import|url\(\s*['\"]?https?:", text, re.I)
-    assert len(re.findall(r"plotly\.js v\d", text)) == 1, "plotly.js is inlined exactly once"
-    n_figures = len(re.findall(r'class="plotly-graph-div"', text))
-    assert n_figures == 10  # 2 score figures + 2 population figures + 3 × (trajectory, collapse)
+    assert not re.search(r"<img\b|<iframe\b|@import|url\(\s*['\"]?https?:", page, re.I)
+    assert '"image"' not in page
+    assert "plotly" not in text.lower()
+    n_figures = len(re.findall(r'class="vega-fig"', text))
+    # 2 score figures + 2 population figures + 3 × (trajectory's two panels, collapse)
+    assert n_figures == text.count('"renderer": "svg"') == 13
     assert f"<!-- figures: {n_figures} -->" in text
+
+
+def test_report_is_small(audit):
+    """Issue 39: the report of an audit stays under 1.5 MB (it was 4.96 MB with plotly.js)."""
+    assert len(build_report(load_audit_folder(audit[1])).encode("utf-8")) < 1.5e6
+
+
+def test_report_figures_hold_the_audits_data(audit):
+    """Every figure's data, read back from its embedded spec, is the audit's (the specs' own
+    data tests live in tests/viz)."""
+    inputs = load_audit_folder(audit[1])
+    text = build_report(inputs)
+    specs = [json.loads(m) for m in re.findall(r'vegaEmbed\("#figure-\d+", (.*?), \{"actions"', text)]
+    assert len(specs) == 13
+    cert = inputs.certificates
+    (scatter,) = [s for s in specs if any({"confidence", "fds", "label"} <= set(v) for v in _values(s))]
+    points = [v for v in _values(scatter) if "fds" in v]
+    assert sorted(v["fds"] for v in points) == sorted(cert["fds"].astype(float).tolist())
+    (histogram,) = [s for s in specs if any("predictions" in v for v in _values(s))]
+    counts = [v["predictions"] for v in _values(histogram)]
+    depth = int(inputs.protocol["depth"])
+    assert counts == np.bincount(cert["flip_budget"].astype(int), minlength=depth + 2)[1:].tolist()
+    trajectories = [s for s in specs if s.get("title", {}).get("text") == "Removal trajectory"]
+    assert len(trajectories) == 3
+    for spec in trajectories:  # every step of a stored path, margins as stored
+        rows = _values(spec)
+        assert [r["k"] for r in rows] == list(range(len(rows)))
+        assert any(np.allclose([r["margin"] for r in rows], m) for m in cert["path_margins"])
+
+
+def _values(spec: dict) -> list[dict]:
+    """Every inline data row of a spec (its own data and its layers')."""
+    out = list(spec.get("data", {}).get("values", []))
+    for part in (*spec.get("layer", []), *spec.get("hconcat", []), *spec.get("vconcat", [])):
+        out += _values(part)
+    return out
 
 
 def test_folder_and_in_memory_audit_give_the_same_tables(audit):
@@ -184,7 +228,7 @@ def test_paired_demo_pool_section(audit, tmp_path, capsys):
     assert [r[0] for r in rows] == models
     for _, k, n in rows:  # a 10 % budget: k = max(1, round(0.1 n))
         assert int(k) == max(1, int(np.floor(0.1 * int(n) + 0.5)))
-    assert len(re.findall(r'class="plotly-graph-div"', text)) == 11
+    assert len(re.findall(r'class="vega-fig"', text)) == 14
 
 
 def test_paired_output_folder_without_queue(tmp_path):
@@ -302,8 +346,8 @@ def test_report_renders_offline_in_chromium(audit, tmp_path, capsys):
     out = tmp_path / "report.html"
     code, err = _run(["report", str(audit[1]), "--out", str(out), "--paired", str(PAIRED_DEMO)], capsys)
     assert code == 0, err
-    n_figures = len(re.findall(r'class="plotly-graph-div"', out.read_text(encoding="utf-8")))
-    assert n_figures == 11
+    n_figures = len(re.findall(r'class="vega-fig"', out.read_text(encoding="utf-8")))
+    assert n_figures == 14
     with sync_playwright() as pw:
         try:
             browser = launch_chromium(pw)
@@ -327,10 +371,13 @@ def test_report_renders_offline_in_chromium(audit, tmp_path, capsys):
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(out.as_uri())
             page.wait_for_function(
-                f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {n_figures}", timeout=30_000
+                f"document.querySelectorAll('.vega-fig svg.marks').length >= {n_figures}", timeout=30_000
             )
-            assert page.locator(".js-plotly-plot").count() == n_figures
-            assert page.locator(".plot-container").count() == n_figures
+            assert page.locator(".vega-fig svg.marks").count() == n_figures
+            sizes = page.evaluate(
+                "Array.from(document.querySelectorAll('.vega-fig svg.marks')).map(s => s.getBoundingClientRect().width)"
+            )
+            assert min(sizes) > 200  # drawn, at a readable size
             assert errors == [] and blocked == []
         finally:
             browser.close()
@@ -377,7 +424,7 @@ def test_multiclass_audit_reports_what_it_cannot_show(tmp_path):
     write_audit(result, tmp_path)
     text = build_report(load_audit_folder(tmp_path))
     assert "the probability panel of the trajectories" in text
-    assert len(re.findall(r'class="plotly-graph-div"', text)) == 10
+    assert len(re.findall(r'class="vega-fig"', text)) == 13
 
 
 def test_paired_pool_cell_is_the_hardest_condition_of_the_first_model():

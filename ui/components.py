@@ -69,7 +69,10 @@ def chart(spec: dict, caption: str | None, *, key: str | None = None) -> None:
     For the first screen: Streamlit's Vega-Lite bundle is a sixth of its plotly bundle, which the
     browser would otherwise load and compile before it draws anything (about 3 s a start here).
     """
-    st.vega_lite_chart(spec=spec, width="stretch", key=key)
+    # A concatenation keeps its panels' own widths: Vega-Lite fits only a single or layered view
+    # to the column, and a stretched concatenation ran past it.
+    concat = any(k in spec for k in ("hconcat", "vconcat", "concat"))
+    st.vega_lite_chart(spec=spec, width="content" if concat else "stretch", key=key)
     if caption:
         st.caption(caption)
 

@@ -1,6 +1,6 @@
 """The stakeholder report of an audit as the Overview's download button builds it.
 
-Imported on click only: plotly.io's HTML writer and the paired engine are not first-screen costs.
+Imported on click only: the report's vega bundle and the paired engine are not first-screen costs.
 """
 
 from __future__ import annotations

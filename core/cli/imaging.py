@@ -3,7 +3,7 @@
 ``python -m core probe --model-file MODEL.onnx --images IMAGES [--labels LABELS.csv] --out DIR``
 ``    [--probes default] [--natural default] [--mean M,... --std S,...] [--batch-size 256]``
 ``    [--perturbed DIR2 ...] [--seed 0] [--name NAME] [--force] [--no-progress]``
-``    [--engine dask --workers N | --scheduler ADDRESS]``
+``    [--engine dask --workers N | --scheduler ADDRESS] [--threads N]``
 
 ``IMAGES`` is a folder of PNG / JPEG files (names in ``LABELS.csv``, columns ``file,label``),
 a ``.zip`` of them or an ``.npz`` (``images``, ``labels``). Writes ``DIR/clean.parquet``,
@@ -31,6 +31,7 @@ from core.atomic import check_output_folder
 from core.cli.options import (
     add_execution_options,
     add_renamed_option,
+    add_threads_option,
     argument_type,
     cluster_from_args,
     comma_floats,
@@ -94,7 +95,9 @@ def register(subparsers) -> None:
     )
     p.add_argument("--seed", type=seed_int, default=0, help="seed of the random corruptions")
     p.add_argument("--name", help="model name in the tables (default: the model file's stem)")
-    add_execution_options(p.add_argument_group("execution"))
+    execution = p.add_argument_group("execution")
+    add_execution_options(execution)
+    add_threads_option(execution)
     p.set_defaults(func=run)
 
 
@@ -122,8 +125,11 @@ def run(args) -> int:
     if args.classes is not None:
         classes_path = check_input_file(args.classes, what="--classes")
         classes = read_class_names(classes_path.read_bytes(), str(classes_path))
+    # Locally the session takes --threads (default: every core); on Dask the workers' sessions
+    # do, and this one only reads the graph and runs one clean image.
+    threads = args.threads if args.engine == "local" else 1
     model = OnnxImageClassifier(
-        model_path.read_bytes(), where=str(model_path), mean=args.mean, std=args.std, classes=classes
+        model_path.read_bytes(), where=str(model_path), mean=args.mean, std=args.std, classes=classes, threads=threads
     )
     images = open_images(args.images, args.labels, classes=model.classes)
     perturbed = {}
@@ -172,7 +178,7 @@ def run(args) -> int:
 
             work = work_folder(args.out)
             with cluster as client:
-                result = probe_on_dask(model, images, work=work, client=client, **settings)
+                result = probe_on_dask(model, images, work=work, client=client, threads=args.threads, **settings)
     finally:
         if bar is not None:
             bar.close()

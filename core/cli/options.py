@@ -31,6 +31,7 @@ __all__ = [
     "add_protocol_options",
     "add_renamed_option",
     "add_tau_levels_options",
+    "add_threads_option",
     "argument_type",
     "check_run_folder",
     "cluster_from_args",
@@ -273,6 +274,18 @@ def add_execution_options(group: argparse._ActionsContainer) -> None:
     where.add_argument("--workers", type=positive_int, help="dask: start a local cluster of N worker processes")
     where.add_argument("--scheduler", metavar="ADDRESS", help="dask: address of an existing scheduler")
     group.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def add_threads_option(group: argparse._ActionsContainer) -> None:
+    """``--threads N``: onnxruntime threads per model session (default: every core; on Dask, each
+    worker's share of its host's cores)."""
+    group.add_argument(
+        "--threads",
+        type=positive_int,
+        default=None,
+        help="threads of every onnxruntime session (default: every core; with --engine dask, each worker's "
+        "share of its host's cores); outputs are identical at one number, within 1e-5 across numbers",
+    )
 
 
 def cluster_from_args(args: argparse.Namespace):

@@ -38,7 +38,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "report",
         help="self-contained HTML report of an audit folder (works offline)",
-        description="Build one self-contained HTML report (plotly inlined, no network needed) from the tables of "
+        description="Build one self-contained HTML report (charts inlined, no network needed) from the tables of "
         "an audit folder; the audit's model file is never read.",
     )
     p.add_argument(

@@ -25,6 +25,7 @@ from core.cli.options import (
     add_execution_options,
     add_protocol_options,
     add_renamed_option,
+    add_threads_option,
     check_run_folder,
     cluster_from_args,
     names,
@@ -95,6 +96,7 @@ def register(subparsers) -> None:
         help="rows per predict_proba call when fitting here (memory only)",
     )
     add_execution_options(run)
+    add_threads_option(run)
     p.set_defaults(func=_certify)
 
     s = subparsers.add_parser(
@@ -188,6 +190,7 @@ def _certify(args) -> int:
                 engine=args.engine,
                 client=client,
                 batch_size=args.batch_size,
+                threads=args.threads,
                 progress=progress,
             )
     except KeyboardInterrupt:

@@ -19,8 +19,8 @@ Every variant the model sees is an 8-bit image (corruptions are quantised), so
 severity, image) has its own random stream ``SeedSequence(seed, spawn_key=(type, severity,
 position))``, so outputs do not depend on the batch size or on the other images.
 
-Speed: the model (onnxruntime, one thread) runs while a second thread prepares the next
-variants, and an 8-bit image becomes the model's input by one table look-up per channel
+Speed: the model (onnxruntime, on every core by default: ``threads``) runs while a second
+thread prepares the next variants, and an 8-bit image becomes the model's input by one table look-up per channel
 (:meth:`OnnxImageClassifier.model_input`), so a probe takes about as long as its model passes
 alone (``tests/bench/bench_probe.py``). The work is cut into batches of ``batch_size`` images
 (:class:`ProbePlan`, :func:`probe_raw`), which :mod:`core.scale.probe` spreads over Dask
@@ -163,6 +163,11 @@ class OnnxImageClassifier:
     classes : sequence of str, optional
         The class names in the order of the outputs; default: the model's metadata
         ``classes`` (a JSON list), else unknown (None).
+    threads : int, optional
+        onnxruntime's intra-op threads; None: every core of this process
+        (:func:`core.onnx_session.default_threads`). Kept, resolved, in :attr:`threads` and the
+        probe's manifest: outputs are identical at one thread count and agree within
+        :data:`core.onnx_session.THREAD_RTOL` across counts.
 
     Attributes
     ----------
@@ -172,7 +177,7 @@ class OnnxImageClassifier:
     Raises
     ------
     ValueError
-        Unreadable model; not exactly one float image input of rank 4 with fixed height and
+        A ``threads`` that is not a positive int; unreadable model; not exactly one float image input of rank 4 with fixed height and
         width (the message shows the input's shape) of at most
         :data:`core.imaging.images.MAX_PIXELS` pixels; ambiguous layout; an output that is not
         ``(N, C)``; bad ``mean`` / ``std``.
@@ -186,13 +191,15 @@ class OnnxImageClassifier:
         mean: Sequence[float] | None = None,
         std: Sequence[float] | None = None,
         classes: Sequence[str] | None = None,
+        threads: int | None = None,
     ) -> None:
-        from core.onnx_session import cpu_session
+        from core.onnx_session import check_threads, cpu_session
 
         self.model_bytes = bytes(model_bytes)
         self.where = where
         self.sha256 = hashlib.sha256(self.model_bytes).hexdigest()
-        self._session = cpu_session(self.model_bytes, where=f"{where}:")
+        self.threads = check_threads(threads)
+        self._session = cpu_session(self.model_bytes, where=f"{where}:", threads=self.threads)
         self.input = self._read_input()
         outputs = self._session.get_outputs()
         shape = outputs[0].shape
@@ -515,8 +522,8 @@ _DONE = object()
 def _prepared_ahead(items, depth: int = 2):
     """Iterate ``items`` while a second thread computes the next ``depth`` of them.
 
-    The model (onnxruntime, one thread) and the image arithmetic (numpy, scipy.ndimage and
-    Pillow, which release the GIL in their loops) then run on two cores at once. At most
+    The model (onnxruntime, its own threads) and the image arithmetic (numpy, scipy.ndimage
+    and Pillow, which release the GIL in their loops) then run at once. At most
     ``depth + 1`` prepared batches exist beyond the one the model holds, so memory stays
     bounded by the batch size. An error in the preparing thread is raised here; leaving the
     loop early stops that thread.
@@ -764,13 +771,15 @@ def assemble_probe_result(
     *,
     model_name: str | None,
     perturbed: Mapping[str, ImageSet],
+    threads: int | None = None,
 ) -> ProbeResult:
     """The :class:`ProbeResult` of the raw outputs of every image (:func:`probe_raw` over all batches).
 
     Whether the model gives logits or probabilities is decided here, on every clean row. Warns
     (:class:`core.exceptions.ModelFitWarning`) when the clean accuracy is near chance
     (:func:`core.imaging.fit.chance_check`); the manifest's ``warnings`` list every warning of
-    the run, those of :func:`probe_plan` too.
+    the run, those of :func:`probe_plan` too. ``threads``: the onnxruntime threads of the
+    sessions that computed ``raw``, for the manifest (None: ``model.threads``).
     """
     name = str(model_name or "model")
     spec = model.input
@@ -885,6 +894,7 @@ def assemble_probe_result(
         "recaptures": {cond: other.where for cond, other in perturbed.items()},
         "seed": plan.seed,
         "batch_size": plan.batch_size,
+        "threads": int(model.threads if threads is None else threads),
         "note": "Corruption parameters follow ImageNet-C with spatial sizes scaled to 32 px "
         "(core.imaging.corruptions); every probe input is an 8-bit image.",
     }
@@ -959,6 +969,7 @@ def open_upload(
     mean=None,
     std=None,
     limit_mb: int = 50,
+    threads: int | None = None,
     actor=None,
 ) -> tuple[OnnxImageClassifier, ImageSet]:
     """The model and the images of an upload, validated, before anything is probed.
@@ -984,7 +995,9 @@ def open_upload(
             raise ValueError(f"{name!r}: the {role} upload must be a {' or '.join(suffixes)} file.")
         check_upload_size(data, str(name), limit_mb=limit_mb)
     classes = None if classes_file is None else read_class_names(classes_file[1], str(classes_file[0]))
-    model = OnnxImageClassifier(model_file[1], where=str(model_file[0]), mean=mean, std=std, classes=classes)
+    model = OnnxImageClassifier(
+        model_file[1], where=str(model_file[0]), mean=mean, std=std, classes=classes, threads=threads
+    )
     images = open_zip_images(
         images_zip[1],
         where=str(images_zip[0]),
@@ -1006,6 +1019,7 @@ def probe_uploaded(
     limit_mb: int = 50,
     batch_size: int = 64,
     seed: int = 0,
+    threads: int | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     actor=None,
 ) -> tuple[ProbeResult, ImageSet]:
@@ -1025,6 +1039,8 @@ def probe_uploaded(
     mean, std : sequence of float, optional
     limit_mb, batch_size, seed, progress
         See :func:`run_probes`.
+    threads : int, optional
+        See :class:`OnnxImageClassifier`.
     actor : core.reviews.permissions.Actor, optional
         Who runs it on a server with sign-in: must be allowed to ``upload`` and to ``run``
         (checked before anything is read). None: local mode.
@@ -1042,7 +1058,15 @@ def probe_uploaded(
         ``actor`` may not upload or run.
     """
     model, images = open_upload(
-        model_file, images_zip, labels_file, classes_file, mean=mean, std=std, limit_mb=limit_mb, actor=actor
+        model_file,
+        images_zip,
+        labels_file,
+        classes_file,
+        mean=mean,
+        std=std,
+        limit_mb=limit_mb,
+        threads=threads,
+        actor=actor,
     )
     name = Path(str(model_file[0])).stem or "model"
     result = run_probes(model, images, model_name=name, batch_size=batch_size, seed=seed, progress=progress)

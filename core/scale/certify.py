@@ -7,7 +7,8 @@ everything a worker needs — with the partitioned runner of :mod:`core.scale.ru
 Output folder (see :mod:`core.scale.store` for the guarantees)::
 
     OUT/part-00000.parquet   certificates of input rows 0 .. chunk_rows-1, and so on
-    OUT/_manifest.json       fingerprint, protocol, model identity, input identity, partitions
+    OUT/_manifest.json       fingerprint, protocol, model identity, input identity, partitions,
+                             the threads of the run that finished it (``execution``)
     OUT/_summary.json        totals over the held-out rows
     OUT/_task.zip            the fitted task (JSON + skops / native model files, no pickle),
                              reused on resume and by --audit
@@ -46,7 +47,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -59,7 +60,8 @@ from core.cfc import Protocol, baseline_vector
 from core.cfc.fds import near_tie
 from core.cfc.grouping import build_groups
 from core.cfc.stressors import LabelChannel
-from core.scale.cluster import check_worker_paths
+from core.onnx_session import check_threads
+from core.scale.cluster import check_worker_paths, worker_threads
 from core.scale.runner import Engine, RunResult, run_partitions
 from core.scale.sources import PartitionReadError, Source, open_source
 from core.scale.store import MANIFEST, PartitionInfo, RunStore
@@ -340,6 +342,33 @@ class CertifyRun:
     summary: dict
 
 
+class ThreadedTask:
+    """A :class:`CertifyTask` run on ``threads`` threads in whichever process calls it.
+
+    An ONNX model gets a session of that many threads (built once per process); every model's
+    OpenMP and BLAS pools are limited to that many while a partition is certified (a Dask
+    worker starts with one: distributed sets ``OMP_NUM_THREADS=1``).
+    """
+
+    def __init__(self, task: CertifyTask, threads: int) -> None:
+        self.task, self.threads = task, int(threads)
+        self._ready: CertifyTask | None = None
+
+    def __reduce__(self):
+        return (ThreadedTask, (self.task, self.threads))
+
+    def __call__(self, table: pa.Table, row_start: int) -> pa.Table:
+        from threadpoolctl import threadpool_limits
+
+        if self._ready is None:
+            model = self.task.model
+            if hasattr(model, "with_threads"):  # core.tabular.onnx_model.OnnxClassifier
+                model = model.with_threads(self.threads)
+            self._ready = replace(self.task, model=model)
+        with threadpool_limits(limits=self.threads):
+            return self._ready(table, row_start)
+
+
 def certify_dataset(
     data: str | Path,
     out: str | Path,
@@ -349,6 +378,7 @@ def certify_dataset(
     engine: Engine = "local",
     client=None,
     batch_size: int = 65_536,
+    threads: int | None = None,
     progress: Callable[[PartitionInfo | None, int, int | None], None] | None = None,
 ) -> CertifyRun:
     """Certify every row of ``data`` into the partitioned folder ``out`` (resumable).
@@ -371,6 +401,14 @@ def certify_dataset(
         For ``engine='dask'``; see :func:`core.scale.cluster.connect`.
     batch_size : int, default 65536
         Rows per ``predict_proba`` call for a task fitted here (memory only).
+    threads : int, optional
+        Threads of the model in every process that certifies: an ONNX model's onnxruntime
+        session, and the OpenMP / BLAS pools (``threadpoolctl``) of the others. None: every
+        core of this machine, or on Dask each worker's share of its host's cores
+        (:func:`core.scale.cluster.worker_threads`). Recorded in the manifest
+        (``execution.threads``, the run that finished it); not a setting a resume must repeat:
+        the tool's models give the same certificates at any number, and an ONNX model agrees
+        within :data:`core.onnx_session.THREAD_RTOL` (identical at one number).
     progress : callable, optional
         ``progress(info, rows_done, rows_total)``: called once before the first partition with
         ``info=None`` (``rows_done`` counts rows reused from an earlier run), then with each
@@ -387,6 +425,7 @@ def certify_dataset(
     """
     if not isinstance(model, (CertifyTask, FitSpec)):
         raise ValueError(f"`model` must be a CertifyTask or a FitSpec; got {type(model).__name__}.")
+    threads = None if threads is None else check_threads(threads)
     out = Path(out)
     saved = out / TASK_FILE
     if isinstance(model, FitSpec):
@@ -411,6 +450,8 @@ def certify_dataset(
         task = fit_certify_task(open_source(data), model, batch_size=batch_size)
         saved_bytes = task_bytes(task)
     source = open_source(data, columns=task.columns)
+    if threads is None:
+        threads = worker_threads(client) if engine == "dask" and client is not None else check_threads(None)
     config = {
         "data": {"format": source.format, "files": source.identity(), "columns": dict(source.kinds)},
         "chunk_rows": chunk_rows,
@@ -434,10 +475,18 @@ def certify_dataset(
                 progress(info, done[0], total)
 
         result = run_partitions(
-            source, task, store, chunk_rows=chunk_rows, engine=engine, client=client, progress=report
+            source,
+            ThreadedTask(task, threads),
+            store,
+            chunk_rows=chunk_rows,
+            engine=engine,
+            client=client,
+            progress=report,
         )
         depth = task.protocol.resolved_depth(len(task.groups))
         summary = summarize_output(out, list(store.done.values()), operators=task.protocol.operators, depth=depth)
         summary = {"fingerprint": fingerprint, **summary}
-        store.finish(n_partitions=result.n_partitions, n_rows=result.n_rows, summary=summary)
+        store.finish(
+            n_partitions=result.n_partitions, n_rows=result.n_rows, summary=summary, execution={"threads": threads}
+        )
     return CertifyRun(result=result, fingerprint=fingerprint, summary=summary)

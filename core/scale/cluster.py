@@ -16,7 +16,7 @@ from pathlib import Path
 from core.optional import require
 from core.validation import check_positive_int
 
-__all__ = ["check_worker_paths", "connect"]
+__all__ = ["check_worker_paths", "connect", "worker_threads"]
 
 
 def _validate(scheduler: str | None, workers: int | None, timeout: float) -> None:
@@ -96,6 +96,28 @@ def connect(
             client.close()
     finally:
         cluster.close()
+
+
+def worker_threads(client) -> int:
+    """onnxruntime threads per task so that every worker uses its share of its host's cores.
+
+    A host's cores (:func:`core.onnx_session.default_threads`, asked of each worker) are split
+    among the tasks its workers run at once (the sum of their Dask threads), as a plain
+    process takes every core: two single-threaded workers on a 16-core host give 8. The
+    smallest share over the workers is returned, so one number (the manifest's) holds for
+    every task of a run, and outputs do not depend on which worker computed a batch.
+    """
+    from core.onnx_session import default_threads
+
+    info = client.scheduler_info()["workers"]
+    cores = client.run(default_threads)
+    per_host: dict[str, int] = {}
+    for addr, worker in info.items():
+        per_host[worker["host"]] = per_host.get(worker["host"], 0) + int(worker["nthreads"])
+    shares = [max(1, int(cores[addr]) // per_host[w["host"]]) for addr, w in info.items() if addr in cores]
+    if not shares:
+        raise ValueError("the Dask cluster has no workers; start some or give --workers N.")
+    return min(shares)
 
 
 def _paths_visible(paths: Sequence[str]) -> list[str]:

@@ -40,7 +40,8 @@ from core.imaging.probe import (
     probe_plan,
     probe_raw,
 )
-from core.scale.cluster import check_worker_paths
+from core.onnx_session import check_threads
+from core.scale.cluster import check_worker_paths, worker_threads
 from core.scale.runner import run_partitions
 from core.scale.store import PartitionInfo, RunStore
 
@@ -101,6 +102,8 @@ class ProbeTask:
     perturbed : tuple of ImageSet
         Re-capture sets in ``plan.recaptures`` order.
     plan : ProbePlan
+    threads : int
+        onnxruntime threads of the worker's session.
     """
 
     model_bytes: bytes
@@ -110,12 +113,15 @@ class ProbeTask:
     images: ImageSet
     perturbed: tuple[ImageSet, ...]
     plan: ProbePlan
+    threads: int
 
     def model(self) -> OnnxImageClassifier:
-        key = (hashlib.sha256(self.model_bytes).hexdigest(), self.mean, self.std)
+        key = (hashlib.sha256(self.model_bytes).hexdigest(), self.mean, self.std, self.threads)
         if key not in _SESSIONS:
             _SESSIONS.clear()
-            _SESSIONS[key] = OnnxImageClassifier(self.model_bytes, where=self.where, mean=self.mean, std=self.std)
+            _SESSIONS[key] = OnnxImageClassifier(
+                self.model_bytes, where=self.where, mean=self.mean, std=self.std, threads=self.threads
+            )
         return _SESSIONS[key]
 
     def __call__(self, table: pa.Table, row_start: int) -> pa.Table:
@@ -171,6 +177,7 @@ def probe_on_dask(
     perturbed: Mapping[str, ImageSet] | None = None,
     batch_size: int = 256,
     seed: int = 0,
+    threads: int | None = None,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> ProbeResult:
     """:func:`core.imaging.probe.run_probes` with the batches computed on a Dask cluster.
@@ -186,13 +193,17 @@ def probe_on_dask(
     client : distributed.Client
         See :func:`core.scale.cluster.connect`. Its workers must see the image files (and
         ``work``) under the same paths.
+    threads : int, optional
+        onnxruntime threads of every worker's session; None: each worker's share of its host's
+        cores (:func:`core.scale.cluster.worker_threads`). Part of the run's settings (a resume
+        must use the same number) and of the manifest.
     progress : callable(label, done, total), optional
         Called in the driver after every batch (``label = "batch"``, counts in images).
 
     Returns
     -------
     ProbeResult
-        Equal, byte for byte once written, to the local run's.
+        Equal, byte for byte once written, to the local run's at the same number of threads.
     """
     perturbed = dict(perturbed or {})
     plan = probe_plan(
@@ -206,6 +217,7 @@ def probe_on_dask(
         images=images,
         perturbed=tuple(perturbed.values()),
         plan=plan,
+        threads=worker_threads(client) if threads is None else check_threads(threads),
     )
     config = {
         "model_sha256": model.sha256,
@@ -217,6 +229,7 @@ def probe_on_dask(
         "natural": list(plan.natural),
         "batch_size": plan.batch_size,
         "seed": plan.seed,
+        "threads": task.threads,
     }
     fingerprint = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
     source = BatchSource(len(images))
@@ -238,4 +251,6 @@ def probe_on_dask(
         )
         raw = _read_raw(work, list(store.done.values()), len(plan.variants), n_images)
         store.finish(n_partitions=result.n_partitions, n_rows=result.n_rows, summary={"fingerprint": fingerprint})
-    return assemble_probe_result(raw, model, images, plan, model_name=model_name, perturbed=perturbed)
+    return assemble_probe_result(
+        raw, model, images, plan, model_name=model_name, perturbed=perturbed, threads=task.threads
+    )

@@ -4,7 +4,8 @@ Layout of ``OUT/``::
 
     part-00000.parquet   one file per input partition, named from its index only
     part-00001.parquet
-    _manifest.json       run identity (config + fingerprint); the partition list once complete
+    _manifest.json       run identity (config + fingerprint); the partition list and how the
+                         run was executed (``execution``, e.g. its threads) once complete
     _summary.json        written when the run completes
     .progress.jsonl      journal of finished partitions while the run is incomplete
     .lock                held by the one process driving the run
@@ -312,8 +313,12 @@ class RunStore:
             fh.flush()
             os.fsync(fh.fileno())
 
-    def finish(self, *, n_partitions: int, n_rows: int, summary: dict) -> None:
-        """Check that partitions ``0 .. n_partitions-1`` are all done, then seal the run."""
+    def finish(self, *, n_partitions: int, n_rows: int, summary: dict, execution: dict | None = None) -> None:
+        """Check that partitions ``0 .. n_partitions-1`` are all done, then seal the run.
+
+        ``execution`` (JSON) goes in the manifest as it is: how the run that finished was
+        executed, settings that do not change its outputs and so are not part of ``config``.
+        """
         missing = sorted(set(range(n_partitions)) - set(self.done))
         if missing:
             raise RuntimeError(f"cannot finish: partitions {missing[:10]} are not done.")
@@ -324,7 +329,7 @@ class RunStore:
         if written != n_rows:
             raise RuntimeError(f"cannot finish: {written} rows written, {n_rows} rows read.")
         _atomic_write_bytes(self.out / SUMMARY, _canonical_json(summary).encode())
-        self._write_manifest(complete=True, n_rows=n_rows)
+        self._write_manifest(complete=True, n_rows=n_rows, execution=execution)
         (self.out / _JOURNAL).unlink(missing_ok=True)
         # Every partition is final now, so nothing can still be renamed from a temporary.
         self._remove_temporaries()
@@ -334,7 +339,7 @@ class RunStore:
         for tmp in self.out.rglob(".part-*.tmp"):
             tmp.unlink(missing_ok=True)
 
-    def _write_manifest(self, *, complete: bool, n_rows: int | None = None) -> None:
+    def _write_manifest(self, *, complete: bool, n_rows: int | None = None, execution: dict | None = None) -> None:
         manifest = {
             "format": _FORMAT,
             "kind": self.kind,
@@ -345,6 +350,8 @@ class RunStore:
         if complete:
             manifest["n_rows"] = n_rows
             manifest["partitions"] = [asdict(self.done[i]) for i in sorted(self.done)]
+            if execution is not None:
+                manifest["execution"] = execution
         _atomic_write_bytes(self.out / MANIFEST, _canonical_json(manifest).encode())
 
     def close(self) -> None:

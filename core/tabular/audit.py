@@ -430,7 +430,7 @@ class AuditResult:
         return audit_html(self)
 
     def plot_certificate(self, sample_id: Any) -> Any:
-        """The removal trajectory of one test prediction, as a plotly ``Figure``.
+        """The removal trajectory of one test prediction, as a Vega-Lite chart (the dashboard's).
 
         Margin (nats; below 0 = flipped) and probability of the predicted class, named by its
         label (``P(Gentoo)``), after each evidence group removed along the certificate's path.
@@ -442,7 +442,9 @@ class AuditResult:
 
         Returns
         -------
-        plotly.graph_objects.Figure
+        core.viz.display.VegaLiteChart
+            Shown live by Jupyter (``application/vnd.vegalite.v5+json``), as an SVG in an
+            exported notebook; ``.spec`` is the Vega-Lite spec, ``.to_svg()`` the drawing.
 
         Raises
         ------

@@ -56,6 +56,9 @@ class OnnxClassifier:
         sorted labels of the training table, as scikit-learn orders ``classes_``).
     where : str
         Name of the file, for error messages.
+    threads : int, optional
+        onnxruntime's intra-op threads (None: every core; :func:`core.onnx_session.cpu_session`),
+        kept resolved in :attr:`threads`.
 
     Raises
     ------
@@ -72,12 +75,14 @@ class OnnxClassifier:
         classes: Sequence[Any] | None = None,
         default_classes: Sequence[Any] | None = None,
         where: str = "the ONNX model",
+        threads: int | None = None,
     ) -> None:
-        from core.onnx_session import cpu_session
+        from core.onnx_session import check_threads, cpu_session
 
         self.model_bytes = bytes(model_bytes)
         self._where = where
-        self._session = cpu_session(self.model_bytes, where=where)
+        self.threads = check_threads(threads)
+        self._session = cpu_session(self.model_bytes, where=where, threads=self.threads)
         meta = self._session.get_modelmeta().custom_metadata_map
         inputs = self._session.get_inputs()
         self._inputs = [(i.name, i.type, i.shape) for i in inputs]
@@ -125,7 +130,7 @@ class OnnxClassifier:
             # A ZipMap returns one Python dict per row; read the tensor it is built from instead,
             # exposed as an extra graph output (same numbers, no per-row Python).
             tensor_name, patched = _expose_zipmap_input(self.model_bytes)
-            self._session = cpu_session(patched, where=where)
+            self._session = cpu_session(patched, where=where, threads=self.threads)
             self._prob_name, self._zipmap = tensor_name, False
         if self.classes_ is None and default_classes is not None:
             self.classes_ = _as_classes(default_classes)
@@ -148,8 +153,25 @@ class OnnxClassifier:
         return (OnnxClassifier.from_config, (self.model_bytes, self.config()))
 
     @classmethod
-    def from_config(cls, model_bytes: bytes, config: dict) -> OnnxClassifier:
-        return cls(model_bytes, feature_order=config.get("feature_order"), classes=config.get("classes"))
+    def from_config(cls, model_bytes: bytes, config: dict, *, threads: int | None = None) -> OnnxClassifier:
+        return cls(
+            model_bytes, feature_order=config.get("feature_order"), classes=config.get("classes"), threads=threads
+        )
+
+    def with_threads(self, threads: int | None) -> OnnxClassifier:
+        """The same model on a session of ``threads`` threads (``self`` when it already has them)."""
+        from core.onnx_session import check_threads
+
+        if check_threads(threads) == self.threads:
+            return self
+        config = self.config()
+        return OnnxClassifier(
+            self.model_bytes,
+            feature_order=config["feature_order"],
+            classes=config["classes"],
+            where=self._where,
+            threads=threads,
+        )
 
     def _feeds(self, frame: pd.DataFrame) -> dict[str, np.ndarray]:
         if not isinstance(frame, pd.DataFrame):

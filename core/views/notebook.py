@@ -45,8 +45,7 @@ def review_queue(result: Any, *, budget: float = 0.2, score: str = "fds", popula
     -------
     DataFrame
         ``rank, sample_id, true_class, predicted, confidence, fds, flip_budget, flipped, rcma,
-        near_tie, brittle, score_value``, riskiest first (``near_tie``: the top two classes are all
-        but tied, so ``rcma`` divides by almost nothing) (see the method's docstring).
+        brittle, score_value``, riskiest first (see the method's docstring).
     """
     budget = check_budget(budget, name="budget")
     if score not in result.scores.columns:
@@ -58,7 +57,7 @@ def review_queue(result: Any, *, budget: float = 0.2, score: str = "fds", popula
     if population == "all" or not mask.any():
         mask = np.ones(len(frame), dtype=bool)
     ranked = frame[mask].assign(score_value=result.scores[score].to_numpy(dtype=float)[mask])
-    columns = ["sample_id", "true_class", "predicted", "confidence", "fds", "flip_budget", "flipped", "rcma", "near_tie"]
+    columns = ["sample_id", "true_class", "predicted", "confidence", "fds", "flip_budget", "flipped", "rcma"]
     ranked = ranked[[*columns, "brittle", "score_value"]]
     return rank_queue(ranked, "score_value", budget=budget)
 
@@ -89,23 +88,26 @@ def certificate_figure(result: Any, sample_id: Any):
 
     Returns
     -------
-    plotly.graph_objects.Figure
-        :func:`core.viz.certificate.trajectory_figure` of the sample, titled with its id.
+    core.viz.display.VegaLiteChart
+        The two panels of :func:`core.viz.certificate_spec.trajectory_spec` (the dashboard's
+        and the report's chart) one under the other, titled with the sample's id: drawn live
+        by Jupyter, as an SVG in an exported notebook.
     """
-    from core.viz.certificate import StaticFallbackFigure, static_trajectory_html, trajectory_figure, trajectory_points
+    from core.viz.certificate_spec import trajectory_spec
+    from core.viz.display import VegaLiteChart, stack_specs
 
     cert = result.certificates.certificate(_position(result, sample_id))
     names = [str(c) for c in result.class_of(np.arange(len(result.classes)))]
-    args = (list(cert.path), cert.path_margins, cert.proba[:, cert.pred])
-    predicted = [names[p] for p in cert.preds]
-    title = f"Sample {sample_id}: removal trajectory ({names[cert.pred]})"
-    fig = trajectory_figure(
-        *args, flip_budget=int(cert.flip_budget), predicted=predicted, class_label=names[cert.pred]
-    ).update_layout(title_text=title)
-    points = trajectory_points(*args, flip_budget=int(cert.flip_budget), predicted=predicted)
-    return StaticFallbackFigure(
-        fig, static_html=static_trajectory_html(points, title=title, class_label=names[cert.pred])
+    specs = trajectory_spec(
+        list(cert.path),
+        cert.path_margins,
+        cert.proba[:, cert.pred],
+        flip_budget=int(cert.flip_budget),
+        predicted=[names[p] for p in cert.preds],
+        class_label=names[cert.pred],
     )
+    title = f"Sample {sample_id}: removal trajectory ({names[cert.pred]})"
+    return VegaLiteChart(stack_specs([specs.margin, specs.probability], title=title))
 
 
 def _cell(value: Any) -> str:
@@ -149,9 +151,7 @@ def audit_html(result: Any, *, budget: float = 0.2) -> str:
     metrics = [
         ("accuracy", n.get("accuracy")),
         ("AUROC (class)", n.get("auroc")),
-        ("mean RCMA (not near-ties)", f["mean_rcma"]),
-        ("near-ties left out", f["n_near_tie"]),
-        ("median RCMA", f["median_rcma"]),
+        ("mean RCMA", f["mean_rcma"]),
         ("share k* ≤ 2", f["share_k_le_2"]),
         ("share brittle", f["share_brittle"]),
         ("FDS AUROC", ev.loc["fds", "auroc"] if "fds" in ev.index else float("nan")),

@@ -211,7 +211,8 @@ def finish(
 
 
 def finish_spec(spec: dict, *, title: str, subtitle: str | None = None, height: int = 300) -> dict:
-    """The house layout of a Vega-Lite chart, the twin of :func:`finish` for the dashboard.
+    """The house layout of a Vega-Lite chart, which the dashboard, the report and the notebook
+    draw (:func:`finish` is a plotly figure's).
 
     ``spec`` holds the chart's data, marks and encodings (Vega-Lite 5 JSON); this adds the title
     pinned left with its reading key as ``subtitle``, the plot height in px (the width fills the

@@ -1,17 +1,18 @@
-"""Vega-Lite twins of one certificate's figures (:mod:`core.viz.certificate`), for the dashboard.
+"""The charts of one certificate (SPEC A.3) as Vega-Lite specs: the one definition the
+dashboard, the HTML report and the notebook draw (issue 39).
 
 The explorer redraws a certificate on every row click, and the Triage queue on every *Save &
 next*. Drawn by plotly.js, its four charts and the what-if chart were most of a row click: in
 paired browser probes (48 clicks each) the click took 0.37 s at the median and 0.54 s at p95
 with plotly, 0.28 / 0.35 s with these specs; with no chart at all (another set), 0.23 / 0.26 s
-(``docs/performance.md``). The HTML report and the notebook helpers keep the plotly figures.
+(``docs/performance.md``). Their plotly twins, which the report and the notebook drew, are
+gone: the report embeds these specs (:mod:`core.report`), the notebook shows them through
+:class:`core.viz.display.VegaLiteChart`.
 
-Each ``*_spec`` takes the arguments of its ``*_figure`` twin, validates them the same way
-(the same errors) and shows the same data: the same points, bars, colours, flip markers, fold
-of the small drops (:func:`core.viz.certificate.fold_drops`) and titles
-(``tests/viz/test_certificate_spec.py`` compares each pair). Each returns a Vega-Lite 5 spec
-with its data inline, laid out by :func:`core.viz._style.finish_spec` (the trajectory two:
-:class:`TrajectorySpecs`).
+Each returns a Vega-Lite 5 spec with its data inline, laid out by
+:func:`core.viz._style.finish_spec` (the trajectory two: :class:`TrajectorySpecs`); the points
+and bars come from the validated helpers of :mod:`core.viz.certificate`
+(:func:`~core.viz.certificate.trajectory_points`, :func:`~core.viz.certificate.fold_drops`).
 """
 
 from __future__ import annotations
@@ -97,11 +98,29 @@ def trajectory_spec(
     predicted: Sequence[str] | None = None,
     class_label: str = "original class",
 ) -> TrajectorySpecs:
-    """:func:`core.viz.certificate.trajectory_figure` as Vega-Lite specs: two panels, margin
-    above and the probability of the original class below, on the same step axis.
+    """Removal trajectory as Vega-Lite specs: two panels, margin above and the probability of
+    the original class below, on the same step axis; the flip step marked by a dashed line.
 
-    One data row per step ``k = 0 … K``: ``k``, ``step`` (``"3 −income"``), ``margin``,
-    ``proba``, ``prediction`` and ``state`` (``"prediction unchanged"`` / ``"flipped"``).
+    Parameters
+    ----------
+    path : sequence of str, length K
+        Group removed at step ``k = 1 … K`` (the certificate's path ``π_x``).
+    margins : array-like of shape (K + 1,)
+        ``m_y(x^(k))`` for ``k = 0 … K`` (nats; negative = flipped).
+    proba : array-like of shape (K + 1,)
+        Probability of the original class ``p̃_y(x^(k))`` (NaN where unknown).
+    flip_budget : int
+        ``k*`` in ``1 … K + 1`` (``K + 1`` = no flip within depth ``K``).
+    predicted : sequence of str, length K + 1, optional
+        Predicted class name at every step (shown in the tooltip).
+    class_label : str
+        Name of the original predicted class, used in axis titles.
+
+    Returns
+    -------
+    TrajectorySpecs
+        One data row per step ``k = 0 … K``: ``k``, ``step`` (``"3 −income"``), ``margin``,
+        ``proba``, ``prediction`` and ``state`` (``"prediction unchanged"`` / ``"flipped"``).
     """
     points = trajectory_points(path, margins, proba, flip_budget=flip_budget, predicted=predicted)
     depth, m, p, k_star, steps = points.depth, points.margins, points.proba, points.flip_budget, points.steps
@@ -122,7 +141,7 @@ def trajectory_spec(
         "field": "state",
         "type": "nominal",
         "scale": {"domain": list(_STATES), "range": [_KEPT, _FLIPPED]},
-        "legend": None,  # named in the subtitle, as in the plotly figure
+        "legend": None,  # named in the subtitle
     }
     flip_marks: list[dict] = []
     if k_star <= depth:
@@ -219,8 +238,18 @@ def trajectory_spec(
 
 
 def collapse_spec(collapse: ArrayLike, *, rcma: float, path: Sequence[str] | None = None) -> dict:
-    """:func:`core.viz.certificate.collapse_figure` as a Vega-Lite spec: the bars ``c_k``, RCMA
-    dashed and ``c = 1`` dotted. One data row per step: ``k``, ``step``, ``c``."""
+    """Margin-collapse curve ``c_k`` as a Vega-Lite spec: the bars ``c_k``, RCMA dashed and
+    ``c = 1`` dotted. One data row per step: ``k``, ``step``, ``c``.
+
+    Parameters
+    ----------
+    collapse : array-like of shape (K + 1,)
+        ``c_k = max(0, (m − m_k) / (|m| + 1e-8))``, ``c_0 = 0`` (unitless; 1 = margin gone,
+        > 1 = flipped).
+    rcma : float
+        ``mean_k c_k``.
+    path : sequence of str, length K, optional
+        Group names for the step axis."""
     c = _vector(collapse, "collapse")
     depth = c.shape[0] - 1
     if path is not None and len(path) != depth:
@@ -288,10 +317,22 @@ def degradation_spec(
     *,
     margin0: float | None = None,
 ) -> dict:
-    """:func:`core.viz.certificate.degradation_figure` as a Vega-Lite spec: one line per
-    operator, ★ at λ* with its value, the decision boundary at margin 0. Data rows:
-    ``operator``, ``severity``, ``margin``; and one per finite λ*: ``operator``, ``severity``
-    (λ*), ``margin`` (at the nearest grid severity) and ``label``."""
+    """Margin of the original class under each degradation operator as severity λ grows, as a
+    Vega-Lite spec: one line per operator, ★ at λ* with its value, the decision boundary at
+    margin 0. Data rows: ``operator``, ``severity``, ``margin``; and one per finite λ*:
+    ``operator``, ``severity`` (λ*), ``margin`` (at the nearest grid severity) and ``label``.
+
+    Parameters
+    ----------
+    severities : array-like of shape (L,)
+        The severity grid Λ (0 = intact, 1 = fully replaced by the baseline).
+    curves : mapping operator name -> array-like of shape (L,)
+        Margin (nats) of the original class at every severity; for ``attenuate_single`` the
+        lowest margin over the single-group attenuations.
+    lambda_star : mapping operator name -> float
+        First flipping severity ``λ*_P`` (``inf`` = no flip on the grid).
+    margin0 : float, optional
+        Margin of the intact input, drawn at λ = 0."""
     lam = _vector(severities, "severities")
     points: list[dict] = []
     stars: list[dict] = []
@@ -383,9 +424,21 @@ def degradation_spec(
 
 
 def drops_spec(groups: Sequence[str], drops: ArrayLike, *, path: Sequence[str] = (), top_n: int | None = None) -> dict:
-    """:func:`core.viz.certificate.drops_figure` as a Vega-Lite spec: the same bars, largest
-    first (:func:`core.viz.certificate.fold_drops`). One data row per bar: ``group``, ``drop``
-    (nats), ``colour`` and ``note`` (its hover text, one line)."""
+    """One-step margin drops ``δ_g`` as a Vega-Lite spec, largest first, groups on the removal
+    path highlighted (:func:`core.viz.certificate.fold_drops`). One data row per bar:
+    ``group``, ``drop`` (nats), ``colour`` and ``note`` (its tooltip, one line).
+
+    Parameters
+    ----------
+    groups : sequence of str, length G
+    drops : array-like of shape (G,)
+        ``δ_g = m(x) − m_y(R(x, {g}))`` in nats; positive = the group supports the prediction.
+    path : sequence of str
+        Groups on the certificate's path (coloured blue; the others grey).
+    top_n : int, optional
+        Show the ``top_n`` largest drops and fold the other ``G − top_n`` groups into one
+        last bar, ``"<n> other groups"``, whose length is the largest of their drops (so no
+        folded group supports the prediction more than that bar shows); None shows all."""
     fold = fold_drops(groups, drops, path=path, top_n=top_n)
     values = [
         {"group": n, "drop": v, "colour": c, "note": h.replace("<br>", " · ")}
@@ -418,8 +471,8 @@ def drops_spec(groups: Sequence[str], drops: ArrayLike, *, path: Sequence[str] =
 
 
 def whatif_spec(class_names: Sequence[str], original: ArrayLike, current: ArrayLike) -> dict:
-    """:func:`core.viz.certificate.whatif_figure` as a Vega-Lite spec: each class's probability
-    for the original input (grey) beside the edited one (orange). Data rows: ``class``,
+    """Class probabilities of the original input (grey) beside those of the edited, what-if
+    input (orange), as a Vega-Lite spec. Data rows: ``class``,
     ``input``, ``probability``."""
     p0 = _vector(original, "original", length=len(class_names))
     p1 = _vector(current, "current", length=len(class_names))

@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 
 from core.viz._style import DIVERGING, FLIPPED, GREY, HIGHLIGHT, OKABE_ITO, finish, is_finite, wrap_label
 
-__all__ = ["grid_summary_figure", "intervals_figure", "policy_matrix_figure", "regret_figure"]
+__all__ = ["grid_summary_figure", "intervals_spec", "policy_matrix_figure", "regret_figure"]
 
 _LEVEL_COLOURS = {"I0": OKABE_ITO["sky_blue"], "Ik": OKABE_ITO["blue"], "I5": OKABE_ITO["bluish_green"]}
 # Two short lines each: a third of a half-width figure holds about 25 characters.
@@ -47,10 +47,10 @@ def _columns_iv(frame: pd.DataFrame, needed: Sequence[str], name: str) -> None:
         raise ValueError(f"`{name}` lacks the column(s) {sorted(missing)}; it has {list(frame.columns)}.")
 
 
-def intervals_figure(
+def intervals_spec(
     intervals: pd.DataFrame, *, targets: Sequence[str] = ("H", "L", "dM_k"), levels: Sequence[str] = ("I0", "Ik", "I5")
-) -> go.Figure:
-    """Identified intervals per target and information level, with the observed value marked.
+) -> dict:
+    """Identified intervals per target and information level, the observed value marked (Vega-Lite 5).
 
     Parameters
     ----------
@@ -61,7 +61,12 @@ def intervals_figure(
     targets, levels : sequence of str
         Panels (left to right) and rows (top to bottom) to draw, in order.
 
-    Each panel's x-axis is clipped to the range its target can take (:data:`TARGET_BOUNDS`).
+    Returns
+    -------
+    dict
+        One panel per target (``hconcat``); its data rows: ``level``, ``low``, ``high``,
+        ``observed`` (None when unknown), ``undefined`` and ``middle``; its x scale is padded
+        around the values and clipped to the range the target can take (:data:`TARGET_BOUNDS`).
     """
     _columns_iv(intervals, ("target", "level", "low", "high", "observed"), "intervals")
     present = [t for t in targets if (intervals["target"] == t).any()]
@@ -69,89 +74,108 @@ def intervals_figure(
         raise ValueError(
             f"`intervals` has none of the targets {list(targets)}; got {sorted(set(intervals['target']))}."
         )
-    fig = make_subplots(
-        rows=1, cols=len(present), subplot_titles=[_TARGET_TITLES.get(t, t) for t in present], horizontal_spacing=0.07
-    )
-    for col, target in enumerate(present, start=1):
+    level_order = [lv for lv in levels if (intervals["level"] == lv).any()]
+    colour = {
+        "field": "level",
+        "type": "nominal",
+        "scale": {"domain": level_order, "range": [_LEVEL_COLOURS.get(lv, GREY) for lv in level_order]},
+        "title": None,
+    }
+    panels = []
+    for i, target in enumerate(present):
         rows = intervals[intervals["target"] == target].set_index("level")
         shown = rows.loc[[lv for lv in levels if lv in rows.index], ["low", "high", "observed"]]
         x_range = _target_range(shown.to_numpy().ravel().tolist(), TARGET_BOUNDS.get(target, (-np.inf, np.inf)))
+        values = []
         for level in levels:
             if level not in rows.index:
                 continue
             low, high, observed = (rows.at[level, c] for c in ("low", "high", "observed"))
-            if not (is_finite(low) and is_finite(high)):
-                fig.add_trace(
-                    go.Scatter(
-                        x=[sum(x_range) / 2],
-                        y=[level],
-                        mode="text",
-                        text=["undefined"],
-                        showlegend=False,
-                        textfont=dict(color=GREY),
-                        hoverinfo="skip",
-                    ),
-                    row=1,
-                    col=col,
-                )
-                continue
-            fig.add_trace(
-                go.Scatter(
-                    x=[low, high],
-                    y=[level, level],
-                    mode="lines+markers",
-                    name=level,
-                    legendgroup=level,
-                    showlegend=col == 1,
-                    line=dict(color=_LEVEL_COLOURS.get(level, GREY), width=14),
-                    marker=dict(symbol="line-ns", size=22, line=dict(width=3, color=_LEVEL_COLOURS.get(level, GREY))),
-                    hovertemplate=f"{target} at {level}: [{float(low):.4f}, {float(high):.4f}]<extra></extra>",
-                ),
-                row=1,
-                col=col,
+            defined = is_finite(low) and is_finite(high)
+            values.append(
+                {
+                    "level": level,
+                    "low": float(low) if defined else None,
+                    "high": float(high) if defined else None,
+                    "observed": float(observed) if defined and is_finite(observed) else None,
+                    "undefined": not defined,
+                    "middle": sum(x_range) / 2,
+                }
             )
-            if is_finite(observed):
-                fig.add_trace(
-                    go.Scatter(
-                        x=[observed],
-                        y=[level],
-                        mode="markers",
-                        name="observed pairing",
-                        legendgroup="observed",
-                        showlegend=col == 1 and level == levels[0],
-                        marker=dict(symbol="diamond", size=13, color=FLIPPED, line=dict(color="black", width=1)),
-                        hovertemplate=f"{target} observed: %{{x:.4f}}<extra></extra>",
-                    ),
-                    row=1,
-                    col=col,
-                )
-        fig.update_yaxes(type="category", categoryorder="array", categoryarray=list(levels)[::-1], row=1, col=col)
-        fig.update_xaxes(
-            title_text="share of records" if target in ("H", "L") else "probability drop",
-            range=x_range,
-            nticks=4,
-            row=1,
-            col=col,
-        )  # five ticks ran together at 1000 px
-    fig.update_yaxes(title_text="information level", row=1, col=1)
-    # One legend entry per level even when the first panel lacks it.
-    shown = {tr.name for tr in fig.data if tr.showlegend}
-    for level in levels:
-        if level not in shown and (intervals["level"] == level).any():
-            fig.add_trace(
-                go.Scatter(
-                    x=[None],
-                    y=[None],
-                    mode="lines",
-                    name=level,
-                    line=dict(color=_LEVEL_COLOURS.get(level, GREY), width=14),
-                )
-            )
+        x = {
+            "type": "quantitative",
+            "scale": {"domain": x_range, "nice": False},
+            "axis": {"tickCount": 4},
+            "title": "share of records" if target in ("H", "L") else "probability drop",
+        }
+        y = {
+            "field": "level",
+            "type": "nominal",
+            "sort": list(levels),
+            "title": "information level" if i == 0 else None,
+        }
+        defined_only = {"filter": "!datum.undefined"}
+        panels.append(
+            {
+                "title": _TARGET_TITLES.get(target, target).replace("<br>", " "),
+                "data": {"values": values},
+                "width": 220,
+                "height": 150,
+                "layer": [
+                    {
+                        "transform": [defined_only],
+                        "mark": {"type": "bar", "height": 14},
+                        "encoding": {
+                            "y": y,
+                            "x": {**x, "field": "low"},
+                            "x2": {"field": "high"},
+                            "color": colour,
+                            "tooltip": [
+                                {"field": "level"},
+                                {"field": "low", "format": ".4f"},
+                                {"field": "high", "format": ".4f"},
+                            ],
+                        },
+                    },
+                    {
+                        "transform": [defined_only, {"filter": "isValid(datum.observed)"}],
+                        "mark": {
+                            "type": "point",
+                            "shape": "diamond",
+                            "size": 130,
+                            "fill": FLIPPED,
+                            "fillOpacity": 1,
+                            "stroke": "black",
+                            "strokeWidth": 1,
+                        },
+                        "encoding": {
+                            "y": y,
+                            "x": {**x, "field": "observed"},
+                            "tooltip": [{"field": "observed", "format": ".4f"}],
+                        },
+                    },
+                    {
+                        "transform": [{"filter": "datum.undefined"}],
+                        "mark": {"type": "text", "color": GREY},
+                        "encoding": {"y": y, "x": {**x, "field": "middle"}, "text": {"value": "undefined"}},
+                    },
+                ],
+            }
+        )
     observed = intervals["observed"].notna().any()
     key = "bar = every value some pairing allows; " + ("◆ = observed pairing" if observed else "pairing unknown")
-    fig = finish(fig, title="Identified intervals", subtitle=key, height=460, legend_at="bottom")
-    fig.update_layout(margin_t=fig.layout.margin.t + 40)  # the two-line panel titles, under the subtitle
-    return fig
+    return {
+        "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+        "title": {
+            "text": "Identified intervals",
+            "anchor": "start",
+            "fontSize": 16,
+            "subtitle": key,
+            "subtitleColor": GREY,
+        },
+        "hconcat": panels,
+        "config": {"legend": {"orient": "bottom", "title": None}, "axis": {"titleFontWeight": "normal"}},
+    }
 
 
 def grid_summary_figure(

@@ -9,16 +9,19 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 from numpy.typing import ArrayLike
-from plotly.subplots import make_subplots
 
-from core.viz._style import GREY, HIGHLIGHT, OKABE_ITO, finish, series_styles, wrap_label
+from core.viz._style import GREY, HIGHLIGHT, OKABE_ITO, finish_spec, is_finite, series_styles
 
-__all__ = ["coverage_figure", "score_metrics_figure"]
+__all__ = ["coverage_spec", "score_metrics_spec"]
 
 
-def coverage_figure(
+_BUDGET_TITLE = "review budget q (% of ranked items)"
+#: The dash names of :func:`core.viz._style.series_styles` as Vega-Lite ``strokeDash`` arrays.
+_DASH_ARRAYS = {"solid": [1, 0], "dash": [8, 4], "dot": [2, 3], "dashdot": [8, 3, 2, 3]}
+
+
+def coverage_spec(
     budgets: ArrayLike,
     curves: Mapping[str, ArrayLike],
     *,
@@ -28,8 +31,9 @@ def coverage_figure(
     title: str = "Share of positives found within the budget",
     y_title: str = "share of positives found (0–1)",
     highlight: str | None = None,
-) -> go.Figure:
-    """Coverage (or capture) of positives against the review budget, one line per score.
+) -> dict:
+    """Coverage (or capture) of positives against the review budget, one line per score, as a
+    Vega-Lite 5 spec.
 
     Parameters
     ----------
@@ -42,9 +46,15 @@ def coverage_figure(
     random : array-like of shape (B,), optional
         Expected share under random selection (dotted grey).
     selected : float, optional
-        Budget currently chosen in the UI (vertical line).
+        Budget currently chosen (a dashed rule).
     highlight : str, optional
         Score drawn thicker (e.g. the default ranking).
+
+    Returns
+    -------
+    dict
+        One data row per (line, budget): ``line`` (the legend's name), ``budget`` (percent),
+        ``found`` and ``width`` (4 for the highlighted score, else 2).
 
     Notes
     -----
@@ -56,8 +66,6 @@ def coverage_figure(
     q = np.asarray(budgets, dtype=float)
     if q.ndim != 1 or q.size == 0 or np.any((q <= 0) | (q > 1)):
         raise ValueError(f"`budgets` must be a non-empty 1-D array of fractions in (0, 1]; got {budgets!r}.")
-    x = 100 * q
-    fig = go.Figure()
     lines: list[tuple[list[str], np.ndarray]] = []
     for name, curve in curves.items():
         y = np.asarray(curve, dtype=float)
@@ -68,51 +76,74 @@ def coverage_figure(
             lines.append(([name], y))
         else:
             same.append(name)
+    styled = []
     for (colour, dash), (names, y) in zip(series_styles(len(lines)), lines):
-        # Wrapped: a one-line legend entry of four names squeezes the plot at 1000 px.
-        label = names[0] if len(names) == 1 else wrap_label(" = ".join(names), 24) + "<br>(identical ranking)"
-        width = 4 if highlight in names else 2
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=y,
-                mode="lines",
-                name=label,
-                line=dict(color=colour, width=width, dash=dash),
-                hovertemplate=f"{' = '.join(names)}<br>budget %{{x:.1f}}%<br>found %{{y:.3f}}<extra></extra>",
-            )
-        )
+        label = names[0] if len(names) == 1 else " = ".join(names) + " (identical ranking)"
+        styled.append((label, y, colour, dash, 4 if highlight in names else 2))
     for ref, name, dash in ((ceiling, "ceiling (best possible)", "dash"), (random, "random selection", "dot")):
         if ref is not None:
             y = np.asarray(ref, dtype=float)
             if y.shape != q.shape:
                 raise ValueError(f"`{name.split()[0]}` must have shape {q.shape}; got {y.shape}.")
-            fig.add_trace(
-                go.Scatter(
-                    x=x,
-                    y=y,
-                    mode="lines",
-                    name=name,
-                    line=dict(color=GREY, dash=dash, width=2),
-                    hovertemplate=f"{name}<br>budget %{{x:.1f}}%<br>%{{y:.3f}}<extra></extra>",
-                )
-            )
+            styled.append((name, y, GREY, dash, 2))
+    values = [
+        {"line": label, "budget": float(100 * b), "found": float(v) if np.isfinite(v) else None, "width": width}
+        for label, y, _, _, width in styled
+        for b, v in zip(q, y)
+    ]
+    names = [s[0] for s in styled]
+    layers: list[dict] = [
+        {
+            "mark": {"type": "line", "clip": True},
+            "encoding": {
+                "x": {
+                    "field": "budget",
+                    "type": "quantitative",
+                    "title": _BUDGET_TITLE,
+                    "scale": {"domain": [0, float(100 * q.max())], "nice": False},
+                },
+                "y": {"field": "found", "type": "quantitative", "title": y_title, "scale": {"domain": [0, 1.02]}},
+                "color": {
+                    "field": "line",
+                    "type": "nominal",
+                    "scale": {"domain": names, "range": [s[2] for s in styled]},
+                },
+                "strokeDash": {
+                    "field": "line",
+                    "type": "nominal",
+                    "scale": {"domain": names, "range": [_DASH_ARRAYS[s[3]] for s in styled]},
+                    "legend": None,
+                },
+                "strokeWidth": {"field": "width", "type": "quantitative", "scale": None, "legend": None},
+                "tooltip": [
+                    {"field": "line", "title": "score"},
+                    {"field": "budget", "title": "budget %", "format": ".1f"},
+                    {"field": "found", "format": ".3f"},
+                ],
+            },
+        }
+    ]
     if selected is not None:
-        fig.add_vline(
-            x=100 * float(selected),
-            line=dict(color=OKABE_ITO["black"], dash="dash", width=1),
-            annotation_text=f"budget {100 * float(selected):.0f}%",
-            annotation_position="bottom right",
+        at = 100 * float(selected)
+        layers.append(
+            {
+                "data": {"values": [{"budget": at, "text": f"budget {at:.0f}%"}]},
+                "layer": [
+                    {"mark": {"type": "rule", "strokeDash": [4, 3], "color": OKABE_ITO["black"]}},
+                    {
+                        "mark": {"type": "text", "align": "left", "dx": 4, "y": "height", "dy": -8},
+                        "encoding": {"text": {"field": "text"}},
+                    },
+                ],
+                "encoding": {"x": {"field": "budget", "type": "quantitative", "title": _BUDGET_TITLE}},
+            }
         )
-    fig.update_yaxes(range=[0, 1.02])
-    fig.update_xaxes(range=[0, 100 * q.max()])
-    return finish(
-        fig, title=title, x_title="review budget q (% of ranked items)", y_title=y_title, height=420, legend_at="right"
-    )
+    spec = {"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "data": {"values": values}, "layer": layers}
+    return finish_spec(spec, title=title, height=360)
 
 
-def score_metrics_figure(table: pd.DataFrame, *, capture_column: str, highlight: str | None = None) -> go.Figure:
-    """AUROC and capture of every ranking score, side by side, best AUROC on top.
+def score_metrics_spec(table: pd.DataFrame, *, capture_column: str, highlight: str | None = None) -> dict:
+    """AUROC and capture of every ranking score, side by side, best AUROC on top (Vega-Lite 5).
 
     Parameters
     ----------
@@ -123,52 +154,59 @@ def score_metrics_figure(table: pd.DataFrame, *, capture_column: str, highlight:
     highlight : str, optional
         Score drawn in orange (the others blue).
 
-    Both x-axes are AUROC / share axes and stay on their whole range [0, 1].
+    Returns
+    -------
+    dict
+        Two panels (``hconcat``), each with one data row per score: ``score``, ``metric``
+        (``"AUROC"`` or ``capture_column``), ``value`` (None for NaN) and ``highlighted``; both
+        x axes on [0, 1], the chance line at AUROC 0.5.
     """
     missing = {"score", "auroc", capture_column} - set(table.columns)
     if missing:
         raise ValueError(f"`table` lacks the column(s) {sorted(missing)}; it has {list(table.columns)}.")
     frame = table.sort_values("auroc", ascending=False, na_position="last")
     names = frame["score"].astype(str).tolist()
-    colours = [HIGHLIGHT if n == highlight else OKABE_ITO["blue"] for n in names]
-    fig = make_subplots(
-        rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.07, subplot_titles=("AUROC", capture_column)
-    )
-    fig.add_trace(
-        go.Bar(
-            x=frame["auroc"],
-            y=names,
-            orientation="h",
-            marker=dict(color=colours),
-            hovertemplate="%{y}: AUROC %{x:.3f}<extra></extra>",
-        ),
-        row=1,
-        col=1,
-    )
-    fig.add_trace(
-        go.Bar(
-            x=frame[capture_column],
-            y=names,
-            orientation="h",
-            marker=dict(color=colours),
-            hovertemplate=f"%{{y}}: {capture_column} %{{x:.3f}}<extra></extra>",
-        ),
-        row=1,
-        col=2,
-    )
-    # The dotted chance line is named by the axis title: a label on the line would sit on a bar
-    # or on the subplot title.
-    fig.add_vline(x=0.5, line=dict(color=GREY, dash="dot", width=2), row=1, col=1)
-    # Two-line axis titles: side by side at 1000 px, one-line titles ran into each other.
-    fig.update_xaxes(range=[0, 1], title_text="AUROC<br>(0.5 = chance, higher = better)", row=1, col=1)
-    fig.update_xaxes(range=[0, 1], title_text="share of positives<br>found (0–1)", row=1, col=2)
-    fig.update_yaxes(autorange="reversed", type="category", title_text="risk score", row=1, col=1)
-    fig = finish(
-        fig,
-        title="How well each risk score ranks the positives",
-        legend=False,
-        height=max(320, 30 * len(names) + 180),
-        subtitle="orange = the score ranking the queue" if highlight in names else None,
-    )
-    fig.update_layout(margin_t=fig.layout.margin.t + 20, margin_b=fig.layout.margin.b + 20)  # panel and axis titles
-    return fig
+
+    def panel(column: str, metric: str, axis_title: str, chance: bool) -> dict:
+        values = [
+            {"score": n, "metric": metric, "value": float(v) if is_finite(v) else None, "highlighted": n == highlight}
+            for n, v in zip(names, frame[column])
+        ]
+        bars = {
+            "mark": "bar",
+            "encoding": {
+                "y": {"field": "score", "type": "nominal", "sort": names, "title": "risk score" if chance else None},
+                "x": {"field": "value", "type": "quantitative", "scale": {"domain": [0, 1]}, "title": axis_title},
+                "color": {
+                    "field": "highlighted",
+                    "type": "nominal",
+                    "scale": {"domain": [False, True], "range": [OKABE_ITO["blue"], HIGHLIGHT]},
+                    "legend": None,
+                },
+                "tooltip": [{"field": "score"}, {"field": "value", "title": metric, "format": ".3f"}],
+            },
+        }
+        layer = [bars]
+        if chance:
+            layer.append(
+                {
+                    "data": {"values": [{"x": 0.5}]},
+                    "mark": {"type": "rule", "strokeDash": [2, 3], "color": GREY, "strokeWidth": 2},
+                    "encoding": {"x": {"field": "x", "type": "quantitative"}},
+                }
+            )
+        return {"title": metric, "data": {"values": values}, "width": 300, "height": 26 * len(names), "layer": layer}
+
+    head: dict = {"text": "How well each risk score ranks the positives", "anchor": "start", "fontSize": 16}
+    if highlight in names:
+        head.update(subtitle="orange = the score ranking the queue", subtitleColor=GREY, subtitleFontSize=12)
+    return {
+        "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+        "title": head,
+        "hconcat": [
+            panel("auroc", "AUROC", "AUROC (0.5 = chance, higher = better)", True),
+            panel(capture_column, capture_column, "share of positives found (0–1)", False),
+        ],
+        "resolve": {"scale": {"y": "shared"}},
+        "config": {"axis": {"labelLimit": 160, "titleFontWeight": "normal"}},
+    }

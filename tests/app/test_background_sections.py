@@ -84,7 +84,7 @@ def test_paired_bounds_draws_its_cell_and_its_policy_comparison_fills_in(no_wait
         assert any(s.value == "Across every model and condition" for s in at.subheader), "the grid is not waited for"
         _until(at, lambda at: not any(COMPARING in i.value for i in at.info))
         tables = [d.value.to_json() for d in at.dataframe]
-        assert len(at.get("plotly_chart")) == 4
+        assert (len(at.get("plotly_chart")), len(at.get("vega_lite_chart"))) == (3, 1)  # intervals: Vega-Lite
         stale.setenv("AUDIT_FOREGROUND_WAIT_S", "600")
         waited = _paired_bounds(new_app)
         assert [d.value.to_json() for d in waited.dataframe] == tables
@@ -92,5 +92,5 @@ def test_paired_bounds_draws_its_cell_and_its_policy_comparison_fills_in(no_wait
     monkeypatch.setenv("AUDIT_FOREGROUND_WAIT_S", "0")
     stored = _paired_bounds(new_app)
     assert not any(COMPARING in i.value for i in stored.info) and not stored.get("progress")
-    assert len(stored.get("plotly_chart")) == 4
+    assert (len(stored.get("plotly_chart")), len(stored.get("vega_lite_chart"))) == (3, 1)
     assert [d.value.to_json() for d in stored.dataframe] == tables

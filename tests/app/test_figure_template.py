@@ -1,9 +1,10 @@
-"""Figures of the certificate panels: built without plotly's default template, yet the same.
+"""The plotly figures (the pages' charts that are not Vega-Lite): built without plotly's default
+template, yet the same.
 
-``ui.certificate`` turns plotly's default template off (plotly copies it into every new
-figure, and ``core.viz._style.finish`` replaces it by ``plotly_white`` anyway). Every builder
-the explorer and the triage page draw must give the same figure JSON as under Streamlit's
-default (``"streamlit"``), and the figure must carry the house template.
+``ui.components`` turns plotly's default template off (plotly copies it into every new figure,
+and ``core.viz._style.finish`` replaces it by ``plotly_white`` anyway). Every plotly builder a
+page draws must give the same figure JSON as under Streamlit's default (``"streamlit"``), and
+the figure must carry the house template.
 """
 
 from __future__ import annotations
@@ -19,52 +20,48 @@ import pytest
 import ui.components  # noqa: F401 - sets the default template off, as in the app
 from core import viz
 
-_PATH = ["income", "age", "debt"]
 _CASES = {
-    "trajectory": (
-        "trajectory_figure",
-        (_PATH, np.array([2.0, 1.1, 0.3, -0.4]), np.array([0.9, 0.8, 0.6, 0.4])),
-        dict(flip_budget=3, predicted=["good", "good", "good", "bad"], class_label="good"),
-    ),
-    "collapse": ("collapse_figure", (np.array([0.0, 0.2, 0.6, 1.3]),), dict(rcma=0.7, path=_PATH)),
-    "degradation": (
-        "degradation_figure",
-        (
-            np.array([0.25, 0.5, 1.0]),
-            {"attenuate_all": np.array([1.5, 0.7, -0.2]), "attenuate_single": np.array([1.9, 1.7, 1.6])},
-            {"attenuate_all": 0.75, "attenuate_single": float("inf")},
-        ),
-        dict(margin0=2.0),
-    ),
-    "drops": ("drops_figure", (_PATH + ["x4"], np.array([0.9, 0.5, 0.2, 0.05])), dict(path=_PATH, top_n=2)),
-    "whatif": ("whatif_figure", (["bad", "good"], np.array([0.1, 0.9]), np.array([0.6, 0.4])), {}),
-    "coverage": (
-        "coverage_figure",
-        (np.arange(1, 11) / 10, {"fds": np.linspace(0.1, 1, 10), "confidence": np.linspace(0.05, 1, 10)}),
-        dict(
-            ceiling=np.minimum(1, np.arange(1, 11) / 3),
-            random=np.arange(1, 11) / 10,
-            selected=0.3,
-            highlight="fds",
-            title="Brittle found",
-            y_title="share",
-        ),
-    ),
-    "score_metrics": (
-        "score_metrics_figure",
+    "reliability": (
+        "reliability_figure",
         (
             pd.DataFrame(
                 {
-                    "score": ["fds", "confidence"],
-                    "kind": ["certificate", "baseline"],
-                    "orientation": ["larger = riskier"] * 2,
-                    "auroc": [0.8, 0.6],
-                    "capture@10%": [0.5, 0.2],
+                    "panel": ["all", "all", "fragile"],
+                    "method": ["raw", "BATS", "raw"],
+                    "confidence": [0.6, 0.7, 0.9],
+                    "accuracy": [0.5, 0.75, 0.4],
+                    "count": [10, 30, 5],
                 }
             ),
         ),
-        dict(capture_column="capture@10%", highlight="fds"),
+        {},
     ),
+    "tradeoff": (
+        "tradeoff_figure",
+        (pd.DataFrame({"model": ["lr", "gb"], "auroc": [0.8, 0.9], "rcma": [0.1, 0.4]}),),
+        dict(x="auroc", y="rcma", x_title="AUROC", y_title="mean RCMA"),
+    ),
+    "trajectories_by_model": (
+        "trajectories_by_model_figure",
+        ({"lr": (["a", "b"], [2.0, 1.0, -1.0], 2), "gb": (["b", "a"], [4.0, 3.0, 2.0], 3)},),
+        {},
+    ),
+    "grid_summary": (
+        "grid_summary_figure",
+        (
+            pd.DataFrame(
+                {
+                    "source": ["synthetic", "recapture"],
+                    "target": ["H", "H"],
+                    "level": ["I0", "I0"],
+                    "mean_width": [0.3, 0.2],
+                }
+            ),
+        ),
+        {},
+    ),
+    "policy_matrix": ("policy_matrix_figure", (np.zeros((2, 2)), ["q = 90%", "q = 100%"]), {}),
+    "regret": ("regret_figure", (["q = 90%", "q = 100%"], [0.1, 0.0]), dict(chosen="q = 100%")),
 }
 
 

@@ -8,6 +8,7 @@ file uploader. The glue functions are checked against naive twins.
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -277,7 +278,7 @@ def test_probe_upload_ranks_its_own_images_and_follows_the_budget(app, probe_out
     assert any("Images: **probes.csv, clean.csv**" in c.value for c in at.caption)
     # No paired records uploaded: the queue is ranked by the score alone, the curves are hidden.
     assert any("No failures to judge the scores by" in i.value for i in at.info)
-    assert not at.get("plotly_chart")
+    assert not at.get("vega_lite_chart") and not at.get("plotly_chart")
     assert "Failures found (expected)" not in [m.label for m in at.metric]
     for percent in (10, 30):
         at.slider(key="recap_budget").set_value(percent).run()
@@ -309,7 +310,11 @@ def test_probe_upload_with_paired_records_shows_failure_coverage(app, probe_outp
     queue = recapture_queue(scores, score="U", budget=0.1, outcomes=outcomes)
     assert metric(at, "Failures found (expected)") == f"{queue['coverage'].iloc[0]:.0%}"
     assert metric(at, "Best possible at this budget") == f"{queue['ceiling'].iloc[0]:.0%}"
-    assert at.get("plotly_chart")
+    (coverage,) = at.get("vega_lite_chart")  # the failure-coverage curves
+    spec = json.loads(coverage.proto.spec)
+    assert spec["title"]["text"] == "Real failures found within the re-test budget"
+    lines = spec["layer"][0]["encoding"]["color"]["scale"]["domain"]
+    assert lines[-2:] == ["ceiling (best possible)", "random selection"]
     shown = _table_with(at, "rank", "record_id", "n_failed")
     assert shown["n_failed"].tolist() == queue["n_failed"].tolist()
 

@@ -3,7 +3,7 @@
 The explorer on an uploaded 500-column table (AppTest): the one-step-drops chart shows the top
 N groups and folds the rest into one bar, the what-if picks groups in a searchable multiselect
 instead of one pill per group, and raw values are rounded. The figures alone are tested in
-``tests/viz/test_wide_figures.py``, the raw values and the interactive sample size in
+``tests/viz/test_chart_specs.py``, the raw values and the interactive sample size in
 ``tests/views/test_sample_tables.py`` and ``tests/views/test_interactive_sample.py``.
 """
 

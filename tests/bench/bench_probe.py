@@ -3,6 +3,7 @@
     python tests/bench/bench_probe.py                       # 40 images, ResNet-18 at 224 px, 1 round
     python tests/bench/bench_probe.py --rounds 2 --images 40 --size 224
     python tests/bench/bench_probe.py --profile probe.prof  # the probe side under cProfile, top lines printed
+    python tests/bench/bench_probe.py --no-scaling          # only the default-threads comparison
 
 The model is a ResNet-18 (11.7 M parameters, 1,000 classes) built in torch with seeded random
 weights and exported to ONNX (nothing downloaded). The images are random-ish natural-looking
@@ -14,17 +15,21 @@ Every measurement runs in a fresh child process (its peak RSS from ``ru_maxrss``
 
 * **probe**: the CLI path, ``core.cli.main(["probe", ...])``, timed around the call (model read,
   image validation, every variant, the model passes, the Parquet writes);
-* **bare**: the same model passes alone: one onnxruntime session made as the probe makes it
-  (``core.onnx_session.cpu_session``), fed the same inputs in the same batches (the clean images
-  and every corruption / natural-transform variant, decoded, resized, 8-bit and normalised
-  beforehand, outside the timed part). Only ``session.run`` is timed. Its peak RSS includes
-  that preparation (a whole variant of every image at once), so it says little.
+* **bare**: the same model passes alone: a plain ``onnxruntime.InferenceSession`` with
+  onnxruntime's default options (its default threads: the machine's cores), fed the same inputs
+  in the same batches (the clean images and every corruption / natural-transform variant,
+  decoded, resized, 8-bit and normalised beforehand, outside the timed part). Only
+  ``session.run`` is timed. Its peak RSS includes that preparation (a whole variant of every
+  image at once), so it says little.
 
-The wall-clock ratio probe / bare is the goal's measure. The machine may be shared while the
-benchmark runs (the load average is printed with every round): the probe's two threads then
-compete with other work for both cores, the bare passes for one. The CPU ratio (the probe
-process's CPU seconds, every thread and its setup included, against the bare passes' own)
-does not depend on that, and bounds what the probe costs beyond its model.
+The wall-clock ratio probe / bare, both on their default threads, is the goal's measure (issue
+39: at most 1.3x). Then, unless ``--no-scaling``, both sides run again at 1 .. N-1 threads
+(``--threads T`` for the probe, ``intra_op_num_threads = T`` for the bare session) and the
+scaling table prints each side's time and speed-up over its own one-thread time, the default
+(N cores) as its last row. The machine may be shared while the benchmark runs (the load
+average is printed with every row). The CPU ratio (the probe process's CPU seconds, every
+thread and its setup included, against the bare process's CPU seconds in its passes) bounds
+what the probe costs beyond its model.
 """
 
 from __future__ import annotations
@@ -144,6 +149,8 @@ def _child_probe(args) -> dict:
     argv = ["probe", _model_flag(), args.model, "--images", args.images, "--labels", args.labels]
     argv += ["--out", args.out, "--batch-size", str(args.batch_size), "--no-progress", "--force"]
     argv += ["--mean", ",".join(map(str, MEAN)), "--std", ",".join(map(str, STD))]
+    if args.threads:
+        argv += ["--threads", str(args.threads)]
     if args.profile:
         import cProfile
         import pstats
@@ -165,13 +172,16 @@ def _child_probe(args) -> dict:
 
 def _child_bare(args) -> dict:
     import numpy as np
+    import onnxruntime as ort
     import pandas as pd
     from PIL import Image
 
     from core.imaging.corruptions import CORRUPTIONS, NATURAL_TRANSFORMS
-    from core.onnx_session import cpu_session
 
-    session = cpu_session(Path(args.model).read_bytes(), where=args.model)
+    options = ort.SessionOptions()  # onnxruntime's defaults: threads = the machine's cores
+    if args.threads:
+        options.intra_op_num_threads = args.threads
+    session = ort.InferenceSession(Path(args.model).read_bytes(), options, providers=["CPUExecutionProvider"])
     inp = session.get_inputs()[0]
     size = int(inp.shape[2])
     files = pd.read_csv(args.labels)["file"]
@@ -193,10 +203,10 @@ def _child_bare(args) -> dict:
         x = np.ascontiguousarray(((u8 - np.array(MEAN)) / np.array(STD)).astype(np.float32).transpose(0, 3, 1, 2))
         for start in range(0, len(x), args.batch_size):
             chunk = x[start : start + args.batch_size]
-            t0, c0 = time.perf_counter(), time.thread_time()
-            session.run(None, {inp.name: chunk})  # one intra-op thread: it runs on this thread
+            t0, c0 = time.perf_counter(), time.process_time()
+            session.run(None, {inp.name: chunk})
             seconds += time.perf_counter() - t0
-            cpu += time.thread_time() - c0
+            cpu += time.process_time() - c0  # every onnxruntime thread
             passes += len(chunk)
     return {"seconds": seconds, "cpu_s": cpu, "passes": passes}
 
@@ -209,8 +219,10 @@ def _child(args) -> None:
     print(json.dumps(out))
 
 
-def _run_side(side: str, work: Path, args, profile: str | None = None) -> dict:
+def _run_side(side: str, work: Path, args, profile: str | None = None, threads: int | None = None) -> dict:
     cmd = [sys.executable, __file__, "--child", side, "--batch-size", str(args.batch_size)]
+    if threads:
+        cmd += ["--threads", str(threads)]
     cmd += ["--model", str(work / "resnet18.onnx"), "--images", str(work / "images")]
     cmd += ["--labels", str(work / "images" / "labels.csv"), "--out", str(work / "out")]
     if profile:
@@ -231,6 +243,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--profile", help="write the probe side's cProfile stats here (one extra probe run)")
+    parser.add_argument("--no-scaling", action="store_true", help="skip the 1 .. N-1 thread runs")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench_probe_") as tmp:
         work = Path(tmp)
@@ -260,8 +273,29 @@ def main() -> None:
                 f"in the passes): ratio {ratio:.2f}x wall, {cpu_ratio:.2f}x CPU, load {os.getloadavg()[0]:.1f}"
             )
         print(f"probe / bare model passes: median {sorted(ratios)[len(ratios) // 2]:.2f}x over {args.rounds} round(s)")
+        if not args.no_scaling:
+            _scaling(work, args, got)
         if args.profile:
             _run_side("probe", work, args, profile=args.profile)
+
+
+def _scaling(work: Path, args, default: dict) -> None:
+    """Both sides at 1 .. N-1 threads, then the default round's (N), each beside its 1-thread time."""
+    from core.onnx_session import default_threads
+
+    cores = default_threads()
+    rows = []
+    for t in range(1, cores):
+        rows.append((str(t), {side: _run_side(side, work, args, threads=t) for side in ("probe", "bare")}))
+    rows.append((f"{cores} (default)", default))
+    base = rows[0][1]
+    print(f"scaling, {cores} cores: threads | probe s (speed-up) | bare s (speed-up) | probe / bare")
+    for label, got in rows:
+        p, b = got["probe"]["seconds"], got["bare"]["seconds"]
+        print(
+            f"  {label:>12} | {p:6.1f} ({base['probe']['seconds'] / p:4.2f}x) | {b:6.1f} "
+            f"({base['bare']['seconds'] / b:4.2f}x) | {p / b:4.2f}x   load {os.getloadavg()[0]:.1f}"
+        )
 
 
 if __name__ == "__main__":
@@ -271,6 +305,7 @@ if __name__ == "__main__":
         for flag in ("--model", "--images", "--labels", "--out", "--profile"):
             child.add_argument(flag)
         child.add_argument("--batch-size", type=int)
+        child.add_argument("--threads", type=int)
         _child(child.parse_args())
     else:
         main()

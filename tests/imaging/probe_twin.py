@@ -306,6 +306,7 @@ def naive_run_probes(
         "recaptures": {cond: other.where for cond, other in perturbed.items()},
         "seed": int(seed),
         "batch_size": int(batch_size),
+        "threads": int(model.threads),  # the session's, resolved (issue 39)
         "note": "Corruption parameters follow ImageNet-C with spatial sizes scaled to 32 px "
         "(core.imaging.corruptions); every probe input is an 8-bit image.",
     }

@@ -1,6 +1,8 @@
 """``python -m core probe --engine dask`` on a real ``LocalCluster`` (2 worker processes).
 
-- the published files are byte-identical to the local run's;
+- the published files are byte-identical to the local run's at the same threads (the
+  workers' default on this cluster, 2 single-threaded workers on at most 2 cores, is the
+  local run's ``--threads 1``; the manifest records the number);
 - a worker SIGKILLed mid-run loses nothing: the run completes with identical files;
 - an interrupted run resumes from its finished batches to identical files;
 - the execution flags are checked like ``certify``'s.
@@ -61,8 +63,15 @@ def _files(out) -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def local_out(cnn, folder, tmp_path_factory):
     out = tmp_path_factory.mktemp("local") / "out"
-    assert main(_argv(cnn, folder, out)) == 0
+    assert main(_argv(cnn, folder, out, "--threads", str(_worker_share()))) == 0
     return out
+
+
+def _worker_share() -> int:
+    """What :func:`core.scale.cluster.worker_threads` gives 2 single-threaded workers here."""
+    from core.onnx_session import default_threads
+
+    return max(1, default_threads() // 2)
 
 
 @pytest.fixture(scope="module")

@@ -35,10 +35,18 @@ def two_workers(dask_client):
     return dask_client
 
 
+def _worker_share() -> int:
+    """The threads :func:`core.scale.cluster.worker_threads` gives the 2 single-threaded workers
+    here: the local reference uses as many, so that the manifests (which record them) match."""
+    from core.onnx_session import default_threads
+
+    return max(1, default_threads() // 2)
+
+
 @pytest.fixture(scope="module")
 def local_reference(tmp_path_factory, credit_parquet, spec):
     out = tmp_path_factory.mktemp("ref") / "out"
-    run = certify_dataset(credit_parquet, out, spec, chunk_rows=CHUNK_ROWS)
+    run = certify_dataset(credit_parquet, out, spec, chunk_rows=CHUNK_ROWS, threads=_worker_share())
     return run, out
 
 
@@ -174,7 +182,7 @@ def test_interrupted_dask_run_resumes_to_identical_output(
             credit_parquet, out, spec, chunk_rows=CHUNK_ROWS, engine="dask", client=two_workers, progress=_stop_after(3)
         )
     assert not (out / ".lock").exists()
-    kwargs = {"engine": "dask", "client": two_workers} if resume_engine == "dask" else {}
+    kwargs = {"engine": "dask", "client": two_workers} if resume_engine == "dask" else {"threads": _worker_share()}
     run = certify_dataset(credit_parquet, out, spec, chunk_rows=CHUNK_ROWS, **kwargs)
     assert run.result.reused >= 3 and run.result.computed + run.result.reused == N_ROWS // CHUNK_ROWS
     assert _files(out) == _files(ref)
@@ -192,7 +200,7 @@ def test_unreadable_partition_on_dask_names_it_and_keeps_finished_ones(tmp_path,
             write_page_checksum=True,
             compression="none",
         )
-    clean = certify_dataset(folder, tmp_path / "clean", spec, chunk_rows=300)
+    clean = certify_dataset(folder, tmp_path / "clean", spec, chunk_rows=300, threads=_worker_share())
     # Corrupt the first column of row group 1 of f2: rows 1800-1999, inside partition 6
     # (1800-2099) and beyond the 1500 rows the model is fitted on.
     path = folder / "f2.parquet"

@@ -54,7 +54,6 @@ def test_queue_is_the_top_of_the_ranking_by_a_naive_sort(result):
         "flip_budget",
         "flipped",
         "rcma",
-        "near_tie",
         "brittle",
         "score_value",
     ]
@@ -84,51 +83,23 @@ def test_queue_refuses_bad_arguments_echoing_them(result, kwargs, match):
 def test_plot_certificate_names_the_class_and_refuses_unknown_ids(result):
     sample_id = result.certificates.table.index[3]
     position = 3
-    fig = result.plot_certificate(sample_id)
+    chart = result.plot_certificate(sample_id)
     cert = result.certificates.certificate(position)
     label = str(result.classes[cert.pred])
-    assert fig.layout.yaxis2.title.text == f"P({label})"
-    assert str(sample_id) in fig.layout.title.text
-    np.testing.assert_array_equal(fig.data[0].y, cert.path_margins)
-    np.testing.assert_array_equal(fig.data[1].y, cert.proba[:, cert.pred])
+    margin, probability = chart.spec["vconcat"]
+    assert str(sample_id) in chart.spec["title"]["text"] and label in chart.spec["title"]["text"]
+    assert probability["layer"][0]["encoding"]["y"]["title"] == f"P({label})"
+    rows = margin["data"]["values"]
+    assert probability["data"]["values"] == rows
+    np.testing.assert_array_equal([r["margin"] for r in rows], cert.path_margins)
+    np.testing.assert_allclose([r["proba"] for r in rows], cert.proba[:, cert.pred], rtol=0, atol=0)
+    assert [r["k"] for r in rows] == list(range(len(cert.path_margins)))
+    bundle = chart._repr_mimebundle_()
+    assert bundle["application/vnd.vegalite.v5+json"] == chart.spec
+    assert bundle["image/svg+xml"].lstrip().startswith("<svg") and f"P({label})" in bundle["image/svg+xml"]
     for bad in (-1, "3", 10**9, None, [sample_id]):
         with pytest.raises(ValueError, match=rf"`sample_id` {re.escape(repr(bad))} is not a test row"):
             result.plot_certificate(bad)
-
-
-def test_plot_certificate_shows_without_javascript(result):
-    # Issue 40: an exported notebook (nbconvert to HTML) showed nothing where the figure was:
-    # plotly's output needs plotly.js. The figure now carries a static picture as text/html.
-    import json
-
-    import plotly.graph_objects as go
-
-    table = result.certificates.table
-    for position in range(len(table)):
-        cert = result.certificates.certificate(position)
-        if str(result.classes[cert.pred]) == "<Gentoo & co>" and cert.flip_budget <= result.certificates.depth:
-            break
-    else:
-        pytest.fail("no flipped Gentoo prediction in the fixture")
-    fig = result.plot_certificate(table.index[position])
-    assert isinstance(fig, go.Figure), "still a plotly figure for show() / update_layout()"
-    bundle = fig._repr_mimebundle_()
-    json.dumps(bundle)  # what the kernel sends
-    assert set(bundle) == {"application/vnd.plotly.v1+json", "text/html", "text/plain"}
-    assert [t["name"] for t in bundle["application/vnd.plotly.v1+json"]["data"]] == [t.name for t in fig.data]
-    page = bundle["text/html"]
-    assert "<svg" in page and "<script" not in page.lower() and "<link" not in page.lower()
-    assert "&lt;Gentoo &amp; co&gt;" in page and "<Gentoo & co>" not in page
-    # One point per step, coloured as the figure colours them; the k* line through the first flipped one.
-    circles = re.findall(r"<circle cx='([\d.]+)' cy='[\d.]+' r='5' fill='(#\w+)'", page)
-    assert [c for _, c in circles] == list(fig.data[0].marker.color)
-    k = int(cert.flip_budget)
-    assert re.search(rf"<line x1='{circles[k][0]}' x2='{circles[k][0]}'[^>]*stroke-dasharray", page)
-    assert f"flip at k* = {k}" in page
-    # The table of steps: every margin, to three decimals.
-    cells = re.findall(r"<td[^>]*>([^<]*)</td>", page)
-    assert cells[1::4] == [f"{v:.3f}" for v in cert.path_margins]
-    assert fig._repr_mimebundle_(include={"text/html"}) == {"text/html": page}
 
 
 def test_repr_html_is_compact_escaped_and_self_contained(result):
@@ -166,9 +137,7 @@ def test_the_example_notebook_runs(monkeypatch, tmp_path):
     assert not [o for o in outputs if o.output_type == "error"]
     bundles = [o.get("data", {}) for o in outputs if o.output_type in ("execute_result", "display_data")]
     assert any("Fragility audit" in b.get("text/html", "") for b in bundles), "the result's HTML repr"
-    figures = [b for b in bundles if "application/vnd.plotly.v1+json" in b]
-    assert figures, "a plotly figure"
-    # An export to HTML without JavaScript shows the figure's static picture.
-    assert all("<svg" in b.get("text/html", "") and "<script" not in b["text/html"].lower() for b in figures)
+    chart = next(b for b in bundles if "application/vnd.vegalite.v5+json" in b)  # the certificate chart
+    assert chart["image/svg+xml"].lstrip().startswith("<svg"), "a static drawing for exported notebooks"
     queue = next(b for b in bundles if "rank" in b.get("text/plain", "") and "sample_id" in b.get("text/plain", ""))
     assert any(name in queue["text/plain"] for name in ("Adelie", "Chinstrap", "Gentoo"))

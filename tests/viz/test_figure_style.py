@@ -47,49 +47,6 @@ def test_series_styles_refuse_more_than_they_can_tell_apart():
         series_styles(29)
 
 
-def _lines(fig) -> list[tuple[str, str, str]]:
-    """(name, colour, dash) of every line trace that is not a grey reference."""
-    out = []
-    for trace in fig.to_plotly_json()["data"]:
-        line = trace.get("line", {})
-        if line.get("color") not in (None, "#7F7F7F"):
-            out.append((trace["name"], line["color"], line.get("dash", "solid")))
-    return out
-
-
-def _triage_like_curves() -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Nine scores as on the Triage page of a binary model: the four confidence baselines
-    rank alike (identical curves), the five certificate scores differ."""
-    q = np.linspace(0.02, 1.0, 50)
-    same = np.sqrt(q)
-    curves = {
-        name: q ** (0.25 + 0.13 * i)
-        for i, name in enumerate(("fds", "rcma", "inv_flip_budget", "degradation", "one_step"))
-    }
-    curves.update({name: same.copy() for name in ("max_softmax", "entropy", "margin", "neg_energy")})
-    return q, curves
-
-
-def test_coverage_lines_never_share_a_style_and_identical_curves_are_one_named_line():
-    q, curves = _triage_like_curves()
-    fig = viz.coverage_figure(q, curves, ceiling=np.minimum(1, q * 3), random=q, highlight="fds")
-    lines = _lines(fig)
-    styles = [(c, d) for _, c, d in lines]
-    assert len(set(styles)) == len(styles), lines  # before: fds and neg_energy both solid #0072B2
-    assert len(lines) == 6  # five certificate scores + one line for the four identical baselines
-    merged = [name for name, _, _ in lines if "identical" in name]
-    assert len(merged) == 1
-    assert all(s in merged[0] for s in ("max_softmax", "entropy", "margin", "neg_energy"))
-    widths = {t.name: t.line.width for t in fig.data}
-    assert widths["fds"] == 4 and widths["rcma"] == 2
-
-
-def test_coverage_merges_only_exactly_equal_curves():
-    q = np.array([0.5, 1.0])
-    fig = viz.coverage_figure(q, {"a": [0.4, 1.0], "b": [0.4 + 1e-9, 1.0]})
-    assert [t.name for t in fig.data] == ["a", "b"]
-
-
 def test_fourth_model_is_not_drawn_in_the_flipped_colour_and_titles_are_wrapped():
     names = [
         "Logistic regression",
@@ -153,47 +110,11 @@ def test_tradeoff_labels_lean_inwards_at_the_ends():
     assert list(fig.data[0].textposition) == ["top right", "top center", "top left"]
 
 
-def _intervals(h=(0.0, 0.0, 0.0), dm=(-0.0004, 0.0083, 0.0046)) -> pd.DataFrame:
-    rows = []
-    for level in ("I0", "Ik", "I5"):
-        rows.append(dict(target="H", level=level, low=h[0], high=h[1], observed=h[2]))
-        rows.append(dict(target="L", level=level, low=0.07, high=0.21, observed=0.13))
-        rows.append(dict(target="dM_k", level=level, low=dm[0], high=dm[1], observed=dm[2]))
-    return pd.DataFrame(rows)
-
-
-def test_zero_width_h_interval_is_not_drawn_on_minus_one_to_one():
-    fig = viz.intervals_figure(_intervals())
-    h_range = list(fig.layout.xaxis.range)  # panel 1 = H
-    assert h_range[0] >= 0.0 and h_range[1] <= 1.0  # before: autorange -1..1 for [0, 0]
-    assert h_range[1] - h_range[0] >= 0.01 - 1e-12
-    assert h_range[0] <= 0.0 <= h_range[1]
-
-
-def test_interval_axes_cover_the_bars_inside_each_target_range():
-    fig = viz.intervals_figure(_intervals(h=(0.98, 1.0, 0.99), dm=(-0.3, 0.2, 0.0)))
-    h_low, h_high = fig.layout.xaxis.range
-    assert h_low <= 0.98 and h_high == 1.0  # clipped at the share's maximum
-    d_low, d_high = fig.layout.xaxis3.range
-    assert -1.0 <= d_low <= -0.3 and 0.2 <= d_high <= 1.0
-
-
 # ---------------------------------------------------------------------------- titles
 def test_half_column_titles_fit_and_keep_their_key_in_the_subtitle():
     regret = viz.regret_figure(["q = 60%", "q = 100%"], [0.2, 0.0], chosen="q = 100%")
     matrix = viz.policy_matrix_figure(np.zeros((2, 2)), ["q = 60%", "q = 100%"])
-    intervals = viz.intervals_figure(_intervals())
-    for fig in (regret, matrix, intervals):
+    for fig in (regret, matrix):
         assert len(fig.layout.title.text) <= HALF_COLUMN_TITLE, fig.layout.title.text
     assert "orange" in regret.layout.title.subtitle.text
     assert "✓" in matrix.layout.title.subtitle.text
-    # The three panel titles of the interval chart are at most 22 characters a line.
-    panel_lines = [line for a in intervals.layout.annotations for line in a.text.split("<br>")]
-    assert max(map(len, panel_lines)) <= 22, panel_lines
-
-
-def test_chance_line_has_no_label_on_the_bars():
-    table = pd.DataFrame({"score": ["fds", "rcma"], "auroc": [0.8, 0.7], "capture@10%": [0.3, 0.2]})
-    fig = viz.score_metrics_figure(table, capture_column="capture@10%", highlight="fds")
-    assert "chance" not in [a.text for a in fig.layout.annotations]
-    assert "0.5 = chance" in fig.layout.xaxis.title.text

@@ -1,4 +1,6 @@
-"""Figure builders: the right things are drawn where they belong, with titles and safe colours."""
+"""The plotly figures (the charts only the dashboard draws): the right things are drawn where they
+belong, with titles and safe colours. The Vega-Lite charts: ``test_vega_specs.py`` and
+``test_chart_specs.py``."""
 
 from __future__ import annotations
 
@@ -48,138 +50,6 @@ def test_palette_is_okabe_ito_without_yellow_first():
     assert series_colours(8)[7] == series_colours(8)[0]  # seven series colours: vermillion is reserved
 
 
-def test_trajectory_marks_the_flip_on_the_first_flipped_step():
-    fig = viz.trajectory_figure(
-        ["income", "debt", "age"],
-        [2.0, 0.5, -0.3, -1.0],
-        [0.9, 0.6, 0.45, 0.3],
-        flip_budget=2,
-        predicted=["good", "good", "bad", "bad"],
-    )
-    _check_common(fig)
-    shapes = [s for s in fig.layout.shapes if s.type == "line" and s.x0 == s.x1]
-    assert [s.x0 for s in shapes] == [2, 2]  # one line through each panel, on step k* = 2
-    margin_trace = fig.data[0]
-    assert list(margin_trace.marker.color) == [OKABE_ITO["blue"]] * 2 + [OKABE_ITO["vermillion"]] * 2
-    assert "flip at k* = 2" in [a.text for a in fig.layout.annotations]
-    assert list(fig.layout.xaxis2.ticktext) == ["0<br>intact", "1<br>income", "2<br>debt", "3<br>age"]
-
-
-@pytest.mark.parametrize(("depth", "k_star"), [(3, 1), (3, 3), (1, 1), (5, 2)], ids=["first", "last", "only", "inner"])
-def test_the_flip_line_passes_through_the_first_flipped_point(depth, k_star):
-    # Issue 40: "flip at k* = 1" was drawn between steps 0 and 1.
-    margins = [1.0 - k for k in range(depth + 1)]
-    margins = [m if k < k_star else -abs(m) - 0.1 for k, m in enumerate(margins)]
-    fig = viz.trajectory_figure([f"g{g}" for g in range(depth)], margins, [0.5] * (depth + 1), flip_budget=k_star)
-    first_flipped = [x for x, c in zip(fig.data[0].x, fig.data[0].marker.color) if c == OKABE_ITO["vermillion"]][0]
-    lines = {s.x0 for s in fig.layout.shapes if s.type == "line" and s.x0 == s.x1}
-    assert lines == {first_flipped} == {k_star}
-    note = next(a for a in fig.layout.annotations if a.text == f"flip at k* = {k_star}")
-    assert note.x == k_star
-    # The note runs into the plot, never past its last step.
-    assert note.xanchor == ("right" if k_star > depth / 2 else "left")
-
-
-def test_trajectory_without_flip_says_so():
-    fig = viz.trajectory_figure(["a", "b"], [2.0, 1.5, 1.0], [0.9, 0.8, 0.7], flip_budget=3)
-    assert "no flip within K = 2" in [a.text for a in fig.layout.annotations]
-    assert not [s for s in fig.layout.shapes if s.x0 == s.x1]
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "match"),
-    [
-        ({"margins": [1.0, 0.5]}, r"`margins` must have length 3; got 2"),
-        ({"flip_budget": 4}, r"`flip_budget` must be an integer in 1..3"),
-        ({"flip_budget": 0}, r"`flip_budget` must be an integer in 1..3"),
-        ({"predicted": ["x"]}, r"`predicted` must have length 3; got 1"),
-    ],
-    ids=["short-margins", "budget-too-big", "budget-zero", "short-predicted"],
-)
-def test_trajectory_rejects_inconsistent_inputs(kwargs, match):
-    args = dict(path=["a", "b"], margins=[1.0, 0.5, 0.1], proba=[0.8, 0.7, 0.6], flip_budget=3)
-    args.update(kwargs)
-    with pytest.raises(ValueError, match=match):
-        viz.trajectory_figure(args.pop("path"), args.pop("margins"), args.pop("proba"), **args)
-
-
-def test_collapse_draws_rcma_as_the_mean_bar_height():
-    c = np.array([0.0, 0.2, 0.7, 1.3])
-    fig = viz.collapse_figure(c, rcma=float(c.mean()), path=["a", "b", "c"])
-    _check_common(fig)
-    bars = fig.data[0]
-    assert list(bars.y) == list(c) and bars.width == 1.0
-    assert fig.layout.shapes[0].y0 == pytest.approx(c.mean())
-    with pytest.raises(ValueError, match=r"`path` must have length 3"):
-        viz.collapse_figure(c, rcma=0.5, path=["a"])
-
-
-def test_degradation_marks_lambda_star_on_its_curve_and_skips_infinite():
-    lam = [0.25, 0.5, 0.75, 1.0]
-    fig = viz.degradation_figure(
-        lam,
-        {"attenuate_single": [1.0, 0.2, -0.1, -0.5], "attenuate_all": [1.5, 1.2, 1.0, 0.9]},
-        {"attenuate_single": 0.75, "attenuate_all": float("inf")},
-        margin0=2.0,
-    )
-    _check_common(fig)
-    stars = [t for t in fig.data if t.marker.symbol == "star"]
-    assert len(stars) == 1 and stars[0].x == (0.75,) and stars[0].y == (-0.1,)
-    assert fig.data[0].x[0] == 0.0 and fig.data[0].y[0] == 2.0
-
-
-def test_drops_sorted_and_path_highlighted():
-    fig = viz.drops_figure(["a", "b", "c"], [0.1, 0.9, -0.2], path=["b"])
-    _check_common(fig)
-    assert list(fig.data[0].y) == ["b", "a", "c"]
-    assert list(fig.data[0].marker.color) == [OKABE_ITO["blue"], "#7F7F7F", "#7F7F7F"]
-
-
-def test_whatif_and_scatter_and_histogram():
-    _check_common(viz.whatif_figure(["good", "bad"], [0.8, 0.2], [0.4, 0.6]))
-    fig = viz.confidence_fds_figure(np.linspace(0.5, 1, 50), np.linspace(0, 1, 50), brittle=np.arange(50) % 2 == 0)
-    _check_common(fig)
-    assert sum(len(t.x) for t in fig.data) == 50
-    many = viz.confidence_fds_figure(np.full(30, 0.9), np.full(30, 0.5), max_points=10)
-    assert sum(len(t.x) for t in many.data) == 10
-    hist = viz.flip_budget_histogram([1, 1, 3, 4], depth=3)
-    _check_common(hist)
-    assert list(hist.data[0].y) == [2, 0, 1, 1]
-    with pytest.raises(ValueError, match=r"`flip_budget` values must lie in 1..4"):
-        viz.flip_budget_histogram([0, 2], depth=3)
-
-
-def test_coverage_curves_with_references_and_selected_budget():
-    q = np.array([0.05, 0.1, 0.5, 1.0])
-    fig = viz.coverage_figure(
-        q,
-        {"fds": [0.3, 0.5, 0.9, 1.0], "confidence": [0.1, 0.2, 0.6, 1.0]},
-        ceiling=np.minimum(1, q * 4),
-        random=q,
-        selected=0.1,
-        highlight="fds",
-    )
-    _check_common(fig)
-    assert list(fig.data[0].x) == [5.0, 10.0, 50.0, 100.0]
-    assert fig.data[0].line.width > fig.data[1].line.width
-    assert [t.name for t in fig.data][-2:] == ["ceiling (best possible)", "random selection"]
-    assert fig.layout.shapes[0].x0 == 10.0
-    with pytest.raises(ValueError, match="fractions in"):
-        viz.coverage_figure([0, 0.5], {"a": [0, 1]})
-    with pytest.raises(ValueError, match=r"`curves\['a'\]` must have shape"):
-        viz.coverage_figure([0.5, 1.0], {"a": [0.1]})
-
-
-def test_score_metrics_sorted_by_auroc_with_nan_last():
-    table = pd.DataFrame({"score": ["a", "fds", "c"], "auroc": [0.6, 0.9, np.nan], "capture@10": [0.2, 0.5, 0.1]})
-    fig = viz.score_metrics_figure(table, capture_column="capture@10", highlight="fds")
-    _check_common(fig)
-    assert list(fig.data[0].y) == ["fds", "a", "c"]
-    assert fig.data[0].marker.color[0] == OKABE_ITO["orange"]
-    with pytest.raises(ValueError, match=r"lacks the column\(s\) \['capture@20'\]"):
-        viz.score_metrics_figure(table, capture_column="capture@20")
-
-
 def test_model_figures():
     frame = pd.DataFrame({"model": ["lr", "gb", "nan"], "auroc": [0.8, 0.9, np.nan], "rcma": [0.1, 0.4, 0.2]})
     fig = viz.tradeoff_figure(frame, x="auroc", y="rcma", x_title="AUROC", y_title="mean RCMA")
@@ -209,41 +79,6 @@ def test_reliability_skips_empty_bins_and_draws_one_panel_per_subset():
     assert [a.text for a in fig.layout.annotations] == ["all", "fragile"]
     fragile_bats = [t for t in fig.data if t.name == "BATS" and t.xaxis == "x2"]
     assert len(fragile_bats[0].x) == 0
-
-
-def _intervals() -> pd.DataFrame:
-    rows = []
-    for target, base in (("H", 0.1), ("L", 0.05), ("dM_k", 0.2)):
-        for level, width in (("I0", 0.3), ("Ik", 0.1), ("I5", 0.05)):
-            rows.append({"target": target, "level": level, "low": base, "high": base + width, "observed": base + 0.02})
-    return pd.DataFrame(rows)
-
-
-def test_interval_bars_span_low_to_high_and_mark_observed():
-    fig = viz.intervals_figure(_intervals())
-    _check_common(fig)
-    bars = [t for t in fig.data if t.mode == "lines+markers"]
-    assert len(bars) == 9
-    assert tuple(bars[0].x) == pytest.approx((0.1, 0.4)) and bars[0].y == ("I0", "I0")
-    observed = [t for t in fig.data if t.marker.symbol == "diamond"]
-    assert len(observed) == 9 and observed[0].x == (pytest.approx(0.12),)
-
-
-def test_interval_bars_show_undefined_dmk():
-    frame = _intervals()
-    frame.loc[frame["target"] == "dM_k", ["low", "high", "observed"]] = np.nan
-    fig = viz.intervals_figure(frame)
-    assert sum(1 for t in fig.data if t.mode == "text" and t.text == ("undefined",)) == 3
-    with pytest.raises(ValueError, match="has none of the targets"):
-        viz.intervals_figure(frame.assign(target="Q"))
-
-
-def test_interval_bars_without_pairing_have_no_observed_marker():
-    fig = viz.intervals_figure(_intervals().assign(observed=np.nan))
-    assert not [t for t in fig.data if t.marker.symbol == "diamond"]
-    key = fig.layout.title.subtitle.text  # the reading key sits under the (short) title
-    assert "pairing unknown" in key and "◆" not in key
-    assert "◆ = observed pairing" in viz.intervals_figure(_intervals()).layout.title.subtitle.text
 
 
 def test_grid_policy_regret():
@@ -292,7 +127,6 @@ _LONG = [
 
 
 def _every_figure() -> dict[str, go.Figure]:
-    q = np.array([0.05, 0.1, 0.5, 1.0])
     summary = pd.DataFrame(
         {
             "source": ["synthetic"] * 2 + ["simulated-recapture"] * 2,
@@ -312,33 +146,14 @@ def _every_figure() -> dict[str, go.Figure]:
     )
     models = pd.DataFrame({"model": ["Histogram gradient boosting", "lr"], "auroc": [0.8, 0.9], "rcma": [0.1, 0.4]})
     return {
-        "trajectory_figure": viz.trajectory_figure(
-            _LONG, [2.0, 1.2, 0.4, -0.1, -0.5, -0.9], [0.9, 0.8, 0.6, 0.45, 0.4, 0.3], flip_budget=3
-        ),
-        "collapse_figure": viz.collapse_figure([0, 0.4, 0.8, 1.05, 1.2, 1.4], rcma=0.8, path=_LONG),
-        "degradation_figure": viz.degradation_figure(
-            [0.5, 1.0],
-            {"attenuate_single": [0.5, -0.5], "attenuate_all": [1.0, 0.5]},
-            {"attenuate_single": 1.0},
-            margin0=2.0,
-        ),
-        "drops_figure": viz.drops_figure(_LONG, [0.5, 0.4, 0.3, 0.2, 0.1], path=_LONG[:2]),
-        "whatif_figure": viz.whatif_figure(["good", "bad"], [0.8, 0.2], [0.4, 0.6]),
-        "confidence_fds_figure": viz.confidence_fds_figure([0.6, 0.95], [0.2, 0.9], brittle=[False, True]),
-        "flip_budget_histogram": viz.flip_budget_histogram([1, 2, 6], depth=5),
         "tradeoff_figure": viz.tradeoff_figure(models, x="auroc", y="rcma", x_title="AUROC", y_title="RCMA"),
         "trajectories_by_model_figure": viz.trajectories_by_model_figure(
             {"lr": (["a", "b"], [2.0, 1.0, -1.0], 2), "Histogram gradient boosting": (["b", "a"], [4.0, 3.0, 2.0], 3)}
         ),
         "reliability_figure": viz.reliability_figure(bins),
-        "intervals_figure": viz.intervals_figure(_intervals()),
         "grid_summary_figure": viz.grid_summary_figure(summary),
         "policy_matrix_figure": viz.policy_matrix_figure(np.zeros((2, 2)), ["q = 90%", "q = 100%"]),
         "regret_figure": viz.regret_figure(["q = 90%", "q = 100%"], [0.1, 0.0], chosen="q = 100%"),
-        "coverage_figure": viz.coverage_figure(q, {"fds": [0.3, 0.5, 0.9, 1.0]}, ceiling=q, random=q, selected=0.1),
-        "score_metrics_figure": viz.score_metrics_figure(
-            pd.DataFrame({"score": ["fds", "margin"], "auroc": [0.8, 0.6], "c": [0.4, 0.2]}), capture_column="c"
-        ),
     }
 
 
@@ -405,50 +220,8 @@ def test_wrapped_tick_labels_raise_the_bottom_margin_by_their_extra_lines():
     assert _plot_height(three) == _plot_height(one)  # the figure grows, the plot keeps its size
 
 
-@pytest.mark.parametrize("depth", range(1, 13))
-def test_trajectory_step_labels_fit_side_by_side_in_a_420px_column(depth):
-    """Every line of every step label fits its slot of the narrowest plot (340 px inside a
-    420 px column) at the step-axis font, so neighbours never overlap."""
-    path = [f"group_number_{i}_with_a_long_name" for i in range(depth)]
-    fig = viz.trajectory_figure(path, np.linspace(2, -1, depth + 1), np.linspace(0.9, 0.2, depth + 1), flip_budget=1)
-    axis = fig.layout.xaxis2
-    slot = 340 / (depth + 1)
-    widest = max(len(line) for label in axis.ticktext for line in label.split("<br>"))
-    assert widest * axis.tickfont.size * 0.51 <= slot  # Source Sans: ~0.51 em per character
-    assert axis.tickangle == 0 and len(axis.ticktext) == depth + 1
-
-
-def test_trajectory_has_no_legend_and_keys_its_colours_in_the_subtitle():
-    fig = _every_figure()["trajectory_figure"]
-    assert fig.layout.showlegend is False
-    key = fig.layout.title.subtitle.text
-    assert OKABE_ITO["blue"] in key and OKABE_ITO["vermillion"] in key and "flipped" in key
-    # The bottom margin grows with the wrapped step labels (3 lines here: number + 2 of name).
-    assert fig.layout.margin.b == 60 + 16 * 2
-
-
-def test_long_group_names_in_the_drops_chart_are_whole_and_push_the_margin():
-    fig = _every_figure()["drops_figure"]
-    assert set(fig.data[0].y) == set(_LONG)  # categories are never cut: automargin makes room
-    assert fig.layout.yaxis.automargin is True and fig.layout.yaxis.type == "category"
-
-
 def test_grid_summary_wraps_hyphenated_sources_instead_of_rotating_them():
     fig = _every_figure()["grid_summary_figure"]
     assert set(fig.data[0].x) == {"synthetic", "simulated-<br>recapture"}
     assert fig.layout.xaxis.tickangle == 0
     assert fig.layout.margin.b == 62 + 16 + 58  # two tick lines, then the legend's rows
-
-
-def test_collapse_labels_each_reference_line_at_opposite_ends():
-    fig = viz.collapse_figure([0, 0.4, 0.8, 1.05, 1.2, 1.4], rcma=0.8, path=_LONG)
-    labels = [(a.text, a.y, a.xanchor) for a in fig.layout.annotations]
-    # One dict per label: a shared one was filled in by the second line and lost the RCMA label.
-    assert labels == [("RCMA = 0.800", 0.8, "left"), ("c = 1: margin gone", 1.0, "right")]
-
-
-def test_lambda_star_labels_are_boxed_annotations_above_their_star():
-    fig = _every_figure()["degradation_figure"]
-    (label,) = [a for a in fig.layout.annotations if a.text.startswith("λ*")]
-    assert (label.text, label.x, label.y, label.yshift) == ("λ* = 1.00", 1.0, -0.5, 18)
-    assert label.bgcolor and label.font.color == OKABE_ITO["blue"]

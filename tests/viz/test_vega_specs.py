@@ -1,5 +1,6 @@
-"""The dashboard's Vega-Lite charts (``core.viz.*_spec``): the counts against independent
-references, the points against their plotly twins, and the house layout."""
+"""The Vega-Lite charts (``core.viz.*_spec``): the counts against independent references and
+the house layout (the data of the certificate, coverage, score and interval charts:
+``test_chart_specs.py``)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,19 @@ def _every_spec() -> dict[str, dict]:
         ),
         "drops_spec": viz.drops_spec(["a", "b", "c"], [0.3, -0.1, 0.2], path=["a"], top_n=2),
         "whatif_spec": viz.whatif_spec(["good", "bad"], [0.8, 0.2], [0.4, 0.6]),
+        "coverage_spec": viz.coverage_spec([0.5, 1.0], {"fds": [0.6, 1.0]}, ceiling=[1.0, 1.0], selected=0.5),
+    }
+
+
+def _concat_specs() -> dict[str, dict]:
+    """Charts of several panels side by side (Vega-Lite fits no concatenation to a column)."""
+    intervals = pd.DataFrame(
+        {"target": ["H", "L"], "level": ["I0", "I0"], "low": [0.1, 0.2], "high": [0.3, 0.4], "observed": [0.2, 0.3]}
+    )
+    metrics = pd.DataFrame({"score": ["fds", "margin"], "auroc": [0.8, 0.6], "capture@10%": [0.4, 0.2]})
+    return {
+        "intervals_spec": viz.intervals_spec(intervals),
+        "score_metrics_spec": viz.score_metrics_spec(metrics, capture_column="capture@10%", highlight="fds"),
     }
 
 
@@ -45,7 +59,7 @@ def _fields(encoding: dict) -> set[str]:
 
 def test_the_layout_checks_cover_every_spec_builder():
     builders = {n for n in viz.__all__ if n.endswith("_spec")}
-    assert builders == {name.split(" ")[0] for name in _every_spec()}
+    assert builders == {name.split(" ")[0] for name in (*_every_spec(), *_concat_specs())}
 
 
 @pytest.mark.parametrize("name", sorted(_every_spec()))
@@ -158,24 +172,39 @@ def test_column_distribution_rejects_bad_input(kwargs, match):
 # Confidence vs FDS and the flip budget: the same data as the plotly twins
 
 
-def _plotly_points(fig) -> list[tuple[str, float, float]]:
-    return sorted((t.name, float(x), float(y)) for t in fig.data for x, y in zip(t.x, t.y))
+@pytest.mark.parametrize("name", sorted(_concat_specs()))
+def test_every_concatenated_spec_titles_its_panels_and_encodes_only_fields_of_its_data(name):
+    spec = _concat_specs()[name]
+    assert spec["title"]["anchor"] == "start" and spec["title"]["text"]
+    for panel in spec["hconcat"]:
+        assert panel["title"] and isinstance(panel["width"], int) and isinstance(panel["height"], int)
+        for layer in panel["layer"]:
+            data = layer.get("data", panel.get("data"))
+            columns = set().union(*(row.keys() for row in data["values"]))
+            assert _fields(layer["encoding"]) <= columns, (name, _fields(layer["encoding"]) - columns)
 
 
 @pytest.mark.parametrize("brittle", [None, "half"])
 @pytest.mark.parametrize("max_points", [10, 3000])
-def test_confidence_spec_shows_the_points_of_the_plotly_figure(brittle, max_points):
+def test_confidence_spec_shows_a_sample_of_the_points_with_their_held_out_label(brittle, max_points):
     rng = np.random.default_rng(3)
     conf, fds = rng.uniform(0.5, 1, 40), rng.uniform(0, 1, 40)
     b = None if brittle is None else rng.uniform(size=40) < 0.5
     spec = viz.confidence_fds_spec(conf, fds, brittle=b, threshold=0.8, max_points=max_points, seed=1)
-    fig = viz.confidence_fds_figure(conf, fds, brittle=b, threshold=0.8, max_points=max_points, seed=1)
-    points = sorted((r["label"], r["confidence"], r["fds"]) for r in spec["data"]["values"])
-    assert points == _plotly_points(fig)
-    assert len(points) == min(40, max_points)
+    points = [(r["label"], r["confidence"], r["fds"]) for r in spec["data"]["values"]]
+    assert len(points) == len(set(points)) == min(40, max_points)
+    labels = (
+        ["prediction"] * 40
+        if b is None
+        else ["brittle (held-out label)" if bi else "not brittle (held-out label)" for bi in b]
+    )
+    assert set(points) <= {(lab, float(c), float(f)) for lab, c, f in zip(labels, conf, fds)}
     colour = spec["layer"][0]["encoding"]["color"]["scale"]
-    assert colour["domain"] == [t.name for t in fig.data]
-    assert colour["range"] == [t.marker.color for t in fig.data]
+    if b is not None:
+        assert dict(zip(colour["domain"], colour["range"])) == {
+            "not brittle (held-out label)": OKABE_ITO["blue"],
+            "brittle (held-out label)": OKABE_ITO["vermillion"],
+        }
     rule = spec["layer"][1]
     assert rule["mark"]["type"] == "rule" and rule["mark"]["color"] == GREY
     assert rule["encoding"]["x"]["datum"] == 0.8
@@ -190,13 +219,12 @@ def test_confidence_spec_rejects_a_brittle_mask_of_another_shape():
 
 @settings(max_examples=60, deadline=None)
 @given(k=st.lists(st.integers(1, 6), max_size=40), depth=st.just(5))
-def test_flip_budget_spec_counts_like_a_naive_tally_and_its_plotly_twin(k, depth):
+def test_flip_budget_spec_counts_like_a_naive_tally(k, depth):
     spec = viz.flip_budget_spec(k, depth=depth)
     tally = Counter(k)
     rows = spec["data"]["values"]
     assert [r["predictions"] for r in rows] == [tally.get(v, 0) for v in range(1, depth + 2)]
     assert [r["k"] for r in rows] == [str(v) for v in range(1, depth + 1)] + [f"no flip ≤ {depth}"]
-    assert [r["predictions"] for r in rows] == list(viz.flip_budget_histogram(k, depth=depth).data[0].y)
     scale = spec["encoding"]["color"]["scale"]
     assert scale["range"] == [OKABE_ITO["vermillion"]] * depth + [OKABE_ITO["blue"]]
     assert spec["encoding"]["x"]["sort"] == [r["k"] for r in rows]
