@@ -45,7 +45,8 @@ def review_queue(result: Any, *, budget: float = 0.2, score: str = "fds", popula
     -------
     DataFrame
         ``rank, sample_id, true_class, predicted, confidence, fds, flip_budget, flipped, rcma,
-        brittle, score_value``, riskiest first (see the method's docstring).
+        near_tie, brittle, score_value``, riskiest first (``near_tie``: the top two classes are all
+        but tied, so ``rcma`` divides by almost nothing) (see the method's docstring).
     """
     budget = check_budget(budget, name="budget")
     if score not in result.scores.columns:
@@ -57,7 +58,17 @@ def review_queue(result: Any, *, budget: float = 0.2, score: str = "fds", popula
     if population == "all" or not mask.any():
         mask = np.ones(len(frame), dtype=bool)
     ranked = frame[mask].assign(score_value=result.scores[score].to_numpy(dtype=float)[mask])
-    columns = ["sample_id", "true_class", "predicted", "confidence", "fds", "flip_budget", "flipped", "rcma"]
+    columns = [
+        "sample_id",
+        "true_class",
+        "predicted",
+        "confidence",
+        "fds",
+        "flip_budget",
+        "flipped",
+        "rcma",
+        "near_tie",
+    ]
     ranked = ranked[[*columns, "brittle", "score_value"]]
     return rank_queue(ranked, "score_value", budget=budget)
 
@@ -151,7 +162,9 @@ def audit_html(result: Any, *, budget: float = 0.2) -> str:
     metrics = [
         ("accuracy", n.get("accuracy")),
         ("AUROC (class)", n.get("auroc")),
-        ("mean RCMA", f["mean_rcma"]),
+        ("mean RCMA (not near-ties)", f["mean_rcma"]),
+        ("near-ties left out", f["n_near_tie"]),
+        ("median RCMA", f["median_rcma"]),
         ("share k* ≤ 2", f["share_k_le_2"]),
         ("share brittle", f["share_brittle"]),
         ("FDS AUROC", ev.loc["fds", "auroc"] if "fds" in ev.index else float("nan")),

@@ -312,7 +312,7 @@ def test_probe_upload_with_paired_records_shows_failure_coverage(app, probe_outp
     assert metric(at, "Best possible at this budget") == f"{queue['ceiling'].iloc[0]:.0%}"
     (coverage,) = at.get("vega_lite_chart")  # the failure-coverage curves
     spec = json.loads(coverage.proto.spec)
-    assert spec["title"]["text"] == "Real failures found within the re-test budget"
+    assert spec["title"]["text"] == "Simulated re-capture failures found within the re-test budget"
     lines = spec["layer"][0]["encoding"]["color"]["scale"]["domain"]
     assert lines[-2:] == ["ceiling (best possible)", "random selection"]
     shown = _table_with(at, "rank", "record_id", "n_failed")

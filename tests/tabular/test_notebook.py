@@ -54,6 +54,7 @@ def test_queue_is_the_top_of_the_ranking_by_a_naive_sort(result):
         "flip_budget",
         "flipped",
         "rcma",
+        "near_tie",
         "brittle",
         "score_value",
     ]
@@ -100,6 +101,28 @@ def test_plot_certificate_names_the_class_and_refuses_unknown_ids(result):
     for bad in (-1, "3", 10**9, None, [sample_id]):
         with pytest.raises(ValueError, match=rf"`sample_id` {re.escape(repr(bad))} is not a test row"):
             result.plot_certificate(bad)
+
+
+def test_plot_certificate_shows_without_javascript(result):
+    # Issue 40: an exported notebook (nbconvert to HTML) showed nothing where the figure was:
+    # plotly's output needs plotly.js. The chart carries a static SVG beside its Vega-Lite spec,
+    # and no text/html (which an export would prefer, script and all).
+    import json
+
+    table = result.certificates.table
+    for position in range(len(table)):
+        cert = result.certificates.certificate(position)
+        if str(result.classes[cert.pred]) == "<Gentoo & co>" and cert.flip_budget <= result.certificates.depth:
+            break
+    else:
+        pytest.fail("no flipped Gentoo prediction in the fixture")
+    bundle = result.plot_certificate(table.index[position])._repr_mimebundle_()
+    json.dumps(bundle)  # what the kernel sends
+    assert set(bundle) == {"application/vnd.vegalite.v5+json", "image/svg+xml", "text/plain"}
+    svg = bundle["image/svg+xml"]
+    assert svg.lstrip().startswith("<svg") and "<script" not in svg.lower()
+    assert "&lt;Gentoo &amp; co&gt;" in svg and "<Gentoo & co>" not in svg
+    assert f"flip at k* = {int(cert.flip_budget)}" in svg
 
 
 def test_repr_html_is_compact_escaped_and_self_contained(result):
