@@ -132,7 +132,8 @@ class ReviewInputs:
     Attributes
     ----------
     path : str
-        The review database (the report shows its file name only, never its folder).
+        The review database: a file (the report shows its name only, never its folder) or a
+        PostgreSQL URL without its password.
     latest : DataFrame
         :meth:`core.reviews.ReviewStore.latest` of the audit: the decision in force per case.
     history : DataFrame
@@ -301,36 +302,57 @@ def audit_inputs(result: AuditResult, *, label: str = "dashboard") -> AuditInput
 def load_reviews(path: str | os.PathLike[str], fingerprint: str) -> ReviewInputs:
     """Review decisions of one audit from an existing review database.
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        An SQLite file, or a ``postgresql://`` URL (its store must exist: nothing is created).
+    fingerprint : str
+        The audit's protocol fingerprint.
+
     Raises
     ------
     ValueError
-        When ``path`` is not an existing file or cannot be read as a review database.
+        When ``path`` is not an existing file or server store, or cannot be read as a review
+        database. Messages name a server without its password.
     """
+    from core.reviews.backend import display_name, is_url, open_backend
+
+    if is_url(path):
+        shown = display_name(path)
+        try:
+            open_backend(str(path), timeout=10.0).require_schema()  # a report never creates a store
+            store = ReviewStore(str(path))
+        except Exception as exc:  # ReviewStoreError: unreachable, wrong password, no store
+            raise ValueError(f"cannot read the review database {shown!r}: {exc}") from None
+        return _review_inputs(store, fingerprint, shown, _verification(str(path), shown))
     db = Path(path).expanduser()
     if not db.is_file():
         raise ValueError(f"review database {str(db)!r} does not exist.")
     try:
-        store = ReviewStore(db)
-        return ReviewInputs(
-            str(db),
-            store.latest(fingerprint),
-            store.history(fingerprint),
-            store.ratings(fingerprint),
-            store.current_plan(fingerprint).reviewers_per_case,
-            _verification(db),
-        )
+        return _review_inputs(ReviewStore(db), fingerprint, str(db), _verification(db, db.name))
     except Exception as exc:  # sqlite3.DatabaseError on a file that is not a database
         raise ValueError(f"cannot read the review database {str(db)!r}: {exc}") from None
 
 
-def _verification(db: Path) -> str:
-    """The review log's verification in one sentence (the file's name only, never its folder)."""
+def _review_inputs(store: ReviewStore, fingerprint: str, name: str, verification: str) -> ReviewInputs:
+    return ReviewInputs(
+        name,
+        store.latest(fingerprint),
+        store.history(fingerprint),
+        store.ratings(fingerprint),
+        store.current_plan(fingerprint).reviewers_per_case,
+        verification,
+    )
+
+
+def _verification(db: str | Path, shown: str) -> str:
+    """The review log's verification in one sentence (a file's name or a server without its password)."""
     from core.reviews.maintenance import verify_log
 
     try:
         return verify_log(db).summary
     except ValueError as exc:
-        return "review log not verified: " + str(exc).replace(str(db), db.name)
+        return "review log not verified: " + str(exc).replace(str(db), shown)
 
 
 def load_paired(directory: str | os.PathLike[str], *, coverage: float = _COVERAGE) -> PairedInputs:
@@ -1122,7 +1144,9 @@ def report_for_result(
     audit = audit_inputs(result)
     reviews, note = None, reviews_note
     if reviews_db is not None:
-        if Path(reviews_db).expanduser().is_file():
+        from core.reviews.backend import is_url
+
+        if is_url(reviews_db) or Path(reviews_db).expanduser().is_file():
             reviews = load_reviews(reviews_db, audit.fingerprint)
         else:
             note = f"the review database {_name(reviews_db)!r} holds no decision yet (the file does not exist)."

@@ -418,3 +418,30 @@ def test_the_dashboard_takes_a_url_as_is_and_shows_it_without_the_password(tmp_p
     assert display_name(url, short=True) == "reviews"
     assert display_name(tmp_path / "r.sqlite3", short=True) == "r.sqlite3"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_report_reads_a_server_store_as_it_reads_its_sqlite_copy(pg_url, tmp_path, monkeypatch, capsys):
+    from core.report import load_reviews
+
+    monkeypatch.delenv("AUDIT_REVIEWS_KEY", raising=False)
+    with pytest.raises(ValueError, match="holds no review store") as refused:
+        load_reviews(pg_url, "fp")  # nothing there yet: refused, and nothing created
+    assert "s3cret-pw" not in str(refused.value)
+    assert _tables_of(pg_url) == []
+    local = tmp_path / "local.sqlite3"
+    store = ReviewStore(local)
+    for i in range(4):
+        store.record("fp", str(i), reviewer="bo", decision=DECISIONS[i % 3])
+    store.retract("fp", "3", reviewer="bo")
+    assert main(["reviews", "copy", "--from", str(local), "--to", pg_url]) == 0
+    capsys.readouterr()
+    server, copy = load_reviews(pg_url, "fp"), load_reviews(local, "fp")
+    assert "s3cret-pw" not in server.path and server.path.startswith("postgresql://")
+    assert server.latest.equals(copy.latest) and server.history.equals(copy.history)
+    assert server.verification == copy.verification == "review log verified: 5 entries (hash chain only, no key)"
+
+
+def _tables_of(url: str) -> list[str]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")
+        return [r[0] for r in rows]
