@@ -335,7 +335,7 @@ def _glance_section(progress_at=None) -> None:
     g = view.glance
     audit_line(g)
     st.subheader("The audit at a glance")
-    # Built only on click (on Streamlit's download thread): the file inlines plotly.js (~5 MB).
+    # Built only on click (on Streamlit's download thread): the file inlines the Vega bundle (~1 MB).
     reviews, budget, load = report_reviews(), triage_state().budget / 100, view.load
     st.download_button(
         "Download report",
@@ -498,4 +498,4 @@ def _body() -> None:
 
 
 run_page(_body, "Overview")
-preload_plotly()  # every other page draws plotly: the browser loads it while the Overview is read
+preload_plotly()  # Calibration, Model comparison and Paired bounds draw plotly: loaded while the Overview is read

@@ -8,8 +8,8 @@ the first chart of that kind arrives, and then compiles it before drawing. Two a
   ``app.py`` before it imports the app's modules, has the browser start on the module at once,
   so that it is compiled while the server imports and reads the audit: 0.08 s of a second start
   here (``docs/performance.md``).
-- **plotly** (``PlotlyChart.<hash>.js``, 4.7 MB): every page but the Overview draws plotly, and
-  compiling it took 1.5 s of that page's first visit on a 2-core machine. :func:`preload_plotly`,
+- **plotly** (``PlotlyChart.<hash>.js``, 4.7 MB): Calibration, Model comparison and Paired
+  bounds draw plotly charts (every other chart is Vega-Lite), and compiling it took 1.5 s of that page's first visit on a 2-core machine. :func:`preload_plotly`,
   at the end of the Overview, has the browser import it once idle (``requestIdleCallback``),
   after the first screen is drawn (a bare two-page Streamlit app: its plotly page's first visit
   1.8-2.5 s without, 0.35-0.6 s with it; its first page's start unchanged).
