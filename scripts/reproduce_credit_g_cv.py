@@ -265,11 +265,13 @@ def md(frame: pd.DataFrame, digits: int = 3) -> str:
 
 
 def report(args) -> int:
+    from core.csv_safe import write_csv
+
     out = Path(args.out)
     config = json.loads((out / "config.json").read_text(encoding="utf-8"))
     records = load_runs(out, config)
     ev = evaluate(records)
-    ev.to_csv(out / "evaluation.csv", index=False)
+    write_csv(ev, out / "evaluation.csv", index=False)
     n_models, n_repeats = ev["model"].nunique(), ev["repeat"].nunique()
     sections = [
         f"# Credit-G, {n_repeats} × {config['folds']}-fold stratified CV, {n_models} models "

@@ -184,7 +184,7 @@ def test_simulated_recaptures_are_named_simulated_failures(app, probe_outputs):
     at = _screening_upload(app, {"probes": ("probes.csv", _csv(probes)), "clean": ("clean.csv", _csv(clean))})
     assert_ok(at)
     assert at.selectbox(key=RecaptureState.outcome_source.key).options == ["simulated-recapture"]
-    [chart] = at.get("plotly_chart")
+    [chart] = at.get("vega_lite_chart")
     assert "Simulated re-capture failures found within the re-test budget" in chart.proto.spec
     assert "Real failures" not in chart.proto.spec
 

@@ -78,9 +78,9 @@ def test_every_code_block_runs(tmp_path, monkeypatch):
 
     (logits,) = session.run(None, {image.name: np.zeros((2, 3, 32, 32), np.float32)})
     assert logits.shape == (2, 10)
-    import plotly.graph_objects as go
+    from core.viz.display import VegaLiteChart
 
-    assert isinstance(namespace["figure"], go.Figure)
+    assert isinstance(namespace["figure"], VegaLiteChart)
 
 
 def test_the_categorical_onnx_recipe_exports_audits_and_agrees_with_the_pipeline(tmp_path, monkeypatch):
