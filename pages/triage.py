@@ -24,18 +24,15 @@ from ui.entry import ensure_entrypoint
 from ui.layout import flow_columns
 from ui.own_model import certify_mode
 from ui.review import (
-    adjudication_panel,
     agreement_panel,
     bulk_form,
-    export_button,
-    history_panel,
     key_of,
     plan_form,
     prepare_case,
     queue_display,
     queue_filter,
     queue_table,
-    review_form,
+    review_panel,
     seed_reviewer,
     show_log_state,
     store,
@@ -48,7 +45,7 @@ from ui.selection import (
     select_sample,
     selected_sample,
 )
-from ui.state import TriageState, review_state, triage_state
+from ui.state import TriageState, triage_state
 
 ensure_entrypoint()
 
@@ -124,31 +121,6 @@ def _evidence(result, frame, sample_id: int) -> None:
         ):
             open_in_explorer(sample_id, high_confidence=bool(row["high_confidence"]))
         certificate_panel(result, cert, key="triage")
-
-
-def _review_panel(key, sample_id: int, queue, shown) -> None:
-    st.subheader("Review")
-    flash, review_state().flash = review_state().flash, None
-    if flash:
-        (st.success if flash.kind == "success" else st.error)(flash.message)
-    # Stacked below about 750 px of page width: beside the history the form was 210 px wide.
-    left, right = flow_columns([2, 3], key="triage_review_row", min_width=[340, 380])
-    with left:
-        st.markdown(
-            f"**Sample {sample_id}** — Alt+1/2/3 pick a decision, Alt+S saves and opens the next "
-            "unreviewed case, Alt+N / Alt+P step through the shown queue."
-        )
-        with st.container(border=True):
-            review_form(
-                key,
-                sample_id,
-                queue_order=[int(s) for s in queue["sample_id"]],
-                shown_order=[int(s) for s in shown["sample_id"]],
-            )
-    with right:
-        history_panel(key, sample_id)
-        export_button(key)
-    adjudication_panel(key, sample_id)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -321,7 +293,7 @@ def _queue_and_review(result, frame) -> None:
         if len(chosen) > 1:
             bulk_form(key, chosen)
         _evidence(result, frame, sample_id)
-        _review_panel(key, sample_id, queue, shown)
+        review_panel(key, sample_id, queue, shown, noun="Sample", layout_key="triage_review_row")
 
 
 def _certify_body() -> None:

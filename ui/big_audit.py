@@ -49,24 +49,21 @@ from ui.auth import current_access
 from ui.certificate import certificate_figures
 from ui.layout import flow_columns
 from ui.review import (
-    adjudication_panel,
     agreement_panel,
     bulk_form,
-    export_button,
-    history_panel,
     plan_form,
     prepare_case,
     queue_display,
     queue_filter,
     queue_table,
-    review_form,
+    review_panel,
     seed_reviewer,
     show_log_state,
     store,
     viewer,
 )
 from ui.selection import apply_table_selection, select_sample, selected_sample
-from ui.state import BigAuditState, TriageState, big_audit_state, own_model_state, review_state, triage_state
+from ui.state import BigAuditState, TriageState, big_audit_state, own_model_state, triage_state
 
 if TYPE_CHECKING:  # the planner is imported by the panel of a large upload only
     from core.scale.upload_certify import UploadCertifyPlan
@@ -447,27 +444,7 @@ def big_triage_page() -> None:
         bulk_form(key, [int(shown.iloc[r]["sample_id"]) for r in chosen])
     with st.expander(f"Evidence for row {sample_id:,}", expanded=True, icon=":material/troubleshoot:"):
         _certificate(results, sample_id, key="big_triage")
-    st.subheader("Review")
-    flash, review_state().flash = review_state().flash, None
-    if flash:
-        (st.success if flash.kind == "success" else st.error)(flash.message)
-    left, right = flow_columns([2, 3], key="big_review_row", min_width=[340, 380])
-    with left:
-        st.markdown(
-            f"**Row {sample_id}** — Alt+1/2/3 pick a decision, Alt+S saves and opens the next unreviewed case, "
-            "Alt+N / Alt+P step through the shown queue."
-        )
-        with st.container(border=True):
-            review_form(
-                key,
-                sample_id,
-                queue_order=[int(s) for s in queue["sample_id"]],
-                shown_order=[int(s) for s in shown["sample_id"]],
-            )
-    with right:
-        history_panel(key, sample_id)
-        export_button(key)
-    adjudication_panel(key, sample_id)
+    review_panel(key, sample_id, queue, shown, noun="Row", layout_key="big_review_row")
 
 
 # -- Certify every row of a large upload ------------------------------------------------------

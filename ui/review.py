@@ -899,3 +899,34 @@ def export_button(key: AuditKey) -> None:
         on_click="ignore",
         key="triage_export_reviews",
     )
+
+
+def review_panel(
+    key: AuditKey, sample_id: int, queue: pd.DataFrame, shown: pd.DataFrame, *, noun: str, layout_key: str
+) -> None:
+    """The review of one case: the last save's message, the decision form beside the case's history
+    and the export, then adjudication. ``queue`` / ``shown``: the whole queue and its shown rows
+    (their ``sample_id`` order drives Alt+S / Alt+N / Alt+P); ``noun``: what a case is called
+    ("Sample", "Row"); ``layout_key``: the key of its columns."""
+    st.subheader("Review")
+    flash, review_state().flash = review_state().flash, None
+    if flash:
+        (st.success if flash.kind == "success" else st.error)(flash.message)
+    # Stacked below about 750 px of page width: beside the history the form was 210 px wide.
+    left, right = flow_columns([2, 3], key=layout_key, min_width=[340, 380])
+    with left:
+        st.markdown(
+            f"**{noun} {sample_id}** — Alt+1/2/3 pick a decision, Alt+S saves and opens the next "
+            "unreviewed case, Alt+N / Alt+P step through the shown queue."
+        )
+        with st.container(border=True):
+            review_form(
+                key,
+                sample_id,
+                queue_order=[int(s) for s in queue["sample_id"]],
+                shown_order=[int(s) for s in shown["sample_id"]],
+            )
+    with right:
+        history_panel(key, sample_id)
+        export_button(key)
+    adjudication_panel(key, sample_id)
