@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from review_backends import acks_and_errors
 
 from core.reviews import ReviewStore
 from core.reviews.maintenance import verify_log
@@ -32,18 +33,6 @@ def _start(db: Path, proc: int, threads: int, n: int, log: Path) -> subprocess.P
         stderr=subprocess.PIPE,
         text=True,
     )
-
-
-def _acks_and_errors(logs: list[Path]) -> tuple[dict[str, int], list[str]]:
-    acks, errors = {}, []
-    for log in logs:
-        for line in log.read_text(encoding="utf-8").splitlines() if log.exists() else []:
-            kind, token, *rest = line.split(" ", 2)
-            if kind == "ack":
-                acks[token] = int(rest[0])
-            else:
-                errors.append(line)
-    return acks, errors
 
 
 def _assert_every_ack_stored_once(db: Path, acks: dict[str, int]) -> int:
@@ -71,7 +60,7 @@ def test_processes_times_threads_each_opening_its_own_stores_lose_nothing(tmp_pa
     for proc in procs:
         _, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, err
-    acks, errors = _acks_and_errors(logs)
+    acks, errors = acks_and_errors(logs)
     assert errors == []
     assert len(acks) == 4 * 5 * 40
     assert _assert_every_ack_stored_once(db, acks) == 800
@@ -87,7 +76,7 @@ def test_writers_killed_mid_stream_lose_no_acknowledged_decision(tmp_path):
     steady = [_start(db, p, 5, 40, logs[p]) for p in range(2, 4)]
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
-        acks, _ = _acks_and_errors(logs[:2])
+        acks, _ = acks_and_errors(logs[:2])
         if len(acks) >= 300:
             break
         assert all(p.poll() is None for p in doomed), "a writer stopped before it was killed"
@@ -98,7 +87,7 @@ def test_writers_killed_mid_stream_lose_no_acknowledged_decision(tmp_path):
     for proc in steady:
         _, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, err
-    acks, errors = _acks_and_errors(logs)
+    acks, errors = acks_and_errors(logs)
     assert errors == []
     n = _assert_every_ack_stored_once(db, acks)
     # The killed writers' last decisions may be stored without their acknowledgement: never the reverse.

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from review_backends import raw
+from review_backends import acks_and_errors, raw
 
 from core.cli import main
 from core.reviews import DECISIONS, ReviewStore, ReviewStoreError, User, load_team
@@ -226,18 +226,6 @@ def test_copy_sqlite_to_postgresql_and_back_loses_nothing(pg, pg_url, tmp_path, 
 
 # ---------------------------------------------------------------------------------------------
 # Load: SIGKILL, a soak, a restart
-def _acks(logs: list[Path]) -> tuple[dict[str, int], list[str]]:
-    acks, errors = {}, []
-    for log in logs:
-        for line in log.read_text(encoding="utf-8").splitlines() if log.exists() else []:
-            kind, token, *rest = line.split(" ", 2)
-            if kind == "ack":
-                acks[token] = int(rest[0])
-            else:
-                errors.append(line)
-    return acks, errors
-
-
 def _stored(url: str) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
     for token, rid in raw(ReviewStore(url), "SELECT submission_id, review_id FROM reviews ORDER BY review_id"):
@@ -255,7 +243,7 @@ def test_processes_times_threads_with_writers_killed_lose_no_acknowledged_decisi
     doomed = [start(p, -1) for p in range(2)]  # every thread opens a new store per decision, until killed
     steady = [start(p, 40) for p in range(2, 4)]
     deadline = time.monotonic() + 300
-    while len(_acks(logs[:2])[0]) < 200:
+    while len(acks_and_errors(logs[:2])[0]) < 200:
         assert time.monotonic() < deadline and all(p.poll() is None for p in doomed), "a writer stopped"
         time.sleep(0.02)
     for proc in doomed:
@@ -264,7 +252,7 @@ def test_processes_times_threads_with_writers_killed_lose_no_acknowledged_decisi
     for proc in steady:
         _, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, err
-    acks, errors = _acks(logs)
+    acks, errors = acks_and_errors(logs)
     assert errors == []
     stored = _stored(pg_url)
     lost = {t: rid for t, rid in acks.items() if stored.get(t) != [rid]}
