@@ -362,12 +362,15 @@ class PostgresBackend:
     def _identity(self, conn: _Connection, *, edited_ok: bool = False) -> tuple[dict[str, str], bool] | None:
         """None for an empty database; else (its settings, whether this role owns the log)."""
         where = f"Review database {self.name!r}"
-        if not self._has_schema(conn):
-            others = conn.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1"
-            ).fetchall()
-            if others:
-                shown = ", ".join(r[0] for r in others[:8])
+        # One statement, so one snapshot: another process creating the schema commits every
+        # table with the marker at once, and two statements could see the tables without it.
+        tables = [r[0] for r in conn.execute(
+            "SELECT relname FROM pg_class WHERE relnamespace = current_schema()::regnamespace"
+            " AND relkind IN ('r', 'p', 'v', 'm', 'f') ORDER BY 1"
+        ).fetchall()]  # fmt: skip
+        if _MARKER_TABLE not in tables:
+            if tables:
+                shown = ", ".join(tables[:8])
                 raise ReviewStoreError(
                     f"{where} holds other tables ({shown}) and no review store; refusing to write to it. "
                     "Give the review store its own database."

@@ -99,6 +99,36 @@ def test_a_newer_schema_or_foreign_tables_are_refused_and_left_as_they_were(pg, 
     assert _tables(pg, other) == ["invoices"]
 
 
+def test_a_schema_created_by_another_process_while_this_one_looks_is_not_foreign(pg, pg_url, monkeypatch):
+    """The interleaving CI once hit: process B commits the schema between two of A's statements."""
+    import core.reviews.postgres as pgmod
+
+    real_connect = pgmod.PostgresBackend.connect
+    state = {"armed": True}
+
+    class _Racing:
+        def __init__(self, conn):
+            self._conn, self.raw = conn, conn.raw
+
+        def execute(self, sql, params=()):
+            out = self._conn.execute(sql, params)
+            if state["armed"]:
+                state["armed"] = False
+                ReviewStore(pg_url).record("fp", 1, reviewer="bo", decision="acceptable")  # "process B"
+            return out
+
+        def __getattr__(self, name):
+            return getattr(self._conn, name)
+
+    monkeypatch.setattr(pgmod.PostgresBackend, "connect", lambda self: _Racing(real_connect(self)))
+    store = ReviewStore(pg_url)  # "process A": its first look saw an empty database
+    assert not state["armed"]
+    store.record("fp", 2, reviewer="ana", decision="acceptable")
+    monkeypatch.undo()
+    assert pg.sql(_db_of(pg_url), "SELECT reviewer FROM reviews ORDER BY review_id") == [("bo",), ("ana",)]
+    assert verify_log(pg_url).ok
+
+
 def test_a_disabled_or_dropped_trigger_is_refused_at_open_and_by_verify(pg, pg_url):
     db = _db_of(pg_url)
     ReviewStore(pg_url).record("fp", 1, reviewer="ana", decision="acceptable")
