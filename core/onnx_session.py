@@ -62,10 +62,14 @@ def check_threads(threads: Any, *, name: str = "threads") -> int:
     return check_positive_int(threads, name, allow_none=True, what="onnxruntime threads per session; None: every core")
 
 
-def cpu_session(model_bytes: bytes, *, where: str, threads: int | None = None) -> Any:
+def cpu_session(model_bytes: bytes, *, where: str, threads: int | None = None, spinning: bool = True) -> Any:
     """An ``onnxruntime.InferenceSession`` of ``model_bytes`` on the CPU provider.
 
     ``threads`` intra-op threads (None: :func:`default_threads`; see :func:`check_threads`).
+    ``spinning=False`` lets those threads sleep as soon as they wait, instead of spinning a
+    while first (onnxruntime's default): for a caller that works on another thread beside the
+    model (the probe prepares its next inputs), whose core the spinning would take. The
+    outputs do not depend on it.
 
     Raises
     ------
@@ -82,6 +86,8 @@ def cpu_session(model_bytes: bytes, *, where: str, threads: int | None = None) -
     options.intra_op_num_threads = check_threads(threads)
     options.inter_op_num_threads = 1  # the default sequential execution runs one operator at a time
     options.log_severity_level = 3
+    if not spinning:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         return ort.InferenceSession(bytes(model_bytes), options, providers=["CPUExecutionProvider"])
     except InvalidProtobuf as exc:

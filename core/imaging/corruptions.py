@@ -291,22 +291,21 @@ def _streak(x: np.ndarray, angle: np.ndarray, radius: float, sigma: float) -> np
     dist = np.arange(2 * int(np.ceil(radius)) + 1, dtype=np.float64)
     weights = np.exp(-(dist**2) / (2.0 * sigma**2))
     weights /= weights.sum()
-    shape = (dist.size, h, w)
-    taps = np.empty((n, *shape))
-    coords = None
+    out = np.empty((n, h, w))
+    tap = np.empty((h, w))
     for i in range(n):
-        # One image at a time in 2-D: bilinear, 4 taps a point. The former 3-D call over the
-        # whole batch read the image index as an exact coordinate, whose second tap has
-        # weight 0, so the sums are the same and half the reads go.
-        if coords is None or angle[i] != angle[i - 1]:  # the channels of a colour image share it
-            rows = np.arange(h, dtype=np.float64)[None, :, None] + dist[:, None, None] * np.sin(angle[i])
-            cols = np.arange(w, dtype=np.float64)[None, None, :] + dist[:, None, None] * np.cos(angle[i])
-            coords = np.stack([np.broadcast_to(rows, shape), np.broadcast_to(cols, shape)])
-        taps[i] = ndimage.map_coordinates(x[i], coords, order=1, mode="nearest")
-    # Tap by tap, not a BLAS dot product: its summation order follows the batch's size.
-    out = taps[:, 0] * weights[0]
-    for k in range(1, dist.size):
-        out += taps[:, k] * weights[k]
+        # Each tap reads the image at a constant offset `d (sin, cos)`: a shift. scipy's bilinear
+        # shift computes the points, weights and sums `map_coordinates` computes there (byte for
+        # byte: tests/imaging/test_probe_equals_twin.py) without reading a coordinate array; the taps
+        # are summed as they come, in a fixed order (not a BLAS dot product, whose order follows
+        # the batch's size).
+        dy, dx = dist * np.sin(angle[i]), dist * np.cos(angle[i])
+        for k in range(dist.size):
+            ndimage.shift(x[i], (-dy[k], -dx[k]), order=1, mode="nearest", prefilter=False, output=tap)
+            if k == 0:
+                np.multiply(tap, weights[0], out=out[i])
+            else:
+                out[i] += tap * weights[k]
     return out
 
 
@@ -402,7 +401,7 @@ def _affine(x: np.ndarray, matrix: np.ndarray, *, shift=(0.0, 0.0), cval: float 
     from scipy import ndimage
 
     if x.ndim == 4:  # colour: each channel alike (a 4-D bilinear resampling would cost 4x the taps)
-        return np.stack([_affine(x[..., c], matrix, shift=shift, cval=cval) for c in range(x.shape[-1])], -1)
+        return _by_plane(x, lambda planes: _affine(planes, matrix, shift=shift, cval=cval))
     _, h, w = x.shape
     centre = np.array([(h - 1) / 2.0, (w - 1) / 2.0])
     offset = centre - matrix @ centre - np.asarray(shift, dtype=np.float64)
@@ -422,10 +421,26 @@ def _rotation(degrees: float) -> np.ndarray:
     return np.array([[np.cos(t), np.sin(t)], [-np.sin(t), np.cos(t)]])
 
 
+def _by_plane(x: np.ndarray, f) -> np.ndarray:
+    """``f`` of a colour batch ``(n, H, W, C)`` given as its contiguous grey planes ``(n C, H, W)``."""
+    n, h, w, c = x.shape
+    planes = np.ascontiguousarray(x.transpose(0, 3, 1, 2)).reshape(n * c, h, w)
+    return f(planes).reshape(n, c, h, w).transpose(0, 2, 3, 1)
+
+
 def _shift(fy: float, fx: float):
     def transform(x):
+        from scipy import ndimage
+
+        if x.ndim == 4:
+            return _by_plane(x, transform)
         h, w = x.shape[1:3]
-        return _affine(x, np.eye(2), shift=(fy * h, fx * w))
+        # `_affine(x, identity, shift=...)`: the same points, weights and sums (byte for byte:
+        # tests/imaging/test_probe_equals_twin.py) by scipy's shift, which skips the matrix product.
+        out = np.empty(x.shape, dtype=x.dtype)
+        for i in range(x.shape[0]):
+            ndimage.shift(x[i], (fy * h, fx * w), order=1, mode="mirror", prefilter=False, output=out[i])
+        return out
 
     return transform
 

@@ -199,7 +199,9 @@ class OnnxImageClassifier:
         self.where = where
         self.sha256 = hashlib.sha256(self.model_bytes).hexdigest()
         self.threads = check_threads(threads)
-        self._session = cpu_session(self.model_bytes, where=f"{where}:", threads=self.threads)
+        # Not spinning: the probe prepares the next inputs on a thread beside the model
+        # (_prepared_ahead), and spinning threads took its core (the probe 3% slower).
+        self._session = cpu_session(self.model_bytes, where=f"{where}:", threads=self.threads, spinning=False)
         self.input = self._read_input()
         outputs = self._session.get_outputs()
         shape = outputs[0].shape
@@ -299,12 +301,13 @@ class OnnxImageClassifier:
             )
         return arr
 
-    def model_input(self, levels: np.ndarray) -> np.ndarray:
+    def model_input(self, levels: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
         """The model's input for 8-bit images ``(b, H, W, C)``: scaled to [0, 1], normalised, in its layout.
 
         Every probe input is an 8-bit image, so this is one table look-up per channel: the
         256 values of ``((k / 255) - mean) / std`` in the input's dtype, computed as the
         arithmetic would compute them pixel by pixel (``k / 255`` rounded to float32 first).
+        ``out``: an array to write into, used when its shape and dtype are the input's.
         """
         if self._levels is None:
             k = np.arange(256, dtype=np.uint8)
@@ -312,14 +315,11 @@ class OnnxImageClassifier:
             self._levels = ((scaled[None, :] - self.mean[:, None]) / self.std[:, None]).astype(self.input.dtype)
         table = self._levels
         b, h, w, c = levels.shape
-        if self.input.layout == "NCHW":
-            out = np.empty((b, c, h, w), dtype=table.dtype)
-            for ch in range(c):
-                np.take(table[ch], levels[..., ch], out=out[:, ch])
-        else:
-            out = np.empty((b, h, w, c), dtype=table.dtype)
-            for ch in range(c):
-                out[..., ch] = np.take(table[ch], levels[..., ch])
+        shape = (b, c, h, w) if self.input.layout == "NCHW" else (b, h, w, c)
+        if out is None or out.shape != shape or out.dtype != table.dtype:
+            out = np.empty(shape, dtype=table.dtype)
+        for ch in range(c):
+            np.take(table[ch], levels[..., ch], out=out[:, ch] if self.input.layout == "NCHW" else out[..., ch])
         return out
 
     def raw_outputs(self, images01: np.ndarray) -> np.ndarray:
@@ -428,7 +428,9 @@ def check_classes(model: OnnxImageClassifier, images: ImageSet, n_out: int) -> N
 
 def _levels(x: np.ndarray) -> np.ndarray:
     """The 8-bit image a probe input is: ``rint(255 clip(x, 0, 1))`` in ``x``'s own dtype, as uint8."""
-    return np.rint(np.clip(x, 0.0, 1.0) * 255.0).astype(np.uint8)
+    scaled = np.clip(x, 0.0, 1.0)
+    scaled *= 255.0  # in place: the same product in x's dtype, one array fewer
+    return np.rint(scaled, out=scaled).astype(np.uint8)
 
 
 def _corrupt(x01: np.ndarray, positions: np.ndarray, corruption: str, severity: int, seed: int) -> np.ndarray:
@@ -437,6 +439,19 @@ def _corrupt(x01: np.ndarray, positions: np.ndarray, corruption: str, severity: 
     out = np.empty(x01.shape, dtype=np.uint8)
     for j, p in enumerate(positions):
         out[j] = _levels(f(x01[j : j + 1], int(severity), _stream(seed, corruption, severity, p)))[0]
+    return out
+
+
+def _transformed(x01: np.ndarray, transform: str) -> np.ndarray:
+    """The 8-bit images ``(b, H, W, C)`` under a natural transform, computed in float64.
+
+    One image at a time (each is transformed alone), so the float64 intermediates stay in
+    the cache instead of a new batch-sized array per step.
+    """
+    f = NATURAL_TRANSFORMS[transform]
+    out = np.empty(x01.shape, dtype=np.uint8)
+    for j in range(len(x01)):
+        out[j] = _levels(f(x01[j : j + 1].astype(np.float64)))[0]
     return out
 
 
@@ -459,7 +474,7 @@ def probe_image(image: np.ndarray, probe: str, *, position: int, seed: int = 0) 
     """
     x = np.asarray(image)[None].astype(np.float32) / np.float32(255.0)
     if probe in NATURAL_TRANSFORMS:
-        return _levels(NATURAL_TRANSFORMS[probe](x.astype(np.float64)))[0]
+        return _transformed(x, probe)[0]
     name, _, sev = probe.rpartition(" s")
     if name not in CORRUPTIONS or not sev.isdigit():
         raise ValueError(f"`probe` must be '<corruption> s<severity>' or a natural transform; got {probe!r}.")
@@ -499,27 +514,27 @@ class ProbePlan:
         return -(-int(n_images) // self.batch_size)
 
 
-def _batch_inputs(model: OnnxImageClassifier, images: ImageSet, perturbed: Sequence[ImageSet], plan: ProbePlan, idx):
-    """Yield ``(label, model input)`` of every variant of the images ``idx``, in ``plan.variants`` order."""
+def _batch_levels(model: OnnxImageClassifier, images: ImageSet, perturbed: Sequence[ImageSet], plan: ProbePlan, idx):
+    """Yield ``(label, 8-bit images)`` of every variant of the images ``idx``, in ``plan.variants`` order."""
     spec = model.input
     size = (spec.height, spec.width)
     clean = images.read(idx, size=size, channels=spec.channels)
-    yield "clean", model.model_input(clean)
+    yield "clean", clean
     x01 = clean.astype(np.float32) / np.float32(255.0)
     for c, s in plan.probes:
-        yield probe_name(c, s), model.model_input(_corrupt(x01, idx, c, s, plan.seed))
-    if plan.natural:
-        x64 = x01.astype(np.float64)
-        for t in plan.natural:
-            yield t, model.model_input(_levels(NATURAL_TRANSFORMS[t](x64)))
+        yield probe_name(c, s), _corrupt(x01, idx, c, s, plan.seed)
+    for t in plan.natural:
+        yield t, _transformed(x01, t)
     for cond, other in zip(plan.recaptures, perturbed):
-        yield cond, model.model_input(other.read(idx, size=size, channels=spec.channels))
+        yield cond, other.read(idx, size=size, channels=spec.channels)
 
 
 _DONE = object()
+_AHEAD = 2
+"""Batches of model inputs :func:`_prepared_ahead` keeps ready beyond the one the model holds."""
 
 
-def _prepared_ahead(items, depth: int = 2):
+def _prepared_ahead(items, depth: int = _AHEAD):
     """Iterate ``items`` while a second thread computes the next ``depth`` of them.
 
     The model (onnxruntime, its own threads) and the image arithmetic (numpy, scipy.ndimage
@@ -601,14 +616,23 @@ def probe_raw(
     out = None
     n_variants = len(plan.variants)
 
+    # Model inputs are written into `_AHEAD + 2` arrays in turn: while the model reads input
+    # k, the preparing thread may be writing input k + _AHEAD + 1 at the most (inputs k + 1 ..
+    # k + _AHEAD queued), so k's array is not written before the model is done with it. A new
+    # 24 MB array per call (224 px, 40 images) cost the probe ~0.4 s of page faults.
+    ring: list[np.ndarray | None] = [None] * (_AHEAD + 2)
+
     def inputs():
+        k = 0
         for idx in ranges:
-            for v, (label, x) in enumerate(_batch_inputs(model, images, perturbed, plan, idx)):
+            for v, (label, levels) in enumerate(_batch_levels(model, images, perturbed, plan, idx)):
+                x = ring[k % len(ring)] = model.model_input(levels, out=ring[k % len(ring)])
+                k += 1
                 yield idx, v, label, x
 
     offset = {int(r[0]): sum(len(q) for q in ranges[:i]) for i, r in enumerate(ranges)}
     with _one_blas_thread():
-        for idx, v, label, x in _prepared_ahead(inputs()):
+        for idx, v, label, x in _prepared_ahead(inputs(), depth=_AHEAD):
             out = _store(out, model, model.run(x), idx, v, offset, n_variants, m)
             if progress is not None:
                 progress(label)

@@ -131,8 +131,8 @@ def test_the_twin_comparison_can_fail(folder, cnn):
     old = naive_run_probes(model, images, **kwargs)
     table = model.model_input  # shift the input of image 3's contrast probe by one level
 
-    def shifted(levels):
-        out = table(levels)
+    def shifted(levels, *, out=None):
+        out = table(levels, out=out)
         if shifted.calls == 1:  # the first batch's contrast variant (after its clean call)
             out[3] = table(np.minimum(levels[3:4].astype(np.int16) + 1, 255).astype(np.uint8))[0]
         shifted.calls += 1
@@ -180,3 +180,39 @@ def test_per_image_resampling_equals_the_former_batch_call(shape):
         np.testing.assert_array_equal(
             corruptions._affine(x, matrix, shift=shift, cval=cval), naive_affine(x, matrix, shift=shift, cval=cval)
         )
+    # The shifts, by scipy's shift: the affine resampling's points, weights and sums.
+    h, w = x.shape[1:3]
+    for fy, fx in [(0.0, 0.02), (0.0, -0.05), (0.05, 0.0), (-0.02, 0.0), (0.013, -0.031), (0.4, 0.7)]:
+        np.testing.assert_array_equal(
+            corruptions._shift(fy, fx)(x), naive_affine(x, np.eye(2), shift=(fy * h, fx * w), cval=None)
+        )
+
+
+def test_a_slow_model_reads_every_input_intact_while_the_next_ones_are_prepared(folder, cnn):
+    """The inputs are written into a few arrays in turn: none is overwritten while the model reads it."""
+    import hashlib
+    import time
+
+    from core.imaging.probe import _batch_levels, probe_plan, probe_raw
+
+    model = OnnxImageClassifier(cnn[1].read_bytes(), where="cnn.onnx", mean=MEAN, std=STD)
+    images = open_images(folder / "images", folder / "images_labels.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ModelFitWarning)
+        plan = probe_plan(model, images, probes=DEFAULT_PROBES[:6], natural=("hflip", "rotate+5"), batch_size=4)
+    expected = [
+        hashlib.sha256(model.model_input(levels).tobytes()).hexdigest()
+        for b in range(plan.n_batches(len(images)))
+        for _, levels in _batch_levels(model, images, [], plan, np.arange(4 * b, min(4 * b + 4, len(images))))
+    ]
+    seen, run = [], model.run
+
+    def slow_run(x):
+        before = hashlib.sha256(x.tobytes()).hexdigest()
+        time.sleep(0.01)  # the preparing thread fills its queue meanwhile
+        seen.append((before, hashlib.sha256(x.tobytes()).hexdigest()))
+        return run(x)
+
+    model.run = slow_run
+    probe_raw(model, images, [], plan, range(plan.n_batches(len(images))))
+    assert [a for a, _ in seen] == expected and [b for _, b in seen] == expected
