@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import tomllib
 from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
@@ -212,10 +213,21 @@ def _secrets_password() -> str | None:
     return None
 
 
+# A quoted SQL string or identifier ('' and "" escape their quote): `?` there is text.
+_QUOTED = re.compile(r"""('(?:[^']|'')*'|"(?:[^"]|"")*")""")
+
+
 @functools.lru_cache(maxsize=512)
 def _pg_sql(sql: str) -> str:
-    """The store's ``?`` placeholders as psycopg's ``%s`` (a literal ``%`` doubled)."""
-    return sql.replace("%", "%%").replace("?", "%s")
+    """The store's ``?`` placeholders as psycopg's ``%s``; a ``?`` inside quotes stays, every ``%`` is doubled.
+
+    Examples
+    --------
+    >>> print(_pg_sql("SELECT ?, '?', 'it''s ?' FROM t WHERE n LIKE 'x%' AND m = ?"))
+    SELECT %s, '?', 'it''s ?' FROM t WHERE n LIKE 'x%%' AND m = %s
+    """
+    parts = _QUOTED.split(sql.replace("%", "%%"))
+    return "".join(part if i % 2 else part.replace("?", "%s") for i, part in enumerate(parts))
 
 
 class _Connection:

@@ -463,3 +463,15 @@ def _tables_of(url: str) -> list[str]:
     with psycopg.connect(url) as conn:
         rows = conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")
         return [r[0] for r in rows]
+
+
+def test_a_question_mark_inside_quotes_is_text_not_a_placeholder(pg_url):
+    """The store writes ``?`` placeholders; in a quoted string or identifier a ``?`` is text."""
+    from core.reviews.postgres import PostgresBackend
+
+    conn = PostgresBackend(pg_url, timeout=5.0).connect()
+    try:
+        row = conn.execute("""SELECT ?, '?', 'it''s ?', 'a%b', ? AS "why?" """, ("first", "last")).fetchone()
+    finally:
+        conn.close()
+    assert row == ("first", "?", "it's ?", "a%b", "last")
