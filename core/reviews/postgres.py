@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from core.reviews.records import DECISIONS, RETRACTED, ReviewStoreError
-from core.reviews.schema import _MARKER, _MARKER_TABLE, _SCHEMA_VERSION, _TRIGGERS, TABLES
+from core.reviews.records import RETRACTED, ReviewStoreError
+from core.reviews.schema import _MARKER, _MARKER_TABLE, _SCHEMA_VERSION, _TRIGGERS, TABLES, reviews_table_sql
 
 __all__ = ["GRANTS", "SECRETS_ENV_VAR", "PostgresBackend", "redact"]
 
@@ -57,7 +57,6 @@ _HISTORY = ("reviews", "review_plans", "assignments", "access_refusals", "store_
 PG_TRIGGERS = _TRIGGERS | {f"{t}_no_truncate" for t in TABLES}
 # Advisory lock of the review store in its database ("RAud"): every writer takes it.
 _LOCK = 0x52417564
-_ENTRY_KINDS = ", ".join(f"'{d}'" for d in (*DECISIONS, RETRACTED))
 
 
 def _schema_statements() -> list[str]:
@@ -77,26 +76,7 @@ def _schema_statements() -> list[str]:
     )
     out = [
         f"CREATE TABLE {_MARKER_TABLE} (marker TEXT NOT NULL, schema_version INTEGER NOT NULL)",
-        f"""CREATE TABLE reviews (
-    review_id            BIGINT  PRIMARY KEY,
-    created_at           TEXT    NOT NULL,
-    audit_fingerprint    TEXT    NOT NULL CHECK (length(audit_fingerprint) > 0),
-    sample_id            TEXT    NOT NULL CHECK (length(sample_id) > 0),
-    reviewer             TEXT    NOT NULL CHECK (length(trim(reviewer)) > 0),
-    decision             TEXT    NOT NULL CHECK (decision IN ({_ENTRY_KINDS})),
-    note                 TEXT    NOT NULL DEFAULT '',
-    reasons              TEXT    NOT NULL DEFAULT '',
-    retracts             BIGINT  CHECK ((decision = '{RETRACTED}') = (retracts IS NOT NULL)),
-    data_fingerprint     TEXT    NOT NULL DEFAULT '',
-    model                TEXT    NOT NULL DEFAULT '',
-    protocol_fingerprint TEXT    NOT NULL DEFAULT '',
-    submission_id        TEXT,
-    reviewer_email       TEXT    NOT NULL DEFAULT '',
-    kind                 TEXT    NOT NULL DEFAULT 'review' CHECK (kind IN ('review', 'adjudication')),
-    prev_hash            TEXT    NOT NULL DEFAULT '',
-    entry_hash           TEXT    NOT NULL DEFAULT '',
-    mac                  TEXT    NOT NULL DEFAULT ''
-)""",
+        reviews_table_sql(dialect="postgresql").strip().rstrip(";"),
         "CREATE INDEX reviews_by_sample ON reviews (audit_fingerprint, sample_id, review_id)",
         "CREATE INDEX reviews_by_data ON reviews (data_fingerprint, sample_id, review_id)",
         "CREATE UNIQUE INDEX reviews_one_submission ON reviews (submission_id) WHERE submission_id IS NOT NULL",

@@ -53,10 +53,17 @@ _TRIGGERS = frozenset(
 _ENTRY_KINDS = ", ".join(f"'{d}'" for d in (*DECISIONS, RETRACTED))
 
 
-def _table_sql(name: str) -> str:
+def reviews_table_sql(name: str = "reviews", *, dialect: str = "sqlite") -> str:
+    """``CREATE TABLE`` of the review log, in SQLite or PostgreSQL (its ids as BIGINT)."""
+    if dialect not in ("sqlite", "postgresql"):
+        raise ValueError(f"`dialect` must be 'sqlite' or 'postgresql'; got {dialect!r}.")
+    # PostgreSQL: ids are given by the store (one writer at a time), never reused (no deletes).
+    ident, big = (
+        ("INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER") if dialect == "sqlite" else ("BIGINT  PRIMARY KEY", "BIGINT ")
+    )
     return f"""
 CREATE TABLE {name} (
-    review_id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    review_id            {ident},
     created_at           TEXT    NOT NULL,
     audit_fingerprint    TEXT    NOT NULL CHECK (length(audit_fingerprint) > 0),
     sample_id            TEXT    NOT NULL CHECK (length(sample_id) > 0),
@@ -64,7 +71,7 @@ CREATE TABLE {name} (
     decision             TEXT    NOT NULL CHECK (decision IN ({_ENTRY_KINDS})),
     note                 TEXT    NOT NULL DEFAULT '',
     reasons              TEXT    NOT NULL DEFAULT '',
-    retracts             INTEGER CHECK ((decision = '{RETRACTED}') = (retracts IS NOT NULL)),
+    retracts             {big} CHECK ((decision = '{RETRACTED}') = (retracts IS NOT NULL)),
     data_fingerprint     TEXT    NOT NULL DEFAULT '',
     model                TEXT    NOT NULL DEFAULT '',
     protocol_fingerprint TEXT    NOT NULL DEFAULT '',
@@ -150,7 +157,7 @@ PRAGMA user_version = {_SCHEMA_VERSION};
 # alter a CHECK, so the table is rebuilt: rows copied verbatim (same review_id), the old table
 # (and its triggers) dropped, the new one renamed. All inside the caller's transaction.
 _MIGRATE = (
-    _table_sql("reviews_v3")
+    reviews_table_sql("reviews_v3")
     + f"INSERT INTO reviews_v3 ({', '.join(_V1_COLUMNS)}) SELECT {', '.join(_V1_COLUMNS)} FROM reviews"
     " ORDER BY review_id;\nDROP TABLE reviews;\nALTER TABLE reviews_v3 RENAME TO reviews;\n"
 )
@@ -287,7 +294,7 @@ def settings(conn: Connection) -> dict[str, str]:
 def sqlite_migration(version: int, has_table: bool) -> list[str]:
     """The statements that take an SQLite file from ``version`` to :data:`_SCHEMA_VERSION`."""
     if not has_table:
-        script = _table_sql("reviews")
+        script = reviews_table_sql("reviews")
     elif version == 4:
         script = _MIGRATE_V4
     elif version == 3:

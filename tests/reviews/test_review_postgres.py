@@ -475,3 +475,29 @@ def test_a_question_mark_inside_quotes_is_text_not_a_placeholder(pg_url):
     finally:
         conn.close()
     assert row == ("first", "?", "it's ?", "a%b", "last")
+
+
+def test_both_backends_create_the_same_tables_and_columns(pg, pg_url, tmp_path):
+    """One table definition of the review log for both dialects: the same columns, in order, nullable alike."""
+    import sqlite3
+
+    from core.reviews.schema import TABLES
+
+    ReviewStore(pg_url).record("fp", 1, reviewer="ana", decision="acceptable")
+    path = tmp_path / "reviews.sqlite3"
+    ReviewStore(path).record("fp", 1, reviewer="ana", decision="acceptable")
+    with sqlite3.connect(path) as conn:
+        lite = {t: [(r[1], bool(r[3]) or bool(r[5])) for r in conn.execute(f"PRAGMA table_info({t})")] for t in TABLES}
+    server = {
+        t: [
+            (name, nullable == "NO")
+            for name, nullable in pg.sql(
+                _db_of(pg_url),
+                "SELECT column_name, is_nullable FROM information_schema.columns"
+                f" WHERE table_schema = 'public' AND table_name = '{t}' ORDER BY ordinal_position",
+            )
+        ]
+        for t in TABLES
+    }
+    assert server["assignments"].pop() == ("entry_no", True)  # SQLite's rowid: the insertion order
+    assert server == lite
