@@ -6,8 +6,8 @@ ratings. Two figures, each with the number of cases it rests on:
 
 - **Cohen's kappa** per pair of reviewers, on the cases both decided
   (:func:`sklearn.metrics.cohen_kappa_score` over the three decisions);
-- **Fleiss' kappa** over all reviewers (:func:`statsmodels.stats.inter_rater.fleiss_kappa`),
-  on the cases decided by the same number ``m >= 2`` of reviewers — Fleiss' formula needs an
+- **Fleiss' kappa** over all reviewers (Fleiss 1971, :func:`fleiss_kappa`; the tests check it
+  against ``statsmodels.stats.inter_rater.fleiss_kappa`` and a hand-written loop), on the cases decided by the same number ``m >= 2`` of reviewers — Fleiss' formula needs an
   equal number of ratings per case; ``m`` is the most frequent such number (the larger on a
   tie), and cases with another number (a third opinion, a missing one) are left out.
 
@@ -29,7 +29,7 @@ import pandas as pd
 from core.exceptions import UndefinedMetricWarning
 from core.reviews.store import DECISIONS
 
-__all__ = ["CASE_STATES", "Agreement", "agreement", "case_states"]
+__all__ = ["CASE_STATES", "Agreement", "agreement", "case_states", "fleiss_kappa"]
 
 #: States of a case under review, as :func:`case_states` names them.
 CASE_STATES: dict[str, str] = {
@@ -162,9 +162,7 @@ def agreement(ratings: pd.DataFrame) -> Agreement:
         )
         fleiss = float("nan")
     else:
-        from statsmodels.stats.inter_rater import fleiss_kappa
-
-        fleiss = float(fleiss_kappa(table, method="fleiss"))
+        fleiss = fleiss_kappa(table)
     return Agreement(
         pairs=pairs,
         fleiss=fleiss,
@@ -173,6 +171,42 @@ def agreement(ratings: pd.DataFrame) -> Agreement:
         multi_rated=len(multi),
         disagreements=int((distinct > 1).sum()),
     )
+
+
+def fleiss_kappa(table: np.ndarray) -> float:
+    """Fleiss' kappa (Fleiss 1971) of a table of counts: ``(P̄ - P̄e) / (1 - P̄e)``.
+
+    Parameters
+    ----------
+    table : ndarray of int, shape (n_cases, n_categories)
+        How many of the ``m`` raters of each case chose each category; every row sums to the
+        same ``m >= 2``.
+
+    Returns
+    -------
+    float
+        1 for perfect agreement, 0 at chance, negative below; larger = more agreement. ``P̄``
+        is the mean over cases of ``(sum_j n_ij^2 - m) / (m (m - 1))``, ``P̄e`` the sum of the
+        squared category shares. Infinite or NaN when ``P̄e = 1`` (one category only; the
+        caller warns and reports NaN).
+
+    Examples
+    --------
+    >>> round(fleiss_kappa(np.array([[2, 0], [0, 2], [1, 1]])), 4)
+    0.3333
+    """
+    table = np.asarray(table, dtype=float)
+    m = table.sum(axis=1) if table.ndim == 2 and table.shape[0] else np.zeros(1)
+    if table.ndim != 2 or m.min() != m.max() or m[0] < 2:
+        raise ValueError(
+            f"`table` must be (n_cases, n_categories) counts with the same number >= 2 of ratings per case; "
+            f"got shape {table.shape} and ratings per case {sorted(set(m.tolist()))[:5]}."
+        )
+    m = m[0]
+    shares = table.sum(axis=0) / table.sum()
+    agreement = ((table * table).sum(axis=1) - m) / (m * (m - 1.0))
+    expected = (shares * shares).sum()
+    return float((agreement.mean() - expected) / (1.0 - expected))
 
 
 def case_states(ratings: pd.DataFrame, adjudicated: pd.DataFrame, *, reviewers_per_case: int) -> pd.DataFrame:

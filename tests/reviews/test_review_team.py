@@ -308,6 +308,37 @@ def _naive_fleiss(rows: list[list[str]]) -> float:
     return (p_bar - pe) / (1 - pe)
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(2, 6).flatmap(
+        lambda m: st.lists(st.lists(st.integers(0, 3), min_size=m, max_size=m), min_size=1, max_size=25)
+    )
+)
+def test_fleiss_kappa_equals_statsmodels_on_any_table(rows):
+    """The base computes Fleiss' kappa itself (statsmodels is a test tool only); any table of
+    m ratings per case over 4 categories, chance agreement below 1."""
+    from statsmodels.stats.inter_rater import aggregate_raters
+    from statsmodels.stats.inter_rater import fleiss_kappa as reference
+
+    from core.reviews.agreement import fleiss_kappa
+
+    table = aggregate_raters(np.array(rows), n_cat=4)[0]
+    shares = table.sum(axis=0) / table.sum()
+    if (shares * shares).sum() > 1 - 1e-9:  # one category only: undefined (agreement() warns, NaN)
+        return
+    assert fleiss_kappa(table) == pytest.approx(reference(table, method="fleiss"), rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    "table", [np.zeros((0, 3)), np.array([[2, 0], [1, 0]]), np.array([[1, 0], [0, 1]]), np.ones(3)]
+)
+def test_fleiss_kappa_refuses_tables_it_cannot_score(table):
+    from core.reviews.agreement import fleiss_kappa
+
+    with pytest.raises(ValueError, match="same number >= 2 of ratings per case"):
+        fleiss_kappa(table)
+
+
 def test_kappa_equals_scikit_learn_and_statsmodels_on_the_stored_decisions(tmp_path):
     from sklearn.metrics import cohen_kappa_score
     from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
